@@ -1,0 +1,305 @@
+//! Strict argument parsing shared by every command: integers the way Redis reads them, the
+//! optional `[quantity] [MS]` tail, and errors that name the offending argument.
+
+use crate::error::Error;
+
+const NANOS_PER_SECOND: i64 = 1_000_000_000;
+const NANOS_PER_MILLI: i64 = 1_000_000;
+
+/// The unit of a command's `period` argument and of the waits in its reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeUnit {
+    Seconds,
+    Milliseconds,
+}
+
+impl TimeUnit {
+    /// Nanoseconds in one of this unit.
+    pub const fn nanos(self) -> i64 {
+        match self {
+            TimeUnit::Seconds => NANOS_PER_SECOND,
+            TimeUnit::Milliseconds => NANOS_PER_MILLI,
+        }
+    }
+
+    /// Milliseconds in one of this unit.
+    pub const fn millis(self) -> i64 {
+        match self {
+            TimeUnit::Seconds => 1_000,
+            TimeUnit::Milliseconds => 1,
+        }
+    }
+}
+
+/// `CL.THROTTLE key max_burst count period [quantity] [MS]`, after the key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThrottleArgs {
+    pub max_burst: i64,
+    pub count: i64,
+    /// The period converted to nanoseconds.
+    pub period_ns: i64,
+    pub quantity: i64,
+    pub unit: TimeUnit,
+}
+
+/// `CL.FIXED` and `CL.WINDOW`: `key limit period [quantity] [MS]`, after the key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WindowArgs {
+    pub limit: i64,
+    /// The period converted to milliseconds.
+    pub period_ms: i64,
+    pub quantity: i64,
+    pub unit: TimeUnit,
+}
+
+/// Parses the arguments of `CL.THROTTLE` that follow the key.
+pub fn throttle(args: &[&[u8]]) -> Result<ThrottleArgs, Error> {
+    let [max_burst, count, period, tail @ ..] = args else {
+        return Err(Error::WrongArity("cl.throttle"));
+    };
+    let (quantity, unit) = quantity_and_unit(tail, "cl.throttle")?;
+    let max_burst = integer(max_burst, "max_burst", 0)?;
+    let count = integer(count, "count", 1)?;
+    let period = integer(period, "period", 1)?;
+    let period_ns = period
+        .checked_mul(unit.nanos())
+        .ok_or(Error::TooLarge("period"))?;
+    Ok(ThrottleArgs {
+        max_burst,
+        count,
+        period_ns,
+        quantity,
+        unit,
+    })
+}
+
+/// Parses the arguments of a window command (`CL.FIXED`, `CL.WINDOW`) that follow the key.
+pub fn window(args: &[&[u8]], command: &'static str) -> Result<WindowArgs, Error> {
+    let [limit, period, tail @ ..] = args else {
+        return Err(Error::WrongArity(command));
+    };
+    let (quantity, unit) = quantity_and_unit(tail, command)?;
+    let limit = integer(limit, "limit", 1)?;
+    let period = integer(period, "period", 1)?;
+    let period_ms = period
+        .checked_mul(unit.millis())
+        .ok_or(Error::TooLarge("period"))?;
+    Ok(WindowArgs {
+        limit,
+        period_ms,
+        quantity,
+        unit,
+    })
+}
+
+/// The optional tail `[quantity] [MS]` shared by all commands.
+fn quantity_and_unit(tail: &[&[u8]], command: &'static str) -> Result<(i64, TimeUnit), Error> {
+    match tail {
+        [] => Ok((1, TimeUnit::Seconds)),
+        [unit] if is_ms(unit) => Ok((1, TimeUnit::Milliseconds)),
+        [quantity] => Ok((integer(quantity, "quantity", 0)?, TimeUnit::Seconds)),
+        [quantity, unit] if is_ms(unit) => {
+            Ok((integer(quantity, "quantity", 0)?, TimeUnit::Milliseconds))
+        }
+        [_, _] => Err(Error::Syntax),
+        _ => Err(Error::WrongArity(command)),
+    }
+}
+
+fn is_ms(arg: &[u8]) -> bool {
+    arg.eq_ignore_ascii_case(b"MS")
+}
+
+/// An integer argument no smaller than `min`.
+fn integer(text: &[u8], arg: &'static str, min: i64) -> Result<i64, Error> {
+    let value = parse_i64(text).ok_or(Error::NotAnInteger(arg))?;
+    if value < min {
+        return Err(Error::BelowMinimum { arg, min });
+    }
+    Ok(value)
+}
+
+/// Reads a decimal integer exactly as Redis does (`string2ll`): an optional `-`, then digits
+/// with no leading zero, no sign on zero, no `+`, no spaces, and a value that fits in an `i64`.
+pub fn parse_i64(text: &[u8]) -> Option<i64> {
+    let (negative, digits) = match text {
+        [b'-', rest @ ..] => (true, rest),
+        _ => (false, text),
+    };
+    match digits {
+        [b'0'] if !negative => return Some(0),
+        [b'1'..=b'9', ..] => {}
+        _ => return None,
+    }
+    let mut magnitude: u64 = 0;
+    for &digit in digits {
+        if !digit.is_ascii_digit() {
+            return None;
+        }
+        magnitude = magnitude
+            .checked_mul(10)?
+            .checked_add(u64::from(digit - b'0'))?;
+    }
+    if negative {
+        0i64.checked_sub_unsigned(magnitude)
+    } else {
+        i64::try_from(magnitude).ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn throttle_of(args: &[&str]) -> Result<ThrottleArgs, Error> {
+        let bytes: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        throttle(&bytes)
+    }
+
+    #[test]
+    fn integers_are_read_as_redis_reads_them() {
+        for (text, value) in [
+            ("0", Some(0)),
+            ("15", Some(15)),
+            ("-7", Some(-7)),
+            ("9223372036854775807", Some(i64::MAX)),
+            ("-9223372036854775808", Some(i64::MIN)),
+            ("9223372036854775808", None),
+            ("-9223372036854775809", None),
+            ("99999999999999999999999", None),
+            ("", None),
+            ("-", None),
+            ("-0", None),
+            ("007", None),
+            ("+1", None),
+            (" 1", None),
+            ("1 ", None),
+            ("1.5", None),
+            ("1e3", None),
+        ] {
+            assert_eq!(parse_i64(text.as_bytes()), value, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn non_utf8_arguments_are_rejected_not_misread() {
+        assert_eq!(parse_i64(&[0xff, b'1']), None);
+        assert_eq!(
+            throttle(&[b"1", &[0xc3, 0x28], b"60"]),
+            Err(Error::NotAnInteger("count"))
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn every_i64_round_trips_through_its_decimal_form(value: i64) {
+            prop_assert_eq!(parse_i64(value.to_string().as_bytes()), Some(value));
+        }
+
+        #[test]
+        fn parsing_never_panics_and_agrees_with_the_canonical_form(text: Vec<u8>) {
+            if let Some(value) = parse_i64(&text) {
+                prop_assert_eq!(value.to_string().into_bytes(), text);
+            }
+        }
+    }
+
+    #[test]
+    fn the_tail_is_quantity_then_an_optional_ms() {
+        let plain = throttle_of(&["15", "30", "60"]).unwrap();
+        assert_eq!((plain.quantity, plain.unit), (1, TimeUnit::Seconds));
+        assert_eq!(plain.period_ns, 60 * NANOS_PER_SECOND);
+
+        let ms = throttle_of(&["15", "30", "60", "ms"]).unwrap();
+        assert_eq!((ms.quantity, ms.unit), (1, TimeUnit::Milliseconds));
+        assert_eq!(ms.period_ns, 60 * NANOS_PER_MILLI);
+
+        let both = throttle_of(&["15", "30", "60", "0", "MS"]).unwrap();
+        assert_eq!((both.quantity, both.unit), (0, TimeUnit::Milliseconds));
+
+        assert_eq!(
+            throttle_of(&["15", "30", "60", "2", "SECONDS"]),
+            Err(Error::Syntax)
+        );
+        assert_eq!(
+            throttle_of(&["15", "30", "60", "MS", "2"]),
+            Err(Error::Syntax)
+        );
+        assert_eq!(
+            throttle_of(&["15", "30", "60", "soon"]),
+            Err(Error::NotAnInteger("quantity"))
+        );
+    }
+
+    #[test]
+    fn arity_is_checked_before_values() {
+        assert_eq!(
+            throttle_of(&["15", "30"]),
+            Err(Error::WrongArity("cl.throttle"))
+        );
+        assert_eq!(
+            throttle_of(&["x", "30", "60", "1", "MS", "extra"]),
+            Err(Error::WrongArity("cl.throttle"))
+        );
+        assert_eq!(
+            window(&[b"1"], "cl.fixed"),
+            Err(Error::WrongArity("cl.fixed"))
+        );
+    }
+
+    #[test]
+    fn each_bad_value_names_its_argument() {
+        assert_eq!(
+            throttle_of(&["-1", "30", "60"]),
+            Err(Error::BelowMinimum {
+                arg: "max_burst",
+                min: 0
+            })
+        );
+        assert_eq!(
+            throttle_of(&["1", "0", "60"]),
+            Err(Error::BelowMinimum {
+                arg: "count",
+                min: 1
+            })
+        );
+        assert_eq!(
+            throttle_of(&["1", "1", "0"]),
+            Err(Error::BelowMinimum {
+                arg: "period",
+                min: 1
+            })
+        );
+        assert_eq!(
+            throttle_of(&["1", "1", "1", "-1"]),
+            Err(Error::BelowMinimum {
+                arg: "quantity",
+                min: 0
+            })
+        );
+        assert_eq!(
+            throttle_of(&["1", "1", "9223372036854775807"]),
+            Err(Error::TooLarge("period"))
+        );
+        assert_eq!(
+            window(&[b"0", b"10"], "cl.window"),
+            Err(Error::BelowMinimum {
+                arg: "limit",
+                min: 1
+            })
+        );
+        assert_eq!(
+            window(&[b"5", b"9223372036854775807"], "cl.window"),
+            Err(Error::TooLarge("period"))
+        );
+    }
+
+    #[test]
+    fn window_periods_are_in_milliseconds() {
+        let seconds = window(&[b"5", b"60"], "cl.fixed").unwrap();
+        assert_eq!(seconds.period_ms, 60_000);
+        let millis = window(&[b"5", b"60", b"MS"], "cl.fixed").unwrap();
+        assert_eq!(millis.period_ms, 60);
+    }
+}

@@ -1,0 +1,115 @@
+//! Every way a command can fail, and the one place where the reply text is made.
+
+use std::ffi::CString;
+
+/// Why a command was refused. Each variant becomes one Redis error reply; the command layer
+/// guarantees that nothing was written when one is returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Error {
+    /// The command was called with too few or too many arguments.
+    WrongArity(&'static str),
+    /// A trailing argument that is neither a quantity nor `MS`.
+    Syntax,
+    /// The named argument is not a decimal integer that fits in 64 bits.
+    NotAnInteger(&'static str),
+    /// The named argument is below the smallest value it may take.
+    BelowMinimum { arg: &'static str, min: i64 },
+    /// The named argument makes the limiter's time arithmetic overflow.
+    TooLarge(&'static str),
+    /// `count` exceeds the period in nanoseconds: GCRA would need to admit more than one unit
+    /// per nanosecond.
+    SubNanosecondInterval,
+    /// The key holds a value of another type.
+    WrongType,
+    /// The key holds a string this command cannot read as its state.
+    CorruptState,
+    /// The server's clock reads outside the range this module can represent (before 1970 or
+    /// after 2116).
+    ClockOutOfRange,
+    /// A defect in this module was caught before it could take the server down.
+    Internal,
+}
+
+impl Error {
+    /// The error reply exactly as the client sees it, error code first, as Redis does.
+    pub fn message(&self) -> String {
+        match self {
+            Error::WrongArity(command) => {
+                format!("ERR wrong number of arguments for '{command}' command")
+            }
+            Error::Syntax => "ERR syntax error".to_owned(),
+            Error::NotAnInteger(arg) => format!("ERR {arg} is not an integer or out of range"),
+            Error::BelowMinimum { arg, min } => format!("ERR {arg} must be >= {min}"),
+            Error::TooLarge(arg) => {
+                format!("ERR {arg} is too large: the limiter's time span would overflow")
+            }
+            Error::SubNanosecondInterval => {
+                "ERR count is too large for period: the emission interval would be under 1 ns"
+                    .to_owned()
+            }
+            Error::WrongType => {
+                "WRONGTYPE Operation against a key holding the wrong kind of value".to_owned()
+            }
+            Error::CorruptState => {
+                "ERR the value at this key is not a valid state for this command".to_owned()
+            }
+            Error::ClockOutOfRange => "ERR the server clock is out of range".to_owned(),
+            Error::Internal => "ERR internal error in redis-cell; nothing was changed".to_owned(),
+        }
+    }
+
+    /// The message as the NUL-terminated string the module API wants. Messages never contain
+    /// NUL bytes (argument names are static identifiers), so the fallback is unreachable in
+    /// practice but keeps this total.
+    pub fn to_c_string(&self) -> CString {
+        CString::new(self.message()).unwrap_or_else(|_| c"ERR".to_owned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_message_starts_with_a_redis_error_code() {
+        let all = [
+            Error::WrongArity("cl.throttle"),
+            Error::Syntax,
+            Error::NotAnInteger("count"),
+            Error::BelowMinimum {
+                arg: "count",
+                min: 1,
+            },
+            Error::TooLarge("period"),
+            Error::SubNanosecondInterval,
+            Error::WrongType,
+            Error::CorruptState,
+            Error::ClockOutOfRange,
+            Error::Internal,
+        ];
+        for error in all {
+            let message = error.message();
+            assert!(
+                message.starts_with("ERR ") || message.starts_with("WRONGTYPE "),
+                "{message}"
+            );
+            assert_eq!(error.to_c_string().to_bytes(), message.as_bytes());
+        }
+    }
+
+    #[test]
+    fn messages_name_the_offending_argument() {
+        assert_eq!(
+            Error::NotAnInteger("max_burst").message(),
+            "ERR max_burst is not an integer or out of range"
+        );
+        assert_eq!(
+            Error::BelowMinimum {
+                arg: "period",
+                min: 1
+            }
+            .message(),
+            "ERR period must be >= 1"
+        );
+    }
+}

@@ -1,0 +1,388 @@
+//! CL.THROTTLE's pure core: the generic cell rate algorithm (GCRA), with time passed in.
+//!
+//! GCRA keeps one number per key, the *theoretical arrival time* (TAT): the instant at which
+//! the limiter would be empty again if nothing else arrived. Each admitted unit pushes the TAT
+//! one *emission interval* `T` further into the future (think of `T` as how often a leaky
+//! bucket leaks one unit). A request is admitted while the TAT it would produce stays within
+//! the *tolerance* `τ` of now (think of `τ` as the size of the bucket: `limit` units of `T`).
+//!
+//! All time is in integer nanoseconds since the Unix epoch, the unit redis-cell stores.
+
+use crate::args::ThrottleArgs;
+use crate::error::Error;
+use crate::reply::Outcome;
+
+/// The longest span, in nanoseconds, that a limiter may look ahead (`τ` plus one request's
+/// cost): 2^62 ns, about 146 years. With the clock below 2^62 ns too (until 2116), every
+/// instant the algorithm computes fits in an `i64`.
+pub const MAX_SPAN_NS: i64 = 1 << 62;
+
+/// GCRA parameters for one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Gcra {
+    /// `T`: nanoseconds between units at the sustained rate, `period / count`.
+    emission_interval: i64,
+    /// `τ`: how far ahead of now the TAT may run, `T × limit`.
+    tolerance: i64,
+    /// The burst a full limiter admits at once, `max_burst + 1`.
+    limit: i64,
+    /// What this request would add to the TAT, `T × quantity`.
+    increment: i64,
+}
+
+/// The result of one request: the reply, and the new TAT to store if it changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Decision {
+    pub outcome: Outcome,
+    pub new_tat: Option<i64>,
+}
+
+impl Gcra {
+    /// Builds the parameters from validated arguments (`max_burst ≥ 0`, `count ≥ 1`,
+    /// `period_ns ≥ 1`, `quantity ≥ 0`), refusing any whose arithmetic would overflow.
+    pub fn new(args: &ThrottleArgs) -> Result<Gcra, Error> {
+        // Integer division: redis-cell divides in floating point, which agrees for every
+        // period up to 2^53 ns (104 days) and is off by a nanosecond beyond.
+        let emission_interval = args.period_ns / args.count.max(1);
+        if emission_interval < 1 {
+            return Err(Error::SubNanosecondInterval);
+        }
+        let limit = args
+            .max_burst
+            .checked_add(1)
+            .ok_or(Error::TooLarge("max_burst"))?;
+        let tolerance = emission_interval
+            .checked_mul(limit)
+            .filter(|&tau| tau <= MAX_SPAN_NS)
+            .ok_or(Error::TooLarge("max_burst"))?;
+        let increment = emission_interval
+            .checked_mul(args.quantity)
+            .filter(|&cost| cost <= MAX_SPAN_NS - tolerance)
+            .ok_or(Error::TooLarge("quantity"))?;
+        Ok(Gcra {
+            emission_interval,
+            tolerance,
+            limit,
+            increment,
+        })
+    }
+
+    /// Decides a request arriving at `now` against the stored TAT (`None`: no state yet).
+    /// `now` must lie in `0..MAX_SPAN_NS`; any stored value is accepted.
+    pub fn decide(&self, stored_tat: Option<i64>, now: i64) -> Decision {
+        // A TAT in the past means a limiter that has fully drained: it starts again from now.
+        let tat = stored_tat.map_or(now, |stored| stored.max(now));
+        let new_tat = tat.saturating_add(self.increment);
+        let allow_at = new_tat - self.tolerance;
+
+        let (limited, ttl, retry_after_ns, new_tat) = if allow_at > now {
+            // A request larger than the whole bucket will never fit: no retry time.
+            let retry = (self.increment <= self.tolerance).then_some(allow_at - now);
+            (true, tat - now, retry, None)
+        } else {
+            // A zero quantity is a peek: the TAT it computes equals the stored one.
+            let changed = (self.increment > 0).then_some(new_tat);
+            (false, new_tat - now, None, changed)
+        };
+
+        let headroom = (self.tolerance - ttl).max(0);
+        Decision {
+            outcome: Outcome {
+                limited,
+                limit: self.limit,
+                remaining: (headroom / self.emission_interval).min(self.limit),
+                retry_after_ns,
+                reset_after_ns: ttl,
+            },
+            new_tat,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::args::TimeUnit;
+    use proptest::prelude::*;
+
+    const SECOND: i64 = 1_000_000_000;
+    const MILLI: i64 = 1_000_000;
+    /// 2026-11-29T00:00:00Z, a whole second.
+    const NOW: i64 = 1_795_910_400 * SECOND;
+
+    fn gcra(max_burst: i64, count: i64, period_ns: i64, quantity: i64) -> Result<Gcra, Error> {
+        Gcra::new(&ThrottleArgs {
+            max_burst,
+            count,
+            period_ns,
+            quantity,
+            unit: TimeUnit::Seconds,
+        })
+    }
+
+    /// Runs calls against one key, as the command layer would, and returns the replies.
+    struct Limiter {
+        tat: Option<i64>,
+    }
+
+    impl Limiter {
+        fn call(&mut self, gcra: Gcra, now: i64, unit: TimeUnit) -> [i64; 5] {
+            let decision = gcra.decide(self.tat, now);
+            if let Some(tat) = decision.new_tat {
+                self.tat = Some(tat);
+            }
+            decision.outcome.to_reply(unit)
+        }
+    }
+
+    #[test]
+    fn the_worked_example_from_the_contract() {
+        let g = gcra(15, 30, 60 * SECOND, 1).unwrap();
+        let mut limiter = Limiter { tat: None };
+        for i in 1..=16 {
+            assert_eq!(
+                limiter.call(g, NOW, TimeUnit::Seconds),
+                [0, 16, 16 - i, -1, 2 * i]
+            );
+        }
+        assert_eq!(limiter.call(g, NOW, TimeUnit::Seconds), [1, 16, 0, 2, 32]);
+        assert_eq!(limiter.call(g, NOW, TimeUnit::Seconds), [1, 16, 0, 2, 32]);
+    }
+
+    #[test]
+    fn the_limiter_refills_at_the_sustained_rate() {
+        // 5 per second sustained, bursts of 5.
+        let g = gcra(4, 5, SECOND, 1).unwrap();
+        let mut limiter = Limiter { tat: None };
+        for _ in 0..5 {
+            assert_eq!(limiter.call(g, NOW, TimeUnit::Milliseconds)[0], 0);
+        }
+        assert_eq!(
+            limiter.call(g, NOW, TimeUnit::Milliseconds),
+            [1, 5, 0, 200, 1000]
+        );
+        // One emission interval later exactly one unit has leaked out.
+        assert_eq!(
+            limiter.call(g, NOW + 200 * MILLI - 1, TimeUnit::Milliseconds),
+            [1, 5, 0, 1, 801]
+        );
+        assert_eq!(
+            limiter.call(g, NOW + 200 * MILLI, TimeUnit::Milliseconds),
+            [0, 5, 0, -1, 1000]
+        );
+    }
+
+    #[test]
+    fn a_peek_reports_without_changing_state() {
+        let g = gcra(4, 5, SECOND, 1).unwrap();
+        let peek = gcra(4, 5, SECOND, 0).unwrap();
+        let empty = peek.decide(None, NOW);
+        assert_eq!(empty.new_tat, None);
+        assert_eq!(empty.outcome.to_reply(TimeUnit::Seconds), [0, 5, 5, -1, 0]);
+
+        let after_one = g.decide(None, NOW).new_tat;
+        let peeked = peek.decide(after_one, NOW);
+        assert_eq!(peeked.new_tat, None);
+        assert_eq!(
+            peeked.outcome.to_reply(TimeUnit::Milliseconds),
+            [0, 5, 4, -1, 200]
+        );
+    }
+
+    #[test]
+    fn a_request_larger_than_the_limit_never_gets_a_retry_time() {
+        let g = gcra(4, 5, SECOND, 6).unwrap();
+        let decision = g.decide(None, NOW);
+        assert_eq!(decision.new_tat, None);
+        assert_eq!(
+            decision.outcome.to_reply(TimeUnit::Seconds),
+            [1, 5, 5, -1, 0]
+        );
+    }
+
+    #[test]
+    fn a_denied_request_does_not_move_the_tat() {
+        let g = gcra(0, 1, SECOND, 1).unwrap();
+        let first = g.decide(None, NOW);
+        assert_eq!(first.new_tat, Some(NOW + SECOND));
+        let second = g.decide(first.new_tat, NOW);
+        assert_eq!(second.new_tat, None);
+        assert_eq!(second.outcome.retry_after_ns, Some(SECOND));
+    }
+
+    #[test]
+    fn a_stale_tat_means_a_full_limiter() {
+        let g = gcra(2, 1, SECOND, 1).unwrap();
+        for stale in [-1, 0, NOW - 1, NOW] {
+            let decision = g.decide(Some(stale), NOW);
+            assert_eq!(decision.new_tat, Some(NOW + SECOND), "{stale}");
+            assert_eq!(
+                decision.outcome.to_reply(TimeUnit::Seconds),
+                [0, 3, 2, -1, 1]
+            );
+        }
+    }
+
+    #[test]
+    fn a_tat_far_in_the_future_denies_without_overflow() {
+        let g = gcra(2, 1, SECOND, 1).unwrap();
+        let decision = g.decide(Some(i64::MAX), NOW);
+        assert!(decision.outcome.limited);
+        assert_eq!(decision.new_tat, None);
+        assert_eq!(decision.outcome.remaining, 0);
+        assert!(decision.outcome.retry_after_ns.unwrap() > 0);
+        assert_eq!(decision.outcome.reset_after_ns, i64::MAX - NOW);
+    }
+
+    #[test]
+    fn parameters_whose_arithmetic_overflows_are_refused_by_name() {
+        assert_eq!(
+            gcra(i64::MAX, 1, SECOND, 1),
+            Err(Error::TooLarge("max_burst"))
+        );
+        assert_eq!(
+            gcra(1 << 40, 1, SECOND, 1),
+            Err(Error::TooLarge("max_burst"))
+        );
+        assert_eq!(
+            gcra(0, 1, SECOND, i64::MAX),
+            Err(Error::TooLarge("quantity"))
+        );
+        assert_eq!(
+            gcra(0, i64::MAX, SECOND, 1),
+            Err(Error::SubNanosecondInterval)
+        );
+        assert_eq!(
+            gcra(0, SECOND + 1, SECOND, 1),
+            Err(Error::SubNanosecondInterval)
+        );
+        assert!(gcra(0, SECOND, SECOND, 1).is_ok());
+    }
+
+    /// A fluid leaky bucket, the textbook dual of GCRA: it stores how much work the bucket
+    /// holds instead of when it empties, in wide integers so it cannot overflow.
+    #[derive(Default)]
+    struct LeakyBucket {
+        level: i128,
+        last: i128,
+    }
+
+    impl LeakyBucket {
+        fn call(&mut self, t: i128, tau: i128, limit: i128, quantity: i128, now: i128) -> Outcome {
+            let drained = (self.level - (now - self.last)).max(0);
+            let wanted = drained + t * quantity;
+            let (limited, level, retry) = if wanted > tau {
+                let retry = (t * quantity <= tau).then_some((wanted - tau) as i64);
+                (true, drained, retry)
+            } else {
+                (false, wanted, None)
+            };
+            if !limited && quantity > 0 {
+                self.level = level;
+                self.last = now;
+            }
+            Outcome {
+                limited,
+                limit: limit as i64,
+                remaining: ((tau - level).max(0) / t).min(limit) as i64,
+                retry_after_ns: retry,
+                reset_after_ns: level as i64,
+            }
+        }
+    }
+
+    fn calls() -> impl Strategy<Value = Vec<(i64, i64)>> {
+        // (nanoseconds since the previous call, quantity)
+        prop::collection::vec((0i64..3 * SECOND, 0i64..8), 1..60)
+    }
+
+    proptest! {
+        #[test]
+        fn gcra_decides_exactly_as_a_leaky_bucket(
+            max_burst in 0i64..10,
+            count in 1i64..100,
+            period_ms in 1i64..5_000,
+            calls in calls(),
+        ) {
+            let period_ns = period_ms * MILLI;
+            let mut tat = None;
+            let mut bucket = LeakyBucket::default();
+            let mut now = NOW;
+            for (gap, quantity) in calls {
+                now += gap;
+                let g = gcra(max_burst, count, period_ns, quantity).unwrap();
+                let decision = g.decide(tat, now);
+                let expected = bucket.call(
+                    i128::from(g.emission_interval),
+                    i128::from(g.tolerance),
+                    i128::from(g.limit),
+                    i128::from(quantity),
+                    i128::from(now),
+                );
+                prop_assert_eq!(decision.outcome, expected);
+                if let Some(new_tat) = decision.new_tat {
+                    prop_assert!(new_tat > now && new_tat - now <= g.tolerance);
+                    tat = Some(new_tat);
+                }
+            }
+        }
+
+        #[test]
+        fn no_interval_admits_more_than_the_burst_plus_the_rate(
+            max_burst in 0i64..10,
+            count in 1i64..50,
+            period_ms in 1i64..2_000,
+            calls in calls(),
+        ) {
+            let period_ns = period_ms * MILLI;
+            let mut tat = None;
+            let mut now = NOW;
+            let mut admitted: Vec<(i64, i64)> = Vec::new();
+            for (gap, quantity) in calls {
+                now += gap;
+                let g = gcra(max_burst, count, period_ns, quantity).unwrap();
+                let decision = g.decide(tat, now);
+                let reply = decision.outcome.to_reply(TimeUnit::Seconds);
+                prop_assert!(reply[2] >= 0 && reply[2] <= reply[1]);
+                prop_assert!(reply[3] == -1 || reply[3] > 0);
+                prop_assert!(reply[4] >= 0);
+                if let Some(new_tat) = decision.new_tat {
+                    tat = Some(new_tat);
+                    admitted.push((now, quantity));
+                }
+            }
+            let t = period_ns / count;
+            for (i, &(start, _)) in admitted.iter().enumerate() {
+                let mut units = 0;
+                for &(at, quantity) in &admitted[i..] {
+                    units += quantity;
+                    prop_assert!(units <= max_burst + 1 + (at - start) / t);
+                }
+            }
+        }
+
+        #[test]
+        fn remaining_counts_exactly_the_units_that_would_be_admitted_now(
+            max_burst in 0i64..10,
+            count in 1i64..100,
+            period_ms in 1i64..5_000,
+            calls in calls(),
+        ) {
+            let period_ns = period_ms * MILLI;
+            let mut tat = None;
+            let mut now = NOW;
+            for (gap, quantity) in calls {
+                now += gap;
+                let g = gcra(max_burst, count, period_ns, quantity).unwrap();
+                let decision = g.decide(tat, now);
+                if let Some(new_tat) = decision.new_tat {
+                    tat = Some(new_tat);
+                }
+                let remaining = decision.outcome.remaining;
+                let fits = |units| !gcra(max_burst, count, period_ns, units).unwrap().decide(tat, now).outcome.limited;
+                prop_assert!(remaining == 0 || fits(remaining));
+                prop_assert!(!fits(remaining + 1));
+            }
+        }
+    }
+}

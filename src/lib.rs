@@ -1,0 +1,4 @@
+pub mod args;
+pub mod error;
+pub mod gcra;
+pub mod reply;
