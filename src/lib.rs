@@ -1,4 +1,180 @@
+//! redis-cell: rate limiting inside Redis and Valkey. This file is module registration only:
+//! the command table and the checks made at load time.
+
 pub mod args;
+mod clock;
+mod commands;
 pub mod error;
 pub mod gcra;
 pub mod reply;
+mod store;
+
+use std::ffi::CStr;
+use std::os::raw::c_int;
+
+use redis_module::commands::{get_redis_key_spec, BeginSearch, FindKeys, KeySpec, KeySpecFlags};
+use redis_module::{raw, redis_module, Context, RedisString, Status};
+
+/// The oldest server this module runs on, as `RedisModule_GetServerVersion` encodes it.
+const MIN_SERVER_VERSION: c_int = 0x00_07_00_00;
+
+/// `REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED`: a call that opens its key for writing
+/// but ends up denied must not count as a change (no WATCH invalidation, no client-side
+/// cache invalidation); writes signal explicitly instead.
+const NO_IMPLICIT_SIGNAL_MODIFIED: c_int = 1 << 1;
+
+type CommandHandler =
+    extern "C" fn(*mut raw::RedisModuleCtx, *mut *mut raw::RedisModuleString, c_int) -> c_int;
+
+struct CommandSpec {
+    name: &'static CStr,
+    handler: CommandHandler,
+    /// Redis's arity convention: negative means "at least".
+    arity: c_int,
+}
+
+const COMMANDS: &[CommandSpec] = &[CommandSpec {
+    name: c"cl.throttle",
+    handler: commands::throttle,
+    arity: -5,
+}];
+
+/// Every command writes only its first argument, is O(1) and must not run out of memory.
+const FLAGS: &CStr = c"write deny-oom fast";
+
+/// The module version MODULE LIST shows, from Cargo.toml: major·10000 + minor·100 + patch.
+const MODULE_VERSION: i32 = version_number(env!("CARGO_PKG_VERSION"));
+
+const fn version_number(version: &str) -> i32 {
+    let bytes = version.as_bytes();
+    let (mut number, mut part, mut i) = (0, 0, 0);
+    while i < bytes.len() && bytes[i] != b'-' && bytes[i] != b'+' {
+        if bytes[i] == b'.' {
+            number = number * 100 + part;
+            part = 0;
+        } else {
+            part = part * 10 + (bytes[i] - b'0') as i32;
+        }
+        i += 1;
+    }
+    number * 100 + part
+}
+
+fn on_load(ctx: &Context, _args: &[RedisString]) -> Status {
+    if let Err(refusal) = check_server_version() {
+        ctx.log_warning(&refusal);
+        return Status::Err;
+    }
+    // SAFETY: called once from OnLoad with the module's own context.
+    unsafe {
+        if let Some(set_options) = raw::RedisModule_SetModuleOptions {
+            set_options(ctx.ctx, NO_IMPLICIT_SIGNAL_MODIFIED);
+        }
+    }
+    for spec in COMMANDS {
+        if let Err(reason) = register(ctx, spec) {
+            ctx.log_warning(&format!(
+                "redis-cell: cannot register {}: {reason}",
+                spec.name.to_string_lossy()
+            ));
+            return Status::Err;
+        }
+    }
+    Status::Ok
+}
+
+fn check_server_version() -> Result<(), String> {
+    // SAFETY: a plain getter, filled in by RedisModule_Init.
+    let version = unsafe { raw::RedisModule_GetServerVersion.map(|get| get()) };
+    match version {
+        Some(v) if v >= MIN_SERVER_VERSION => Ok(()),
+        Some(v) => Err(format!(
+            "redis-cell needs Redis 7.0 or later (or Valkey 7.2 or later); this server is {}.{}.{}: not loading",
+            v >> 16,
+            (v >> 8) & 0xff,
+            v & 0xff
+        )),
+        None => Err(
+            "redis-cell needs Redis 7.0 or later (or Valkey 7.2 or later); this server is older: not loading"
+                .to_owned(),
+        ),
+    }
+}
+
+/// Creates the command with its legacy key positions (first argument, which is all Redis 7.0
+/// cluster routing needs) and, where the server has the API, its key spec and arity.
+fn register(ctx: &Context, spec: &CommandSpec) -> Result<(), &'static str> {
+    // SAFETY: called from OnLoad with the module's context; the name and flags are static
+    // C strings, and the key-spec array lives until SetCommandInfo has copied it.
+    unsafe {
+        let create = raw::RedisModule_CreateCommand.ok_or("no CreateCommand")?;
+        if create(
+            ctx.ctx,
+            spec.name.as_ptr(),
+            Some(spec.handler),
+            FLAGS.as_ptr(),
+            1,
+            1,
+            1,
+        ) != raw::REDISMODULE_OK as c_int
+        {
+            return Err("CreateCommand failed");
+        }
+        let (Some(get_command), Some(set_info)) =
+            (raw::RedisModule_GetCommand, raw::RedisModule_SetCommandInfo)
+        else {
+            return Ok(());
+        };
+        let command = get_command(ctx.ctx, spec.name.as_ptr());
+        if command.is_null() {
+            return Err("GetCommand found nothing");
+        }
+        let key_specs = get_redis_key_spec(vec![KeySpec::new(
+            None,
+            KeySpecFlags::READ_WRITE | KeySpecFlags::ACCESS | KeySpecFlags::UPDATE,
+            BeginSearch::new_index(1),
+            FindKeys::new_range(0, 1, 0),
+        )]);
+        let version = raw::RedisModuleCommandInfoVersion {
+            version: 1,
+            sizeof_historyentry: std::mem::size_of::<raw::RedisModuleCommandHistoryEntry>(),
+            sizeof_keyspec: std::mem::size_of::<raw::RedisModuleCommandKeySpec>(),
+            sizeof_arg: std::mem::size_of::<raw::RedisModuleCommandArg>(),
+        };
+        let info = raw::RedisModuleCommandInfo {
+            version: &version,
+            summary: std::ptr::null(),
+            complexity: std::ptr::null(),
+            since: std::ptr::null(),
+            history: std::ptr::null_mut(),
+            tips: std::ptr::null(),
+            arity: spec.arity,
+            key_specs: key_specs.as_ptr().cast_mut(),
+            args: std::ptr::null_mut(),
+        };
+        if set_info(command, &info) != raw::REDISMODULE_OK as c_int {
+            return Err("SetCommandInfo failed");
+        }
+    }
+    Ok(())
+}
+
+redis_module! {
+    name: "redis-cell",
+    version: MODULE_VERSION,
+    allocator: (redis_module::alloc::RedisAlloc, redis_module::alloc::RedisAlloc),
+    data_types: [],
+    init: on_load,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_module_version_comes_from_cargo_toml() {
+        assert_eq!(version_number("0.1.0"), 100);
+        assert_eq!(version_number("1.2.3"), 10203);
+        assert_eq!(version_number("2.10.0-rc.1"), 21000);
+    }
+}

@@ -1,6 +1,11 @@
 //! The five-integer reply every command answers with, and the rounding of waits.
 
+use std::os::raw::{c_long, c_longlong};
+
+use redis_module::raw;
+
 use crate::args::TimeUnit;
+use crate::error::Error;
 
 /// What a limiter decided, with waits still in nanoseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,6 +33,35 @@ impl Outcome {
                 .map_or(-1, |wait| whole_units_rounded_up(wait, unit)),
             whole_units_rounded_up(self.reset_after_ns, unit),
         ]
+    }
+}
+
+/// Sends `[limited, limit, remaining, retry_after, reset_after]` to the calling client.
+pub fn send(ctx: *mut raw::RedisModuleCtx, values: [i64; 5]) {
+    // SAFETY: ctx is the running command's context; these functions exist on every server
+    // since modules did.
+    unsafe {
+        if let (Some(array), Some(integer)) = (
+            raw::RedisModule_ReplyWithArray,
+            raw::RedisModule_ReplyWithLongLong,
+        ) {
+            array(ctx, values.len() as c_long);
+            for value in values {
+                integer(ctx, value as c_longlong);
+            }
+        }
+    }
+}
+
+/// Sends `error` as an error reply to the calling client.
+pub fn send_error(ctx: *mut raw::RedisModuleCtx, error: Error) {
+    let message = error.to_c_string();
+    // SAFETY: ctx is the running command's context; the message outlives the call, which
+    // copies it.
+    unsafe {
+        if let Some(reply_error) = raw::RedisModule_ReplyWithError {
+            reply_error(ctx, message.as_ptr());
+        }
     }
 }
 

