@@ -37,7 +37,7 @@ impl Outcome {
 }
 
 /// Sends `[limited, limit, remaining, retry_after, reset_after]` to the calling client.
-pub fn send(ctx: *mut raw::RedisModuleCtx, values: [i64; 5]) {
+pub(crate) fn send(ctx: *mut raw::RedisModuleCtx, values: [i64; 5]) {
     // SAFETY: ctx is the running command's context; these functions exist on every server
     // since modules did.
     unsafe {
@@ -54,7 +54,7 @@ pub fn send(ctx: *mut raw::RedisModuleCtx, values: [i64; 5]) {
 }
 
 /// Sends `error` as an error reply to the calling client.
-pub fn send_error(ctx: *mut raw::RedisModuleCtx, error: Error) {
+pub(crate) fn send_error(ctx: *mut raw::RedisModuleCtx, error: Error) {
     let message = error.to_c_string();
     // SAFETY: ctx is the running command's context; the message outlives the call, which
     // copies it.
