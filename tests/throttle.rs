@@ -442,3 +442,56 @@ fn an_aof_restart_restores_identical_state(flavor: Flavor) {
     drop(restarted);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// Valkey under libfaketime, its wall clock frozen where the test puts it. (Debian's Redis
+/// 7.0 deadlocks under libfaketime.) Valkey's reading of the frozen clock still drifts by a
+/// fraction of a millisecond, so the instants below sit well inside their rounding units.
+#[test]
+fn refill_and_expiry_follow_the_server_clock() {
+    const BASE: i64 = 1_900_000_000_000; // 2030-03-17T17:46:40Z, in ms
+    let server = Server::start_with(
+        Flavor::Valkey,
+        Options {
+            fake_clock_ms: Some(BASE),
+            args: vec!["--hz".into(), "100".into()],
+            ..Options::default()
+        },
+    );
+    let mut con = server.connection();
+    let mut at = |offset_ms: i64, quantity: &str| {
+        server.set_clock_ms(BASE + offset_ms);
+        limiter(
+            &mut con,
+            "CL.THROTTLE",
+            &["clocked", "2", "1", "10", quantity],
+        )
+    };
+    // limit 3, T = 10 s, τ = 30 s.
+    assert_eq!(at(0, "1"), [0, 3, 2, -1, 10]);
+    assert_eq!(at(250, "1"), [0, 3, 1, -1, 20]);
+    assert_eq!(at(500, "1"), [0, 3, 0, -1, 30]);
+    assert_eq!(at(750, "1"), [1, 3, 0, 10, 30]);
+    assert_eq!(at(9_900, "1"), [1, 3, 0, 1, 21]);
+    assert_eq!(at(10_100, "1"), [0, 3, 0, -1, 30]);
+    assert_eq!(at(25_300, "0"), [0, 3, 1, -1, 15]);
+
+    let mut con = server.connection();
+    // The TAT is 40 s after the first call, which read the frozen clock a few µs late.
+    let (value, expiry) = snapshot(&mut con, b"clocked");
+    let tat: i64 = String::from_utf8(value.unwrap()).unwrap().parse().unwrap();
+    assert!(
+        (0..1_000_000).contains(&(tat - (BASE + 40_000) * 1_000_000)),
+        "{tat}"
+    );
+    assert_eq!(expiry, (tat + 999_999) / 1_000_000);
+    server.set_clock_ms(BASE + 39_990);
+    let exists: i64 = redis::cmd("EXISTS").arg("clocked").query(&mut con).unwrap();
+    assert_eq!(exists, 1);
+    server.set_clock_ms(BASE + 40_010);
+    let exists: i64 = redis::cmd("EXISTS").arg("clocked").query(&mut con).unwrap();
+    assert_eq!(exists, 0);
+    assert_eq!(
+        limiter(&mut con, "CL.THROTTLE", &["clocked", "2", "1", "10", "0"]),
+        [0, 3, 3, -1, 0]
+    );
+}

