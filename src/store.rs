@@ -1,7 +1,6 @@
 //! Limiter state in ordinary string keys, read and written through the low-level key API,
 //! and the replication of exactly what a write changed.
 
-use std::io::Write;
 use std::os::raw::{c_int, c_longlong};
 use std::ptr::NonNull;
 
@@ -85,12 +84,7 @@ impl Key {
     /// hold identical bytes and expiry whatever their own clocks say.
     pub fn write_integer(&mut self, value: i64, expire_at_ms: i64) -> Result<(), Error> {
         let mut digits = [0u8; 20];
-        let len = {
-            let mut cursor = &mut digits[..];
-            write!(cursor, "{value}").map_err(|_| Error::Internal)?;
-            20 - cursor.len()
-        };
-        let text = digits.get(..len).ok_or(Error::Internal)?;
+        let text = decimal(value, &mut digits);
         self.write_string(text, expire_at_ms)?;
         replicate_set_pxat(self.ctx, self.name, text, expire_at_ms)
     }
@@ -160,8 +154,51 @@ fn replicate_set_pxat(
     }
 }
 
+/// `value` in decimal, written from the right end of `buf` (20 bytes hold any i64).
+fn decimal(value: i64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut magnitude = value.unsigned_abs();
+    let mut start = buf.len();
+    loop {
+        start -= 1;
+        buf[start] = b'0' + (magnitude % 10) as u8;
+        magnitude /= 10;
+        if magnitude == 0 {
+            break;
+        }
+    }
+    if value < 0 {
+        start -= 1;
+        buf[start] = b'-';
+    }
+    &buf[start..]
+}
+
 /// A module API function, or `Internal` if this server lacks it. Every one used here exists
 /// on Redis 7.0 and later; the check keeps an unexpected server from crashing.
 pub(crate) fn api<F>(function: Option<F>) -> Result<F, Error> {
     function.ok_or(Error::Internal)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn decimal_matches_the_standard_formatting_and_parses_back(value: i64) {
+            let mut buf = [0u8; 20];
+            let text = decimal(value, &mut buf);
+            let expected = value.to_string();
+            prop_assert_eq!(text, expected.as_bytes());
+            prop_assert_eq!(parse_i64(text), Some(value));
+        }
+    }
+
+    #[test]
+    fn decimal_handles_the_extremes() {
+        let mut buf = [0u8; 20];
+        assert_eq!(decimal(i64::MIN, &mut buf), b"-9223372036854775808");
+        assert_eq!(decimal(0, &mut buf), b"0");
+    }
 }
