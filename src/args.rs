@@ -6,6 +6,11 @@ use crate::error::Error;
 const NANOS_PER_SECOND: i64 = 1_000_000_000;
 const NANOS_PER_MILLI: i64 = 1_000_000;
 
+/// The longest span, in nanoseconds, that a limiter may look ahead: 2^62 ns, about 146 years.
+/// With the clock below 2^62 ns too (until 2116), every instant a limiter computes fits in an
+/// `i64`.
+pub const MAX_SPAN_NS: i64 = 1 << 62;
+
 /// The unit of a command's `period` argument and of the waits in its reply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TimeUnit {
@@ -43,6 +48,7 @@ pub struct ThrottleArgs {
 }
 
 /// `CL.FIXED` and `CL.WINDOW`: `key limit period [quantity] [MS]`, after the key.
+/// `CL.WINDOW` also takes a final `AT unix-ms`, the instant its replicas decide at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WindowArgs {
     pub limit: i64,
@@ -50,6 +56,8 @@ pub struct WindowArgs {
     pub period_ms: i64,
     pub quantity: i64,
     pub unit: TimeUnit,
+    /// The instant to decide at instead of the server's clock (`AT`).
+    pub at_ms: Option<i64>,
 }
 
 /// Parses the arguments of `CL.THROTTLE` that follow the key.
@@ -73,22 +81,43 @@ pub fn throttle(args: &[&[u8]]) -> Result<ThrottleArgs, Error> {
     })
 }
 
-/// Parses the arguments of a window command (`CL.FIXED`, `CL.WINDOW`) that follow the key.
-pub fn window(args: &[&[u8]], command: &'static str) -> Result<WindowArgs, Error> {
+/// Parses the arguments of `CL.FIXED` that follow the key.
+pub fn fixed(args: &[&[u8]]) -> Result<WindowArgs, Error> {
+    window_args(args, "cl.fixed", false)
+}
+
+/// Parses the arguments of `CL.WINDOW` that follow the key, including the `AT unix-ms` its
+/// replication form carries.
+pub fn window(args: &[&[u8]]) -> Result<WindowArgs, Error> {
+    window_args(args, "cl.window", true)
+}
+
+fn window_args(args: &[&[u8]], command: &'static str, takes_at: bool) -> Result<WindowArgs, Error> {
     let [limit, period, tail @ ..] = args else {
         return Err(Error::WrongArity(command));
+    };
+    let (at_ms, tail) = match tail {
+        [rest @ .., keyword, at] if takes_at && keyword.eq_ignore_ascii_case(b"AT") => {
+            (Some(integer(at, "AT", 0)?), rest)
+        }
+        _ => (None, tail),
     };
     let (quantity, unit) = quantity_and_unit(tail, command)?;
     let limit = integer(limit, "limit", 1)?;
     let period = integer(period, "period", 1)?;
     let period_ms = period
         .checked_mul(unit.millis())
+        .filter(|ms| {
+            ms.checked_mul(NANOS_PER_MILLI)
+                .is_some_and(|ns| ns <= MAX_SPAN_NS)
+        })
         .ok_or(Error::TooLarge("period"))?;
     Ok(WindowArgs {
         limit,
         period_ms,
         quantity,
         unit,
+        at_ms,
     })
 }
 
@@ -242,9 +271,10 @@ mod tests {
             throttle_of(&["x", "30", "60", "1", "MS", "extra"]),
             Err(Error::WrongArity("cl.throttle"))
         );
+        assert_eq!(fixed(&[b"1"]), Err(Error::WrongArity("cl.fixed")));
         assert_eq!(
-            window(&[b"1"], "cl.fixed"),
-            Err(Error::WrongArity("cl.fixed"))
+            window(&[b"1", b"1", b"1", b"MS", b"AT", b"5", b"x"]),
+            Err(Error::WrongArity("cl.window"))
         );
     }
 
@@ -283,23 +313,41 @@ mod tests {
             Err(Error::TooLarge("period"))
         );
         assert_eq!(
-            window(&[b"0", b"10"], "cl.window"),
+            window(&[b"0", b"10"]),
             Err(Error::BelowMinimum {
                 arg: "limit",
                 min: 1
             })
         );
         assert_eq!(
-            window(&[b"5", b"9223372036854775807"], "cl.window"),
+            window(&[b"5", b"9223372036854775807"]),
             Err(Error::TooLarge("period"))
         );
     }
 
     #[test]
     fn window_periods_are_in_milliseconds() {
-        let seconds = window(&[b"5", b"60"], "cl.fixed").unwrap();
+        let seconds = fixed(&[b"5", b"60"]).unwrap();
         assert_eq!(seconds.period_ms, 60_000);
-        let millis = window(&[b"5", b"60", b"MS"], "cl.fixed").unwrap();
+        let millis = fixed(&[b"5", b"60", b"MS"]).unwrap();
         assert_eq!(millis.period_ms, 60);
+    }
+
+    #[test]
+    fn only_cl_window_takes_an_instant() {
+        let replicated = window(&[b"5", b"60", b"2", b"MS", b"AT", b"1700000000000"]).unwrap();
+        assert_eq!(replicated.at_ms, Some(1_700_000_000_000));
+        assert_eq!(
+            (replicated.quantity, replicated.unit),
+            (2, TimeUnit::Milliseconds)
+        );
+        let short = window(&[b"5", b"60", b"at", b"17"]).unwrap();
+        assert_eq!((short.quantity, short.at_ms), (1, Some(17)));
+        assert_eq!(window(&[b"5", b"60"]).unwrap().at_ms, None);
+        assert_eq!(
+            window(&[b"5", b"60", b"AT", b"-1"]),
+            Err(Error::BelowMinimum { arg: "AT", min: 0 })
+        );
+        assert_eq!(fixed(&[b"5", b"60", b"AT", b"17"]), Err(Error::Syntax));
     }
 }

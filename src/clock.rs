@@ -1,8 +1,8 @@
 //! The server's wall clock, read through the module API: the clock that also expires keys,
 //! and the one libfaketime steers in tests.
 
+use crate::args::MAX_SPAN_NS;
 use crate::error::Error;
-use crate::gcra::MAX_SPAN_NS;
 use redis_module::raw;
 
 /// Now, in nanoseconds since the Unix epoch, at the finest precision the server offers:
@@ -20,4 +20,9 @@ pub fn now_ns() -> Result<i64, Error> {
     };
     now.filter(|ns| (0..MAX_SPAN_NS).contains(ns))
         .ok_or(Error::ClockOutOfRange)
+}
+
+/// Now, in whole milliseconds since the Unix epoch: the resolution of the window commands.
+pub fn now_ms() -> Result<i64, Error> {
+    now_ns().map(|ns| ns / 1_000_000)
 }

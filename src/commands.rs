@@ -1,7 +1,7 @@
 //! One short function per command: parse → read → decide → write → reply. The only layer
 //! that knows both the algorithms and Redis.
 
-use std::os::raw::c_int;
+use std::os::raw::{c_int, c_longlong};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use redis_module::raw;
@@ -9,12 +9,15 @@ use redis_module::raw;
 use crate::args;
 use crate::clock;
 use crate::error::Error;
+use crate::fixed::{FixedWindow, Window};
 use crate::gcra::Gcra;
 use crate::reply;
-use crate::store::{Access, Key};
+use crate::store::{api, Access, Key};
+use crate::window::SlidingWindow;
 
-/// The most arguments any command takes, its name included.
-const MAX_ARGS: usize = 7;
+/// The most arguments any command takes, its name included
+/// (`CL.WINDOW key limit period quantity MS AT unix-ms`).
+const MAX_ARGS: usize = 8;
 
 /// The arguments of a running command.
 struct Call<'a> {
@@ -60,6 +63,14 @@ impl<'a> Call<'a> {
     fn args(&self) -> &[&'a [u8]] {
         self.rest.get(..self.rest_len).unwrap_or(&[])
     }
+
+    /// Whether this call comes from the primary over the replication link or from the AOF.
+    fn is_replayed(&self) -> bool {
+        let replayed = raw::REDISMODULE_CTX_FLAGS_REPLICATED | raw::REDISMODULE_CTX_FLAGS_LOADING;
+        // SAFETY: ctx is the running command's context.
+        unsafe { raw::RedisModule_GetContextFlags.map(|flags| flags(self.ctx)) }
+            .is_some_and(|flags| flags as u32 & replayed != 0)
+    }
 }
 
 /// `CL.THROTTLE key max_burst count period [quantity] [MS]`
@@ -78,6 +89,83 @@ pub extern "C" fn throttle(
         }
         Ok(decision.outcome.to_reply(args.unit))
     })
+}
+
+/// `CL.FIXED key limit period [quantity] [MS]`
+pub extern "C" fn fixed(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> c_int {
+    dispatch(ctx, argv, argc, "cl.fixed", |call| {
+        let args = args::fixed(call.args())?;
+        let mut key = Key::open(call.ctx, call.key, access_for(args.quantity))?;
+        let stored = match key.read_integer()? {
+            // A count is never negative, and a window always ends.
+            Some(count) if count >= 0 => Some(Window {
+                count,
+                end_ms: key.expire_at_ms()?.ok_or(Error::CorruptState)?,
+            }),
+            Some(_) => return Err(Error::CorruptState),
+            None => None,
+        };
+        let decision = FixedWindow::new(&args).decide(stored, clock::now_ms()?);
+        if let Some(window) = decision.new_window {
+            key.write_integer(window.count, window.end_ms)?;
+        }
+        Ok(decision.outcome.to_reply(args.unit))
+    })
+}
+
+/// `CL.WINDOW key limit period [quantity] [MS]`, and its replication form with `AT unix-ms`.
+pub extern "C" fn window(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> c_int {
+    dispatch(ctx, argv, argc, "cl.window", |call| {
+        let args = args::window(call.args())?;
+        let now_ms = match args.at_ms {
+            Some(at) if call.is_replayed() => at,
+            Some(_) => return Err(Error::AtFromClient),
+            None => clock::now_ms()?,
+        };
+        let mut key = Key::open(call.ctx, call.key, access_for(args.quantity))?;
+        let decision = SlidingWindow::new(&args).decide(key.read_bytes()?, now_ms)?;
+        if let Some(append) = decision.append {
+            append.apply(&mut key)?;
+            key.expire_at(append.expire_at_ms)?;
+            // The log can be long: replicas get the call and the instant, and holding the
+            // same log they make the same decision and the same bytes.
+            replicate_window_call(call, &args, now_ms)?;
+        }
+        Ok(decision.outcome.to_reply(args.unit))
+    })
+}
+
+fn replicate_window_call(call: &Call, args: &args::WindowArgs, now_ms: i64) -> Result<(), Error> {
+    let replicate = api(unsafe { raw::RedisModule_Replicate })?;
+    // SAFETY: the format "slllccl" takes a RedisModuleString, three long longs, two C strings
+    // and a long long, which is exactly what follows it.
+    let status = unsafe {
+        replicate(
+            call.ctx,
+            c"CL.WINDOW".as_ptr(),
+            c"slllccl".as_ptr(),
+            call.key,
+            args.limit as c_longlong,
+            args.period_ms as c_longlong,
+            args.quantity as c_longlong,
+            c"MS".as_ptr(),
+            c"AT".as_ptr(),
+            now_ms as c_longlong,
+        )
+    };
+    if status == raw::REDISMODULE_OK as c_int {
+        Ok(())
+    } else {
+        Err(Error::Internal)
+    }
 }
 
 /// A quantity of zero only looks.

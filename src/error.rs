@@ -19,6 +19,8 @@ pub enum Error {
     /// `count` exceeds the period in nanoseconds: GCRA would need to admit more than one unit
     /// per nanosecond.
     SubNanosecondInterval,
+    /// `AT` came from a client: only the replication stream and the AOF may set the instant.
+    AtFromClient,
     /// The key holds a value of another type.
     WrongType,
     /// The key holds a string this command cannot read as its state.
@@ -46,6 +48,9 @@ impl Error {
             Error::SubNanosecondInterval => {
                 "ERR count is too large for period: the emission interval would be under 1 ns"
                     .to_owned()
+            }
+            Error::AtFromClient => {
+                "ERR AT is accepted only from the replication stream or the AOF".to_owned()
             }
             Error::WrongType => {
                 "WRONGTYPE Operation against a key holding the wrong kind of value".to_owned()
@@ -82,6 +87,7 @@ mod tests {
             },
             Error::TooLarge("period"),
             Error::SubNanosecondInterval,
+            Error::AtFromClient,
             Error::WrongType,
             Error::CorruptState,
             Error::ClockOutOfRange,

@@ -8,14 +8,9 @@
 //!
 //! All time is in integer nanoseconds since the Unix epoch, the unit redis-cell stores.
 
-use crate::args::ThrottleArgs;
+use crate::args::{ThrottleArgs, MAX_SPAN_NS};
 use crate::error::Error;
 use crate::reply::Outcome;
-
-/// The longest span, in nanoseconds, that a limiter may look ahead (`τ` plus one request's
-/// cost): 2^62 ns, about 146 years. With the clock below 2^62 ns too (until 2116), every
-/// instant the algorithm computes fits in an `i64`.
-pub const MAX_SPAN_NS: i64 = 1 << 62;
 
 /// GCRA parameters for one request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

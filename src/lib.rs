@@ -5,9 +5,11 @@ pub mod args;
 mod clock;
 mod commands;
 pub mod error;
+pub mod fixed;
 pub mod gcra;
 pub mod reply;
 mod store;
+pub mod window;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::ffi::CStr;
@@ -35,11 +37,23 @@ struct CommandSpec {
     arity: c_int,
 }
 
-const COMMANDS: &[CommandSpec] = &[CommandSpec {
-    name: c"cl.throttle",
-    handler: commands::throttle,
-    arity: -5,
-}];
+const COMMANDS: &[CommandSpec] = &[
+    CommandSpec {
+        name: c"cl.throttle",
+        handler: commands::throttle,
+        arity: -5,
+    },
+    CommandSpec {
+        name: c"cl.fixed",
+        handler: commands::fixed,
+        arity: -4,
+    },
+    CommandSpec {
+        name: c"cl.window",
+        handler: commands::window,
+        arity: -4,
+    },
+];
 
 /// Every command writes only its first argument, is O(1) and must not run out of memory.
 const FLAGS: &CStr = c"write deny-oom fast";

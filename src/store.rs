@@ -8,6 +8,7 @@ use redis_module::raw;
 
 use crate::args::parse_i64;
 use crate::error::Error;
+use crate::window::LogBuffer;
 
 /// How a command means to use its key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,14 +48,25 @@ impl Key {
 
     /// The key's value read as a decimal integer, `None` if the key does not exist.
     pub fn read_integer(&self) -> Result<Option<i64>, Error> {
-        let Some(bytes) = self.read_string()? else {
+        let Some(bytes) = self.read_bytes()? else {
             return Ok(None);
         };
         parse_i64(bytes).map(Some).ok_or(Error::CorruptState)
     }
 
+    /// The key's absolute expiry in Unix milliseconds, `None` if it has none (or no key).
+    pub fn expire_at_ms(&self) -> Result<Option<i64>, Error> {
+        let Some(handle) = self.handle else {
+            return Ok(None);
+        };
+        let get_expire = api(unsafe { raw::RedisModule_GetAbsExpire })?;
+        // SAFETY: handle is an open key.
+        let expire = unsafe { get_expire(handle.as_ptr()) };
+        Ok((expire != i64::from(raw::REDISMODULE_NO_EXPIRE)).then_some(expire))
+    }
+
     /// The key's string value, `None` if the key does not exist.
-    fn read_string(&self) -> Result<Option<&[u8]>, Error> {
+    pub fn read_bytes(&self) -> Result<Option<&[u8]>, Error> {
         let Some(handle) = self.handle else {
             return Ok(None);
         };
@@ -85,35 +97,61 @@ impl Key {
     pub fn write_integer(&mut self, value: i64, expire_at_ms: i64) -> Result<(), Error> {
         let mut digits = [0u8; 20];
         let text = decimal(value, &mut digits);
-        self.write_string(text, expire_at_ms)?;
+        self.resize(text.len())?;
+        self.bytes_mut()?.copy_from_slice(text);
+        self.expire_at(expire_at_ms)?;
         replicate_set_pxat(self.ctx, self.name, text, expire_at_ms)
     }
 
-    fn write_string(&mut self, text: &[u8], expire_at_ms: i64) -> Result<(), Error> {
+    /// Sets the absolute expiry of a key just written, and tells the server the key changed
+    /// (WATCH, client-side caching). Closes every write.
+    pub fn expire_at(&mut self, expire_at_ms: i64) -> Result<(), Error> {
         let handle = self.handle.ok_or(Error::Internal)?;
-        let truncate = api(unsafe { raw::RedisModule_StringTruncate })?;
-        let dma = api(unsafe { raw::RedisModule_StringDMA })?;
         let set_expire = api(unsafe { raw::RedisModule_SetAbsExpire })?;
         let signal = api(unsafe { raw::RedisModule_SignalModifiedKey })?;
-        // SAFETY: handle is a key opened for writing that holds a string or nothing (checked
-        // by the read that precedes every write). StringTruncate creates or resizes it to
-        // exactly text.len() bytes, and StringDMA then returns a writable pointer to them.
+        // SAFETY: handle is a key opened for writing that holds a string (just written).
         unsafe {
-            if truncate(handle.as_ptr(), text.len()) != raw::REDISMODULE_OK as c_int {
-                return Err(Error::Internal);
-            }
-            let mut len = 0usize;
-            let ptr = dma(handle.as_ptr(), &mut len, raw::REDISMODULE_WRITE as c_int);
-            if ptr.is_null() || len != text.len() {
-                return Err(Error::Internal);
-            }
-            std::ptr::copy_nonoverlapping(text.as_ptr(), ptr.cast::<u8>(), len);
             if set_expire(handle.as_ptr(), expire_at_ms) != raw::REDISMODULE_OK as c_int {
                 return Err(Error::Internal);
             }
             signal(self.ctx, self.name);
         }
         Ok(())
+    }
+}
+
+/// A key opened for writing, holding a string or nothing (checked by the read that precedes
+/// every write), seen as a resizable byte buffer.
+impl LogBuffer for Key {
+    fn bytes_mut(&mut self) -> Result<&mut [u8], Error> {
+        let handle = self.handle.ok_or(Error::Internal)?;
+        let dma = api(unsafe { raw::RedisModule_StringDMA })?;
+        let mut len = 0usize;
+        // SAFETY: StringDMA in write mode returns the key's `len` bytes, writable until the
+        // key is resized or closed; the slice borrows self mutably, so neither can happen
+        // while it lives.
+        unsafe {
+            let ptr = dma(handle.as_ptr(), &mut len, raw::REDISMODULE_WRITE as c_int);
+            if ptr.is_null() {
+                return Err(Error::Internal);
+            }
+            if len == 0 {
+                return Ok(&mut []);
+            }
+            Ok(std::slice::from_raw_parts_mut(ptr.cast::<u8>(), len))
+        }
+    }
+
+    fn resize(&mut self, len: usize) -> Result<(), Error> {
+        let handle = self.handle.ok_or(Error::Internal)?;
+        let truncate = api(unsafe { raw::RedisModule_StringTruncate })?;
+        // SAFETY: handle is a key opened for writing; StringTruncate creates the string if
+        // the key is empty.
+        if unsafe { truncate(handle.as_ptr(), len) } == raw::REDISMODULE_OK as c_int {
+            Ok(())
+        } else {
+            Err(Error::Internal)
+        }
     }
 }
 

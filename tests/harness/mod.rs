@@ -336,6 +336,81 @@ pub fn error_of(con: &mut redis::Connection, command: &str, args: &[&[u8]]) -> S
     }
 }
 
+/// A field of `INFO <section>`.
+pub fn info_field(con: &mut redis::Connection, section: &str, field: &str) -> String {
+    let info: String = redis::cmd("INFO").arg(section).query(con).unwrap();
+    info.lines()
+        .find_map(|line| line.strip_prefix(&format!("{field}:")))
+        .unwrap_or_else(|| panic!("INFO {section} has no {field}"))
+        .trim()
+        .to_owned()
+}
+
+/// Changes since the last save: what a write counts toward RDB save points.
+pub fn dirty(con: &mut redis::Connection) -> i64 {
+    info_field(con, "persistence", "rdb_changes_since_last_save")
+        .parse()
+        .unwrap()
+}
+
+/// What a key holds: its value and its absolute expiry in ms (-1 none, -2 no key).
+pub fn snapshot(con: &mut redis::Connection, key: &[u8]) -> (Option<Vec<u8>>, i64) {
+    let value: Option<Vec<u8>> = redis::cmd("GET").arg(key).query(con).unwrap();
+    let expiry: i64 = redis::cmd("PEXPIRETIME").arg(key).query(con).unwrap();
+    (value, expiry)
+}
+
+/// The key's serialized value, as `DUMP` gives it.
+pub fn dump(con: &mut redis::Connection, key: &[u8]) -> Option<Vec<u8>> {
+    redis::cmd("DUMP").arg(key).query(con).unwrap()
+}
+
+/// The server's clock, from `TIME`.
+pub fn server_now_ns(con: &mut redis::Connection) -> i64 {
+    let (seconds, micros): (i64, i64) = redis::cmd("TIME").query(con).unwrap();
+    seconds * 1_000_000_000 + micros * 1_000
+}
+
+/// Makes `replica` replicate `primary` and waits until the link is up.
+pub fn replicate(replica: &Server, primary: &Server) {
+    let mut con = replica.connection();
+    let _: () = redis::cmd("REPLICAOF")
+        .arg(&["127.0.0.1", &primary.port.to_string()])
+        .query(&mut con)
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while Instant::now() < deadline {
+        if info_field(&mut con, "replication", "master_link_status") == "up" {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("replica never synced: {}", replica.log_tail());
+}
+
+/// Waits until every write so far on `primary` has reached its one replica.
+pub fn wait_for_replica(primary: &mut redis::Connection) {
+    let acked: i64 = redis::cmd("WAIT")
+        .arg(&["1", "5000"])
+        .query(primary)
+        .unwrap();
+    assert_eq!(acked, 1, "the replica did not acknowledge in time");
+}
+
+/// Options for a server persisting every write to its AOF.
+pub fn aof_options(dir: Option<PathBuf>) -> Options {
+    Options {
+        args: vec![
+            "--appendonly".into(),
+            "yes".into(),
+            "--appendfsync".into(),
+            "always".into(),
+        ],
+        dir,
+        ..Options::default()
+    }
+}
+
 /// One test body run against both servers: `both_servers!(name, body)` makes the tests
 /// `name::redis` and `name::valkey`, each calling `body(Flavor)`.
 #[macro_export]

@@ -1,0 +1,300 @@
+//! CL.FIXED's pure core: a fixed window counter, the INCR + EXPIRE recipe decided atomically.
+//!
+//! A window opens at the first admitted call on an empty limiter and covers
+//! `[start, start + period)`; it holds a count of admitted units. Time is in integer
+//! milliseconds since the Unix epoch.
+
+use crate::args::WindowArgs;
+use crate::reply::Outcome;
+
+const NANOS_PER_MILLI: i64 = 1_000_000;
+
+/// One request against a fixed window limiter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FixedWindow {
+    limit: i64,
+    period_ms: i64,
+    quantity: i64,
+}
+
+/// A window's state: the units it admitted, and the instant it closes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    pub count: i64,
+    pub end_ms: i64,
+}
+
+/// The reply, and the window to store if it changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Decision {
+    pub outcome: Outcome,
+    pub new_window: Option<Window>,
+}
+
+impl FixedWindow {
+    /// From validated arguments (`limit ≥ 1`, `period_ms` within the span limit,
+    /// `quantity ≥ 0`).
+    pub fn new(args: &WindowArgs) -> FixedWindow {
+        FixedWindow {
+            limit: args.limit,
+            period_ms: args.period_ms,
+            quantity: args.quantity,
+        }
+    }
+
+    /// Decides a request at `now_ms` against the stored window, if any. A stored window whose
+    /// end has come is over, even though the server keeps its key through that millisecond.
+    pub fn decide(&self, stored: Option<Window>, now_ms: i64) -> Decision {
+        let open = stored.filter(|window| now_ms < window.end_ms);
+        let count = open.map_or(0, |window| window.count);
+        // The end comes from the key's expiry, which anyone may have set: saturate.
+        let wait_for_end = |window: Window| {
+            window
+                .end_ms
+                .saturating_sub(now_ms)
+                .saturating_mul(NANOS_PER_MILLI)
+        };
+        let fits = count
+            .checked_add(self.quantity)
+            .filter(|&wanted| wanted <= self.limit);
+
+        match fits {
+            Some(wanted) => {
+                let new_window = (self.quantity > 0).then(|| Window {
+                    count: wanted,
+                    end_ms: open.map_or(now_ms + self.period_ms, |window| window.end_ms),
+                });
+                let after = new_window.or(open);
+                Decision {
+                    outcome: Outcome {
+                        limited: false,
+                        limit: self.limit,
+                        remaining: self.limit - wanted,
+                        retry_after_ns: None,
+                        reset_after_ns: after.map_or(0, wait_for_end),
+                    },
+                    new_window,
+                }
+            }
+            None => Decision {
+                outcome: Outcome {
+                    limited: true,
+                    limit: self.limit,
+                    remaining: self.limit.saturating_sub(count),
+                    // A quantity over the limit never fits; any other waits for the window
+                    // to close (a denied request that fits the limit implies an open window).
+                    retry_after_ns: open
+                        .filter(|_| self.quantity <= self.limit)
+                        .map(wait_for_end),
+                    reset_after_ns: open.map_or(0, wait_for_end),
+                },
+                new_window: None,
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::args::TimeUnit;
+    use proptest::prelude::*;
+
+    const NOW: i64 = 1_795_910_400_000;
+    const MILLI: i64 = NANOS_PER_MILLI;
+
+    fn fixed(limit: i64, period_ms: i64, quantity: i64) -> FixedWindow {
+        FixedWindow::new(&WindowArgs {
+            limit,
+            period_ms,
+            quantity,
+            unit: TimeUnit::Milliseconds,
+            at_ms: None,
+        })
+    }
+
+    #[test]
+    fn a_window_opens_at_the_first_admitted_call_and_counts_up() {
+        let f = fixed(3, 1_000, 1);
+        let first = f.decide(None, NOW);
+        assert_eq!(
+            first.new_window,
+            Some(Window {
+                count: 1,
+                end_ms: NOW + 1_000
+            })
+        );
+        assert_eq!(
+            first.outcome.to_reply(TimeUnit::Milliseconds),
+            [0, 3, 2, -1, 1000]
+        );
+        let second = f.decide(first.new_window, NOW + 400);
+        assert_eq!(
+            second.new_window,
+            Some(Window {
+                count: 2,
+                end_ms: NOW + 1_000
+            })
+        );
+        assert_eq!(
+            second.outcome.to_reply(TimeUnit::Milliseconds),
+            [0, 3, 1, -1, 600]
+        );
+    }
+
+    #[test]
+    fn a_full_window_denies_until_it_ends() {
+        let f = fixed(2, 1_000, 1);
+        let full = Some(Window {
+            count: 2,
+            end_ms: NOW + 1_000,
+        });
+        let denied = f.decide(full, NOW + 999);
+        assert_eq!(denied.new_window, None);
+        assert_eq!(
+            denied.outcome.to_reply(TimeUnit::Milliseconds),
+            [1, 2, 0, 1, 1]
+        );
+        // Exactly at the end the window is over, though the key still exists.
+        let next = f.decide(full, NOW + 1_000);
+        assert_eq!(
+            next.new_window,
+            Some(Window {
+                count: 1,
+                end_ms: NOW + 2_000
+            })
+        );
+    }
+
+    #[test]
+    fn a_quantity_over_the_limit_never_fits_and_opens_nothing() {
+        let decision = fixed(2, 1_000, 3).decide(None, NOW);
+        assert_eq!(decision.new_window, None);
+        assert_eq!(
+            decision.outcome.to_reply(TimeUnit::Seconds),
+            [1, 2, 2, -1, 0]
+        );
+    }
+
+    #[test]
+    fn a_peek_never_opens_or_changes_a_window() {
+        let peek = fixed(5, 1_000, 0);
+        assert_eq!(peek.decide(None, NOW).new_window, None);
+        assert_eq!(
+            peek.decide(None, NOW).outcome.to_reply(TimeUnit::Seconds),
+            [0, 5, 5, -1, 0]
+        );
+        let open = Some(Window {
+            count: 5,
+            end_ms: NOW + 10,
+        });
+        let decision = peek.decide(open, NOW);
+        assert_eq!(decision.new_window, None);
+        assert_eq!(
+            decision.outcome.to_reply(TimeUnit::Milliseconds),
+            [0, 5, 0, -1, 10]
+        );
+    }
+
+    #[test]
+    fn an_overflowing_count_is_denied_not_wrapped() {
+        let f = fixed(i64::MAX, 1_000, 2);
+        let full = Some(Window {
+            count: i64::MAX - 1,
+            end_ms: NOW + 1,
+        });
+        let decision = f.decide(full, NOW);
+        assert!(decision.outcome.limited);
+        assert_eq!(decision.outcome.remaining, 1);
+    }
+
+    /// The plain model: admitted events with their times; a window is the first admitted
+    /// event with no window open and the period after it.
+    fn model_run(limit: i64, period: i64, calls: &[(i64, i64)]) -> Vec<[i64; 5]> {
+        let mut start: Option<i64> = None;
+        let mut admitted: Vec<(i64, i64)> = Vec::new();
+        let mut now = NOW;
+        let mut replies = Vec::new();
+        for &(gap, quantity) in calls {
+            now += gap;
+            if start.is_some_and(|s| now >= s + period) {
+                start = None;
+            }
+            let used: i64 = start.map_or(0, |s| {
+                admitted
+                    .iter()
+                    .filter(|&&(t, _)| t >= s)
+                    .map(|&(_, q)| q)
+                    .sum()
+            });
+            let admit = used + quantity <= limit;
+            if admit && quantity > 0 {
+                start.get_or_insert(now);
+                admitted.push((now, quantity));
+            }
+            let end = start.map(|s| s + period);
+            let left = end.map_or(0, |e| e - now);
+            let used_after = if admit { used + quantity } else { used };
+            replies.push([
+                i64::from(!admit),
+                limit,
+                limit - used_after,
+                if admit || quantity > limit { -1 } else { left },
+                left,
+            ]);
+        }
+        replies
+    }
+
+    proptest! {
+        #[test]
+        fn fixed_windows_answer_exactly_as_the_model(
+            limit in 1i64..12,
+            period in 1i64..3_000,
+            calls in prop::collection::vec((0i64..1_500, 0i64..6), 1..80),
+        ) {
+            let mut stored = None;
+            let mut now = NOW;
+            let expected = model_run(limit, period, &calls);
+            for (&(gap, quantity), expected) in calls.iter().zip(expected) {
+                now += gap;
+                let decision = fixed(limit, period, quantity).decide(stored, now);
+                if let Some(window) = decision.new_window {
+                    prop_assert!(window.end_ms > now && window.count <= limit);
+                    stored = Some(window);
+                }
+                prop_assert_eq!(decision.outcome.to_reply(TimeUnit::Milliseconds), expected);
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn any_stored_window_is_decided_without_panicking(
+            count in any::<i64>(),
+            end_ms in any::<i64>(),
+            limit in 1i64..=i64::MAX,
+            quantity in 0i64..=i64::MAX,
+            now in 0i64..1 << 42,
+        ) {
+            let stored = Some(Window { count: count.max(0), end_ms });
+            let reply = fixed(limit, 60_000, quantity).decide(stored, now).outcome.to_reply(TimeUnit::Milliseconds);
+            prop_assert!(reply[2] >= 0 && reply[2] <= limit);
+            prop_assert!(reply[4] >= 0);
+        }
+    }
+
+    #[test]
+    fn waits_are_whole_milliseconds_in_nanoseconds() {
+        let open = Some(Window {
+            count: 1,
+            end_ms: NOW + 1_500,
+        });
+        let decision = fixed(1, 2_000, 1).decide(open, NOW);
+        assert_eq!(decision.outcome.retry_after_ns, Some(1_500 * MILLI));
+        assert_eq!(
+            decision.outcome.to_reply(TimeUnit::Seconds),
+            [1, 1, 0, 2, 2]
+        );
+    }
+}
