@@ -3,8 +3,7 @@
 
 mod harness;
 
-use harness::{dirty, error_of, limiter, server_now_ns, snapshot, Flavor, Options, Server};
-use redis::Connection;
+use harness::{error_of, limiter, server_now_ns, snapshot, Flavor, Options, Server};
 
 both_servers!(
     the_worked_example_replies_exactly,
