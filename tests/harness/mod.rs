@@ -89,6 +89,7 @@ const LIBFAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
 
 impl FakeClock {
     /// Sets the server's wall clock to `unix_ms` milliseconds since the epoch.
+    /// Sets the server's wall clock to the start of millisecond `unix_ms`.
     pub fn set_ms(&self, unix_ms: i64) {
         std::fs::write(&self.file, format!("{}\n", civil_time(unix_ms))).expect("write clock");
     }
@@ -129,6 +130,8 @@ pub struct Options {
     pub dir: Option<PathBuf>,
     /// Start without loading the module.
     pub without_module: bool,
+    /// Keep `dir` when the server is dropped (for restarts); only read when `dir` is given.
+    pub keep_dir: bool,
 }
 
 /// A running server. Dropping it kills the process and removes its directory.
@@ -167,7 +170,7 @@ impl Server {
     }
 
     pub fn start_with(flavor: Flavor, options: Options) -> Server {
-        let keep_dir = options.dir.is_some();
+        let keep_dir = options.dir.is_some() && options.keep_dir;
         let dir = options.dir.clone().unwrap_or_else(fresh_dir);
         // A port picked free can be taken by a parallel test before the server binds it.
         let mut last_error = String::new();
@@ -255,9 +258,11 @@ impl Server {
         self.try_connection().expect("connect to the test server")
     }
 
-    /// Moves the fake clock to `unix_ms` and waits until the server reads it: Valkey
-    /// advances a cached wall-clock reading by its monotonic clock and re-reads the wall
-    /// clock only from time to time.
+    /// Moves the fake clock to `unix_ms` and waits until the server reads it. Valkey reads
+    /// the wall clock from time to time and advances that reading by its (real) monotonic
+    /// clock in between, so its frozen clock runs ahead by up to a fraction of a millisecond
+    /// until the next reading; this returns just after one, so the next command reads the
+    /// same millisecond.
     pub fn set_clock_ms(&self, unix_ms: i64) {
         let clock = self
             .clock
@@ -268,15 +273,14 @@ impl Server {
         let deadline = Instant::now() + Duration::from_secs(5);
         loop {
             let (seconds, micros): (i64, i64) = redis::cmd("TIME").query(&mut con).unwrap();
-            let server_ms = seconds * 1000 + micros / 1000;
-            if (server_ms - unix_ms).abs() < 20 {
+            if seconds * 1000 + micros / 1000 == unix_ms && micros % 1000 < 300 {
                 return;
             }
             assert!(
                 Instant::now() < deadline,
-                "server clock stuck at {server_ms}, wanted {unix_ms}"
+                "server clock stuck at {seconds}.{micros:06}, wanted {unix_ms} ms"
             );
-            std::thread::sleep(Duration::from_millis(2));
+            std::thread::sleep(Duration::from_micros(200));
         }
     }
 
@@ -406,6 +410,7 @@ pub fn aof_options(dir: Option<PathBuf>) -> Options {
             "--appendfsync".into(),
             "always".into(),
         ],
+        keep_dir: dir.is_some(),
         dir,
         ..Options::default()
     }
@@ -441,4 +446,16 @@ mod tests {
         assert_eq!(civil_time(1_767_225_600_250), "2026-01-01 00:00:00.250");
         assert_eq!(civil_time(951_782_400_000), "2000-02-29 00:00:00.000");
     }
+}
+
+/// Commands in the Redis protocol, as an AOF file holds them.
+pub fn resp_commands(commands: impl IntoIterator<Item = Vec<String>>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for args in commands {
+        out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
+        for arg in args {
+            out.extend_from_slice(format!("${}\r\n{arg}\r\n", arg.len()).as_bytes());
+        }
+    }
+    out
 }

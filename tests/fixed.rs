@@ -1,0 +1,129 @@
+//! What is particular to CL.FIXED, on real Redis 7.0 and Valkey 9 servers. The contract all
+//! three commands share is in contract.rs.
+
+mod harness;
+
+use harness::{error_of, limiter, server_now_ns, snapshot, Flavor, Options, Server};
+
+both_servers!(
+    the_key_holds_the_count_and_expires_at_the_window_end,
+    keys_left_by_the_incr_expire_recipe_keep_working,
+    a_count_without_an_expiry_is_refused,
+    ms_periods_and_waits_are_in_milliseconds,
+);
+
+fn the_key_holds_the_count_and_expires_at_the_window_end(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut con = server.connection();
+    let before_ms = server_now_ns(&mut con) / 1_000_000;
+    assert_eq!(
+        limiter(&mut con, "CL.FIXED", &["f", "5", "60"]),
+        [0, 5, 4, -1, 60]
+    );
+    assert_eq!(
+        limiter(&mut con, "CL.FIXED", &["f", "5", "60", "3"]),
+        [0, 5, 1, -1, 60]
+    );
+    let after_ms = server_now_ns(&mut con) / 1_000_000;
+    let (count, end) = snapshot(&mut con, b"f");
+    assert_eq!(count.as_deref(), Some(&b"4"[..]));
+    // The window opened at the first call and lasts 60 s.
+    assert!(
+        (before_ms + 60_000..=after_ms + 60_000).contains(&end),
+        "{end}"
+    );
+    assert_eq!(
+        limiter(&mut con, "CL.FIXED", &["f", "5", "60", "2"]),
+        [1, 5, 1, 60, 60]
+    );
+    assert_eq!(
+        limiter(&mut con, "CL.FIXED", &["f", "5", "60"]),
+        [0, 5, 0, -1, 60]
+    );
+    assert_eq!(snapshot(&mut con, b"f"), (Some(b"5".to_vec()), end));
+}
+
+fn keys_left_by_the_incr_expire_recipe_keep_working(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut con = server.connection();
+    let _: () = redis::cmd("INCRBY")
+        .arg(&["recipe", "3"])
+        .query(&mut con)
+        .unwrap();
+    let _: () = redis::cmd("PEXPIRE")
+        .arg(&["recipe", "30500"])
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(
+        limiter(&mut con, "CL.FIXED", &["recipe", "4", "60"]),
+        [0, 4, 0, -1, 31]
+    );
+    assert_eq!(
+        limiter(&mut con, "CL.FIXED", &["recipe", "4", "60"]),
+        [1, 4, 0, 31, 31]
+    );
+}
+
+fn a_count_without_an_expiry_is_refused(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut con = server.connection();
+    // What the INCR + EXPIRE recipe leaves when it dies between its two commands: a window
+    // that never ends. Refusing it shows the problem instead of locking users out forever.
+    let _: () = redis::cmd("SET")
+        .arg(&["stuck", "2"])
+        .query(&mut con)
+        .unwrap();
+    let error = error_of(&mut con, "CL.FIXED", &[b"stuck", b"5", b"60"]);
+    assert!(error.contains("not a valid state"), "{error}");
+    let _: () = redis::cmd("SET")
+        .arg(&["negative", "-2", "PX", "5000"])
+        .query(&mut con)
+        .unwrap();
+    let error = error_of(&mut con, "CL.FIXED", &[b"negative", b"5", b"60"]);
+    assert!(error.contains("not a valid state"), "{error}");
+    assert_eq!(snapshot(&mut con, b"stuck"), (Some(b"2".to_vec()), -1));
+}
+
+fn ms_periods_and_waits_are_in_milliseconds(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut con = server.connection();
+    let first = limiter(&mut con, "CL.FIXED", &["m", "2", "60000", "2", "MS"]);
+    assert_eq!(first, [0, 2, 0, -1, 60000]);
+    let denied = limiter(&mut con, "CL.FIXED", &["m", "2", "60000", "MS"]);
+    assert_eq!(denied[..3], [1, 2, 0]);
+    // A few milliseconds of real time may have passed.
+    assert!((59_900..=60_000).contains(&denied[3]), "{denied:?}");
+    assert_eq!(denied[3], denied[4]);
+}
+
+/// Valkey under libfaketime, its clock frozen where the test puts it.
+#[test]
+fn the_window_ends_exactly_one_period_after_it_opened() {
+    const BASE: i64 = 1_900_000_000_000;
+    let server = Server::start_with(
+        Flavor::Valkey,
+        Options {
+            fake_clock_ms: Some(BASE),
+            args: vec!["--hz".into(), "100".into()],
+            ..Options::default()
+        },
+    );
+    let mut con = server.connection();
+    let mut at = |offset_ms: i64, quantity: &str| {
+        server.set_clock_ms(BASE + offset_ms);
+        limiter(&mut con, "CL.FIXED", &["w", "2", "1000", quantity, "MS"])
+    };
+    assert_eq!(at(0, "1"), [0, 2, 1, -1, 1000]);
+    assert_eq!(at(500, "1"), [0, 2, 0, -1, 500]);
+    assert_eq!(at(999, "1"), [1, 2, 0, 1, 1]);
+    assert_eq!(at(999, "0"), [0, 2, 0, -1, 1]);
+    // At the end the window is over, though the server keeps its key through this
+    // millisecond: a new window opens here.
+    assert_eq!(at(1_000, "0"), [0, 2, 2, -1, 0]);
+    assert_eq!(at(1_000, "1"), [0, 2, 1, -1, 1000]);
+    let mut con = server.connection();
+    assert_eq!(
+        snapshot(&mut con, b"w"),
+        (Some(b"1".to_vec()), BASE + 2_000)
+    );
+}

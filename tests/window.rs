@@ -1,0 +1,167 @@
+//! What is particular to CL.WINDOW, on real Redis 7.0 and Valkey 9 servers. The contract all
+//! three commands share is in contract.rs.
+
+mod harness;
+
+use harness::{
+    aof_options, dump, info_field, limiter, replicate, resp_commands, server_now_ns, snapshot,
+    wait_for_replica, Flavor, Options, Server,
+};
+
+both_servers!(
+    units_count_for_one_period_after_admission,
+    ten_thousand_entries_fit_in_80_kilobytes,
+    a_replica_of_a_long_log_gets_small_commands_and_identical_bytes,
+);
+
+fn units_count_for_one_period_after_admission(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut con = server.connection();
+    assert_eq!(
+        limiter(&mut con, "CL.WINDOW", &["w", "3", "60", "2"]),
+        [0, 3, 1, -1, 60]
+    );
+    assert_eq!(
+        limiter(&mut con, "CL.WINDOW", &["w", "3", "60"]),
+        [0, 3, 0, -1, 60]
+    );
+    assert_eq!(
+        limiter(&mut con, "CL.WINDOW", &["w", "3", "60"]),
+        [1, 3, 0, 60, 60]
+    );
+    // Three units can only fit once all three have left; four never can.
+    assert_eq!(
+        limiter(&mut con, "CL.WINDOW", &["w", "3", "60", "3"]),
+        [1, 3, 0, 60, 60]
+    );
+    assert_eq!(
+        limiter(&mut con, "CL.WINDOW", &["w", "3", "60", "4"]),
+        [1, 3, 0, -1, 60]
+    );
+    let (value, expiry) = snapshot(&mut con, b"w");
+    assert!(value.unwrap().starts_with(b"CLW\x01"));
+    let now_ms = server_now_ns(&mut con) / 1_000_000;
+    assert!(
+        expiry > now_ms + 59_000 && expiry <= now_ms + 60_000,
+        "{expiry}"
+    );
+}
+
+/// A server whose AOF holds `entries` admitted calls on `key`, one per millisecond up to a
+/// second ago: the replication form, as a primary would have logged it.
+fn server_with_long_log(flavor: Flavor, key: &str, entries: i64, limit: i64) -> Server {
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let first = now_ms - 1_000 - entries;
+    let aof = resp_commands((0..entries).map(|i| {
+        [
+            "CL.WINDOW",
+            key,
+            &limit.to_string(),
+            "3600000",
+            "1",
+            "MS",
+            "AT",
+            &(first + i).to_string(),
+        ]
+        .map(String::from)
+        .to_vec()
+    }));
+    let dir = std::env::temp_dir().join(format!(
+        "redis-cell-aof-{}-{flavor:?}-{key}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("appendonly.aof"), aof).unwrap();
+    let mut options = aof_options(Some(dir));
+    options.keep_dir = false;
+    Server::start_with(flavor, options)
+}
+
+fn ten_thousand_entries_fit_in_80_kilobytes(flavor: Flavor) {
+    let server = server_with_long_log(flavor, "big", 10_000, 20_000);
+    let mut con = server.connection();
+    let peek = limiter(&mut con, "CL.WINDOW", &["big", "20000", "3600", "0"]);
+    assert_eq!(peek[..4], [0, 20_000, 10_000, -1]);
+    let usage: i64 = redis::cmd("MEMORY")
+        .arg(&["USAGE", "big"])
+        .query(&mut con)
+        .unwrap();
+    assert!(usage <= 80_000, "MEMORY USAGE {usage}");
+    // Two bytes an entry, plus the header.
+    let len: i64 = redis::cmd("STRLEN").arg("big").query(&mut con).unwrap();
+    assert_eq!(len, 40 + 2 * 10_000);
+}
+
+fn a_replica_of_a_long_log_gets_small_commands_and_identical_bytes(flavor: Flavor) {
+    let primary = server_with_long_log(flavor, "long", 10_000, 1_000_000);
+    let replica = Server::start(flavor);
+    replicate(&replica, &primary);
+    let mut con = primary.connection();
+    let before: i64 = info_field(&mut con, "replication", "master_repl_offset")
+        .parse()
+        .unwrap();
+    for _ in 0..100 {
+        assert_eq!(
+            limiter(&mut con, "CL.WINDOW", &["long", "1000000", "3600"])[0],
+            0
+        );
+    }
+    let after: i64 = info_field(&mut con, "replication", "master_repl_offset")
+        .parse()
+        .unwrap();
+    // Each admitted call propagates one short command, whatever the size of the log.
+    assert!(
+        after - before < 100 * 200,
+        "{} bytes for 100 calls",
+        after - before
+    );
+    wait_for_replica(&mut con);
+    let mut replica_con = replica.connection();
+    assert_eq!(
+        snapshot(&mut replica_con, b"long"),
+        snapshot(&mut con, b"long")
+    );
+    assert_eq!(dump(&mut replica_con, b"long"), dump(&mut con, b"long"));
+    let len: i64 = redis::cmd("STRLEN")
+        .arg("long")
+        .query(&mut replica_con)
+        .unwrap();
+    assert!(len > 40 + 2 * 10_000);
+}
+
+/// Valkey under libfaketime, its clock frozen where the test puts it.
+#[test]
+fn a_unit_leaves_exactly_one_period_after_it_was_admitted() {
+    const BASE: i64 = 1_900_000_000_000;
+    let server = Server::start_with(
+        Flavor::Valkey,
+        Options {
+            fake_clock_ms: Some(BASE),
+            args: vec!["--hz".into(), "100".into()],
+            ..Options::default()
+        },
+    );
+    let mut con = server.connection();
+    let mut at = |offset_ms: i64, quantity: &str| {
+        server.set_clock_ms(BASE + offset_ms);
+        limiter(&mut con, "CL.WINDOW", &["w", "2", "1000", quantity, "MS"])
+    };
+    assert_eq!(at(0, "1"), [0, 2, 1, -1, 1000]);
+    assert_eq!(at(300, "1"), [0, 2, 0, -1, 1000]);
+    assert_eq!(at(999, "1"), [1, 2, 0, 1, 301]);
+    // The unit from 0 leaves at 1000 exactly.
+    assert_eq!(at(1_000, "0"), [0, 2, 1, -1, 300]);
+    assert_eq!(at(1_000, "1"), [0, 2, 0, -1, 1000]);
+    assert_eq!(at(1_299, "1"), [1, 2, 0, 1, 701]);
+    assert_eq!(at(1_300, "1"), [0, 2, 0, -1, 1000]);
+    let mut con = server.connection();
+    assert_eq!(snapshot(&mut con, b"w").1, BASE + 2_300);
+    // After the newest unit has left, the limiter is empty and the key gone.
+    assert_eq!(at(2_300, "0"), [0, 2, 2, -1, 0]);
+    server.set_clock_ms(BASE + 2_301);
+    assert_eq!(snapshot(&mut con, b"w"), (None, -2));
+}
