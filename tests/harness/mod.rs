@@ -436,18 +436,6 @@ macro_rules! both_servers {
     };
 }
 
-#[cfg(test)]
-mod tests {
-    use super::civil_time;
-
-    #[test]
-    fn civil_time_formats_utc() {
-        assert_eq!(civil_time(0), "1970-01-01 00:00:00.000");
-        assert_eq!(civil_time(1_767_225_600_250), "2026-01-01 00:00:00.250");
-        assert_eq!(civil_time(951_782_400_000), "2000-02-29 00:00:00.000");
-    }
-}
-
 /// Commands in the Redis protocol, as an AOF file holds them.
 pub fn resp_commands(commands: impl IntoIterator<Item = Vec<String>>) -> Vec<u8> {
     let mut out = Vec::new();
@@ -458,4 +446,16 @@ pub fn resp_commands(commands: impl IntoIterator<Item = Vec<String>>) -> Vec<u8>
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::civil_time;
+
+    #[test]
+    fn civil_time_formats_utc() {
+        assert_eq!(civil_time(0), "1970-01-01 00:00:00.000");
+        assert_eq!(civil_time(1_767_225_600_250), "2026-01-01 00:00:00.250");
+        assert_eq!(civil_time(951_782_400_000), "2000-02-29 00:00:00.000");
+    }
 }
