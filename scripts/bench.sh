@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
-# The benchmark: requests/s for SET PX (the floor), CL.THROTTLE and its Lua equivalent, on
-# random keys and one hot key, from one run against Debian's redis-server; then server
-# instructions per call counted by callgrind. Knobs: REQUESTS, CLIENTS, PIPELINE, ROUNDS.
+# The benchmark, from one run against Debian's redis-server with the module loaded:
+#   1. requests/s for SET PX (the floor), each command and the Lua script it replaces
+#      (bench/*.lua), on random keys and on one hot key, with ratios to SET and to the script;
+#   2. server instructions per call, counted by callgrind, for the same workloads;
+#   3. MEMORY USAGE of a CL.WINDOW key against the sorted-set log at 100, 1,000 and 10,000
+#      live entries.
+# Knobs: REQUESTS, CLIENTS, PIPELINE, ROUNDS, CALLS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WITH_BENCH=1 bash scripts/setup.sh
 cargo build --release --quiet
 module="$PWD/target/release/libredis_cell.so"
+REQUESTS=${REQUESTS:-400000} CLIENTS=${CLIENTS:-50} PIPELINE=${PIPELINE:-16}
+ROUNDS=${ROUNDS:-5} CALLS=${CALLS:-20000}
+
 work=$(mktemp -d)
 pids=()
 cleanup() {
@@ -17,31 +24,111 @@ cleanup() {
 trap cleanup EXIT
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_ready() { for _ in $(seq 1 300); do redis-cli -p "$1" ping >/dev/null 2>&1 && return 0; sleep 0.1; done; echo "server on $1 did not start" >&2; exit 1; }
+wait_ready() {
+  for _ in $(seq 1 600); do redis-cli -p "$1" ping >/dev/null 2>&1 && return 0; sleep 0.1; done
+  echo "server on $1 did not start" >&2; exit 1
+}
 
-REQUESTS=${REQUESTS:-400000} CLIENTS=${CLIENTS:-50} PIPELINE=${PIPELINE:-16} ROUNDS=${ROUNDS:-5}
+# Database 1 holds templates the hot-key runs copy from: CL.WINDOW logs written through the
+# command's replication form (an AOF of `CL.WINDOW … AT <ms>` calls, one per millisecond,
+# the last 10,000 ending a second before start) and the same entries as sorted sets.
+make_aof() {
+  python3 - "$1" <<'EOF'
+import sys, time
+now = int(time.time() * 1000)
+def resp(*args):
+    out = "*%d\r\n" % len(args)
+    for a in map(str, args):
+        out += "$%d\r\n%s\r\n" % (len(a.encode()), a)
+    return out
+parts = [resp("SELECT", 1)]
+for key, entries in [("tpl:window:hot", 10000), ("mem:window:100", 100),
+                     ("mem:window:1000", 1000), ("mem:window:10000", 10000)]:
+    first = now - 1000 - entries
+    for i in range(entries):
+        parts.append(resp("CL.WINDOW", key, 10**9, 3600000, 1, "MS", "AT", first + i))
+        parts.append(resp("ZADD", key.replace("window", "zset"), first + i, "%d:%d" % (first + i, i)))
+    parts.append(resp("PEXPIRE", key.replace("window", "zset"), 3600000))
+open(sys.argv[1], "w").write("".join(parts))
+EOF
+}
+
+# start_server PORT DIR [wrapper…]: the module loaded, templates loaded from the AOF, then
+# persistence off so that it costs no workload anything.
+start_server() {
+  local port=$1 dir=$2; shift 2
+  mkdir -p "$dir"
+  make_aof "$dir/appendonly.aof"
+  "$@" /usr/bin/redis-server --bind 127.0.0.1 --port "$port" --save "" --appendonly yes \
+    --dir "$dir" --loadmodule "$module" --logfile "$dir/server.log" >/dev/null 2>&1 &
+  pids+=($!)
+  wait_ready "$port"
+  for _ in $(seq 1 600); do
+    [ "$(redis-cli -p "$port" INFO persistence | tr -d '\r' | grep '^loading:' | cut -d: -f2)" = 0 ] && break
+    sleep 0.1
+  done
+  redis-cli -p "$port" CONFIG SET appendonly no >/dev/null
+}
+
 port=$(free_port)
 # Server and client on different cores, so that they do not take turns on one.
-taskset -c 0 /usr/bin/redis-server --bind 127.0.0.1 --port "$port" --save "" --appendonly no --dir "$work" \
-  --loadmodule "$module" --logfile "$work/server.log" &
-pids+=($!)
-wait_ready "$port"
-sha=$(redis-cli -p "$port" SCRIPT LOAD "$(cat bench/gcra.lua)")
+start_server "$port" "$work/main" taskset -c 0
+throttle_sha=$(redis-cli -p "$port" SCRIPT LOAD "$(cat bench/gcra.lua)")
+fixed_sha=$(redis-cli -p "$port" SCRIPT LOAD "$(cat bench/fixed.lua)")
+window_sha=$(redis-cli -p "$port" SCRIPT LOAD "$(cat bench/window.lua)")
 
-# name | command (redis-benchmark replaces __rand_int__ with a random key number)
+# name | command (redis-benchmark puts a random number for __rand_int__) | Lua row it replaces
+# Hot keys admit every call, so every call writes. The CL.WINDOW hot key starts each run
+# with 10,000 live entries (copied from its template) and a one-hour period.
 workloads=(
-  "SET PX, random keys|SET key:__rand_int__ v PX 60000"
-  "CL.THROTTLE, random keys|CL.THROTTLE key:__rand_int__ 100 10 60 1"
-  "CL.THROTTLE, hot key|CL.THROTTLE hot 1000000 1000000 1 1"
-  "GCRA Lua (EVALSHA), random keys|EVALSHA $sha 1 key:__rand_int__ 100 10 60 1"
-  "GCRA Lua (EVALSHA), hot key|EVALSHA $sha 1 hot 1000000 1000000 1 1"
+  "SET PX, random keys|SET key:__rand_int__ v PX 60000|"
+  "CL.THROTTLE, random keys|CL.THROTTLE key:__rand_int__ 100 10 60 1|GCRA Lua, random keys"
+  "CL.THROTTLE, hot key|CL.THROTTLE hot 1000000 1000000 1 1|GCRA Lua, hot key"
+  "GCRA Lua, random keys|EVALSHA $throttle_sha 1 key:__rand_int__ 100 10 60 1|"
+  "GCRA Lua, hot key|EVALSHA $throttle_sha 1 hot 1000000 1000000 1 1|"
+  "CL.FIXED, random keys|CL.FIXED key:__rand_int__ 100 60 1|INCR Lua, random keys"
+  "CL.FIXED, hot key|CL.FIXED hot 1000000000 60 1|INCR Lua, hot key"
+  "INCR Lua, random keys|EVALSHA $fixed_sha 1 key:__rand_int__ 100 60 1|"
+  "INCR Lua, hot key|EVALSHA $fixed_sha 1 hot 1000000000 60 1|"
+  "CL.WINDOW, random keys|CL.WINDOW key:__rand_int__ 100 60 1|ZSET Lua, random keys"
+  "CL.WINDOW, hot key, 10k entries|CL.WINDOW hot:window 1000000000 3600 1|ZSET Lua, hot key, 10k entries"
+  "ZSET Lua, random keys|EVALSHA $window_sha 1 key:__rand_int__ 100 60 1|"
+  "ZSET Lua, hot key, 10k entries|EVALSHA $window_sha 1 hot:zset 1000000000 3600 1|"
 )
 
+# Fresh keys for a run: database 0 emptied, the hot sliding logs copied from their templates.
+reset_keys() {
+  redis-cli -p "$1" FLUSHDB >/dev/null
+  redis-cli -p "$1" -n 1 COPY tpl:window:hot hot:window DB 0 >/dev/null
+  redis-cli -p "$1" -n 1 COPY tpl:zset:hot hot:zset DB 0 >/dev/null
+}
+
 rps() { # one run, in requests/s
-  redis-cli -p "$port" FLUSHALL >/dev/null
+  reset_keys "$port"
   # shellcheck disable=SC2086
   taskset -c 1 redis-benchmark -p "$port" -n "$REQUESTS" -c "$CLIENTS" -P "$PIPELINE" -r 100000 -q $1 2>/dev/null \
     | tr '\r' '\n' | grep "requests per second" | tail -1 | sed -E 's/.*: ([0-9.]+) requests per second.*/\1/'
+}
+
+ratio() { python3 -c "print(f'{$1 / $2:.2f}x')"; }
+
+print_table() { # title, unit column, then the values by workload name
+  local -n values=$3
+  echo
+  echo "$1"
+  printf '| %-33s | %12s | %8s | %8s |\n' "workload" "$2" "vs SET" "vs Lua"
+  printf '|%s|%s|%s|%s|\n' "-----------------------------------" "--------------" "----------" "----------"
+  local floor=""
+  for entry in "${workloads[@]}"; do
+    local name=${entry%%|*} rest=${entry#*|}
+    local lua=${rest#*|}
+    local value=${values[$name]}
+    [ -z "$floor" ] && floor=$value
+    local vs_lua=""
+    [ -n "$lua" ] && vs_lua=$(ratio "$value" "${values[$lua]}")
+    if [ "$2" = instructions ] && [ -n "$lua" ]; then vs_lua=$(ratio "${values[$lua]}" "$value"); fi
+    printf '| %-33s | %12.0f | %8s | %8s |\n' "$name" "$value" "$(ratio "$value" "$floor")" "$vs_lua"
+  done
 }
 
 # Rounds interleave the workloads, so that a slow spell of the machine hits them all; each
@@ -49,51 +136,47 @@ rps() { # one run, in requests/s
 declare -A best
 for _ in $(seq 1 "$ROUNDS"); do
   for entry in "${workloads[@]}"; do
-    value=$(rps "${entry#*|}")
-    best[$entry]=$(python3 -c "print(max(${best[$entry]:-0}, ${value:-0}))")
+    name=${entry%%|*} rest=${entry#*|}
+    value=$(rps "${rest%%|*}")
+    best[$name]=$(python3 -c "print(max(${best[$name]:-0}, ${value:-0}))")
   done
 done
+print_table "Throughput: redis-server $(/usr/bin/redis-server --version | sed -E 's/.*v=([^ ]+).*/\1/'), $REQUESTS requests, $CLIENTS clients, pipeline $PIPELINE, best of $ROUNDS interleaved rounds, server and client on separate cores (vs Lua: how many times the script's rate)" "requests/s" best
 
+# Memory: the same entries as a CL.WINDOW log and as a sorted-set log.
 echo
-echo "Throughput: redis-server $(/usr/bin/redis-server --version | sed -E 's/.*v=([^ ]+).*/\1/'), $REQUESTS requests, $CLIENTS clients, pipeline $PIPELINE, best of $ROUNDS interleaved rounds, server and client on separate cores"
-printf '| %-34s | %12s | %8s |\n' "workload" "requests/s" "vs SET"
-printf '|%s|%s|%s|\n' "------------------------------------" "--------------" "----------"
-floor=""
-for entry in "${workloads[@]}"; do
-  value=${best[$entry]}
-  [ -z "$floor" ] && floor=$value
-  printf '| %-34s | %12.0f | %7.2fx |\n' "${entry%%|*}" "$value" "$(python3 -c "print($value / $floor)")"
+echo "MEMORY USAGE of one limiter key, by live entries (one per millisecond):"
+printf '| %7s | %14s | %14s | %8s |\n' "entries" "CL.WINDOW" "sorted set" "ratio"
+printf '|%s|%s|%s|%s|\n' "---------" "----------------" "----------------" "----------"
+for n in 100 1000 10000; do
+  w=$(redis-cli -p "$port" -n 1 MEMORY USAGE "mem:window:$n" SAMPLES 0)
+  z=$(redis-cli -p "$port" -n 1 MEMORY USAGE "mem:zset:$n" SAMPLES 0)
+  printf '| %7d | %12d B | %12d B | %7s |\n' "$n" "$w" "$z" "$(ratio "$z" "$w")"
 done
 
 # Instructions: the same server under callgrind, counting only while each workload runs.
-CALLS=${CALLS:-20000}
 cport=$(free_port)
-valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$work/callgrind.%p" \
-  /usr/bin/redis-server --bind 127.0.0.1 --port "$cport" --save "" --appendonly no --dir "$work" \
-  --loadmodule "$module" --logfile "$work/cg-server.log" >/dev/null 2>&1 &
-cgpid=$!
-pids+=($cgpid)
-wait_ready "$cport"
-csha=$(redis-cli -p "$cport" SCRIPT LOAD "$(cat bench/gcra.lua)")
-echo
-echo "Server instructions per call (callgrind, $CALLS calls, 1 client, pipeline 16):"
-printf '| %-34s | %12s | %8s |\n' "workload" "instructions" "vs SET"
-printf '|%s|%s|%s|\n' "------------------------------------" "--------------" "----------"
-base=""
+start_server "$cport" "$work/callgrind" valgrind --tool=callgrind --instr-atstart=no \
+  --callgrind-out-file="$work/callgrind/out.%p"
+cgpid=${pids[-1]}
+# A script's SHA is the digest of its text, so the workloads' EVALSHAs hold here too.
+for script in gcra fixed window; do
+  redis-cli -p "$cport" SCRIPT LOAD "$(cat "bench/$script.lua")" >/dev/null
+done
+declare -A instructions
 for entry in "${workloads[@]}"; do
-  name=${entry%%|*}; command=${entry#*|}
-  command=${command//$sha/$csha}
-  redis-cli -p "$cport" FLUSHALL >/dev/null
+  name=${entry%%|*} rest=${entry#*|}
+  command=${rest%%|*}
+  reset_keys "$cport"
   callgrind_control -z "$cgpid" >/dev/null 2>&1
   callgrind_control -i on "$cgpid" >/dev/null 2>&1
   # shellcheck disable=SC2086
   redis-benchmark -p "$cport" -n "$CALLS" -c 1 -P 16 -r 100000 -q $command >/dev/null 2>&1
   callgrind_control -i off "$cgpid" >/dev/null 2>&1
-  rm -f "$work"/callgrind.*.[0-9]*
+  rm -f "$work"/callgrind/out.*.[0-9]*
   callgrind_control -d "$cgpid" >/dev/null 2>&1
-  dump=$(ls -t "$work"/callgrind.* | head -1)
+  dump=$(ls -t "$work"/callgrind/out.* | head -1)
   total=$(grep '^totals:' "$dump" | awk '{print $2}')
-  per_call=$(python3 -c "print($total / $CALLS)")
-  [ -z "$base" ] && base=$per_call
-  printf '| %-34s | %12.0f | %7.2fx |\n' "$name" "$per_call" "$(python3 -c "print($per_call / $base)")"
+  instructions[$name]=$(python3 -c "print($total / $CALLS)")
 done
+print_table "Server instructions per call (callgrind, $CALLS calls, 1 client, pipeline 16; vs Lua: how many times fewer than the script)" "instructions" instructions
