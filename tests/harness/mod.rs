@@ -3,6 +3,8 @@
 //! cleaned up when dropped, even when a test fails.
 #![allow(dead_code)]
 
+pub mod cluster;
+
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -132,6 +134,8 @@ pub struct Options {
     pub without_module: bool,
     /// Keep `dir` when the server is dropped (for restarts); only read when `dir` is given.
     pub keep_dir: bool,
+    /// Start as a Redis Cluster node (on a port whose bus port, +10000, is free too).
+    pub cluster: bool,
 }
 
 /// A running server. Dropping it kills the process and removes its directory.
@@ -164,6 +168,17 @@ fn free_port() -> u16 {
         .expect("a free loopback port")
 }
 
+/// A free port whose cluster bus port (10000 higher) is free too.
+fn free_cluster_port() -> u16 {
+    for _ in 0..1000 {
+        let port = free_port();
+        if port < 55_000 && TcpListener::bind(("127.0.0.1", port + 10_000)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port pair for a cluster node");
+}
+
 impl Server {
     pub fn start(flavor: Flavor) -> Server {
         Server::start_with(flavor, Options::default())
@@ -189,7 +204,11 @@ impl Server {
         dir: PathBuf,
         keep_dir: bool,
     ) -> Result<Server, String> {
-        let port = free_port();
+        let port = if options.cluster {
+            free_cluster_port()
+        } else {
+            free_port()
+        };
         let log = dir.join("server.log");
         let mut command = Command::new(flavor.binary());
         command
@@ -201,6 +220,11 @@ impl Server {
             .arg("--logfile")
             .arg(&log)
             .args(&options.args)
+            .args(if options.cluster {
+                &["--cluster-enabled", "yes", "--cluster-node-timeout", "3000"][..]
+            } else {
+                &[][..]
+            })
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());

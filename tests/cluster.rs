@@ -1,0 +1,237 @@
+//! All three commands in a Redis Cluster of three primaries and three replicas: keys spread
+//! over every slot, hash-tagged keys together in one transaction, a slot moved with its
+//! limiters, and a failover that keeps them.
+
+mod harness;
+
+use harness::cluster::Cluster;
+use harness::{snapshot, wait_for_replica, Flavor};
+use redis::ConnectionLike;
+
+both_servers!(
+    keys_spread_over_all_slots_work_through_redirects,
+    hash_tagged_limiters_share_a_transaction,
+    a_moved_slot_keeps_its_limiters,
+    a_failover_keeps_limiters_at_their_limit,
+);
+
+/// Each command with arguments for a limit of two units per hour.
+const LIMITERS: [(&str, &[&str]); 3] = [
+    ("CL.THROTTLE", &["1", "2", "7200"]),
+    ("CL.FIXED", &["2", "3600"]),
+    ("CL.WINDOW", &["2", "3600"]),
+];
+
+fn call(con: &mut impl ConnectionLike, command: &str, key: &str, params: &[&str]) -> Vec<i64> {
+    redis::cmd(command)
+        .arg(key)
+        .arg(params)
+        .query(con)
+        .unwrap_or_else(|e| panic!("{command} {key}: {e}"))
+}
+
+fn keys_spread_over_all_slots_work_through_redirects(flavor: Flavor) {
+    let cluster = Cluster::start(flavor);
+    let mut con = cluster.client();
+    for i in 0..1_000 {
+        for (command, params) in LIMITERS {
+            let key = format!("{command}:user:{i}");
+            assert_eq!(
+                call(&mut con, command, &key, params)[..3],
+                [0, 2, 1],
+                "{key}"
+            );
+        }
+    }
+    for i in (0..1_000).step_by(7) {
+        for (command, params) in LIMITERS {
+            let key = format!("{command}:user:{i}");
+            assert_eq!(
+                call(&mut con, command, &key, params)[..3],
+                [0, 2, 0],
+                "{key}"
+            );
+            assert_eq!(
+                call(&mut con, command, &key, params)[..3],
+                [1, 2, 0],
+                "{key}"
+            );
+        }
+    }
+    // Every primary holds a share of the 3,000 keys.
+    let mut total = 0;
+    for node in &cluster.nodes {
+        let mut node_con = node.connection();
+        if harness::info_field(&mut node_con, "replication", "role") == "master" {
+            let size: i64 = redis::cmd("DBSIZE").query(&mut node_con).unwrap();
+            assert!(size > 500, "a primary holds only {size} keys");
+            total += size;
+        }
+    }
+    assert_eq!(total, 3_000);
+}
+
+fn hash_tagged_limiters_share_a_transaction(flavor: Flavor) {
+    let cluster = Cluster::start(flavor);
+    let node = cluster.primary_for("{user:42}");
+    let mut con = node.connection();
+    let mut transaction = redis::pipe();
+    transaction.atomic();
+    for (command, params) in LIMITERS {
+        transaction
+            .cmd(command)
+            .arg(format!("{{user:42}}:{command}"))
+            .arg(params);
+    }
+    let replies: Vec<Vec<i64>> = transaction.query(&mut con).unwrap();
+    assert_eq!(replies.len(), 3);
+    for reply in replies {
+        assert_eq!(reply[..3], [0, 2, 1]);
+    }
+    // Keys in different slots cannot share it: the server finds both keys from the key spec.
+    let _: () = redis::cmd("MULTI").query(&mut con).unwrap();
+    let queued: String = redis::cmd("CL.FIXED")
+        .arg(&["{user:42}:a", "2", "60"])
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(queued, "QUEUED");
+    let queued: String = redis::cmd("CL.FIXED")
+        .arg(&["{user:43}:a", "2", "60"])
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(queued, "QUEUED");
+    let crossed = redis::cmd("EXEC")
+        .query::<redis::Value>(&mut con)
+        .expect_err("CROSSSLOT");
+    assert_eq!(crossed.code(), Some("CROSSSLOT"), "{crossed}");
+    let untouched: i64 = redis::cmd("EXISTS")
+        .arg("{user:42}:a")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(untouched, 0);
+}
+
+fn a_moved_slot_keeps_its_limiters(flavor: Flavor) {
+    let cluster = Cluster::start(flavor);
+    let mut con = cluster.client();
+    let keys: Vec<String> = LIMITERS
+        .iter()
+        .map(|(c, _)| format!("{{moving}}:{c}"))
+        .collect();
+    for (key, (command, params)) in keys.iter().zip(LIMITERS) {
+        call(&mut con, command, key, params);
+        call(&mut con, command, key, params);
+    }
+    let source = cluster.primary_for("{moving}");
+    let target = cluster
+        .nodes
+        .iter()
+        .find(|n| {
+            let mut c = n.connection();
+            harness::info_field(&mut c, "replication", "role") == "master" && n.port != source.port
+        })
+        .unwrap();
+    let mut source_con = source.connection();
+    let before: Vec<_> = keys
+        .iter()
+        .map(|k| snapshot(&mut source_con, k.as_bytes()))
+        .collect();
+
+    let slot: i64 = redis::cmd("CLUSTER")
+        .arg(&["KEYSLOT", "{moving}"])
+        .query(&mut source_con)
+        .unwrap();
+    let slot = slot.to_string();
+    let (source_id, target_id) = (Cluster::id(source), Cluster::id(target));
+    let mut target_con = target.connection();
+    let _: () = redis::cmd("CLUSTER")
+        .arg(&["SETSLOT", &slot, "IMPORTING", &source_id])
+        .query(&mut target_con)
+        .unwrap();
+    let _: () = redis::cmd("CLUSTER")
+        .arg(&["SETSLOT", &slot, "MIGRATING", &target_id])
+        .query(&mut source_con)
+        .unwrap();
+    let _: () = redis::cmd("MIGRATE")
+        .arg(&[
+            "127.0.0.1",
+            &target.port.to_string(),
+            "",
+            "0",
+            "5000",
+            "KEYS",
+        ])
+        .arg(&keys)
+        .query(&mut source_con)
+        .unwrap();
+    for node in &cluster.nodes {
+        let mut c = node.connection();
+        let _: redis::RedisResult<()> = redis::cmd("CLUSTER")
+            .arg(&["SETSLOT", &slot, "NODE", &target_id])
+            .query(&mut c);
+    }
+    cluster.wait_until_settled();
+
+    let after: Vec<_> = keys
+        .iter()
+        .map(|k| snapshot(&mut target_con, k.as_bytes()))
+        .collect();
+    for ((key, (value_before, expiry_before)), (value_after, expiry_after)) in
+        keys.iter().zip(&before).zip(&after)
+    {
+        assert_eq!(value_after, value_before, "{key}");
+        // MIGRATE carries the expiry as a relative TTL, re-anchored on arrival.
+        assert!(
+            (expiry_after - expiry_before).abs() <= 50,
+            "{key}: {expiry_before} → {expiry_after}"
+        );
+    }
+    // Through the cluster client, which follows the slot to its new node: all still full.
+    let mut con = cluster.client();
+    for (key, (command, params)) in keys.iter().zip(LIMITERS) {
+        assert_eq!(
+            call(&mut con, command, key, params)[..3],
+            [1, 2, 0],
+            "{key}"
+        );
+    }
+}
+
+fn a_failover_keeps_limiters_at_their_limit(flavor: Flavor) {
+    let cluster = Cluster::start(flavor);
+    let mut con = cluster.client();
+    let keys: Vec<String> = LIMITERS
+        .iter()
+        .map(|(c, _)| format!("{{failing}}:{c}"))
+        .collect();
+    for (key, (command, params)) in keys.iter().zip(LIMITERS) {
+        call(&mut con, command, key, params);
+        assert_eq!(call(&mut con, command, key, params)[..3], [0, 2, 0]);
+    }
+    let primary = cluster.primary_for("{failing}");
+    wait_for_replica(&mut primary.connection());
+    let replica = cluster.replica_of(primary);
+    let mut replica_con = replica.connection();
+    let _: () = redis::cmd("CLUSTER")
+        .arg("FAILOVER")
+        .query(&mut replica_con)
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while harness::info_field(&mut replica_con, "replication", "role") != "master" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "failover did not happen"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    cluster.wait_until_settled();
+    let mut con = cluster.client();
+    for (key, (command, params)) in keys.iter().zip(LIMITERS) {
+        assert_eq!(
+            call(&mut con, command, key, params)[..3],
+            [1, 2, 0],
+            "{key}"
+        );
+    }
+    assert_eq!(cluster.primary_for("{failing}").port, replica.port);
+}
