@@ -472,6 +472,43 @@ pub fn resp_commands(commands: impl IntoIterator<Item = Vec<String>>) -> Vec<u8>
     out
 }
 
+/// A small deterministic random source (xorshift64*), so that a failing random workload can
+/// be replayed from its seed.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed.max(1))
+    }
+
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// A number in `0..n`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+/// Every key of the current database with its value, absolute expiry and `DUMP`.
+pub fn keyspace(
+    con: &mut redis::Connection,
+) -> Vec<(Vec<u8>, (Option<Vec<u8>>, i64), Option<Vec<u8>>)> {
+    let mut keys: Vec<Vec<u8>> = redis::cmd("KEYS").arg("*").query(con).unwrap();
+    keys.sort();
+    keys.into_iter()
+        .map(|key| {
+            let state = snapshot(con, &key);
+            let dumped = dump(con, &key);
+            (key, state, dumped)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::civil_time;
