@@ -494,10 +494,11 @@ impl Rng {
     }
 }
 
-/// Every key of the current database with its value, absolute expiry and `DUMP`.
-pub fn keyspace(
-    con: &mut redis::Connection,
-) -> Vec<(Vec<u8>, (Option<Vec<u8>>, i64), Option<Vec<u8>>)> {
+/// A key as a replica or a restart must reproduce it: name, value and absolute expiry, DUMP.
+pub type KeyRecord = (Vec<u8>, (Option<Vec<u8>>, i64), Option<Vec<u8>>);
+
+/// Every key of the current database, sorted by name.
+pub fn keyspace(con: &mut redis::Connection) -> Vec<KeyRecord> {
     let mut keys: Vec<Vec<u8>> = redis::cmd("KEYS").arg("*").query(con).unwrap();
     keys.sort();
     keys.into_iter()
