@@ -1,5 +1,5 @@
 # The two set-up commands (see README): `make run` and `make test`.
-.PHONY: run test bench build dist clean
+.PHONY: run test bench fuzz build dist clean
 
 build:
 	cargo build --release
@@ -9,6 +9,9 @@ run:
 
 test:
 	bash scripts/test.sh
+
+fuzz:
+	bash scripts/fuzz.sh
 
 bench:
 	bash scripts/bench.sh

@@ -11,3 +11,6 @@ bash scripts/setup.sh
 cargo fmt --all -- --check
 cargo clippy --all-targets -- -D warnings
 cargo test --all-targets
+
+# Coverage-guided fuzzing, bounded: `make fuzz FUZZ_SECONDS=600` for the long run.
+FUZZ_SECONDS=${FUZZ_SECONDS:-20} bash scripts/fuzz.sh

@@ -1,0 +1,111 @@
+//! Stored values, decoded as each command's state and decided on at any instant: refused or
+//! decided, never a panic, never an out-of-range reply. Values come raw from the input, and
+//! as sliding-window logs built by real calls and then damaged byte by byte behind a valid
+//! checksum; a log the window admitted into must decode again.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use redis_cell::args::{parse_i64, ThrottleArgs, TimeUnit, WindowArgs};
+use redis_cell::fixed::{FixedWindow, Window};
+use redis_cell::gcra::Gcra;
+use redis_cell::window::{reseal, SlidingWindow};
+
+const START_MS: i64 = 1_795_910_400_000;
+
+#[derive(Debug, arbitrary::Arbitrary)]
+struct Input {
+    now_offset_ms: u32,
+    limit: u16,
+    quantity: u8,
+    expiry_ms: i64,
+    raw: Vec<u8>,
+    /// Calls that build a log: (ms since the previous one, quantity).
+    calls: Vec<(u16, u8)>,
+    /// Bytes to damage in the built log: (position, xor mask).
+    damage: Vec<(u16, u8)>,
+}
+
+fn check(reply: [i64; 5]) {
+    assert!(reply[2] >= 0 && reply[2] <= reply[1] && reply[4] >= 0);
+    assert!(reply[3] == -1 || reply[3] >= 0);
+}
+
+fn window(limit: i64, quantity: i64) -> SlidingWindow {
+    SlidingWindow::new(&WindowArgs {
+        limit,
+        period_ms: 60_000,
+        quantity,
+        unit: TimeUnit::Milliseconds,
+        at_ms: None,
+    })
+}
+
+/// Decides on `log` and, if admitted, writes and decides on the result again. A log damaged
+/// where no cheap check looks may be decided on and written; what comes of it must still be
+/// refused or decided without a panic, and an intact log must stay intact.
+fn exercise(log: &[u8], limit: i64, quantity: i64, now_ms: i64, intact: bool) {
+    let sliding = window(limit, quantity);
+    if let Ok(decision) = sliding.decide(Some(log), now_ms) {
+        check(decision.outcome.to_reply(TimeUnit::Milliseconds));
+        if let Some(append) = decision.append {
+            let mut written = log.to_vec();
+            if append.apply(&mut written).is_ok() {
+                match sliding.decide(Some(&written), now_ms) {
+                    Ok(again) => check(again.outcome.to_reply(TimeUnit::Milliseconds)),
+                    Err(error) => assert!(!intact, "an intact log was written unreadable: {error:?}"),
+                }
+            }
+        }
+    }
+}
+
+fuzz_target!(|input: Input| {
+    let now_ms = START_MS + i64::from(input.now_offset_ms);
+    let limit = i64::from(input.limit.max(1));
+    let quantity = i64::from(input.quantity % 64);
+
+    if let Some(value) = parse_i64(&input.raw) {
+        let throttle = ThrottleArgs {
+            max_burst: limit - 1,
+            count: 10,
+            period_ns: 60_000_000_000,
+            quantity,
+            unit: TimeUnit::Seconds,
+        };
+        let gcra = Gcra::new(&throttle).expect("valid parameters");
+        check(gcra.decide(Some(value), now_ms * 1_000_000).outcome.to_reply(TimeUnit::Seconds));
+        let fixed = FixedWindow::new(&WindowArgs {
+            limit,
+            period_ms: 60_000,
+            quantity,
+            unit: TimeUnit::Milliseconds,
+            at_ms: None,
+        });
+        let stored = Window { count: value.max(0), end_ms: input.expiry_ms };
+        check(fixed.decide(Some(stored), now_ms).outcome.to_reply(TimeUnit::Milliseconds));
+    }
+    exercise(&input.raw, limit, quantity, now_ms, false);
+
+    let mut log: Option<Vec<u8>> = None;
+    let mut at = START_MS;
+    for &(gap, units) in input.calls.iter().take(200) {
+        at += i64::from(gap);
+        let decision = window(1_000, i64::from(units % 8)).decide(log.as_deref(), at).expect("own log");
+        if let Some(append) = decision.append {
+            let mut buffer = log.take().unwrap_or_default();
+            append.apply(&mut buffer).expect("own log");
+            log = Some(buffer);
+        }
+    }
+    if let Some(mut log) = log {
+        for &(position, mask) in &input.damage {
+            let len = log.len();
+            if let Some(byte) = log.get_mut(usize::from(position) % len) {
+                *byte ^= mask;
+            }
+        }
+        let intact = input.damage.iter().all(|&(_, mask)| mask == 0);
+        reseal(&mut log);
+        exercise(&log, limit, quantity, now_ms.max(at), intact);
+    }
+});
