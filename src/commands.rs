@@ -12,6 +12,7 @@ use crate::error::Error;
 use crate::fixed::{FixedWindow, Window};
 use crate::gcra::Gcra;
 use crate::reply;
+use crate::stats::{self, Counted, Counters};
 use crate::store::{api, Access, Key};
 use crate::window::SlidingWindow;
 
@@ -79,7 +80,7 @@ pub extern "C" fn throttle(
     argv: *mut *mut raw::RedisModuleString,
     argc: c_int,
 ) -> c_int {
-    dispatch(ctx, argv, argc, "cl.throttle", |call| {
+    dispatch(ctx, argv, argc, "cl.throttle", &stats::THROTTLE, |call| {
         let args = args::throttle(call.args())?;
         let gcra = Gcra::new(&args)?;
         let mut key = Key::open(call.ctx, call.key, access_for(args.quantity))?;
@@ -87,7 +88,10 @@ pub extern "C" fn throttle(
         if let Some(tat) = decision.new_tat {
             key.write_integer(tat, ceil_ms(tat))?;
         }
-        Ok(decision.outcome.to_reply(args.unit))
+        Ok(Answer::new(
+            decision.outcome.to_reply(args.unit),
+            args.quantity,
+        ))
     })
 }
 
@@ -97,7 +101,7 @@ pub extern "C" fn fixed(
     argv: *mut *mut raw::RedisModuleString,
     argc: c_int,
 ) -> c_int {
-    dispatch(ctx, argv, argc, "cl.fixed", |call| {
+    dispatch(ctx, argv, argc, "cl.fixed", &stats::FIXED, |call| {
         let args = args::fixed(call.args())?;
         let mut key = Key::open(call.ctx, call.key, access_for(args.quantity))?;
         let stored = match key.read_integer()? {
@@ -113,7 +117,10 @@ pub extern "C" fn fixed(
         if let Some(window) = decision.new_window {
             key.write_integer(window.count, window.end_ms)?;
         }
-        Ok(decision.outcome.to_reply(args.unit))
+        Ok(Answer::new(
+            decision.outcome.to_reply(args.unit),
+            args.quantity,
+        ))
     })
 }
 
@@ -123,7 +130,7 @@ pub extern "C" fn window(
     argv: *mut *mut raw::RedisModuleString,
     argc: c_int,
 ) -> c_int {
-    dispatch(ctx, argv, argc, "cl.window", |call| {
+    dispatch(ctx, argv, argc, "cl.window", &stats::WINDOW, |call| {
         let args = args::window(call.args())?;
         let now_ms = match args.at_ms {
             Some(at) if call.is_replayed() => at,
@@ -139,7 +146,10 @@ pub extern "C" fn window(
             // same log they make the same decision and the same bytes.
             replicate_window_call(call, &args, now_ms)?;
         }
-        Ok(decision.outcome.to_reply(args.unit))
+        Ok(Answer::new(
+            decision.outcome.to_reply(args.unit),
+            args.quantity,
+        ))
     })
 }
 
@@ -190,7 +200,8 @@ fn dispatch(
     argv: *mut *mut raw::RedisModuleString,
     argc: c_int,
     command: &'static str,
-    body: impl FnOnce(&Call) -> Result<[i64; 5], Error>,
+    counters: &Counters,
+    body: impl FnOnce(&Call) -> Result<Answer, Error>,
 ) -> c_int {
     let result = catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: Redis passes argc live argument strings for the duration of the command.
@@ -199,10 +210,39 @@ fn dispatch(
     }))
     .unwrap_or(Err(Error::Internal));
     match result {
-        Ok(values) => reply::send(ctx, values),
-        Err(error) => reply::send_error(ctx, error),
+        Ok(answer) => {
+            counters.record(answer.counted());
+            reply::send(ctx, answer.values);
+        }
+        Err(error) => {
+            counters.record(Counted::Error);
+            reply::send_error(ctx, error);
+        }
     }
     raw::REDISMODULE_OK as c_int
+}
+
+/// A command's reply, and whether the call only looked.
+struct Answer {
+    values: [i64; 5],
+    peek: bool,
+}
+
+impl Answer {
+    fn new(values: [i64; 5], quantity: i64) -> Answer {
+        Answer {
+            values,
+            peek: quantity == 0,
+        }
+    }
+
+    fn counted(&self) -> Counted {
+        match (self.peek, self.values[0]) {
+            (true, _) => Counted::Peek,
+            (false, 0) => Counted::Allowed,
+            (false, _) => Counted::Denied,
+        }
+    }
 }
 
 #[cfg(test)]

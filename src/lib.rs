@@ -3,20 +3,20 @@
 
 pub mod args;
 mod clock;
+mod command_table;
 mod commands;
 pub mod error;
 pub mod fixed;
 pub mod gcra;
 pub mod reply;
+mod stats;
 mod store;
 pub mod window;
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::ffi::CStr;
 use std::os::raw::c_int;
 
 use redis_module::alloc::RedisAlloc;
-use redis_module::commands::{get_redis_key_spec, BeginSearch, FindKeys, KeySpec, KeySpecFlags};
 use redis_module::{raw, redis_module, Context, RedisString, Status};
 
 /// The oldest server this module runs on, as `RedisModule_GetServerVersion` encodes it.
@@ -26,37 +26,6 @@ const MIN_SERVER_VERSION: c_int = 0x00_07_00_00;
 /// but ends up denied must not count as a change (no WATCH invalidation, no client-side
 /// cache invalidation); writes signal explicitly instead.
 const NO_IMPLICIT_SIGNAL_MODIFIED: c_int = 1 << 1;
-
-type CommandHandler =
-    extern "C" fn(*mut raw::RedisModuleCtx, *mut *mut raw::RedisModuleString, c_int) -> c_int;
-
-struct CommandSpec {
-    name: &'static CStr,
-    handler: CommandHandler,
-    /// Redis's arity convention: negative means "at least".
-    arity: c_int,
-}
-
-const COMMANDS: &[CommandSpec] = &[
-    CommandSpec {
-        name: c"cl.throttle",
-        handler: commands::throttle,
-        arity: -5,
-    },
-    CommandSpec {
-        name: c"cl.fixed",
-        handler: commands::fixed,
-        arity: -4,
-    },
-    CommandSpec {
-        name: c"cl.window",
-        handler: commands::window,
-        arity: -4,
-    },
-];
-
-/// Every command writes only its first argument, is O(1) and must not run out of memory.
-const FLAGS: &CStr = c"write deny-oom fast";
 
 /// The module version MODULE LIST shows, from Cargo.toml: major·10000 + minor·100 + patch.
 const MODULE_VERSION: i32 = version_number(env!("CARGO_PKG_VERSION"));
@@ -87,14 +56,10 @@ fn on_load(ctx: &Context, _args: &[RedisString]) -> Status {
             set_options(ctx.ctx, NO_IMPLICIT_SIGNAL_MODIFIED);
         }
     }
-    for spec in COMMANDS {
-        if let Err(reason) = register(ctx, spec) {
-            ctx.log_warning(&format!(
-                "redis-cell: cannot register {}: {reason}",
-                spec.name.to_string_lossy()
-            ));
-            return Status::Err;
-        }
+    stats::register(ctx.ctx);
+    if let Err(reason) = command_table::register_all(ctx.ctx) {
+        ctx.log_warning(&format!("redis-cell: {reason}: not loading"));
+        return Status::Err;
     }
     Status::Ok
 }
@@ -115,64 +80,6 @@ fn check_server_version() -> Result<(), String> {
                 .to_owned(),
         ),
     }
-}
-
-/// Creates the command with its legacy key positions (first argument, which is all Redis 7.0
-/// cluster routing needs) and, where the server has the API, its key spec and arity.
-fn register(ctx: &Context, spec: &CommandSpec) -> Result<(), &'static str> {
-    // SAFETY: called from OnLoad with the module's context; the name and flags are static
-    // C strings, and the key-spec array lives until SetCommandInfo has copied it.
-    unsafe {
-        let create = raw::RedisModule_CreateCommand.ok_or("no CreateCommand")?;
-        if create(
-            ctx.ctx,
-            spec.name.as_ptr(),
-            Some(spec.handler),
-            FLAGS.as_ptr(),
-            1,
-            1,
-            1,
-        ) != raw::REDISMODULE_OK as c_int
-        {
-            return Err("CreateCommand failed");
-        }
-        let (Some(get_command), Some(set_info)) =
-            (raw::RedisModule_GetCommand, raw::RedisModule_SetCommandInfo)
-        else {
-            return Ok(());
-        };
-        let command = get_command(ctx.ctx, spec.name.as_ptr());
-        if command.is_null() {
-            return Err("GetCommand found nothing");
-        }
-        let key_specs = get_redis_key_spec(vec![KeySpec::new(
-            None,
-            KeySpecFlags::READ_WRITE | KeySpecFlags::ACCESS | KeySpecFlags::UPDATE,
-            BeginSearch::new_index(1),
-            FindKeys::new_range(0, 1, 0),
-        )]);
-        let version = raw::RedisModuleCommandInfoVersion {
-            version: 1,
-            sizeof_historyentry: std::mem::size_of::<raw::RedisModuleCommandHistoryEntry>(),
-            sizeof_keyspec: std::mem::size_of::<raw::RedisModuleCommandKeySpec>(),
-            sizeof_arg: std::mem::size_of::<raw::RedisModuleCommandArg>(),
-        };
-        let info = raw::RedisModuleCommandInfo {
-            version: &version,
-            summary: std::ptr::null(),
-            complexity: std::ptr::null(),
-            since: std::ptr::null(),
-            history: std::ptr::null_mut(),
-            tips: std::ptr::null(),
-            arity: spec.arity,
-            key_specs: key_specs.as_ptr().cast_mut(),
-            args: std::ptr::null_mut(),
-        };
-        if set_info(command, &info) != raw::REDISMODULE_OK as c_int {
-            return Err("SetCommandInfo failed");
-        }
-    }
-    Ok(())
 }
 
 /// Rust's heap inside the server is the server's own (so `used_memory` and `maxmemory` see

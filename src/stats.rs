@@ -1,0 +1,158 @@
+//! Per-command counters since load, shown by INFO (`INFO redis-cell`, `INFO modules`,
+//! `INFO everything`) and reset by CONFIG RESETSTAT like the server's own statistics.
+
+use std::os::raw::c_int;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use redis_module::raw;
+
+/// What became of one call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Counted {
+    Allowed,
+    Denied,
+    /// A quantity of zero: neither allowed nor denied.
+    Peek,
+    /// An error reply.
+    Error,
+}
+
+/// One command's counters. Commands run on the server's main thread; relaxed atomics make
+/// the statics sound without costing more than a plain increment.
+pub struct Counters {
+    name: &'static str,
+    calls: AtomicU64,
+    allowed: AtomicU64,
+    denied: AtomicU64,
+    peeks: AtomicU64,
+    errors: AtomicU64,
+}
+
+impl Counters {
+    const fn new(name: &'static str) -> Counters {
+        Counters {
+            name,
+            calls: AtomicU64::new(0),
+            allowed: AtomicU64::new(0),
+            denied: AtomicU64::new(0),
+            peeks: AtomicU64::new(0),
+            errors: AtomicU64::new(0),
+        }
+    }
+
+    pub fn record(&self, counted: Counted) {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        let counter = match counted {
+            Counted::Allowed => &self.allowed,
+            Counted::Denied => &self.denied,
+            Counted::Peek => &self.peeks,
+            Counted::Error => &self.errors,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn fields(&self) -> [(&'static str, &AtomicU64); 5] {
+        [
+            ("calls", &self.calls),
+            ("allowed", &self.allowed),
+            ("denied", &self.denied),
+            ("peeks", &self.peeks),
+            ("errors", &self.errors),
+        ]
+    }
+}
+
+pub static THROTTLE: Counters = Counters::new("cl_throttle");
+pub static FIXED: Counters = Counters::new("cl_fixed");
+pub static WINDOW: Counters = Counters::new("cl_window");
+const ALL: [&Counters; 3] = [&THROTTLE, &FIXED, &WINDOW];
+
+fn reset() {
+    for counters in ALL {
+        for (_, counter) in counters.fields() {
+            counter.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Adds the INFO section, one line per command:
+/// `cl_throttle:calls=5,allowed=3,denied=1,peeks=1,errors=0`.
+pub extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) {
+    // SAFETY: ctx is the live INFO context the server passes; names are static C strings
+    // or built NUL-terminated below.
+    unsafe {
+        let (Some(section), Some(begin), Some(field), Some(end)) = (
+            raw::RedisModule_InfoAddSection,
+            raw::RedisModule_InfoBeginDictField,
+            raw::RedisModule_InfoAddFieldULongLong,
+            raw::RedisModule_InfoEndDictField,
+        ) else {
+            return;
+        };
+        section(ctx, c"stats".as_ptr());
+        for counters in ALL {
+            let mut name = counters.name.as_bytes().to_vec();
+            name.push(0);
+            begin(ctx, name.as_ptr().cast());
+            for (label, counter) in counters.fields() {
+                let mut label = label.as_bytes().to_vec();
+                label.push(0);
+                field(ctx, label.as_ptr().cast(), counter.load(Ordering::Relaxed));
+            }
+            end(ctx);
+        }
+    }
+}
+
+/// The server offers modules no hook for CONFIG RESETSTAT; a command filter sees the
+/// command go by. It costs every command one argument count.
+extern "C" fn reset_on_resetstat(filter: *mut raw::RedisModuleCommandFilterCtx) {
+    // SAFETY: filter is the live filter context; ArgGet returns strings valid during the
+    // callback, and StringPtrLen their bytes.
+    unsafe {
+        let (Some(count), Some(get), Some(ptr_len)) = (
+            raw::RedisModule_CommandFilterArgsCount,
+            raw::RedisModule_CommandFilterArgGet,
+            raw::RedisModule_StringPtrLen,
+        ) else {
+            return;
+        };
+        if count(filter) != 2 {
+            return;
+        }
+        let word = |position: c_int| {
+            let arg = get(filter, position);
+            let mut len = 0usize;
+            let ptr = if arg.is_null() {
+                std::ptr::null()
+            } else {
+                ptr_len(arg, &mut len)
+            };
+            if ptr.is_null() {
+                &[][..]
+            } else {
+                std::slice::from_raw_parts(ptr.cast::<u8>(), len)
+            }
+        };
+        if word(0).eq_ignore_ascii_case(b"config") && word(1).eq_ignore_ascii_case(b"resetstat") {
+            reset();
+        }
+    }
+}
+
+/// Registers the INFO section and the RESETSTAT filter. Called once from OnLoad.
+pub fn register(ctx: *mut raw::RedisModuleCtx) {
+    // SAFETY: called from OnLoad with the module's context and static callbacks.
+    unsafe {
+        if let Some(register_info) = raw::RedisModule_RegisterInfoFunc {
+            register_info(ctx, Some(info));
+        }
+        if let Some(register_filter) = raw::RedisModule_RegisterCommandFilter {
+            register_filter(
+                ctx,
+                Some(reset_on_resetstat),
+                raw::REDISMODULE_CMDFILTER_NOSELF as c_int,
+            );
+        }
+    }
+}

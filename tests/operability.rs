@@ -1,0 +1,189 @@
+//! How the module presents itself to operators and tools: INFO counters, CONFIG RESETSTAT,
+//! COMMAND DOCS, ACL categories and its version, on Redis 7.0 and Valkey 9.
+
+mod harness;
+
+use harness::{error_of, limiter, Flavor, Server};
+use redis::Value;
+
+both_servers!(
+    info_counts_each_outcome_per_command,
+    config_resetstat_clears_the_counters,
+    command_docs_describe_every_argument,
+    the_commands_carry_their_acl_categories,
+    module_list_reports_the_crate_version,
+);
+
+fn stats_line(con: &mut redis::Connection, command: &str) -> String {
+    let info: String = redis::cmd("INFO").arg("redis-cell").query(con).unwrap();
+    let prefix = format!("redis-cell_{command}:");
+    info.lines()
+        .find_map(|line| line.strip_prefix(&prefix))
+        .unwrap_or_else(|| panic!("no {prefix} in {info}"))
+        .trim()
+        .to_owned()
+}
+
+fn info_counts_each_outcome_per_command(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut con = server.connection();
+    limiter(&mut con, "CL.THROTTLE", &["k", "0", "1", "60"]);
+    limiter(&mut con, "CL.THROTTLE", &["k", "0", "1", "60"]);
+    limiter(&mut con, "CL.THROTTLE", &["k", "0", "1", "60", "0"]);
+    error_of(&mut con, "CL.THROTTLE", &[b"k", b"x", b"1", b"60"]);
+    limiter(&mut con, "CL.WINDOW", &["w", "5", "60", "2"]);
+    assert_eq!(
+        stats_line(&mut con, "cl_throttle"),
+        "calls=4,allowed=1,denied=1,peeks=1,errors=1"
+    );
+    assert_eq!(
+        stats_line(&mut con, "cl_fixed"),
+        "calls=0,allowed=0,denied=0,peeks=0,errors=0"
+    );
+    assert_eq!(
+        stats_line(&mut con, "cl_window"),
+        "calls=1,allowed=1,denied=0,peeks=0,errors=0"
+    );
+    for section in ["modules", "everything"] {
+        let info: String = redis::cmd("INFO").arg(section).query(&mut con).unwrap();
+        assert!(
+            info.contains("redis-cell_cl_window:calls=1"),
+            "INFO {section}"
+        );
+    }
+}
+
+fn config_resetstat_clears_the_counters(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut con = server.connection();
+    limiter(&mut con, "CL.FIXED", &["f", "5", "60"]);
+    assert!(stats_line(&mut con, "cl_fixed").starts_with("calls=1,"));
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(
+        stats_line(&mut con, "cl_fixed"),
+        "calls=0,allowed=0,denied=0,peeks=0,errors=0"
+    );
+    limiter(&mut con, "CL.FIXED", &["f", "5", "60"]);
+    assert!(stats_line(&mut con, "cl_fixed").starts_with("calls=1,allowed=1,"));
+}
+
+/// A RESP map or flat key-value array as (name, value) pairs.
+fn pairs(value: &Value) -> Vec<(String, Value)> {
+    let items: Vec<Value> = match value {
+        Value::Map(map) => map
+            .iter()
+            .flat_map(|(k, v)| [k.clone(), v.clone()])
+            .collect(),
+        Value::Array(items) => items.clone(),
+        other => panic!("not a map: {other:?}"),
+    };
+    items
+        .chunks(2)
+        .map(|pair| {
+            (
+                redis::from_redis_value(pair[0].clone()).unwrap(),
+                pair[1].clone(),
+            )
+        })
+        .collect()
+}
+
+fn field(value: &Value, name: &str) -> Value {
+    pairs(value)
+        .into_iter()
+        .find(|(key, _)| key == name)
+        .map(|(_, v)| v)
+        .unwrap_or_else(|| panic!("no {name} in {value:?}"))
+}
+
+fn text(value: Value) -> String {
+    redis::from_redis_value(value).unwrap()
+}
+
+fn command_docs_describe_every_argument(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut con = server.connection();
+    for (command, expected_args) in [
+        (
+            "cl.throttle",
+            &["key", "max_burst", "count", "period", "quantity", "ms"][..],
+        ),
+        ("cl.fixed", &["key", "limit", "period", "quantity", "ms"]),
+        ("cl.window", &["key", "limit", "period", "quantity", "ms"]),
+    ] {
+        let docs: Value = redis::cmd("COMMAND")
+            .arg(&["DOCS", command])
+            .query(&mut con)
+            .unwrap();
+        let doc = field(&docs, command);
+        assert!(text(field(&doc, "summary")).contains("Replies [limited, limit, remaining"));
+        assert_eq!(text(field(&doc, "since")), "0.1.0");
+        assert_eq!(text(field(&doc, "group")), "module");
+        assert!(text(field(&doc, "complexity")).starts_with("O(1)"));
+        let Value::Array(arguments) = field(&doc, "arguments") else {
+            panic!("no argument list for {command}");
+        };
+        let names: Vec<String> = arguments.iter().map(|a| text(field(a, "name"))).collect();
+        assert_eq!(names, expected_args, "{command}");
+        assert_eq!(text(field(&arguments[0], "type")), "key");
+        assert_eq!(text(field(&arguments[1], "type")), "integer");
+        let last = arguments.last().unwrap();
+        assert_eq!(text(field(last, "type")), "pure-token");
+        assert_eq!(text(field(last, "token")), "MS");
+        for optional in &arguments[arguments.len() - 2..] {
+            let flags: Vec<String> = redis::from_redis_value(field(optional, "flags")).unwrap();
+            assert_eq!(flags, ["optional"], "{command}");
+        }
+    }
+}
+
+fn the_commands_carry_their_acl_categories(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut con = server.connection();
+    let members = |con: &mut redis::Connection, category: &str| {
+        redis::cmd("ACL")
+            .arg(&["CAT", category])
+            .query::<Vec<String>>(con)
+            .map(|mut commands| {
+                commands.retain(|c| c.starts_with("cl."));
+                commands.sort();
+                commands
+            })
+    };
+    let ours = ["cl.fixed", "cl.throttle", "cl.window"]
+        .map(String::from)
+        .to_vec();
+    match flavor {
+        // Valkey (like Redis 7.4+) lets modules set categories and add their own.
+        Flavor::Valkey => {
+            for category in ["write", "fast", "ratelimit"] {
+                assert_eq!(members(&mut con, category).unwrap(), ours, "@{category}");
+            }
+        }
+        // Redis 7.0 has no API for either: module commands are in @all only.
+        _ => {
+            assert!(members(&mut con, "write").unwrap().is_empty());
+            assert!(members(&mut con, "ratelimit").is_err());
+        }
+    }
+}
+
+fn module_list_reports_the_crate_version(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut con = server.connection();
+    let modules: Vec<Value> = redis::cmd("MODULE").arg("LIST").query(&mut con).unwrap();
+    let ours = modules
+        .iter()
+        .find(|m| text(field(m, "name")) == "redis-cell")
+        .expect("redis-cell is listed");
+    let version: i64 = redis::from_redis_value(field(ours, "ver")).unwrap();
+    let mut parts = env!("CARGO_PKG_VERSION")
+        .split('.')
+        .map(|p| p.parse::<i64>().unwrap());
+    let expected =
+        parts.next().unwrap() * 10_000 + parts.next().unwrap() * 100 + parts.next().unwrap();
+    assert_eq!(version, expected);
+}
