@@ -10,6 +10,7 @@ bash scripts/setup.sh
 
 cargo fmt --all -- --check
 cargo clippy --all-targets -- -D warnings
+cargo build --examples
 cargo test --all-targets
 
 # Coverage-guided fuzzing, bounded: `make fuzz FUZZ_SECONDS=600` for the long run.
