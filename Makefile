@@ -16,6 +16,9 @@ fuzz:
 bench:
 	bash scripts/bench.sh
 
+dist:
+	bash scripts/dist.sh
+
 clean:
 	cargo clean
-	rm -rf .venv
+	rm -rf .venv dist

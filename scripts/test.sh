@@ -15,5 +15,10 @@ cargo test --all-targets
 # The Docker lane needs an engine these machines lack: keep it compiling.
 cargo clippy --features docker --tests -- -D warnings
 
+# The release artifact: built, its checksum verified, and loaded by real servers.
+bash scripts/dist.sh
+(cd dist && sha256sum -c ./*.sha256)
+REDIS_CELL_MODULE="$(ls "$PWD"/dist/libredis_cell-*.so | head -1)" cargo test --test operability --test contract
+
 # Coverage-guided fuzzing, bounded: `make fuzz FUZZ_SECONDS=600` for the long run.
 FUZZ_SECONDS=${FUZZ_SECONDS:-20} bash scripts/fuzz.sh

@@ -187,3 +187,13 @@ fn module_list_reports_the_crate_version(flavor: Flavor) {
         parts.next().unwrap() * 10_000 + parts.next().unwrap() * 100 + parts.next().unwrap();
     assert_eq!(version, expected);
 }
+
+#[test]
+fn the_changelog_covers_this_version() {
+    let changelog = include_str!("../CHANGELOG.md");
+    let heading = format!("## {}", env!("CARGO_PKG_VERSION"));
+    assert!(
+        changelog.lines().any(|line| line.starts_with(&heading)),
+        "CHANGELOG.md has no {heading}"
+    );
+}
