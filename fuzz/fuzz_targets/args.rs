@@ -26,7 +26,10 @@ fuzz_target!(|argv: Vec<Vec<u8>>| {
     }
     match args::fixed(&argv) {
         Ok(parsed) => {
-            let reply = FixedWindow::new(&parsed).decide(None, NOW_NS / 1_000_000).outcome.to_reply(parsed.unit);
+            let reply = FixedWindow::new(&parsed)
+                .decide(None, NOW_NS / 1_000_000)
+                .outcome
+                .to_reply(parsed.unit);
             assert!(reply[2] >= 0 && reply[2] <= reply[1] && reply[4] >= 0);
         }
         Err(error) => assert!(error.message().starts_with("ERR ")),
@@ -34,7 +37,10 @@ fuzz_target!(|argv: Vec<Vec<u8>>| {
     match args::window(&argv) {
         Ok(parsed) => {
             let decision = SlidingWindow::new(&parsed).decide(None, NOW_NS / 1_000_000);
-            let reply = decision.expect("an empty log decodes").outcome.to_reply(parsed.unit);
+            let reply = decision
+                .expect("an empty log decodes")
+                .outcome
+                .to_reply(parsed.unit);
             assert!(reply[2] >= 0 && reply[2] <= reply[1] && reply[4] >= 0);
         }
         Err(error) => assert!(error.message().starts_with("ERR ")),

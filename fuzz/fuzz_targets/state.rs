@@ -52,7 +52,9 @@ fn exercise(log: &[u8], limit: i64, quantity: i64, now_ms: i64, intact: bool) {
             if append.apply(&mut written).is_ok() {
                 match sliding.decide(Some(&written), now_ms) {
                     Ok(again) => check(again.outcome.to_reply(TimeUnit::Milliseconds)),
-                    Err(error) => assert!(!intact, "an intact log was written unreadable: {error:?}"),
+                    Err(error) => {
+                        assert!(!intact, "an intact log was written unreadable: {error:?}")
+                    }
                 }
             }
         }
@@ -73,7 +75,11 @@ fuzz_target!(|input: Input| {
             unit: TimeUnit::Seconds,
         };
         let gcra = Gcra::new(&throttle).expect("valid parameters");
-        check(gcra.decide(Some(value), now_ms * 1_000_000).outcome.to_reply(TimeUnit::Seconds));
+        check(
+            gcra.decide(Some(value), now_ms * 1_000_000)
+                .outcome
+                .to_reply(TimeUnit::Seconds),
+        );
         let fixed = FixedWindow::new(&WindowArgs {
             limit,
             period_ms: 60_000,
@@ -81,8 +87,16 @@ fuzz_target!(|input: Input| {
             unit: TimeUnit::Milliseconds,
             at_ms: None,
         });
-        let stored = Window { count: value.max(0), end_ms: input.expiry_ms };
-        check(fixed.decide(Some(stored), now_ms).outcome.to_reply(TimeUnit::Milliseconds));
+        let stored = Window {
+            count: value.max(0),
+            end_ms: input.expiry_ms,
+        };
+        check(
+            fixed
+                .decide(Some(stored), now_ms)
+                .outcome
+                .to_reply(TimeUnit::Milliseconds),
+        );
     }
     exercise(&input.raw, limit, quantity, now_ms, false);
 
@@ -90,7 +104,9 @@ fuzz_target!(|input: Input| {
     let mut at = START_MS;
     for &(gap, units) in input.calls.iter().take(200) {
         at += i64::from(gap);
-        let decision = window(1_000, i64::from(units % 8)).decide(log.as_deref(), at).expect("own log");
+        let decision = window(1_000, i64::from(units % 8))
+            .decide(log.as_deref(), at)
+            .expect("own log");
         if let Some(append) = decision.append {
             let mut buffer = log.take().unwrap_or_default();
             append.apply(&mut buffer).expect("own log");
