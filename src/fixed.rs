@@ -66,28 +66,24 @@ impl FixedWindow {
                 });
                 let after = new_window.or(open);
                 Decision {
-                    outcome: Outcome {
-                        limited: false,
-                        limit: self.limit,
-                        remaining: self.limit - wanted,
-                        retry_after_ns: None,
-                        reset_after_ns: after.map_or(0, wait_for_end),
-                    },
+                    outcome: Outcome::allowed(
+                        self.limit,
+                        self.limit - wanted,
+                        after.map_or(0, wait_for_end),
+                    ),
                     new_window,
                 }
             }
             None => Decision {
-                outcome: Outcome {
-                    limited: true,
-                    limit: self.limit,
-                    remaining: self.limit.saturating_sub(count),
+                outcome: Outcome::denied(
+                    self.limit,
+                    self.limit.saturating_sub(count),
                     // A quantity over the limit never fits; any other waits for the window
                     // to close (a denied request that fits the limit implies an open window).
-                    retry_after_ns: open
-                        .filter(|_| self.quantity <= self.limit)
+                    open.filter(|_| self.quantity <= self.limit)
                         .map(wait_for_end),
-                    reset_after_ns: open.map_or(0, wait_for_end),
-                },
+                    open.map_or(0, wait_for_end),
+                ),
                 new_window: None,
             },
         }

@@ -70,26 +70,24 @@ impl Gcra {
         let new_tat = tat.saturating_add(self.increment);
         let allow_at = new_tat - self.tolerance;
 
-        let (limited, ttl, retry_after_ns, new_tat) = if allow_at > now {
+        // What remains is what the tolerance leaves once the limiter holds `ttl` of work.
+        let remaining =
+            |ttl: i64| ((self.tolerance - ttl).max(0) / self.emission_interval).min(self.limit);
+        if allow_at > now {
+            let ttl = tat - now;
             // A request larger than the whole bucket will never fit: no retry time.
             let retry = (self.increment <= self.tolerance).then_some(allow_at - now);
-            (true, tat - now, retry, None)
+            Decision {
+                outcome: Outcome::denied(self.limit, remaining(ttl), retry, ttl),
+                new_tat: None,
+            }
         } else {
-            // A zero quantity is a peek: the TAT it computes equals the stored one.
-            let changed = (self.increment > 0).then_some(new_tat);
-            (false, new_tat - now, None, changed)
-        };
-
-        let headroom = (self.tolerance - ttl).max(0);
-        Decision {
-            outcome: Outcome {
-                limited,
-                limit: self.limit,
-                remaining: (headroom / self.emission_interval).min(self.limit),
-                retry_after_ns,
-                reset_after_ns: ttl,
-            },
-            new_tat,
+            let ttl = new_tat - now;
+            Decision {
+                outcome: Outcome::allowed(self.limit, remaining(ttl), ttl),
+                // A zero quantity is a peek: the TAT it computes equals the stored one.
+                new_tat: (self.increment > 0).then_some(new_tat),
+            }
         }
     }
 }

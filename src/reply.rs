@@ -22,6 +22,33 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// An admitted request (or a peek).
+    pub fn allowed(limit: i64, remaining: i64, reset_after_ns: i64) -> Outcome {
+        Outcome {
+            limited: false,
+            limit,
+            remaining,
+            retry_after_ns: None,
+            reset_after_ns,
+        }
+    }
+
+    /// A denied request; `retry_after_ns` is `None` when it can never fit.
+    pub fn denied(
+        limit: i64,
+        remaining: i64,
+        retry_after_ns: Option<i64>,
+        reset_after_ns: i64,
+    ) -> Outcome {
+        Outcome {
+            limited: true,
+            limit,
+            remaining,
+            retry_after_ns,
+            reset_after_ns,
+        }
+    }
+
     /// `[limited, limit, remaining, retry_after, reset_after]`, waits rounded up to whole units:
     /// a client that waits the reported time is never early.
     pub fn to_reply(self, unit: TimeUnit) -> [i64; 5] {

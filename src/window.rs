@@ -106,6 +106,20 @@ struct Entry {
     next: usize,
 }
 
+impl Cursor {
+    /// The position of the entry after `entry`, the one at this position.
+    fn next(self, bytes: &[u8], entry: &Entry) -> Result<Cursor, Error> {
+        let next = read_entry(bytes, entry.next)?;
+        Ok(Cursor {
+            offset: entry.next,
+            at_ms: self
+                .at_ms
+                .checked_add(next.delta_ms)
+                .ok_or(Error::CorruptState)?,
+        })
+    }
+}
+
 impl SlidingWindow {
     /// From validated arguments (`limit ≥ 1`, `period_ms` within the span limit,
     /// `quantity ≥ 0`).
@@ -153,13 +167,11 @@ impl SlidingWindow {
                     newest_ms
                 };
                 Decision {
-                    outcome: Outcome {
-                        limited: false,
-                        limit: self.limit,
-                        remaining: self.limit - wanted,
-                        retry_after_ns: None,
-                        reset_after_ns: newest_after.map_or(0, wait_until_gone),
-                    },
+                    outcome: Outcome::allowed(
+                        self.limit,
+                        self.limit - wanted,
+                        newest_after.map_or(0, wait_until_gone),
+                    ),
                     append,
                 }
             }
@@ -175,13 +187,12 @@ impl SlidingWindow {
                     _ => None,
                 };
                 Decision {
-                    outcome: Outcome {
-                        limited: true,
-                        limit: self.limit,
-                        remaining: self.limit.saturating_sub(live_total),
+                    outcome: Outcome::denied(
+                        self.limit,
+                        self.limit.saturating_sub(live_total),
                         retry_after_ns,
-                        reset_after_ns: newest_ms.map_or(0, wait_until_gone),
-                    },
+                        newest_ms.map_or(0, wait_until_gone),
+                    ),
                     append: None,
                 }
             }
@@ -215,14 +226,7 @@ impl SlidingWindow {
                     Err(Error::CorruptState)
                 };
             }
-            let next = read_entry(bytes, entry.next)?;
-            cursor = Cursor {
-                offset: entry.next,
-                at_ms: cursor
-                    .at_ms
-                    .checked_add(next.delta_ms)
-                    .ok_or(Error::CorruptState)?,
-            };
+            cursor = cursor.next(bytes, &entry)?;
         }
         if total < 1 {
             return Err(Error::CorruptState);
@@ -241,14 +245,7 @@ impl SlidingWindow {
             if left >= must_leave {
                 return Ok(cursor.at_ms);
             }
-            let next = read_entry(bytes, entry.next)?;
-            cursor = Cursor {
-                offset: entry.next,
-                at_ms: cursor
-                    .at_ms
-                    .checked_add(next.delta_ms)
-                    .ok_or(Error::CorruptState)?,
-            };
+            cursor = cursor.next(bytes, &entry)?;
         }
     }
 }

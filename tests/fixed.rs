@@ -3,7 +3,7 @@
 
 mod harness;
 
-use harness::{error_of, limiter, server_now_ns, snapshot, Flavor, Options, Server};
+use harness::{error_of, limiter, server_now_ns, snapshot, Flavor, Server};
 
 both_servers!(
     the_key_holds_the_count_and_expires_at_the_window_end,
@@ -100,14 +100,7 @@ fn ms_periods_and_waits_are_in_milliseconds(flavor: Flavor) {
 #[test]
 fn the_window_ends_exactly_one_period_after_it_opened() {
     const BASE: i64 = 1_900_000_000_000;
-    let server = Server::start_with(
-        Flavor::Valkey,
-        Options {
-            fake_clock_ms: Some(BASE),
-            args: vec!["--hz".into(), "100".into()],
-            ..Options::default()
-        },
-    );
+    let server = Server::valkey_with_fake_clock(BASE);
     let mut con = server.connection();
     let mut at = |offset_ms: i64, quantity: &str| {
         server.set_clock_ms(BASE + offset_ms);

@@ -295,14 +295,7 @@ fn an_acl_user_limited_to_its_keys_can_use_them_and_nothing_else(flavor: Flavor)
 #[test]
 fn a_clock_stepped_back_locks_out_no_longer_than_the_step() {
     const BASE: i64 = 1_900_000_000_000;
-    let server = Server::start_with(
-        Flavor::Valkey,
-        Options {
-            fake_clock_ms: Some(BASE),
-            args: vec!["--hz".into(), "100".into()],
-            ..Options::default()
-        },
-    );
+    let server = Server::valkey_with_fake_clock(BASE);
     let mut con = server.connection();
     let limiters: [(&str, &[&str]); 3] = [
         ("CL.THROTTLE", &["1", "1", "5"]),

@@ -3,7 +3,7 @@
 
 mod harness;
 
-use harness::{error_of, limiter, server_now_ns, snapshot, Flavor, Options, Server};
+use harness::{error_of, limiter, server_now_ns, snapshot, Flavor, Server};
 
 both_servers!(
     the_worked_example_replies_exactly,
@@ -185,14 +185,7 @@ fn corrupt_state_gets_an_error_and_stays_as_it_was(flavor: Flavor) {
 #[test]
 fn refill_and_expiry_follow_the_server_clock() {
     const BASE: i64 = 1_900_000_000_000; // 2030-03-17T17:46:40Z, in ms
-    let server = Server::start_with(
-        Flavor::Valkey,
-        Options {
-            fake_clock_ms: Some(BASE),
-            args: vec!["--hz".into(), "100".into()],
-            ..Options::default()
-        },
-    );
+    let server = Server::valkey_with_fake_clock(BASE);
     let mut con = server.connection();
     let mut at = |offset_ms: i64, quantity: &str| {
         server.set_clock_ms(BASE + offset_ms);

@@ -5,7 +5,7 @@ mod harness;
 
 use harness::{
     aof_options, dump, info_field, limiter, replicate, resp_commands, server_now_ns, snapshot,
-    wait_for_replica, Flavor, Options, Server,
+    wait_for_replica, Flavor, Server,
 };
 
 both_servers!(
@@ -137,14 +137,7 @@ fn a_replica_of_a_long_log_gets_small_commands_and_identical_bytes(flavor: Flavo
 #[test]
 fn a_unit_leaves_exactly_one_period_after_it_was_admitted() {
     const BASE: i64 = 1_900_000_000_000;
-    let server = Server::start_with(
-        Flavor::Valkey,
-        Options {
-            fake_clock_ms: Some(BASE),
-            args: vec!["--hz".into(), "100".into()],
-            ..Options::default()
-        },
-    );
+    let server = Server::valkey_with_fake_clock(BASE);
     let mut con = server.connection();
     let mut at = |offset_ms: i64, quantity: &str| {
         server.set_clock_ms(BASE + offset_ms);

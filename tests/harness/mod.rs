@@ -282,6 +282,20 @@ impl Server {
         self.try_connection().expect("connect to the test server")
     }
 
+    /// Valkey under libfaketime, its wall clock frozen at `unix_ms` until the test moves it
+    /// (Debian's redis-server 7.0 deadlocks under libfaketime). A fast cron makes Valkey
+    /// re-read the moved clock sooner.
+    pub fn valkey_with_fake_clock(unix_ms: i64) -> Server {
+        Server::start_with(
+            Flavor::Valkey,
+            Options {
+                fake_clock_ms: Some(unix_ms),
+                args: vec!["--hz".into(), "100".into()],
+                ..Options::default()
+            },
+        )
+    }
+
     /// Moves the fake clock to `unix_ms` and waits until the server reads it. Valkey reads
     /// the wall clock from time to time and advances that reading by its (real) monotonic
     /// clock in between, so its frozen clock runs ahead by up to a fraction of a millisecond
