@@ -308,6 +308,7 @@ fn a_clock_stepped_back_locks_out_no_longer_than_the_step() {
             .collect();
         limiter(con, command, &args)
     };
+    server.set_clock_ms(BASE);
     for (command, params) in limiters {
         call(&mut con, command, params);
         assert_eq!(call(&mut con, command, params)[..3], [0, 2, 0], "{command}");
