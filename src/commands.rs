@@ -55,7 +55,7 @@ impl<'a> Call<'a> {
         }
         Ok(Call {
             ctx,
-            key: argv[1],
+            key: argv.get(1).copied().ok_or(Error::WrongArity(command))?,
             rest,
             rest_len: argc - 2,
         })
