@@ -8,6 +8,9 @@ cd "$(dirname "$0")/.."
 
 want_debs=(libclang-dev redis-server redis-tools faketime)
 [ "${WITH_BENCH:-0}" = 1 ] && want_debs+=(valgrind)
+# Debian's python3 comes without venv; a python3 from elsewhere may have it already.
+command -v python3 >/dev/null || want_debs+=(python3)
+command -v python3 >/dev/null && python3 -c "import venv, ensurepip" 2>/dev/null || want_debs+=(python3-venv)
 missing=()
 for pkg in "${want_debs[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
