@@ -30,6 +30,26 @@ fn call(con: &mut impl ConnectionLike, command: &str, key: &str, params: &[&str]
         .unwrap_or_else(|e| panic!("{command} {key}: {e}"))
 }
 
+/// One limiter per command under the hash tag, each called up to its limit; their keys.
+fn fill_limiters(con: &mut impl ConnectionLike, tag: &str) -> Vec<String> {
+    LIMITERS
+        .iter()
+        .map(|&(command, params)| {
+            let key = format!("{tag}:{command}");
+            call(con, command, &key, params);
+            assert_eq!(call(con, command, &key, params)[..3], [0, 2, 0], "{key}");
+            key
+        })
+        .collect()
+}
+
+/// Each limiter `fill_limiters` made still denies.
+fn assert_still_full(con: &mut impl ConnectionLike, keys: &[String]) {
+    for (key, (command, params)) in keys.iter().zip(LIMITERS) {
+        assert_eq!(call(con, command, key, params)[..3], [1, 2, 0], "{key}");
+    }
+}
+
 fn keys_spread_over_all_slots_work_through_redirects(flavor: Flavor) {
     let cluster = Cluster::start(flavor);
     let mut con = cluster.client();
@@ -114,14 +134,7 @@ fn hash_tagged_limiters_share_a_transaction(flavor: Flavor) {
 fn a_moved_slot_keeps_its_limiters(flavor: Flavor) {
     let cluster = Cluster::start(flavor);
     let mut con = cluster.client();
-    let keys: Vec<String> = LIMITERS
-        .iter()
-        .map(|(c, _)| format!("{{moving}}:{c}"))
-        .collect();
-    for (key, (command, params)) in keys.iter().zip(LIMITERS) {
-        call(&mut con, command, key, params);
-        call(&mut con, command, key, params);
-    }
+    let keys = fill_limiters(&mut con, "{moving}");
     let source = cluster.primary_for("{moving}");
     let target = cluster
         .nodes
@@ -188,26 +201,13 @@ fn a_moved_slot_keeps_its_limiters(flavor: Flavor) {
     }
     // Through the cluster client, which follows the slot to its new node: all still full.
     let mut con = cluster.client();
-    for (key, (command, params)) in keys.iter().zip(LIMITERS) {
-        assert_eq!(
-            call(&mut con, command, key, params)[..3],
-            [1, 2, 0],
-            "{key}"
-        );
-    }
+    assert_still_full(&mut con, &keys);
 }
 
 fn a_failover_keeps_limiters_at_their_limit(flavor: Flavor) {
     let cluster = Cluster::start(flavor);
     let mut con = cluster.client();
-    let keys: Vec<String> = LIMITERS
-        .iter()
-        .map(|(c, _)| format!("{{failing}}:{c}"))
-        .collect();
-    for (key, (command, params)) in keys.iter().zip(LIMITERS) {
-        call(&mut con, command, key, params);
-        assert_eq!(call(&mut con, command, key, params)[..3], [0, 2, 0]);
-    }
+    let keys = fill_limiters(&mut con, "{failing}");
     let primary = cluster.primary_for("{failing}");
     wait_for_replica(&mut primary.connection());
     let replica = cluster.replica_of(primary);
@@ -226,12 +226,6 @@ fn a_failover_keeps_limiters_at_their_limit(flavor: Flavor) {
     }
     cluster.wait_until_settled();
     let mut con = cluster.client();
-    for (key, (command, params)) in keys.iter().zip(LIMITERS) {
-        assert_eq!(
-            call(&mut con, command, key, params)[..3],
-            [1, 2, 0],
-            "{key}"
-        );
-    }
+    assert_still_full(&mut con, &keys);
     assert_eq!(cluster.primary_for("{failing}").port, replica.port);
 }
