@@ -36,13 +36,14 @@ fn random_workload(con: &mut redis::Connection, seed: u64, calls: u64) {
     while done < calls {
         let mut pipe = redis::pipe();
         for _ in 0..1_000.min(calls - done) {
-            let key = format!("key:{}", rng.below(2_000));
+            let id = rng.below(2_000);
+            let key = format!("key:{id}");
             let quantity = rng.below(4).to_string();
             let unit: &[&str] = if rng.below(2) == 0 { &[] } else { &["MS"] };
             let period = if unit.is_empty() { "3600" } else { "3600000" };
             let limit = (1 + rng.below(20)).to_string();
             // The command follows from the key, so that a key always holds one kind of state.
-            match key.len() % 3 {
+            match id % 3 {
                 0 => pipe
                     .cmd("CL.THROTTLE")
                     .arg(format!("t{key}"))
