@@ -1,5 +1,6 @@
-//! redis-cell: rate limiting inside Redis and Valkey. This file is module registration only:
-//! the command table and the checks made at load time.
+//! redis-cell: rate limiting inside Redis and Valkey. This file is the module's entry: the
+//! checks made at load time, the options, the allocator; the commands themselves are
+//! registered from command_table.rs.
 
 pub mod args;
 mod clock;
