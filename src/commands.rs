@@ -13,7 +13,7 @@ use crate::fixed::{FixedWindow, Window};
 use crate::gcra::Gcra;
 use crate::reply;
 use crate::stats::{self, Counted, Counters};
-use crate::store::{api, Access, Key};
+use crate::store::{api, Access, Expiry, Key};
 use crate::window::SlidingWindow;
 
 /// The most arguments any command takes, its name included
@@ -86,7 +86,7 @@ pub extern "C" fn throttle(
         let mut key = Key::open(call.ctx, call.key, access_for(args.quantity))?;
         let decision = gcra.decide(key.read_integer()?, clock::now_ns()?);
         if let Some(tat) = decision.new_tat {
-            key.write_integer(tat, ceil_ms(tat))?;
+            key.write_integer(tat, Expiry::At(ceil_ms(tat)))?;
         }
         Ok(Answer::new(
             decision.outcome.to_reply(args.unit),
@@ -115,7 +115,13 @@ pub extern "C" fn fixed(
         };
         let decision = FixedWindow::new(&args).decide(stored, clock::now_ms()?);
         if let Some(window) = decision.new_window {
-            key.write_integer(window.count, window.end_ms)?;
+            // Counting into an open window leaves its end where it was.
+            let expiry = if stored.is_some_and(|open| open.end_ms == window.end_ms) {
+                Expiry::Unchanged(window.end_ms)
+            } else {
+                Expiry::At(window.end_ms)
+            };
+            key.write_integer(window.count, expiry)?;
         }
         Ok(Answer::new(
             decision.outcome.to_reply(args.unit),

@@ -91,33 +91,55 @@ impl Key {
         }
     }
 
-    /// Stores `value` in decimal, expiring at the absolute `expire_at_ms`, and propagates the
-    /// same effect to replicas and the AOF as `SET key value PXAT expire_at_ms`, so that they
-    /// hold identical bytes and expiry whatever their own clocks say.
-    pub fn write_integer(&mut self, value: i64, expire_at_ms: i64) -> Result<(), Error> {
+    /// Stores `value` in decimal with the given expiry, and propagates the same effect to
+    /// replicas and the AOF as `SET key value PXAT <expiry>`, so that they hold identical
+    /// bytes and expiry whatever their own clocks say.
+    pub fn write_integer(&mut self, value: i64, expiry: Expiry) -> Result<(), Error> {
         let mut digits = [0u8; 20];
         let text = decimal(value, &mut digits);
         self.resize(text.len())?;
         self.bytes_mut()?.copy_from_slice(text);
-        self.expire_at(expire_at_ms)?;
+        let expire_at_ms = match expiry {
+            Expiry::At(ms) => {
+                self.expire_at(ms)?;
+                ms
+            }
+            Expiry::Unchanged(ms) => {
+                self.signal_modified()?;
+                ms
+            }
+        };
         replicate_set_pxat(self.ctx, self.name, text, expire_at_ms)
     }
 
-    /// Sets the absolute expiry of a key just written, and tells the server the key changed
-    /// (WATCH, client-side caching). Closes every write.
+    /// Sets the absolute expiry of a key just written, and tells the server the key changed.
     pub fn expire_at(&mut self, expire_at_ms: i64) -> Result<(), Error> {
         let handle = self.handle.ok_or(Error::Internal)?;
         let set_expire = api(unsafe { raw::RedisModule_SetAbsExpire })?;
-        let signal = api(unsafe { raw::RedisModule_SignalModifiedKey })?;
         // SAFETY: handle is a key opened for writing that holds a string (just written).
-        unsafe {
-            if set_expire(handle.as_ptr(), expire_at_ms) != raw::REDISMODULE_OK as c_int {
-                return Err(Error::Internal);
-            }
-            signal(self.ctx, self.name);
+        if unsafe { set_expire(handle.as_ptr(), expire_at_ms) } != raw::REDISMODULE_OK as c_int {
+            return Err(Error::Internal);
         }
+        self.signal_modified()
+    }
+
+    /// Tells the server the key changed (WATCH, client-side caching). Closes every write.
+    fn signal_modified(&mut self) -> Result<(), Error> {
+        let signal = api(unsafe { raw::RedisModule_SignalModifiedKey })?;
+        // SAFETY: ctx and name are the running command's.
+        unsafe { signal(self.ctx, self.name) };
         Ok(())
     }
+}
+
+/// The expiry a write leaves on its key, in Unix milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expiry {
+    /// Expire at this instant.
+    At(i64),
+    /// Keep the expiry the key has, which is this instant: an in-place write keeps it, and
+    /// setting it again would cost an expiry-table update for nothing.
+    Unchanged(i64),
 }
 
 /// A key opened for writing, holding a string or nothing (checked by the read that precedes
