@@ -1,7 +1,7 @@
 //! One short function per command: parse → read → decide → write → reply. The only layer
 //! that knows both the algorithms and Redis.
 
-use std::os::raw::{c_int, c_longlong};
+use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use redis_module::raw;
@@ -13,7 +13,7 @@ use crate::fixed::{FixedWindow, Window};
 use crate::gcra::Gcra;
 use crate::reply;
 use crate::stats::{self, Counted, Counters};
-use crate::store::{api, Access, Expiry, Key};
+use crate::store::{api, decimal, Access, Expiry, Key};
 use crate::window::SlidingWindow;
 
 /// The most arguments any command takes, its name included
@@ -23,6 +23,8 @@ const MAX_ARGS: usize = 8;
 /// The arguments of a running command.
 struct Call<'a> {
     ctx: *mut raw::RedisModuleCtx,
+    /// The command's arguments as the server holds them, its name first.
+    argv: &'a [*mut raw::RedisModuleString],
     key: *mut raw::RedisModuleString,
     /// The arguments after the key, as bytes.
     rest: [&'a [u8]; MAX_ARGS],
@@ -55,6 +57,7 @@ impl<'a> Call<'a> {
         }
         Ok(Call {
             ctx,
+            argv,
             key: argv.get(1).copied().ok_or(Error::WrongArity(command))?,
             rest,
             rest_len: argc - 2,
@@ -150,7 +153,7 @@ pub extern "C" fn window(
             key.expire_at(append.expire_at_ms)?;
             // The log can be long: replicas get the call and the instant, and holding the
             // same log they make the same decision and the same bytes.
-            replicate_window_call(call, &args, now_ms)?;
+            replicate_window_call(call, args.at_ms.is_some(), now_ms)?;
         }
         Ok(Answer::new(
             decision.outcome.to_reply(args.unit),
@@ -159,23 +162,34 @@ pub extern "C" fn window(
     })
 }
 
-fn replicate_window_call(call: &Call, args: &args::WindowArgs, now_ms: i64) -> Result<(), Error> {
-    let replicate = api(unsafe { raw::RedisModule_Replicate })?;
-    // SAFETY: the format "slllccl" takes a RedisModuleString, three long longs, two C strings
-    // and a long long, which is exactly what follows it.
-    let status = unsafe {
-        replicate(
-            call.ctx,
-            c"CL.WINDOW".as_ptr(),
-            c"slllccl".as_ptr(),
-            call.key,
-            args.limit as c_longlong,
-            args.period_ms as c_longlong,
-            args.quantity as c_longlong,
-            c"MS".as_ptr(),
-            c"AT".as_ptr(),
-            now_ms as c_longlong,
-        )
+/// Propagates the call with the instant it was decided at: the client's own arguments
+/// (shared, not copied) followed by `AT <unix-ms>`. A call that already carries its instant
+/// (on a replica, or replayed from the AOF) goes on as it came.
+fn replicate_window_call(call: &Call, has_instant: bool, now_ms: i64) -> Result<(), Error> {
+    let status = if has_instant {
+        let verbatim = api(unsafe { raw::RedisModule_ReplicateVerbatim })?;
+        // SAFETY: ctx is the running command's context.
+        unsafe { verbatim(call.ctx) }
+    } else {
+        let replicate = api(unsafe { raw::RedisModule_Replicate })?;
+        let args = call.argv.get(1..).ok_or(Error::Internal)?;
+        let mut digits = [0u8; 20];
+        let at = decimal(now_ms, &mut digits);
+        // SAFETY: the format "vcb" takes an array of RedisModuleStrings and its length, a C
+        // string, and a buffer and its length, which is exactly what follows it; the array is
+        // the command's live argv.
+        unsafe {
+            replicate(
+                call.ctx,
+                c"CL.WINDOW".as_ptr(),
+                c"vcb".as_ptr(),
+                args.as_ptr(),
+                args.len(),
+                c"AT".as_ptr(),
+                at.as_ptr(),
+                at.len(),
+            )
+        }
     };
     if status == raw::REDISMODULE_OK as c_int {
         Ok(())

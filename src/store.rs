@@ -1,7 +1,7 @@
 //! Limiter state in ordinary string keys, read and written through the low-level key API,
 //! and the replication of exactly what a write changed.
 
-use std::os::raw::{c_int, c_longlong};
+use std::os::raw::c_int;
 use std::ptr::NonNull;
 
 use redis_module::raw;
@@ -193,18 +193,23 @@ fn replicate_set_pxat(
     expire_at_ms: i64,
 ) -> Result<(), Error> {
     let replicate = api(unsafe { raw::RedisModule_Replicate })?;
-    // SAFETY: the format "sbcl" takes, in order, a RedisModuleString, a buffer and its length,
-    // a C string and a long long, which is exactly what follows it.
+    // The expiry goes as text formatted here: the server's own long-long argument costs it
+    // two allocations, a buffer one.
+    let mut digits = [0u8; 20];
+    let expire_at = decimal(expire_at_ms, &mut digits);
+    // SAFETY: the format "sbcb" takes, in order, a RedisModuleString, a buffer and its
+    // length, a C string, and a buffer and its length, which is exactly what follows it.
     let status = unsafe {
         replicate(
             ctx,
             c"SET".as_ptr(),
-            c"sbcl".as_ptr(),
+            c"sbcb".as_ptr(),
             name,
             value.as_ptr(),
             value.len(),
             c"PXAT".as_ptr(),
-            expire_at_ms as c_longlong,
+            expire_at.as_ptr(),
+            expire_at.len(),
         )
     };
     if status == raw::REDISMODULE_OK as c_int {
@@ -215,7 +220,7 @@ fn replicate_set_pxat(
 }
 
 /// `value` in decimal, written from the right end of `buf` (20 bytes hold any i64).
-fn decimal(value: i64, buf: &mut [u8; 20]) -> &[u8] {
+pub(crate) fn decimal(value: i64, buf: &mut [u8; 20]) -> &[u8] {
     let mut magnitude = value.unsigned_abs();
     let mut start = buf.len();
     loop {

@@ -17,7 +17,7 @@
 //! | 12..20 | `head_ms`: when the head entry's units were admitted (i64)     |
 //! | 20..28 | `tail_ms`: when the tail entry's units were admitted (i64)     |
 //! | 28..36 | `total`: units in the entries from `head` to the end (i64)     |
-//! | 36..40 | FNV-1a checksum of bytes 0..36 (u32)                           |
+//! | 36..40 | checksum of bytes 0..36 (u32)                                  |
 //!
 //! An entry is two LEB128 varints: milliseconds since the previous entry, then its units
 //! (≥ 1). Calls at distinct milliseconds less than 128 ms apart cost 2 bytes each.
@@ -76,12 +76,18 @@ pub struct Decision {
 pub struct Append {
     pub at_ms: i64,
     pub units: i64,
-    /// The oldest live entry after pruning; `None` when nothing stays live.
-    live: Option<Cursor>,
-    /// Units in the live entries.
-    live_total: i64,
+    /// What stays of the log decided on; `None` when nothing does.
+    kept: Option<Kept>,
     /// When the key should expire: the instant the newest unit leaves the window.
     pub expire_at_ms: i64,
+}
+
+/// The live part of a log: its oldest entry after pruning, its newest, and their units.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Kept {
+    oldest: Cursor,
+    newest: Cursor,
+    total: i64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -154,11 +160,21 @@ impl SlidingWindow {
             Some(wanted) => {
                 // A clock that stepped back must not put units before those already logged.
                 let at_ms = newest_ms.map_or(now_ms, |newest| newest.max(now_ms));
+                let kept = match (live, header) {
+                    (Some(oldest), Some(header)) => Some(Kept {
+                        oldest,
+                        newest: Cursor {
+                            offset: header.tail,
+                            at_ms: header.tail_ms,
+                        },
+                        total: live_total,
+                    }),
+                    _ => None,
+                };
                 let append = (self.quantity > 0).then_some(Append {
                     at_ms,
                     units: self.quantity,
-                    live,
-                    live_total,
+                    kept,
                     expire_at_ms: at_ms.saturating_add(self.period_ms),
                 });
                 let newest_after = if append.is_some() {
@@ -255,7 +271,7 @@ impl Append {
     /// when there was none).
     pub fn apply(&self, buffer: &mut impl LogBuffer) -> Result<(), Error> {
         let mut entry = [0u8; 20];
-        let Some(live) = self.live else {
+        let Some(kept) = self.kept else {
             // Nothing live: start a fresh log with this one entry.
             let len = encode_entry(0, self.units, &mut entry);
             buffer.resize(HEADER_LEN + len)?;
@@ -275,20 +291,19 @@ impl Append {
         };
 
         let bytes = buffer.bytes_mut()?;
-        let old = decode_header(bytes)?;
         let mut len = bytes.len();
-        let (mut head, mut tail) = (live.offset, old.tail);
+        let (mut head, mut tail) = (kept.oldest.offset, kept.newest.offset);
+        if tail >= len {
+            return Err(Error::Internal);
+        }
         let dead = head - HEADER_LEN;
         if dead >= COMPACT_MIN && dead > (len - HEADER_LEN) / 2 {
             bytes.copy_within(head..len, HEADER_LEN);
             (head, tail, len) = (HEADER_LEN, tail - dead, len - dead);
         }
 
-        let total = self
-            .live_total
-            .checked_add(self.units)
-            .ok_or(Error::Internal)?;
-        let (entry_at, entry_len) = if self.at_ms == old.tail_ms {
+        let total = kept.total.checked_add(self.units).ok_or(Error::Internal)?;
+        let (entry_at, entry_len) = if self.at_ms == kept.newest.at_ms {
             // Same millisecond as the newest entry: add to its units.
             let newest = read_entry(bytes, tail)?;
             let units = newest
@@ -297,7 +312,7 @@ impl Append {
                 .ok_or(Error::Internal)?;
             (tail, encode_entry(newest.delta_ms, units, &mut entry))
         } else {
-            let delta = self.at_ms - old.tail_ms;
+            let delta = self.at_ms - kept.newest.at_ms;
             tail = len;
             (len, encode_entry(delta, self.units, &mut entry))
         };
@@ -311,7 +326,7 @@ impl Append {
         let header = Header {
             head,
             tail,
-            head_ms: live.at_ms,
+            head_ms: kept.oldest.at_ms,
             tail_ms: self.at_ms,
             total,
         };
@@ -382,10 +397,14 @@ fn write_header(bytes: &mut [u8], header: &Header) -> Result<(), Error> {
     Ok(())
 }
 
-/// FNV-1a over the header's fields, so that a damaged header is refused, not misread.
+/// A multiplicative hash of the header's fields, a 32-bit word at a time, so that a damaged
+/// header is refused, not misread: each step is a bijection of the word, so any one changed
+/// word changes the result.
 fn checksum(header: &[u8; HEADER_LEN]) -> u32 {
-    header[..36].iter().fold(0x811c_9dc5u32, |hash, &byte| {
-        (hash ^ u32::from(byte)).wrapping_mul(0x0100_0193)
+    (0..36).step_by(4).fold(0x811c_9dc5u32, |hash, at| {
+        (hash ^ le_u32(header, at))
+            .wrapping_mul(0x9e37_79b1)
+            .rotate_left(13)
     })
 }
 

@@ -10,6 +10,7 @@ use harness::{
 
 both_servers!(
     units_count_for_one_period_after_admission,
+    a_chain_of_replicas_holds_identical_logs,
     ten_thousand_entries_fit_in_80_kilobytes,
     a_replica_of_a_long_log_gets_small_commands_and_identical_bytes,
 );
@@ -44,6 +45,60 @@ fn units_count_for_one_period_after_admission(flavor: Flavor) {
     assert!(
         expiry > now_ms + 59_000 && expiry <= now_ms + 60_000,
         "{expiry}"
+    );
+}
+
+/// A replica of a replica gets the call as its own primary got it, instant included.
+fn a_chain_of_replicas_holds_identical_logs(flavor: Flavor) {
+    let primary = Server::start(flavor);
+    let replica = Server::start(flavor);
+    let sub_replica = Server::start(flavor);
+    replicate(&replica, &primary);
+    replicate(&sub_replica, &replica);
+    let mut con = primary.connection();
+    for i in 0..300 {
+        let quantity = (i % 3).to_string();
+        limiter(&mut con, "CL.WINDOW", &["chain", "100", "3600", &quantity]);
+        limiter(
+            &mut con,
+            "CL.WINDOW",
+            &["chain:ms", "50", "3600000", &quantity, "MS"],
+        );
+    }
+    wait_for_replica(&mut con);
+    let expected: Vec<_> = ["chain", "chain:ms"]
+        .iter()
+        .map(|k| {
+            (
+                snapshot(&mut con, k.as_bytes()),
+                dump(&mut con, k.as_bytes()),
+            )
+        })
+        .collect();
+    let mut sub_con = sub_replica.connection();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let got: Vec<_> = ["chain", "chain:ms"]
+            .iter()
+            .map(|k| {
+                (
+                    snapshot(&mut sub_con, k.as_bytes()),
+                    dump(&mut sub_con, k.as_bytes()),
+                )
+            })
+            .collect();
+        if got == expected {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the sub-replica never caught up"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(
+        snapshot(&mut replica.connection(), b"chain"),
+        snapshot(&mut con, b"chain")
     );
 }
 
