@@ -13,7 +13,7 @@ use crate::fixed::{FixedWindow, Window};
 use crate::gcra::Gcra;
 use crate::reply;
 use crate::stats::{self, Counted, Counters};
-use crate::store::{api, decimal, Access, Expiry, Key};
+use crate::store::{api, decimal, succeeded, Access, Expiry, Key};
 use crate::window::SlidingWindow;
 
 /// The most arguments any command takes, its name included
@@ -191,11 +191,7 @@ fn replicate_window_call(call: &Call, has_instant: bool, now_ms: i64) -> Result<
             )
         }
     };
-    if status == raw::REDISMODULE_OK as c_int {
-        Ok(())
-    } else {
-        Err(Error::Internal)
-    }
+    succeeded(status)
 }
 
 /// A quantity of zero only looks.

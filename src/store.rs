@@ -117,9 +117,7 @@ impl Key {
         let handle = self.handle.ok_or(Error::Internal)?;
         let set_expire = api(unsafe { raw::RedisModule_SetAbsExpire })?;
         // SAFETY: handle is a key opened for writing that holds a string (just written).
-        if unsafe { set_expire(handle.as_ptr(), expire_at_ms) } != raw::REDISMODULE_OK as c_int {
-            return Err(Error::Internal);
-        }
+        succeeded(unsafe { set_expire(handle.as_ptr(), expire_at_ms) })?;
         self.signal_modified()
     }
 
@@ -169,11 +167,7 @@ impl LogBuffer for Key {
         let truncate = api(unsafe { raw::RedisModule_StringTruncate })?;
         // SAFETY: handle is a key opened for writing; StringTruncate creates the string if
         // the key is empty.
-        if unsafe { truncate(handle.as_ptr(), len) } == raw::REDISMODULE_OK as c_int {
-            Ok(())
-        } else {
-            Err(Error::Internal)
-        }
+        succeeded(unsafe { truncate(handle.as_ptr(), len) })
     }
 }
 
@@ -212,11 +206,7 @@ fn replicate_set_pxat(
             expire_at.len(),
         )
     };
-    if status == raw::REDISMODULE_OK as c_int {
-        Ok(())
-    } else {
-        Err(Error::Internal)
-    }
+    succeeded(status)
 }
 
 /// `value` in decimal, written from the right end of `buf` (20 bytes hold any i64).
@@ -236,6 +226,16 @@ pub(crate) fn decimal(value: i64, buf: &mut [u8; 20]) -> &[u8] {
         buf[start] = b'-';
     }
     &buf[start..]
+}
+
+/// A module API call's status as a result: anything but OK is a defect here, since every
+/// call is made on a key and arguments already checked.
+pub(crate) fn succeeded(status: c_int) -> Result<(), Error> {
+    if status == raw::REDISMODULE_OK as c_int {
+        Ok(())
+    } else {
+        Err(Error::Internal)
+    }
 }
 
 /// A module API function, or `Internal` if this server lacks it. Every one used here exists
