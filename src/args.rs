@@ -47,8 +47,8 @@ pub struct ThrottleArgs {
     pub unit: TimeUnit,
 }
 
-/// `CL.FIXED` and `CL.WINDOW`: `key limit period [quantity] [MS]`, after the key.
-/// `CL.WINDOW` also takes a final `AT unix-ms`, the instant its replicas decide at.
+/// `CL.FIXED` and `CL.WINDOW`: `key limit period [quantity] [MS]`, after the key, and in
+/// their replication form a final `AT unix-ms`, the instant their replicas decide at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WindowArgs {
     pub limit: i64,
@@ -81,23 +81,24 @@ pub fn throttle(args: &[&[u8]]) -> Result<ThrottleArgs, Error> {
     })
 }
 
-/// Parses the arguments of `CL.FIXED` that follow the key.
+/// Parses the arguments of `CL.FIXED` that follow the key, including the `AT unix-ms` its
+/// replication form carries.
 pub fn fixed(args: &[&[u8]]) -> Result<WindowArgs, Error> {
-    window_args(args, "cl.fixed", false)
+    window_args(args, "cl.fixed")
 }
 
 /// Parses the arguments of `CL.WINDOW` that follow the key, including the `AT unix-ms` its
 /// replication form carries.
 pub fn window(args: &[&[u8]]) -> Result<WindowArgs, Error> {
-    window_args(args, "cl.window", true)
+    window_args(args, "cl.window")
 }
 
-fn window_args(args: &[&[u8]], command: &'static str, takes_at: bool) -> Result<WindowArgs, Error> {
+fn window_args(args: &[&[u8]], command: &'static str) -> Result<WindowArgs, Error> {
     let [limit, period, tail @ ..] = args else {
         return Err(Error::WrongArity(command));
     };
     let (at_ms, tail) = match tail {
-        [rest @ .., keyword, at] if takes_at && keyword.eq_ignore_ascii_case(b"AT") => {
+        [rest @ .., keyword, at] if keyword.eq_ignore_ascii_case(b"AT") => {
             (Some(integer(at, "AT", 0)?), rest)
         }
         _ => (None, tail),
@@ -334,7 +335,7 @@ mod tests {
     }
 
     #[test]
-    fn only_cl_window_takes_an_instant() {
+    fn the_window_commands_take_an_instant() {
         let replicated = window(&[b"5", b"60", b"2", b"MS", b"AT", b"1700000000000"]).unwrap();
         assert_eq!(replicated.at_ms, Some(1_700_000_000_000));
         assert_eq!(
@@ -348,6 +349,10 @@ mod tests {
             window(&[b"5", b"60", b"AT", b"-1"]),
             Err(Error::BelowMinimum { arg: "AT", min: 0 })
         );
-        assert_eq!(fixed(&[b"5", b"60", b"AT", b"17"]), Err(Error::Syntax));
+        assert_eq!(fixed(&[b"5", b"60", b"AT", b"17"]).unwrap().at_ms, Some(17));
+        assert_eq!(
+            throttle(&[b"0", b"5", b"60", b"AT", b"17"]),
+            Err(Error::Syntax)
+        );
     }
 }

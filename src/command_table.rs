@@ -112,9 +112,9 @@ const COMMANDS: [Command; 3] = [
 
 /// Registers every command. Called once from OnLoad.
 pub fn register_all(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
-    let own_category = add_acl_category(ctx);
+    add_acl_category(ctx);
     for command in &COMMANDS {
-        register(ctx, command, own_category).map_err(|reason| {
+        register(ctx, command).map_err(|reason| {
             format!(
                 "cannot register {}: {reason}",
                 command.name.to_string_lossy()
@@ -124,22 +124,21 @@ pub fn register_all(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
     Ok(())
 }
 
-/// Adds the module's ACL category, if the server lets modules add one.
-fn add_acl_category(ctx: *mut raw::RedisModuleCtx) -> bool {
+/// Adds the module's ACL category, if the server lets modules add one and does not have it
+/// yet.
+fn add_acl_category(ctx: *mut raw::RedisModuleCtx) {
     // SAFETY: called from OnLoad, the only time AddACLCategory may be called.
-    let added =
-        unsafe { raw::RedisModule_AddACLCategory.map(|add| add(ctx, ACL_CATEGORY.as_ptr())) };
-    added == Some(raw::REDISMODULE_OK as c_int)
+    unsafe {
+        if let Some(add) = raw::RedisModule_AddACLCategory {
+            add(ctx, ACL_CATEGORY.as_ptr());
+        }
+    }
 }
 
 /// Creates the command with its legacy key positions (the first argument, all that Redis
 /// 7.0's cluster routing needs), then adds what the server supports: key spec, arity and
 /// documentation (SetCommandInfo, 7.0+), ACL categories (7.2+).
-fn register(
-    ctx: *mut raw::RedisModuleCtx,
-    command: &Command,
-    own_category: bool,
-) -> Result<(), &'static str> {
+fn register(ctx: *mut raw::RedisModuleCtx, command: &Command) -> Result<(), &'static str> {
     // SAFETY: called from OnLoad with the module's context. Every string is a static C
     // string, and the key-spec and argument arrays live until SetCommandInfo, which copies
     // them, returns.
@@ -155,7 +154,8 @@ fn register(
             1,
         );
         if status != raw::REDISMODULE_OK as c_int {
-            return Err("CreateCommand failed");
+            // The name, flags and key positions are fixed and valid: what can fail is the name.
+            return Err("the server already has a command of that name (is another module providing it loaded?)");
         }
         let Some(get_command) = raw::RedisModule_GetCommand else {
             return Ok(());
@@ -165,12 +165,13 @@ fn register(
             return Err("GetCommand found nothing");
         }
         if let Some(set_categories) = raw::RedisModule_SetCommandACLCategories {
-            let categories = if own_category {
-                CATEGORIES_WITH_OWN
-            } else {
-                CATEGORIES
-            };
-            if set_categories(handle, categories.as_ptr()) != raw::REDISMODULE_OK as c_int {
+            // The module's own category exists when this load added it, and also when an
+            // earlier load did: servers keep module categories through MODULE UNLOAD, and
+            // AddACLCategory then refuses to add it again. Where it exists, join it.
+            let joined = set_categories(handle, CATEGORIES_WITH_OWN.as_ptr())
+                == raw::REDISMODULE_OK as c_int
+                || set_categories(handle, CATEGORIES.as_ptr()) == raw::REDISMODULE_OK as c_int;
+            if !joined {
                 return Err("SetCommandACLCategories failed");
             }
         }

@@ -1,6 +1,7 @@
 //! One short function per command: parse → read → decide → write → reply. The only layer
 //! that knows both the algorithms and Redis.
 
+use std::ffi::CStr;
 use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -13,7 +14,7 @@ use crate::fixed::{FixedWindow, Window};
 use crate::gcra::Gcra;
 use crate::reply;
 use crate::stats::{self, Counted, Counters};
-use crate::store::{api, decimal, succeeded, Access, Expiry, Key};
+use crate::store::{api, decimal, succeeded, Access, Event, Expiry, Key};
 use crate::window::SlidingWindow;
 
 /// The most arguments any command takes, its name included
@@ -68,12 +69,14 @@ impl<'a> Call<'a> {
         self.rest.get(..self.rest_len).unwrap_or(&[])
     }
 
-    /// Whether this call comes from the primary over the replication link or from the AOF.
-    fn is_replayed(&self) -> bool {
-        let replayed = raw::REDISMODULE_CTX_FLAGS_REPLICATED | raw::REDISMODULE_CTX_FLAGS_LOADING;
-        // SAFETY: ctx is the running command's context.
-        unsafe { raw::RedisModule_GetContextFlags.map(|flags| flags(self.ctx)) }
-            .is_some_and(|flags| flags as u32 & replayed != 0)
+    /// The instant to decide at: the server's clock, or the primary's instant carried by a
+    /// replayed call.
+    fn instant(&self, at_ms: Option<i64>) -> Result<i64, Error> {
+        match at_ms {
+            Some(at) if is_replayed(self.ctx) => Ok(at),
+            Some(_) => Err(Error::AtFromClient),
+            None => clock::now_ms(),
+        }
     }
 }
 
@@ -89,7 +92,7 @@ pub extern "C" fn throttle(
         let mut key = Key::open(call.ctx, call.key, access_for(args.quantity))?;
         let decision = gcra.decide(key.read_integer()?, clock::now_ns()?);
         if let Some(tat) = decision.new_tat {
-            key.write_integer(tat, Expiry::At(ceil_ms(tat)))?;
+            key.set_integer(tat, ceil_ms(tat))?;
         }
         Ok(Answer::new(
             decision.outcome.to_reply(args.unit),
@@ -98,7 +101,7 @@ pub extern "C" fn throttle(
     })
 }
 
-/// `CL.FIXED key limit period [quantity] [MS]`
+/// `CL.FIXED key limit period [quantity] [MS]`, and its replication form with `AT unix-ms`.
 pub extern "C" fn fixed(
     ctx: *mut raw::RedisModuleCtx,
     argv: *mut *mut raw::RedisModuleString,
@@ -106,6 +109,7 @@ pub extern "C" fn fixed(
 ) -> c_int {
     dispatch(ctx, argv, argc, "cl.fixed", &stats::FIXED, |call| {
         let args = args::fixed(call.args())?;
+        let now_ms = call.instant(args.at_ms)?;
         let mut key = Key::open(call.ctx, call.key, access_for(args.quantity))?;
         let stored = match key.read_integer()? {
             // A count is never negative, and a window always ends.
@@ -116,15 +120,22 @@ pub extern "C" fn fixed(
             Some(_) => return Err(Error::CorruptState),
             None => None,
         };
-        let decision = FixedWindow::new(&args).decide(stored, clock::now_ms()?);
+        let decision = FixedWindow::new(&args).decide(stored, now_ms);
         if let Some(window) = decision.new_window {
-            // Counting into an open window leaves its end where it was.
-            let expiry = if stored.is_some_and(|open| open.end_ms == window.end_ms) {
-                Expiry::Unchanged(window.end_ms)
-            } else {
+            // Counting into an open window leaves its end where it was; as with INCR and
+            // EXPIRE, only opening one sets an expiry.
+            let opens = !stored.is_some_and(|open| open.end_ms == window.end_ms);
+            let expiry = if opens {
                 Expiry::At(window.end_ms)
+            } else {
+                Expiry::Unchanged
             };
             key.write_integer(window.count, expiry)?;
+            key.notify(Event::IncrBy)?;
+            if opens {
+                key.notify(Event::Expire)?;
+            }
+            replicate_call(call, c"CL.FIXED", args.at_ms.is_some(), now_ms)?;
         }
         Ok(Answer::new(
             decision.outcome.to_reply(args.unit),
@@ -141,19 +152,15 @@ pub extern "C" fn window(
 ) -> c_int {
     dispatch(ctx, argv, argc, "cl.window", &stats::WINDOW, |call| {
         let args = args::window(call.args())?;
-        let now_ms = match args.at_ms {
-            Some(at) if call.is_replayed() => at,
-            Some(_) => return Err(Error::AtFromClient),
-            None => clock::now_ms()?,
-        };
+        let now_ms = call.instant(args.at_ms)?;
         let mut key = Key::open(call.ctx, call.key, access_for(args.quantity))?;
         let decision = SlidingWindow::new(&args).decide(key.read_bytes()?, now_ms)?;
         if let Some(append) = decision.append {
             append.apply(&mut key)?;
             key.expire_at(append.expire_at_ms)?;
-            // The log can be long: replicas get the call and the instant, and holding the
-            // same log they make the same decision and the same bytes.
-            replicate_window_call(call, args.at_ms.is_some(), now_ms)?;
+            key.notify(Event::WindowLog)?;
+            key.notify(Event::Expire)?;
+            replicate_call(call, c"CL.WINDOW", args.at_ms.is_some(), now_ms)?;
         }
         Ok(Answer::new(
             decision.outcome.to_reply(args.unit),
@@ -163,9 +170,16 @@ pub extern "C" fn window(
 }
 
 /// Propagates the call with the instant it was decided at: the client's own arguments
-/// (shared, not copied) followed by `AT <unix-ms>`. A call that already carries its instant
-/// (on a replica, or replayed from the AOF) goes on as it came.
-fn replicate_window_call(call: &Call, has_instant: bool, now_ms: i64) -> Result<(), Error> {
+/// (shared, not copied) followed by `AT <unix-ms>`. Replicas hold the same state, so they make
+/// the same decision, write the same bytes and fire the same events; for CL.WINDOW that is
+/// also far cheaper than sending a long log. A call that already carries its instant (on a
+/// replica, or replayed from the AOF) goes on as it came.
+fn replicate_call(
+    call: &Call,
+    command: &CStr,
+    has_instant: bool,
+    now_ms: i64,
+) -> Result<(), Error> {
     let status = if has_instant {
         let verbatim = api(unsafe { raw::RedisModule_ReplicateVerbatim })?;
         // SAFETY: ctx is the running command's context.
@@ -181,7 +195,7 @@ fn replicate_window_call(call: &Call, has_instant: bool, now_ms: i64) -> Result<
         unsafe {
             replicate(
                 call.ctx,
-                c"CL.WINDOW".as_ptr(),
+                command.as_ptr(),
                 c"vcb".as_ptr(),
                 args.as_ptr(),
                 args.len(),
@@ -219,23 +233,44 @@ fn dispatch(
     counters: &Counters,
     body: impl FnOnce(&Call) -> Result<Answer, Error>,
 ) -> c_int {
+    let flags = context_flags(ctx);
+    stats::before_command(flags & raw::REDISMODULE_CTX_FLAGS_MULTI != 0);
     let result = catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: Redis passes argc live argument strings for the duration of the command.
         let call = unsafe { Call::new(ctx, argv, argc, command) }?;
         body(&call)
     }))
     .unwrap_or(Err(Error::Internal));
+    // The counters are the clients': a replica or a restart replaying a call does not count it.
+    let counted = flags & REPLAYED == 0;
     match result {
         Ok(answer) => {
-            counters.record(answer.counted());
+            if counted {
+                counters.record(answer.counted());
+            }
             reply::send(ctx, answer.values);
         }
         Err(error) => {
-            counters.record(Counted::Error);
+            if counted {
+                counters.record(Counted::Error);
+            }
             reply::send_error(ctx, error);
         }
     }
     raw::REDISMODULE_OK as c_int
+}
+
+/// A call from the primary over the replication link, or from the AOF.
+const REPLAYED: u32 = raw::REDISMODULE_CTX_FLAGS_REPLICATED | raw::REDISMODULE_CTX_FLAGS_LOADING;
+
+fn context_flags(ctx: *mut raw::RedisModuleCtx) -> u32 {
+    // SAFETY: ctx is the running command's context.
+    unsafe { raw::RedisModule_GetContextFlags.map_or(0, |flags| flags(ctx) as u32) }
+}
+
+/// Whether the running call is replayed, from the primary or the AOF.
+fn is_replayed(ctx: *mut raw::RedisModuleCtx) -> bool {
+    context_flags(ctx) & REPLAYED != 0
 }
 
 /// A command's reply, and whether the call only looked.

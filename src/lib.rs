@@ -10,6 +10,7 @@ pub mod error;
 pub mod fixed;
 pub mod gcra;
 pub mod reply;
+mod resetstat;
 mod stats;
 mod store;
 pub mod window;
@@ -51,17 +52,24 @@ fn on_load(ctx: &Context, _args: &[RedisString]) -> Status {
         ctx.log_warning(&refusal);
         return Status::Err;
     }
+    if let Err(reason) = store::check_propagation(ctx.ctx) {
+        ctx.log_warning(&format!("redis-cell: {reason}: not loading"));
+        return Status::Err;
+    }
     // SAFETY: called once from OnLoad with the module's own context.
     unsafe {
         if let Some(set_options) = raw::RedisModule_SetModuleOptions {
             set_options(ctx.ctx, NO_IMPLICIT_SIGNAL_MODIFIED);
         }
     }
-    stats::register(ctx.ctx);
     if let Err(reason) = command_table::register_all(ctx.ctx) {
         ctx.log_warning(&format!("redis-cell: {reason}: not loading"));
         return Status::Err;
     }
+    // Last, after every step that can fail: Redis 7.0 does not remove the command filters of
+    // a module whose load fails, and a filter left pointing into the unloaded library would
+    // crash the server on the next command.
+    stats::register(ctx.ctx);
     Status::Ok
 }
 

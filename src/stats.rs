@@ -67,7 +67,7 @@ pub static FIXED: Counters = Counters::new("cl_fixed");
 pub static WINDOW: Counters = Counters::new("cl_window");
 const ALL: [&Counters; 3] = [&THROTTLE, &FIXED, &WINDOW];
 
-fn reset() {
+pub(crate) fn reset() {
     for counters in ALL {
         for (_, counter) in counters.fields() {
             counter.store(0, Ordering::Relaxed);
@@ -77,7 +77,10 @@ fn reset() {
 
 /// Adds the INFO section, one line per command:
 /// `cl_throttle:calls=5,allowed=3,denied=1,peeks=1,errors=0`.
-pub extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) {
+pub extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, for_crash_report: c_int) {
+    if for_crash_report == 0 {
+        crate::resetstat::settle(crate::resetstat::Point::Info);
+    }
     // SAFETY: ctx is the live INFO context the server passes; names are static C strings
     // or built NUL-terminated below.
     unsafe {
@@ -104,43 +107,8 @@ pub extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_i
     }
 }
 
-/// The server offers modules no hook for CONFIG RESETSTAT; a command filter sees the
-/// command go by. It costs every command one argument count.
-extern "C" fn reset_on_resetstat(filter: *mut raw::RedisModuleCommandFilterCtx) {
-    // SAFETY: filter is the live filter context; ArgGet returns strings valid during the
-    // callback, and StringPtrLen their bytes.
-    unsafe {
-        let (Some(count), Some(get), Some(ptr_len)) = (
-            raw::RedisModule_CommandFilterArgsCount,
-            raw::RedisModule_CommandFilterArgGet,
-            raw::RedisModule_StringPtrLen,
-        ) else {
-            return;
-        };
-        if count(filter) != 2 {
-            return;
-        }
-        let word = |position: c_int| {
-            let arg = get(filter, position);
-            let mut len = 0usize;
-            let ptr = if arg.is_null() {
-                std::ptr::null()
-            } else {
-                ptr_len(arg, &mut len)
-            };
-            if ptr.is_null() {
-                &[][..]
-            } else {
-                std::slice::from_raw_parts(ptr.cast::<u8>(), len)
-            }
-        };
-        if word(0).eq_ignore_ascii_case(b"config") && word(1).eq_ignore_ascii_case(b"resetstat") {
-            reset();
-        }
-    }
-}
-
-/// Registers the INFO section and the RESETSTAT filter. Called once from OnLoad.
+/// Registers the INFO section and the command filter that sees CONFIG RESETSTAT go by. Called
+/// once from OnLoad.
 pub fn register(ctx: *mut raw::RedisModuleCtx) {
     // SAFETY: called from OnLoad with the module's context and static callbacks.
     unsafe {
@@ -150,9 +118,15 @@ pub fn register(ctx: *mut raw::RedisModuleCtx) {
         if let Some(register_filter) = raw::RedisModule_RegisterCommandFilter {
             register_filter(
                 ctx,
-                Some(reset_on_resetstat),
+                Some(crate::resetstat::filter),
                 raw::REDISMODULE_CMDFILTER_NOSELF as c_int,
             );
         }
     }
+}
+
+/// Called as each of the module's commands starts, before it counts anything: a RESETSTAT
+/// that ran since the last look zeroes the counters first.
+pub fn before_command(in_transaction: bool) {
+    crate::resetstat::settle(crate::resetstat::Point::Command { in_transaction });
 }

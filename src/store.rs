@@ -1,6 +1,7 @@
 //! Limiter state in ordinary string keys, read and written through the low-level key API,
 //! and the replication of exactly what a write changed.
 
+use std::ffi::CStr;
 use std::os::raw::c_int;
 use std::ptr::NonNull;
 
@@ -91,25 +92,35 @@ impl Key {
         }
     }
 
-    /// Stores `value` in decimal with the given expiry, and propagates the same effect to
-    /// replicas and the AOF as `SET key value PXAT <expiry>`, so that they hold identical
-    /// bytes and expiry whatever their own clocks say.
-    pub fn write_integer(&mut self, value: i64, expiry: Expiry) -> Result<(), Error> {
+    /// CL.THROTTLE's write, made as `SET key value PXAT expire_at_ms` would make it: the value
+    /// in decimal, the absolute expiry, the `set` and `expire` events, and that very command
+    /// propagated, so that replicas and the AOF hold identical bytes and expiry whatever their
+    /// own clocks say.
+    pub fn set_integer(&mut self, value: i64, expire_at_ms: i64) -> Result<(), Error> {
         let mut digits = [0u8; 20];
         let text = decimal(value, &mut digits);
-        self.resize(text.len())?;
-        self.bytes_mut()?.copy_from_slice(text);
-        let expire_at_ms = match expiry {
-            Expiry::At(ms) => {
-                self.expire_at(ms)?;
-                ms
-            }
-            Expiry::Unchanged(ms) => {
-                self.signal_modified()?;
-                ms
-            }
-        };
+        self.overwrite(text)?;
+        self.expire_at(expire_at_ms)?;
+        self.notify(Event::Set)?;
+        self.notify(Event::Expire)?;
         replicate_set_pxat(self.ctx, self.name, text, expire_at_ms)
+    }
+
+    /// Stores `value` in decimal with the given expiry. Events and propagation are the
+    /// caller's.
+    pub fn write_integer(&mut self, value: i64, expiry: Expiry) -> Result<(), Error> {
+        let mut digits = [0u8; 20];
+        self.overwrite(decimal(value, &mut digits))?;
+        match expiry {
+            Expiry::At(ms) => self.expire_at(ms),
+            Expiry::Unchanged => self.signal_modified(),
+        }
+    }
+
+    fn overwrite(&mut self, value: &[u8]) -> Result<(), Error> {
+        self.resize(value.len())?;
+        self.bytes_mut()?.copy_from_slice(value);
+        Ok(())
     }
 
     /// Sets the absolute expiry of a key just written, and tells the server the key changed.
@@ -128,6 +139,38 @@ impl Key {
         unsafe { signal(self.ctx, self.name) };
         Ok(())
     }
+
+    /// Fires a keyspace event on this key, as the server's own commands do after a write.
+    pub fn notify(&self, event: Event) -> Result<(), Error> {
+        let fire = api(unsafe { raw::RedisModule_NotifyKeyspaceEvent })?;
+        let (class, name) = event.class_and_name();
+        // SAFETY: ctx and name are the running command's; the event name is a static C string.
+        succeeded(unsafe { fire(self.ctx, class, name.as_ptr(), self.name) })
+    }
+}
+
+/// The keyspace events a write fires: those of the server commands it stands in for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    /// `set`, as SET fires it.
+    Set,
+    /// `incrby`, as INCR and INCRBY fire it.
+    IncrBy,
+    /// `expire`, as EXPIRE and SET with an expiry fire it.
+    Expire,
+    /// `cl.window`: no server command keeps a sliding window log, so it is named after ours.
+    WindowLog,
+}
+
+impl Event {
+    fn class_and_name(self) -> (i32, &'static CStr) {
+        match self {
+            Event::Set => (raw::REDISMODULE_NOTIFY_STRING, c"set"),
+            Event::IncrBy => (raw::REDISMODULE_NOTIFY_STRING, c"incrby"),
+            Event::Expire => (raw::REDISMODULE_NOTIFY_GENERIC, c"expire"),
+            Event::WindowLog => (raw::REDISMODULE_NOTIFY_STRING, c"cl.window"),
+        }
+    }
 }
 
 /// The expiry a write leaves on its key, in Unix milliseconds.
@@ -135,9 +178,9 @@ impl Key {
 pub enum Expiry {
     /// Expire at this instant.
     At(i64),
-    /// Keep the expiry the key has, which is this instant: an in-place write keeps it, and
-    /// setting it again would cost an expiry-table update for nothing.
-    Unchanged(i64),
+    /// Keep the expiry the key has: an in-place write keeps it, and setting it again would
+    /// cost an expiry-table update for nothing.
+    Unchanged,
 }
 
 /// A key opened for writing, holding a string or nothing (checked by the read that precedes
@@ -207,6 +250,37 @@ fn replicate_set_pxat(
         )
     };
     succeeded(status)
+}
+
+/// What CL.THROTTLE's writes propagate as; the other commands propagate themselves.
+const PROPAGATED_AS: &CStr = c"SET";
+
+/// errno's "no such entry", as RedisModule_Call sets it for an unknown command.
+const ENOENT: i32 = 2;
+
+/// Checks at load time that the command writes are propagated as resolves, so that no write
+/// can be made that replicas and the AOF would never see: `rename-command` in redis.conf
+/// (applied before modules load, and fixed from then on) can rename or disable it. The check
+/// calls it with no arguments, which the server refuses for its arity when the command exists
+/// and as unknown when it does not, running nothing either way.
+pub fn check_propagation(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
+    let no_api = |_| "the server lacks RedisModule_Call".to_owned();
+    let call = api(unsafe { raw::RedisModule_Call }).map_err(no_api)?;
+    let free = api(unsafe { raw::RedisModule_FreeCallReply }).map_err(no_api)?;
+    // SAFETY: called from OnLoad with the module's context; the format "" takes no arguments.
+    let reply = unsafe { call(ctx, PROPAGATED_AS.as_ptr(), c"".as_ptr()) };
+    if !reply.is_null() {
+        // SAFETY: a reply RedisModule_Call returned, freed once.
+        unsafe { free(reply) };
+        return Ok(());
+    }
+    if std::io::Error::last_os_error().raw_os_error() == Some(ENOENT) {
+        let name = PROPAGATED_AS.to_string_lossy();
+        return Err(format!(
+            "the server has no {name} command (renamed or disabled by rename-command?), and CL.THROTTLE's writes reach replicas and the AOF as {name}"
+        ));
+    }
+    Ok(())
 }
 
 /// `value` in decimal, written from the right end of `buf` (20 bytes hold any i64).

@@ -78,3 +78,148 @@ fn module_load_and_unload_at_runtime() {
         assert!(value.is_some());
     }
 }
+
+fn without_module(flavor: Flavor, extra: &[&str]) -> Server {
+    let mut args = vec!["--enable-module-command".to_owned(), "yes".to_owned()];
+    args.extend(extra.iter().map(|a| a.to_string()));
+    Server::start_with(
+        flavor,
+        Options {
+            without_module: true,
+            args,
+            ..Options::default()
+        },
+    )
+}
+
+/// The server still serves: ordinary commands, and whatever owns `cl.throttle`.
+fn still_serving(server: &mut Server, con: &mut redis::Connection) -> String {
+    for i in 0..20 {
+        let _: () = redis::cmd("SET")
+            .arg(&["k", &i.to_string()])
+            .query(con)
+            .unwrap();
+        let pong: String = redis::cmd("PING").query(con).unwrap();
+        assert_eq!(pong, "PONG");
+    }
+    let _: String = redis::cmd("INFO").arg("everything").query(con).unwrap();
+    let owner = format!(
+        "{:?}",
+        redis::cmd("CL.THROTTLE")
+            .arg(&["t", "1", "1", "1"])
+            .query::<redis::Value>(con)
+            .unwrap()
+    );
+    assert!(server.is_running(), "{}", server.log_tail());
+    owner
+}
+
+fn a_load_that_conflicts_fails_cleanly(flavor: Flavor) {
+    let mut server = without_module(flavor, &[]);
+    let mut con = server.connection();
+    harness::module_load(&mut con, &harness::conflicting_module_path()).unwrap();
+    assert!(harness::module_load(&mut con, &harness::module_path()).is_err());
+    let owner = still_serving(&mut server, &mut con);
+    assert!(owner.contains("owned by cl-conflict"), "{owner}");
+    let refusals = harness::log_lines(&server, "redis-cell:");
+    assert_eq!(refusals.len(), 1, "{refusals:?}");
+    assert!(
+        refusals[0]
+            .contains("cannot register cl.throttle: the server already has a command of that name"),
+        "{}",
+        refusals[0]
+    );
+    // Nothing of the failed load lingers: CONFIG RESETSTAT, which the module watches for
+    // once loaded, runs as usual.
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query(&mut con)
+        .unwrap();
+    still_serving(&mut server, &mut con);
+}
+
+fn a_conflicting_module_loaded_after_leaves_redis_cell_working(flavor: Flavor) {
+    let mut server = without_module(flavor, &[]);
+    let mut con = server.connection();
+    harness::module_load(&mut con, &harness::module_path()).unwrap();
+    assert!(harness::module_load(&mut con, &harness::conflicting_module_path()).is_err());
+    let reply = still_serving(&mut server, &mut con);
+    assert!(reply.contains("int(0), int(2)"), "{reply}");
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query(&mut con)
+        .unwrap();
+    still_serving(&mut server, &mut con);
+}
+
+fn a_renamed_or_disabled_set_refuses_the_load(flavor: Flavor) {
+    for renamed_to in ["SET_RENAMED", ""] {
+        let server = without_module(flavor, &["--rename-command", "SET", renamed_to]);
+        let mut con = server.connection();
+        assert!(
+            harness::module_load(&mut con, &harness::module_path()).is_err(),
+            "loaded with SET renamed to {renamed_to:?}"
+        );
+        let refusals = harness::log_lines(&server, "redis-cell:");
+        assert_eq!(refusals.len(), 1, "{refusals:?}");
+        assert!(
+            refusals[0].contains("the server has no SET command"),
+            "{}",
+            refusals[0]
+        );
+        let unknown = redis::cmd("CL.THROTTLE")
+            .arg(&["k", "1", "1", "1"])
+            .query::<Vec<i64>>(&mut con);
+        assert!(unknown.is_err());
+        let pong: String = redis::cmd("PING").query(&mut con).unwrap();
+        assert_eq!(pong, "PONG");
+    }
+}
+
+fn a_reload_keeps_the_acl_category(flavor: Flavor) {
+    let server = without_module(flavor, &[]);
+    let mut con = server.connection();
+    let kind = harness::ServerKind::of(&mut con);
+    let module = harness::module_path();
+    harness::module_load(&mut con, &module).unwrap();
+    let _: () = redis::cmd("MODULE")
+        .arg(&["UNLOAD", "redis-cell"])
+        .query(&mut con)
+        .unwrap();
+    harness::module_load(&mut con, &module).unwrap();
+
+    let info: redis::Value = redis::cmd("COMMAND")
+        .arg(&["INFO", "cl.throttle"])
+        .query(&mut con)
+        .unwrap();
+    let listed = format!("{info:?}");
+    assert_eq!(
+        listed.contains("@ratelimit"),
+        kind.module_own_categories(),
+        "{kind:?}: {listed}"
+    );
+    if !kind.module_own_categories() {
+        return;
+    }
+    let _: () = redis::cmd("ACL")
+        .arg(&["SETUSER", "limiter", "on", ">secret", "+@ratelimit", "~*"])
+        .query(&mut con)
+        .unwrap();
+    let mut limiter = server.connection();
+    let _: () = redis::cmd("AUTH")
+        .arg(&["limiter", "secret"])
+        .query(&mut limiter)
+        .unwrap();
+    let reply: Vec<i64> = redis::cmd("CL.THROTTLE")
+        .arg(&["k", "1", "1", "1"])
+        .query(&mut limiter)
+        .unwrap();
+    assert_eq!(reply[0], 0);
+}
+
+both_servers!(
+    a_load_that_conflicts_fails_cleanly,
+    a_conflicting_module_loaded_after_leaves_redis_cell_working,
+    a_renamed_or_disabled_set_refuses_the_load,
+    a_reload_keeps_the_acl_category,
+);

@@ -535,3 +535,86 @@ mod tests {
         assert_eq!(civil_time(951_782_400_000), "2000-02-29 00:00:00.000");
     }
 }
+
+/// The test-only module that owns `cl.throttle` (tests/modules/conflicting.rs), built by
+/// `cargo build --examples` into target/<profile>/examples.
+pub fn conflicting_module_path() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let profile = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target/<profile>");
+    let module = profile.join("examples/libconflicting_module.so");
+    assert!(
+        module.exists(),
+        "{} is missing: run cargo build --examples first",
+        module.display()
+    );
+    module
+}
+
+/// What a server is, from `INFO server`, for expectations that depend on what it can do
+/// rather than on which binary was started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerKind {
+    /// Valkey's own version (`valkey_version`), if it is Valkey.
+    pub valkey: Option<(u32, u32, u32)>,
+    /// `redis_version`: Redis's version, or the one Valkey reports for compatibility.
+    pub redis: (u32, u32, u32),
+}
+
+impl ServerKind {
+    pub fn of(con: &mut redis::Connection) -> ServerKind {
+        let info: String = redis::cmd("INFO").arg("server").query(con).unwrap();
+        let field = |name: &str| {
+            info.lines()
+                .find_map(|line| line.strip_prefix(&format!("{name}:")))
+                .map(|value| {
+                    let mut parts = value.trim().split('.').map(|p| p.parse().unwrap_or(0));
+                    (
+                        parts.next().unwrap_or(0),
+                        parts.next().unwrap_or(0),
+                        parts.next().unwrap_or(0),
+                    )
+                })
+        };
+        ServerKind {
+            valkey: field("valkey_version"),
+            redis: field("redis_version").expect("INFO server has redis_version"),
+        }
+    }
+
+    /// Whether modules can put their commands in ACL categories
+    /// (`RedisModule_SetCommandACLCategories`): Redis 7.2+, every Valkey.
+    pub fn module_command_categories(&self) -> bool {
+        self.valkey.is_some() || self.redis >= (7, 2, 0)
+    }
+
+    /// Whether modules can add ACL categories of their own (`RedisModule_AddACLCategory`):
+    /// Redis 7.4+, Valkey 8+.
+    pub fn module_own_categories(&self) -> bool {
+        match self.valkey {
+            Some(valkey) => valkey >= (8, 0, 0),
+            None => self.redis >= (7, 4, 0),
+        }
+    }
+}
+
+/// Runs `MODULE LOAD path`, returning the server's error text if it refuses.
+pub fn module_load(con: &mut redis::Connection, path: &std::path::Path) -> Result<(), String> {
+    redis::cmd("MODULE")
+        .arg("LOAD")
+        .arg(path.to_str().unwrap())
+        .query::<()>(con)
+        .map_err(|e| e.to_string())
+}
+
+/// The lines of the server's log that contain `text`.
+pub fn log_lines(server: &Server, text: &str) -> Vec<String> {
+    std::fs::read_to_string(server.dir.join("server.log"))
+        .unwrap_or_default()
+        .lines()
+        .filter(|line| line.contains(text))
+        .map(str::to_owned)
+        .collect()
+}

@@ -1,0 +1,312 @@
+//! CONFIG RESETSTAT for the module's counters, zeroed exactly when the server runs it.
+//!
+//! The server offers modules no hook for RESETSTAT. A command filter sees the command go by,
+//! but before the server decides its fate: it may run it, refuse it (no authentication, ACL,
+//! a script), or queue it in a transaction that is then executed or discarded. So the filter
+//! only takes a reading of the server's own statistics, and the counters are settled at the
+//! next point where they could change or be read (the next command, one of ours, INFO) by
+//! comparing a new reading with it: RESETSTAT zeroes the server's statistics too, and nothing
+//! else ever makes them go down.
+
+use std::ffi::CStr;
+use std::os::raw::c_int;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Mutex;
+
+use redis_module::raw;
+
+use crate::stats;
+
+/// Where the counters are settled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Point {
+    /// The filter, as any command arrives.
+    Filter,
+    /// One of the module's commands, before it counts itself.
+    Command { in_transaction: bool },
+    /// The INFO section, before it shows the counters.
+    Info,
+}
+
+/// Nothing to settle.
+const IDLE: u8 = 0;
+/// A RESETSTAT was seen; the next point tells what became of it.
+const SEEN: u8 = 1;
+/// A RESETSTAT was queued in a transaction: only an EXEC can run it, so only the points that
+/// may follow one look.
+const QUEUED: u8 = 2;
+
+static STATE: AtomicU8 = AtomicU8::new(IDLE);
+/// Whether an EXEC went by since the last look while a RESETSTAT is queued.
+static EXEC_SEEN: AtomicU8 = AtomicU8::new(0);
+/// The reading taken when the RESETSTAT went by (or, once queued, at the last look).
+static BEFORE: Mutex<Option<Reading>> = Mutex::new(None);
+
+/// The server statistics that tell whether a RESETSTAT ran, was refused or is still waiting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct Reading {
+    /// `total_commands_processed`.
+    commands: u64,
+    /// `cmdstat_config|resetstat`: runs zero it and then count one call; refusals count.
+    resetstat: CommandStat,
+    /// `cmdstat_multi` calls: a transaction's own MULTI counts here before its RESETSTAT.
+    multi_calls: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct CommandStat {
+    calls: u64,
+    rejected_calls: u64,
+    failed_calls: u64,
+}
+
+impl Reading {
+    /// Whether the server's statistics were reset between `before` and this reading. A run
+    /// sets `resetstat` calls to exactly 1; anything else it does shows as a count going down.
+    /// The one reading it leaves unchanged, a RESETSTAT that ran right after another that
+    /// was the only command since, leaves nothing to zero either.
+    fn shows_reset_since(&self, before: &Reading) -> bool {
+        self.resetstat.calls != before.resetstat.calls
+            || self.commands < before.commands
+            || self.resetstat.rejected_calls < before.resetstat.rejected_calls
+            || self.resetstat.failed_calls < before.resetstat.failed_calls
+            || self.multi_calls < before.multi_calls
+    }
+
+    /// Whether a RESETSTAT was refused (or failed) since `before`, the server counting it.
+    fn shows_refusal_since(&self, before: &Reading) -> bool {
+        self.resetstat.rejected_calls > before.resetstat.rejected_calls
+            || self.resetstat.failed_calls > before.resetstat.failed_calls
+    }
+}
+
+/// Settles a RESETSTAT seen earlier, if any. Costs one atomic load when there is none.
+pub fn settle(point: Point) {
+    let state = STATE.load(Ordering::Relaxed);
+    if state == IDLE {
+        return;
+    }
+    if state == QUEUED {
+        let may_follow_exec = match point {
+            Point::Filter => EXEC_SEEN.swap(0, Ordering::Relaxed) == 1,
+            Point::Command { in_transaction } => in_transaction,
+            Point::Info => true,
+        };
+        if !may_follow_exec {
+            return;
+        }
+    }
+    let Ok(mut before) = BEFORE.lock() else {
+        return;
+    };
+    let (Some(then), Some(now)) = (*before, read()) else {
+        return;
+    };
+    if now.shows_reset_since(&then) {
+        stats::reset();
+        *before = None;
+        STATE.store(IDLE, Ordering::Relaxed);
+    } else if state == SEEN && now.shows_refusal_since(&then) {
+        *before = None;
+        STATE.store(IDLE, Ordering::Relaxed);
+    } else {
+        // Neither ran nor refused: queued in a transaction, which may be executed, discarded
+        // or abandoned. Watch the EXECs from here on.
+        *before = Some(now);
+        STATE.store(QUEUED, Ordering::Relaxed);
+    }
+}
+
+/// The command filter: settles what went before, then notes a RESETSTAT or an EXEC.
+pub extern "C" fn filter(filter: *mut raw::RedisModuleCommandFilterCtx) {
+    settle(Point::Filter);
+    // SAFETY: filter is the live filter context; ArgGet returns strings valid during the
+    // callback, and StringPtrLen their bytes.
+    unsafe {
+        let (Some(count), Some(get), Some(ptr_len)) = (
+            raw::RedisModule_CommandFilterArgsCount,
+            raw::RedisModule_CommandFilterArgGet,
+            raw::RedisModule_StringPtrLen,
+        ) else {
+            return;
+        };
+        let word = |position: c_int| {
+            let arg = get(filter, position);
+            let mut len = 0usize;
+            let ptr = if arg.is_null() {
+                std::ptr::null()
+            } else {
+                ptr_len(arg, &mut len)
+            };
+            if ptr.is_null() {
+                &[][..]
+            } else {
+                std::slice::from_raw_parts(ptr.cast::<u8>(), len)
+            }
+        };
+        match count(filter) {
+            2 if word(0).eq_ignore_ascii_case(b"config")
+                && word(1).eq_ignore_ascii_case(b"resetstat") =>
+            {
+                seen_resetstat()
+            }
+            1 if STATE.load(Ordering::Relaxed) == QUEUED
+                && word(0).eq_ignore_ascii_case(b"exec") =>
+            {
+                EXEC_SEEN.store(1, Ordering::Relaxed)
+            }
+            _ => {}
+        }
+    }
+}
+
+fn seen_resetstat() {
+    let (Ok(mut before), Some(now)) = (BEFORE.lock(), read()) else {
+        return;
+    };
+    // A RESETSTAT still queued elsewhere keeps being watched for: a later reading serves it
+    // as well, since it too precedes that RESETSTAT's run.
+    *before = Some(now);
+    if STATE.load(Ordering::Relaxed) != QUEUED {
+        STATE.store(SEEN, Ordering::Relaxed);
+    }
+}
+
+/// Reads the statistics through the module API: a few microseconds, paid only around a
+/// RESETSTAT.
+fn read() -> Option<Reading> {
+    let commands = with_section(c"stats", |data| {
+        unsigned_field(data, c"total_commands_processed")
+    })??;
+    with_section(c"commandstats", |data| {
+        Some(Reading {
+            commands,
+            resetstat: command_stat(data, c"cmdstat_config|resetstat"),
+            multi_calls: command_stat(data, c"cmdstat_multi").calls,
+        })
+    })?
+}
+
+fn with_section<T>(
+    section: &CStr,
+    use_data: impl FnOnce(*mut raw::RedisModuleServerInfoData) -> T,
+) -> Option<T> {
+    // SAFETY: GetServerInfo with no context returns data the caller frees, once, with
+    // FreeServerInfo and no context.
+    unsafe {
+        let get = raw::RedisModule_GetServerInfo?;
+        let free = raw::RedisModule_FreeServerInfo?;
+        let data = get(std::ptr::null_mut(), section.as_ptr());
+        if data.is_null() {
+            return None;
+        }
+        let value = use_data(data);
+        free(std::ptr::null_mut(), data);
+        Some(value)
+    }
+}
+
+fn unsigned_field(data: *mut raw::RedisModuleServerInfoData, field: &CStr) -> Option<u64> {
+    let get = unsafe { raw::RedisModule_ServerInfoGetFieldUnsigned }?;
+    let mut error: c_int = 0;
+    // SAFETY: data is live server info; field a C string.
+    let value = unsafe { get(data, field.as_ptr(), &mut error) };
+    (error == 0).then_some(value)
+}
+
+/// A `cmdstat_…` line's counts; a command the server has not counted since the last reset has
+/// no line, and counts zero.
+fn command_stat(data: *mut raw::RedisModuleServerInfoData, field: &CStr) -> CommandStat {
+    let Some(get) = (unsafe { raw::RedisModule_ServerInfoGetFieldC }) else {
+        return CommandStat::default();
+    };
+    // SAFETY: data is live server info; the returned string, if any, lives as long as it.
+    let line = unsafe {
+        let text = get(data, field.as_ptr());
+        if text.is_null() {
+            return CommandStat::default();
+        }
+        CStr::from_ptr(text).to_bytes()
+    };
+    parse_command_stat(line)
+}
+
+/// `calls=3,usec=10,usec_per_call=3.33,rejected_calls=1,failed_calls=0`.
+fn parse_command_stat(line: &[u8]) -> CommandStat {
+    let mut stat = CommandStat::default();
+    for pair in line.split(|&b| b == b',') {
+        let mut parts = pair.splitn(2, |&b| b == b'=');
+        let (Some(name), Some(value)) = (parts.next(), parts.next()) else {
+            continue;
+        };
+        let Some(value) = std::str::from_utf8(value)
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+        else {
+            continue;
+        };
+        match name {
+            b"calls" => stat.calls = value,
+            b"rejected_calls" => stat.rejected_calls = value,
+            b"failed_calls" => stat.failed_calls = value,
+            _ => {}
+        }
+    }
+    stat
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reading(commands: u64, calls: u64, rejected: u64, multi: u64) -> Reading {
+        Reading {
+            commands,
+            resetstat: CommandStat {
+                calls,
+                rejected_calls: rejected,
+                failed_calls: 0,
+            },
+            multi_calls: multi,
+        }
+    }
+
+    #[test]
+    fn command_stat_lines_are_parsed_by_name() {
+        let stat = parse_command_stat(
+            b"calls=3,usec=10,usec_per_call=3.33,rejected_calls=1,failed_calls=2",
+        );
+        assert_eq!(
+            stat,
+            CommandStat {
+                calls: 3,
+                rejected_calls: 1,
+                failed_calls: 2
+            }
+        );
+        assert_eq!(parse_command_stat(b"garbage"), CommandStat::default());
+    }
+
+    #[test]
+    fn a_run_is_told_from_a_refusal_and_from_a_queued_command() {
+        let before = reading(500, 0, 0, 0);
+        // Ran: the server's count restarts, and RESETSTAT counts itself once.
+        assert!(reading(1, 1, 0, 0).shows_reset_since(&before));
+        // Refused (no auth, ACL, script): counted as rejected, nothing goes down.
+        let refused = reading(500, 0, 1, 0);
+        assert!(!refused.shows_reset_since(&before));
+        assert!(refused.shows_refusal_since(&before));
+        // Queued: nothing changes but the count of commands.
+        let queued = reading(502, 0, 0, 0);
+        assert!(!queued.shows_reset_since(&before) && !queued.shows_refusal_since(&before));
+    }
+
+    #[test]
+    fn a_run_inside_a_long_transaction_shows_in_its_multi_count() {
+        // The previous reset was the last command counted, and the transaction holds more
+        // commands after the RESETSTAT than the server had counted before it: the MULTI that
+        // opened the transaction, counted before, is gone after.
+        let before = reading(3, 1, 0, 1);
+        assert!(reading(40, 1, 0, 0).shows_reset_since(&before));
+    }
+}
