@@ -3,7 +3,7 @@
 
 mod harness;
 
-use harness::{error_of, limiter, Flavor, Server};
+use harness::{error_of, limiter, Flavor, Options, Server, ServerKind};
 use redis::Value;
 
 both_servers!(
@@ -12,6 +12,8 @@ both_servers!(
     command_docs_describe_every_argument,
     the_commands_carry_their_acl_categories,
     module_list_reports_the_crate_version,
+    a_resetstat_the_server_refuses_or_discards_leaves_the_counters,
+    replayed_calls_are_not_counted,
 );
 
 fn stats_line(con: &mut redis::Connection, command: &str) -> String {
@@ -143,31 +145,130 @@ fn command_docs_describe_every_argument(flavor: Flavor) {
 fn the_commands_carry_their_acl_categories(flavor: Flavor) {
     let server = Server::start(flavor);
     let mut con = server.connection();
-    let members = |con: &mut redis::Connection, category: &str| {
-        redis::cmd("ACL")
-            .arg(&["CAT", category])
-            .query::<Vec<String>>(con)
-            .map(|mut commands| {
-                commands.retain(|c| c.starts_with("cl."));
-                commands.sort();
-                commands
-            })
-    };
-    let ours = ["cl.fixed", "cl.throttle", "cl.window"]
-        .map(String::from)
-        .to_vec();
-    match flavor {
-        // Valkey (like Redis 7.4+) lets modules set categories and add their own.
-        Flavor::Valkey => {
-            for category in ["write", "fast", "ratelimit"] {
-                assert_eq!(members(&mut con, category).unwrap(), ours, "@{category}");
-            }
-        }
-        // Redis 7.0 has no API for either: module commands are in @all only.
-        _ => {
-            assert!(members(&mut con, "write").unwrap().is_empty());
-            assert!(members(&mut con, "ratelimit").is_err());
-        }
+    let kind = ServerKind::of(&mut con);
+    // What the server lets modules do decides, not which binary this is: Redis 7.0 has no API
+    // for categories (module commands are in @all only), 7.2 lets modules use the server's,
+    // 7.4 and Valkey 8 let them add their own. COMMAND INFO shows them on every server (Redis's
+    // ACL CAT leaves module commands out).
+    for command in ["cl.throttle", "cl.fixed", "cl.window"] {
+        let info: Vec<Vec<Value>> = redis::cmd("COMMAND")
+            .arg(&["INFO", command])
+            .query(&mut con)
+            .unwrap();
+        let categories: Vec<String> = redis::from_redis_value(info[0][6].clone()).unwrap();
+        let has = |category: &str| categories.iter().any(|c| c == category);
+        assert_eq!(
+            has("@write") && has("@fast"),
+            kind.module_command_categories(),
+            "{kind:?} {command} {categories:?}"
+        );
+        assert_eq!(
+            has("@ratelimit"),
+            kind.module_own_categories(),
+            "{kind:?} {command} {categories:?}"
+        );
+    }
+    let own = redis::cmd("ACL")
+        .arg(&["CAT", "ratelimit"])
+        .query::<Vec<String>>(&mut con);
+    assert_eq!(own.is_ok(), kind.module_own_categories(), "{kind:?}");
+}
+
+fn counters(con: &mut redis::Connection) -> String {
+    stats_line(con, "cl_fixed")
+}
+
+fn a_resetstat_the_server_refuses_or_discards_leaves_the_counters(flavor: Flavor) {
+    let server = Server::start_with(
+        flavor,
+        Options {
+            args: vec!["--requirepass".into(), "secret".into()],
+            ..Options::default()
+        },
+    );
+    let mut admin = server.connection();
+    let _: () = redis::cmd("AUTH").arg("secret").query(&mut admin).unwrap();
+    limiter(&mut admin, "CL.FIXED", &["f", "5", "60"]);
+    let before = counters(&mut admin);
+    assert!(before.starts_with("calls=1,allowed=1,"), "{before}");
+
+    // Not authenticated: NOAUTH.
+    let mut stranger = server.connection();
+    let refused = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query::<()>(&mut stranger);
+    assert!(refused.is_err());
+    assert_eq!(
+        counters(&mut admin),
+        before,
+        "after an unauthenticated RESETSTAT"
+    );
+
+    // Queued in a transaction that is discarded.
+    let _: () = redis::cmd("MULTI").query(&mut admin).unwrap();
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query(&mut admin)
+        .unwrap();
+    let _: () = redis::cmd("DISCARD").query(&mut admin).unwrap();
+    assert_eq!(
+        counters(&mut admin),
+        before,
+        "after a discarded transaction"
+    );
+
+    // From a script, which may not run CONFIG.
+    let script = redis::cmd("EVAL")
+        .arg(&["return redis.call('config', 'resetstat')", "0"])
+        .query::<redis::Value>(&mut admin);
+    assert!(script.is_err());
+    assert_eq!(counters(&mut admin), before, "after a refused script");
+
+    // Executed in a transaction, between two calls: only the one after it remains.
+    let _: () = redis::cmd("MULTI").query(&mut admin).unwrap();
+    for args in [
+        &["CL.FIXED", "f", "5", "60"][..],
+        &["CONFIG", "RESETSTAT"],
+        &["CL.FIXED", "f", "5", "60", "0"],
+    ] {
+        let _: () = redis::cmd(args[0])
+            .arg(&args[1..])
+            .query(&mut admin)
+            .unwrap();
+    }
+    let _: redis::Value = redis::cmd("EXEC").query(&mut admin).unwrap();
+    assert_eq!(
+        counters(&mut admin),
+        "calls=1,allowed=0,denied=0,peeks=1,errors=0"
+    );
+}
+
+fn replayed_calls_are_not_counted(flavor: Flavor) {
+    let primary = Server::start_with(flavor, harness::aof_options(None));
+    let replica = Server::start(flavor);
+    harness::replicate(&replica, &primary);
+    let mut con = primary.connection();
+    limiter(&mut con, "CL.THROTTLE", &["t", "5", "1", "60"]);
+    limiter(&mut con, "CL.FIXED", &["f", "5", "60"]);
+    limiter(&mut con, "CL.WINDOW", &["w", "5", "60"]);
+    harness::wait_for_replica(&mut con);
+    let zero = "calls=0,allowed=0,denied=0,peeks=0,errors=0";
+    let mut on_replica = replica.connection();
+    for command in ["cl_throttle", "cl_fixed", "cl_window"] {
+        assert!(stats_line(&mut con, command).starts_with("calls=1,allowed=1,"));
+        assert_eq!(
+            stats_line(&mut on_replica, command),
+            zero,
+            "replica {command}"
+        );
+    }
+    let dir = primary.shutdown();
+    let restarted = Server::start_with(flavor, harness::aof_options(Some(dir)));
+    let mut con = restarted.connection();
+    let keys: i64 = redis::cmd("DBSIZE").query(&mut con).unwrap();
+    assert_eq!(keys, 3, "the AOF was replayed");
+    for command in ["cl_throttle", "cl_fixed", "cl_window"] {
+        assert_eq!(stats_line(&mut con, command), zero, "after AOF {command}");
     }
 }
 

@@ -263,8 +263,11 @@ impl Server {
                 return Err(format!("exited with {status}: {}", self.log_tail()));
             }
             if let Ok(mut con) = self.try_connection() {
-                if redis::cmd("PING").query::<String>(&mut con).is_ok() {
-                    return Ok(());
+                // A server with requirepass answers, just not PONG.
+                match redis::cmd("PING").query::<String>(&mut con) {
+                    Ok(_) => return Ok(()),
+                    Err(e) if e.code() == Some("NOAUTH") => return Ok(()),
+                    Err(_) => {}
                 }
             }
             std::thread::sleep(Duration::from_millis(20));
