@@ -3,7 +3,6 @@
 
 use std::os::raw::c_int;
 
-use redis_module::alloc::RedisAlloc;
 use redis_module::{raw, redis_module, Context, RedisString, Status};
 
 extern "C" fn owned(
@@ -46,7 +45,9 @@ fn init(ctx: &Context, _args: &[RedisString]) -> Status {
 redis_module! {
     name: "cl-conflict",
     version: 1,
-    allocator: (RedisAlloc, RedisAlloc),
+    // The system's heap: this module shares no memory with the server, and `cargo test` also
+    // runs it as an ordinary test binary, where the server's allocator does not exist.
+    allocator: (std::alloc::System, std::alloc::System),
     data_types: [],
     init: init,
 }
