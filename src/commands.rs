@@ -124,7 +124,7 @@ pub extern "C" fn fixed(
         if let Some(window) = decision.new_window {
             // Counting into an open window leaves its end where it was; as with INCR and
             // EXPIRE, only opening one sets an expiry.
-            let opens = !stored.is_some_and(|open| open.end_ms == window.end_ms);
+            let opens = stored.is_none_or(|open| open.end_ms != window.end_ms);
             let expiry = if opens {
                 Expiry::At(window.end_ms)
             } else {
