@@ -168,8 +168,12 @@ fn register(ctx: *mut raw::RedisModuleCtx, command: &Command) -> Result<(), &'st
             // The module's own category exists when this load added it, and also when an
             // earlier load did: servers keep module categories through MODULE UNLOAD, and
             // AddACLCategory then refuses to add it again. Where it exists, join it.
-            let joined = set_categories(handle, CATEGORIES_WITH_OWN.as_ptr())
-                == raw::REDISMODULE_OK as c_int
+            // Servers without AddACLCategory log a warning for an unknown category: don't ask.
+            let add_category = raw::RedisModule_AddACLCategory;
+            let may_have_own = add_category.is_some();
+            let joined = (may_have_own
+                && set_categories(handle, CATEGORIES_WITH_OWN.as_ptr())
+                    == raw::REDISMODULE_OK as c_int)
                 || set_categories(handle, CATEGORIES.as_ptr()) == raw::REDISMODULE_OK as c_int;
             if !joined {
                 return Err("SetCommandACLCategories failed");

@@ -131,11 +131,11 @@ pub extern "C" fn fixed(
                 Expiry::Unchanged
             };
             key.write_integer(window.count, expiry)?;
-            key.notify(Event::IncrBy)?;
-            if opens {
-                key.notify(Event::Expire)?;
-            }
             replicate_call(call, c"CL.FIXED", args.at_ms.is_some(), now_ms)?;
+            key.notify(Event::IncrBy);
+            if opens {
+                key.notify(Event::Expire);
+            }
         }
         Ok(Answer::new(
             decision.outcome.to_reply(args.unit),
@@ -158,9 +158,9 @@ pub extern "C" fn window(
         if let Some(append) = decision.append {
             append.apply(&mut key)?;
             key.expire_at(append.expire_at_ms)?;
-            key.notify(Event::WindowLog)?;
-            key.notify(Event::Expire)?;
             replicate_call(call, c"CL.WINDOW", args.at_ms.is_some(), now_ms)?;
+            key.notify(Event::WindowLog);
+            key.notify(Event::Expire);
         }
         Ok(Answer::new(
             decision.outcome.to_reply(args.unit),

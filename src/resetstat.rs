@@ -111,8 +111,9 @@ pub fn settle(point: Point) {
         STATE.store(IDLE, Ordering::Relaxed);
     } else {
         // Neither ran nor refused: queued in a transaction, which may be executed, discarded
-        // or abandoned. Watch the EXECs from here on.
+        // or abandoned (or postponed by CLIENT PAUSE). Watch the EXECs from here on.
         *before = Some(now);
+        EXEC_SEEN.store(0, Ordering::Relaxed);
         STATE.store(QUEUED, Ordering::Relaxed);
     }
 }
@@ -161,15 +162,16 @@ pub extern "C" fn filter(filter: *mut raw::RedisModuleCommandFilterCtx) {
 }
 
 fn seen_resetstat() {
+    // One queued in a transaction earlier may have run since the last look: settle it first,
+    // so that this reading comes after any reset already made.
+    if STATE.load(Ordering::Relaxed) == QUEUED {
+        settle(Point::Info);
+    }
     let (Ok(mut before), Some(now)) = (BEFORE.lock(), read()) else {
         return;
     };
-    // A RESETSTAT still queued elsewhere keeps being watched for: a later reading serves it
-    // as well, since it too precedes that RESETSTAT's run.
     *before = Some(now);
-    if STATE.load(Ordering::Relaxed) != QUEUED {
-        STATE.store(SEEN, Ordering::Relaxed);
-    }
+    STATE.store(SEEN, Ordering::Relaxed);
 }
 
 /// Reads the statistics through the module API: a few microseconds, paid only around a

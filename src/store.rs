@@ -101,9 +101,10 @@ impl Key {
         let text = decimal(value, &mut digits);
         self.overwrite(text)?;
         self.expire_at(expire_at_ms)?;
-        self.notify(Event::Set)?;
-        self.notify(Event::Expire)?;
-        replicate_set_pxat(self.ctx, self.name, text, expire_at_ms)
+        replicate_set_pxat(self.ctx, self.name, text, expire_at_ms)?;
+        self.notify(Event::Set);
+        self.notify(Event::Expire);
+        Ok(())
     }
 
     /// Stores `value` in decimal with the given expiry. Events and propagation are the
@@ -140,12 +141,17 @@ impl Key {
         Ok(())
     }
 
-    /// Fires a keyspace event on this key, as the server's own commands do after a write.
-    pub fn notify(&self, event: Event) -> Result<(), Error> {
-        let fire = api(unsafe { raw::RedisModule_NotifyKeyspaceEvent })?;
+    /// Fires a keyspace event on this key, as the server's own commands do after a write. It
+    /// comes after the write and its propagation, and cannot undo either: a failure to notify
+    /// is the server's to report, not a reason to fail a call that has taken its units.
+    pub fn notify(&self, event: Event) {
         let (class, name) = event.class_and_name();
         // SAFETY: ctx and name are the running command's; the event name is a static C string.
-        succeeded(unsafe { fire(self.ctx, class, name.as_ptr(), self.name) })
+        unsafe {
+            if let Some(fire) = raw::RedisModule_NotifyKeyspaceEvent {
+                fire(self.ctx, class, name.as_ptr(), self.name);
+            }
+        }
     }
 }
 
@@ -255,26 +261,34 @@ fn replicate_set_pxat(
 /// What CL.THROTTLE's writes propagate as; the other commands propagate themselves.
 const PROPAGATED_AS: &CStr = c"SET";
 
-/// errno's "no such entry", as RedisModule_Call sets it for an unknown command.
-const ENOENT: i32 = 2;
-
 /// Checks at load time that the command writes are propagated as resolves, so that no write
 /// can be made that replicas and the AOF would never see: `rename-command` in redis.conf
 /// (applied before modules load, and fixed from then on) can rename or disable it. The check
 /// calls it with no arguments, which the server refuses for its arity when the command exists
-/// and as unknown when it does not, running nothing either way.
+/// and as unknown when it does not, running nothing either way; `E` has the refusal come back
+/// as an error reply to read.
 pub fn check_propagation(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
     let no_api = |_| "the server lacks RedisModule_Call".to_owned();
     let call = api(unsafe { raw::RedisModule_Call }).map_err(no_api)?;
     let free = api(unsafe { raw::RedisModule_FreeCallReply }).map_err(no_api)?;
-    // SAFETY: called from OnLoad with the module's context; the format "" takes no arguments.
-    let reply = unsafe { call(ctx, PROPAGATED_AS.as_ptr(), c"".as_ptr()) };
-    if !reply.is_null() {
-        // SAFETY: a reply RedisModule_Call returned, freed once.
-        unsafe { free(reply) };
-        return Ok(());
-    }
-    if std::io::Error::last_os_error().raw_os_error() == Some(ENOENT) {
+    let text = api(unsafe { raw::RedisModule_CallReplyStringPtr }).map_err(no_api)?;
+    // SAFETY: called from OnLoad with the module's context; the format "E" takes no arguments.
+    // The reply's text is read while the reply lives, and the reply freed once.
+    let unknown = unsafe {
+        let reply = call(ctx, PROPAGATED_AS.as_ptr(), c"E".as_ptr());
+        if reply.is_null() {
+            return Err("the server refused a probe of its SET command".to_owned());
+        }
+        let mut len = 0usize;
+        let ptr = text(reply, &mut len);
+        let unknown = !ptr.is_null()
+            && std::slice::from_raw_parts(ptr.cast::<u8>(), len)
+                .windows(b"unknown command".len())
+                .any(|w| w.eq_ignore_ascii_case(b"unknown command"));
+        free(reply);
+        unknown
+    };
+    if unknown {
         let name = PROPAGATED_AS.to_string_lossy();
         return Err(format!(
             "the server has no {name} command (renamed or disabled by rename-command?), and CL.THROTTLE's writes reach replicas and the AOF as {name}"
