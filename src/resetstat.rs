@@ -10,7 +10,7 @@
 
 use std::ffi::CStr;
 use std::os::raw::c_int;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Mutex;
 
 use redis_module::raw;
@@ -37,8 +37,16 @@ const SEEN: u8 = 1;
 const QUEUED: u8 = 2;
 
 static STATE: AtomicU8 = AtomicU8::new(IDLE);
-/// Whether an EXEC went by since the last look while a RESETSTAT is queued.
+/// Whether an EXEC or DISCARD went by since the last look while a RESETSTAT is queued.
 static EXEC_SEEN: AtomicU8 = AtomicU8::new(0);
+/// The client that sent the RESETSTAT being settled, where the server tells filters (Redis
+/// 7.2+, Valkey); 0 where it does not.
+static SENDER: AtomicU64 = AtomicU64::new(0);
+/// Whether a RESETSTAT waits in a transaction, and the client whose transaction it is (0 if
+/// unknown). Once that transaction is over the RESETSTAT has run or never will, and watching
+/// stops; where the client is unknown, watching stops at the first reset seen.
+static WAITING: AtomicU8 = AtomicU8::new(0);
+static WAITING_IN: AtomicU64 = AtomicU64::new(0);
 /// The reading taken when the RESETSTAT went by (or, once queued, at the last look).
 static BEFORE: Mutex<Option<Reading>> = Mutex::new(None);
 
@@ -51,6 +59,8 @@ struct Reading {
     resetstat: CommandStat,
     /// `cmdstat_multi` calls: a transaction's own MULTI counts here before its RESETSTAT.
     multi_calls: u64,
+    /// The calls of the module's own commands, as the server counts them.
+    own_calls: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -71,6 +81,7 @@ impl Reading {
             || self.resetstat.rejected_calls < before.resetstat.rejected_calls
             || self.resetstat.failed_calls < before.resetstat.failed_calls
             || self.multi_calls < before.multi_calls
+            || self.own_calls < before.own_calls
     }
 
     /// Whether a RESETSTAT was refused (or failed) since `before`, the server counting it.
@@ -102,19 +113,35 @@ pub fn settle(point: Point) {
     let (Some(then), Some(now)) = (*before, read()) else {
         return;
     };
-    if now.shows_reset_since(&then) {
+    let reset = now.shows_reset_since(&then);
+    if reset {
         stats::reset();
-        *before = None;
-        STATE.store(IDLE, Ordering::Relaxed);
-    } else if state == SEEN && now.shows_refusal_since(&then) {
-        *before = None;
-        STATE.store(IDLE, Ordering::Relaxed);
-    } else {
+    }
+    if state == SEEN && !reset && !now.shows_refusal_since(&then) {
         // Neither ran nor refused: queued in a transaction, which may be executed, discarded
-        // or abandoned (or postponed by CLIENT PAUSE). Watch the EXECs from here on.
+        // or abandoned (or postponed by CLIENT PAUSE). A sender known not to be in one ran it
+        // where it left no trace, with nothing to zero.
+        let sender = SENDER.load(Ordering::Relaxed);
+        let waiting_in = WAITING_IN.load(Ordering::Relaxed);
+        let already = WAITING.load(Ordering::Relaxed) == 1 && !transaction_over(waiting_in);
+        if !already && !transaction_over(sender) {
+            WAITING.store(1, Ordering::Relaxed);
+            WAITING_IN.store(sender, Ordering::Relaxed);
+        }
+    } else if state == QUEUED {
+        let client = WAITING_IN.load(Ordering::Relaxed);
+        if transaction_over(client) || (reset && client == 0) {
+            WAITING.store(0, Ordering::Relaxed);
+        }
+    }
+    if WAITING.load(Ordering::Relaxed) == 1 {
+        // Only an EXEC can run it: watch the points that may follow one.
         *before = Some(now);
         EXEC_SEEN.store(0, Ordering::Relaxed);
         STATE.store(QUEUED, Ordering::Relaxed);
+    } else {
+        *before = None;
+        STATE.store(IDLE, Ordering::Relaxed);
     }
 }
 
@@ -149,19 +176,20 @@ pub extern "C" fn filter(filter: *mut raw::RedisModuleCommandFilterCtx) {
             2 if word(0).eq_ignore_ascii_case(b"config")
                 && word(1).eq_ignore_ascii_case(b"resetstat") =>
             {
-                seen_resetstat()
+                seen_resetstat(sender(filter))
             }
             1 if STATE.load(Ordering::Relaxed) == QUEUED
-                && word(0).eq_ignore_ascii_case(b"exec") =>
+                && (word(0).eq_ignore_ascii_case(b"exec")
+                    || word(0).eq_ignore_ascii_case(b"discard")) =>
             {
-                EXEC_SEEN.store(1, Ordering::Relaxed)
+                exec_coming()
             }
             _ => {}
         }
     }
 }
 
-fn seen_resetstat() {
+fn seen_resetstat(sender: u64) {
     // One queued in a transaction earlier may have run since the last look: settle it first,
     // so that this reading comes after any reset already made.
     if STATE.load(Ordering::Relaxed) == QUEUED {
@@ -171,7 +199,46 @@ fn seen_resetstat() {
         return;
     };
     *before = Some(now);
+    SENDER.store(sender, Ordering::Relaxed);
     STATE.store(SEEN, Ordering::Relaxed);
+}
+
+/// An EXEC or DISCARD is about to run while a RESETSTAT waits in a transaction: the reading to
+/// compare with is taken now, with all that the server counted up to it.
+fn exec_coming() {
+    EXEC_SEEN.store(1, Ordering::Relaxed);
+    if let (Ok(mut before), Some(now)) = (BEFORE.lock(), read()) {
+        *before = Some(now);
+    }
+}
+
+/// The id of the client whose command the filter sees, or 0 where the server does not say.
+fn sender(filter: *mut raw::RedisModuleCommandFilterCtx) -> u64 {
+    // SAFETY: filter is the live filter context.
+    unsafe { raw::RedisModule_CommandFilterGetClientId.map_or(0, |id| id(filter)) }
+}
+
+/// Whether the transaction of client `id` is over: the client left, or is no longer in MULTI.
+/// False when that cannot be known (id 0).
+fn transaction_over(id: u64) -> bool {
+    if id == 0 {
+        return false;
+    }
+    let Some(get_info) = (unsafe { raw::RedisModule_GetClientInfoById }) else {
+        return false;
+    };
+    // SAFETY: the structure holds only integers, for which all zeros is a value; marked
+    // version 1, it is the one the call fills in.
+    let found = unsafe {
+        let mut info: raw::RedisModuleClientInfo = std::mem::zeroed();
+        info.version = 1;
+        let found = get_info((&mut info as *mut raw::RedisModuleClientInfo).cast(), id);
+        (found == raw::REDISMODULE_OK as c_int).then_some(info.flags)
+    };
+    let Some(flags) = found else {
+        return true;
+    };
+    flags & u64::from(raw::REDISMODULE_CLIENTINFO_FLAG_MULTI) == 0
 }
 
 /// Reads the statistics through the module API: a few microseconds, paid only around a
@@ -185,6 +252,14 @@ fn read() -> Option<Reading> {
             commands,
             resetstat: command_stat(data, c"cmdstat_config|resetstat"),
             multi_calls: command_stat(data, c"cmdstat_multi").calls,
+            own_calls: [
+                c"cmdstat_cl.throttle",
+                c"cmdstat_cl.fixed",
+                c"cmdstat_cl.window",
+            ]
+            .iter()
+            .map(|field| command_stat(data, field).calls)
+            .fold(0, u64::saturating_add),
         })
     })?
 }
@@ -263,6 +338,7 @@ mod tests {
 
     fn reading(commands: u64, calls: u64, rejected: u64, multi: u64) -> Reading {
         Reading {
+            own_calls: 0,
             commands,
             resetstat: CommandStat {
                 calls,

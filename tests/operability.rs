@@ -13,6 +13,7 @@ both_servers!(
     the_commands_carry_their_acl_categories,
     module_list_reports_the_crate_version,
     a_resetstat_the_server_refuses_or_discards_leaves_the_counters,
+    a_resetstat_waiting_in_a_transaction_does_not_hide_others,
     replayed_calls_are_not_counted,
 );
 
@@ -240,6 +241,53 @@ fn a_resetstat_the_server_refuses_or_discards_leaves_the_counters(flavor: Flavor
     assert_eq!(
         counters(&mut admin),
         "calls=1,allowed=0,denied=0,peeks=1,errors=0"
+    );
+}
+
+fn a_resetstat_waiting_in_a_transaction_does_not_hide_others(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut waiting = server.connection();
+    let mut con = server.connection();
+    let fixed = |con: &mut redis::Connection, times: usize| {
+        for _ in 0..times {
+            limiter(con, "CL.FIXED", &["f", "100", "60"]);
+        }
+    };
+    let resetstat = |con: &mut redis::Connection| {
+        let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query(con).unwrap();
+    };
+    let _: () = redis::cmd("MULTI").query(&mut waiting).unwrap();
+    resetstat(&mut waiting);
+    fixed(&mut con, 3);
+    resetstat(&mut con);
+    resetstat(&mut con);
+    fixed(&mut con, 5);
+    assert!(
+        counters(&mut con).starts_with("calls=5,"),
+        "{}",
+        counters(&mut con)
+    );
+    // The transaction runs its RESETSTAT now.
+    let _: redis::Value = redis::cmd("EXEC").query(&mut waiting).unwrap();
+    fixed(&mut con, 2);
+    assert!(
+        counters(&mut con).starts_with("calls=2,"),
+        "{}",
+        counters(&mut con)
+    );
+    // One discarded: nothing changes, then or later.
+    let _: () = redis::cmd("MULTI").query(&mut waiting).unwrap();
+    resetstat(&mut waiting);
+    let _: () = redis::cmd("DISCARD").query(&mut waiting).unwrap();
+    fixed(&mut con, 1);
+    let _: redis::Value = redis::cmd("EXEC")
+        .query(&mut con)
+        .ok()
+        .unwrap_or(redis::Value::Nil);
+    assert!(
+        counters(&mut con).starts_with("calls=3,"),
+        "{}",
+        counters(&mut con)
     );
 }
 
