@@ -22,41 +22,34 @@ fn redis_6_refuses_to_load_it_and_keeps_running() {
     assert!(loaded.is_err(), "loaded on Redis 6.2");
     let pong: String = redis::cmd("PING").query(&mut con).unwrap();
     assert_eq!(pong, "PONG");
-    let log = std::fs::read_to_string(server.dir.join("server.log")).unwrap();
-    let refusals: Vec<&str> = log
-        .lines()
-        .filter(|line| line.contains("redis-cell needs Redis 7.0 or later"))
-        .collect();
-    assert_eq!(refusals.len(), 1, "{log}");
-    assert!(
-        refusals[0].contains("this server is 6.2."),
-        "{}",
-        refusals[0]
+    refused_once(
+        &server,
+        "redis-cell needs Redis 7.0 or later",
+        "this server is 6.2.",
     );
+    assert_no_limiter(&mut con);
+}
+
+/// The server logged exactly one line with `marker`, and it says `reason`.
+fn refused_once(server: &Server, marker: &str, reason: &str) {
+    let refusals = harness::log_lines(server, marker);
+    assert_eq!(refusals.len(), 1, "{refusals:?}");
+    assert!(refusals[0].contains(reason), "{}", refusals[0]);
+}
+
+fn assert_no_limiter(con: &mut redis::Connection) {
     let unknown = redis::cmd("CL.THROTTLE")
         .arg(&["k", "1", "1", "1"])
-        .query::<Vec<i64>>(&mut con);
-    assert!(unknown.is_err());
+        .query::<Vec<i64>>(con);
+    assert!(unknown.is_err(), "{unknown:?}");
 }
 
 #[test]
 fn module_load_and_unload_at_runtime() {
     for flavor in [Flavor::Redis, Flavor::Valkey] {
-        let server = Server::start_with(
-            flavor,
-            Options {
-                without_module: true,
-                args: vec!["--enable-module-command".into(), "yes".into()],
-                ..Options::default()
-            },
-        );
+        let server = without_module(flavor, &[]);
         let mut con = server.connection();
-        let module = harness::module_path();
-        let _: () = redis::cmd("MODULE")
-            .arg("LOAD")
-            .arg(module.to_str().unwrap())
-            .query(&mut con)
-            .unwrap();
+        harness::module_load(&mut con, &harness::module_path()).unwrap();
         let reply: Vec<i64> = redis::cmd("CL.THROTTLE")
             .arg(&["k", "1", "1", "1"])
             .query(&mut con)
@@ -69,10 +62,7 @@ fn module_load_and_unload_at_runtime() {
             .arg(&["UNLOAD", "redis-cell"])
             .query(&mut con)
             .unwrap();
-        let gone = redis::cmd("CL.THROTTLE")
-            .arg(&["k", "1", "1", "1"])
-            .query::<Vec<i64>>(&mut con);
-        assert!(gone.is_err(), "{flavor:?}: still answering after unload");
+        assert_no_limiter(&mut con);
         // The limiter's key is an ordinary string and outlives the module.
         let value: Option<String> = redis::cmd("GET").arg("k").query(&mut con).unwrap();
         assert!(value.is_some());
@@ -121,13 +111,10 @@ fn a_load_that_conflicts_fails_cleanly(flavor: Flavor) {
     assert!(harness::module_load(&mut con, &harness::module_path()).is_err());
     let owner = still_serving(&mut server, &mut con);
     assert!(owner.contains("owned by cl-conflict"), "{owner}");
-    let refusals = harness::log_lines(&server, "redis-cell:");
-    assert_eq!(refusals.len(), 1, "{refusals:?}");
-    assert!(
-        refusals[0]
-            .contains("cannot register cl.throttle: the server already has a command of that name"),
-        "{}",
-        refusals[0]
+    refused_once(
+        &server,
+        "redis-cell:",
+        "cannot register cl.throttle: the server already has a command of that name",
     );
     // Nothing of the failed load lingers: CONFIG RESETSTAT, which the module watches for
     // once loaded, runs as usual.
@@ -160,17 +147,8 @@ fn a_renamed_or_disabled_set_refuses_the_load(flavor: Flavor) {
             harness::module_load(&mut con, &harness::module_path()).is_err(),
             "loaded with SET renamed to {renamed_to:?}"
         );
-        let refusals = harness::log_lines(&server, "redis-cell:");
-        assert_eq!(refusals.len(), 1, "{refusals:?}");
-        assert!(
-            refusals[0].contains("the server has no SET command"),
-            "{}",
-            refusals[0]
-        );
-        let unknown = redis::cmd("CL.THROTTLE")
-            .arg(&["k", "1", "1", "1"])
-            .query::<Vec<i64>>(&mut con);
-        assert!(unknown.is_err());
+        refused_once(&server, "redis-cell:", "the server has no SET command");
+        assert_no_limiter(&mut con);
         let pong: String = redis::cmd("PING").query(&mut con).unwrap();
         assert_eq!(pong, "PONG");
     }
