@@ -4,15 +4,25 @@
 #      (bench/*.lua), on random keys and on one hot key, with ratios to SET and to the script;
 #   2. server instructions per call, counted by callgrind, for the same workloads;
 #   3. MEMORY USAGE of a CL.WINDOW key against the sorted-set log at 100, 1,000 and 10,000
-#      live entries.
-# Knobs: REQUESTS, CLIENTS, PIPELINE, ROUNDS, CALLS.
+#      live entries;
+#   4. server instructions per CL.WINDOW peek and denial on a log of 100 entries and on one
+#      of 100,000 entries, half of them expired since the last write, and their ratio.
+# Knobs: REQUESTS, CLIENTS, PIPELINE, ROUNDS, CALLS; PARTS (default "throughput memory
+# instructions long-log") to run only some; REDIS_CELL_MODULE to measure a module built
+# elsewhere instead of building this one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WITH_BENCH=1 bash scripts/setup.sh
-cargo build --release --quiet
-module="$PWD/target/release/libredis_cell.so"
+if [ -n "${REDIS_CELL_MODULE:-}" ]; then
+  module=$REDIS_CELL_MODULE
+else
+  cargo build --release --quiet
+  module="${CARGO_TARGET_DIR:-$PWD/target}/release/libredis_cell.so"
+fi
 REQUESTS=${REQUESTS:-400000} CLIENTS=${CLIENTS:-50} PIPELINE=${PIPELINE:-16}
 ROUNDS=${ROUNDS:-5} CALLS=${CALLS:-20000}
+PARTS=${PARTS:-throughput memory instructions long-log}
+part() { [[ " $PARTS " == *" $1 "* ]]; }
 
 work=$(mktemp -d)
 pids=()
@@ -31,7 +41,9 @@ wait_ready() {
 
 # Database 1 holds templates the hot-key runs copy from: CL.WINDOW logs written through the
 # command's replication form (an AOF of `CL.WINDOW … AT <ms>` calls, one per millisecond,
-# the last 10,000 ending a second before start) and the same entries as sorted sets.
+# the last 10,000 ending a second before start) and the same entries as sorted sets. It also
+# holds the long-log keys, which only peeks and denials touch: 100 and 100,000 entries a
+# second apart, the last a second before start, logged under a period that keeps them all.
 make_aof() {
   python3 - "$1" <<'EOF'
 import sys, time
@@ -49,6 +61,10 @@ for key, entries in [("tpl:window:hot", 10000), ("mem:window:100", 100),
         parts.append(resp("CL.WINDOW", key, 10**9, 3600000, 1, "MS", "AT", first + i))
         parts.append(resp("ZADD", key.replace("window", "zset"), first + i, "%d:%d" % (first + i, i)))
     parts.append(resp("PEXPIRE", key.replace("window", "zset"), 3600000))
+for entries in [100, 100000]:
+    first = now - 1000 * entries
+    for i in range(entries):
+        parts.append(resp("CL.WINDOW", "long:%d" % entries, 10**9, 200000000, 1, "MS", "AT", first + 1000 * i))
 open(sys.argv[1], "w").write("".join(parts))
 EOF
 }
@@ -133,26 +149,31 @@ print_table() { # title, unit column, then the values by workload name
 
 # Rounds interleave the workloads, so that a slow spell of the machine hits them all; each
 # keeps its best round.
-declare -A best
-for _ in $(seq 1 "$ROUNDS"); do
-  for entry in "${workloads[@]}"; do
-    name=${entry%%|*} rest=${entry#*|}
-    value=$(rps "${rest%%|*}")
-    best[$name]=$(python3 -c "print(max(${best[$name]:-0}, ${value:-0}))")
+if part throughput; then
+  declare -A best
+  for _ in $(seq 1 "$ROUNDS"); do
+    for entry in "${workloads[@]}"; do
+      name=${entry%%|*} rest=${entry#*|}
+      value=$(rps "${rest%%|*}")
+      best[$name]=$(python3 -c "print(max(${best[$name]:-0}, ${value:-0}))")
+    done
   done
-done
-print_table "Throughput: redis-server $(/usr/bin/redis-server --version | sed -E 's/.*v=([^ ]+).*/\1/'), $REQUESTS requests, $CLIENTS clients, pipeline $PIPELINE, best of $ROUNDS interleaved rounds, server and client on separate cores (vs Lua: how many times the script's rate)" "requests/s" best
+  print_table "Throughput: redis-server $(/usr/bin/redis-server --version | sed -E 's/.*v=([^ ]+).*/\1/'), $REQUESTS requests, $CLIENTS clients, pipeline $PIPELINE, best of $ROUNDS interleaved rounds, server and client on separate cores (vs Lua: how many times the script's rate)" "requests/s" best
+fi
 
 # Memory: the same entries as a CL.WINDOW log and as a sorted-set log.
-echo
-echo "MEMORY USAGE of one limiter key, by live entries (one per millisecond):"
-printf '| %7s | %14s | %14s | %8s |\n' "entries" "CL.WINDOW" "sorted set" "ratio"
-printf '|%s|%s|%s|%s|\n' "---------" "----------------" "----------------" "----------"
-for n in 100 1000 10000; do
-  w=$(redis-cli -p "$port" -n 1 MEMORY USAGE "mem:window:$n" SAMPLES 0)
-  z=$(redis-cli -p "$port" -n 1 MEMORY USAGE "mem:zset:$n" SAMPLES 0)
-  printf '| %7d | %12d B | %12d B | %7s |\n' "$n" "$w" "$z" "$(ratio "$z" "$w")"
-done
+if part memory; then
+  echo
+  echo "MEMORY USAGE of one limiter key, by live entries (one per millisecond):"
+  printf '| %7s | %14s | %14s | %8s |\n' "entries" "CL.WINDOW" "sorted set" "ratio"
+  printf '|%s|%s|%s|%s|\n' "---------" "----------------" "----------------" "----------"
+  for n in 100 1000 10000; do
+    w=$(redis-cli -p "$port" -n 1 MEMORY USAGE "mem:window:$n" SAMPLES 0)
+    z=$(redis-cli -p "$port" -n 1 MEMORY USAGE "mem:zset:$n" SAMPLES 0)
+    printf '| %7d | %12d B | %12d B | %7s |\n' "$n" "$w" "$z" "$(ratio "$z" "$w")"
+  done
+fi
+part instructions || part long-log || exit 0
 
 # Instructions: the same server under callgrind, counting only while each workload runs.
 cport=$(free_port)
@@ -163,20 +184,43 @@ cgpid=${pids[-1]}
 for script in gcra fixed window; do
   redis-cli -p "$cport" SCRIPT LOAD "$(cat "bench/$script.lua")" >/dev/null
 done
-declare -A instructions
-for entry in "${workloads[@]}"; do
-  name=${entry%%|*} rest=${entry#*|}
-  command=${rest%%|*}
-  reset_keys "$cport"
+per_call() { # COMMAND [DB]: server instructions per call, CALLS calls of it
   callgrind_control -z "$cgpid" >/dev/null 2>&1
   callgrind_control -i on "$cgpid" >/dev/null 2>&1
   # shellcheck disable=SC2086
-  redis-benchmark -p "$cport" -n "$CALLS" -c 1 -P 16 -r 100000 -q $command >/dev/null 2>&1
+  redis-benchmark -p "$cport" --dbnum "${2:-0}" -n "$CALLS" -c 1 -P 16 -r 100000 -q $1 >/dev/null 2>&1
   callgrind_control -i off "$cgpid" >/dev/null 2>&1
   rm -f "$work"/callgrind/out.*.[0-9]*
   callgrind_control -d "$cgpid" >/dev/null 2>&1
+  local dump total
   dump=$(ls -t "$work"/callgrind/out.* | head -1)
   total=$(grep '^totals:' "$dump" | awk '{print $2}')
-  instructions[$name]=$(python3 -c "print($total / $CALLS)")
-done
-print_table "Server instructions per call (callgrind, $CALLS calls, 1 client, pipeline 16; vs Lua: how many times fewer than the script)" "instructions" instructions
+  python3 -c "print($total / $CALLS)"
+}
+
+if part instructions; then
+  declare -A instructions
+  for entry in "${workloads[@]}"; do
+    name=${entry%%|*} rest=${entry#*|}
+    reset_keys "$cport"
+    instructions[$name]=$(per_call "${rest%%|*}")
+  done
+  print_table "Server instructions per call (callgrind, $CALLS calls, 1 client, pipeline 16; vs Lua: how many times fewer than the script)" "instructions" instructions
+fi
+
+# Peeks and denials write nothing, so on a long log each call finds its way past the same
+# expired entries again: under a period of 50,000 s, half of the 100,000-entry log has
+# expired since it was written, and none of the 100-entry one. The same calls on both.
+if part long-log; then
+  period=50000 limit=1000000
+  remaining=$(redis-cli -p "$cport" -n 1 CL.WINDOW long:100000 "$limit" "$period" 0 | sed -n 3p)
+  echo
+  echo "CL.WINDOW on a long log, server instructions per call (callgrind, $CALLS calls, 1 client, pipeline 16): entries a second apart, limit $limit, period $period s; of the 100,000 entries $((limit - remaining)) are live, the others expired since the last write"
+  printf '| %-33s | %12s | %15s | %8s |\n' "call" "100 entries" "100,000 entries" "ratio"
+  printf '|%s|%s|%s|%s|\n' "-----------------------------------" "--------------" "-----------------" "----------"
+  for row in "peek (quantity 0)|0" "denial (quantity = limit)|$limit"; do
+    short=$(per_call "CL.WINDOW long:100 $limit $period ${row#*|}" 1)
+    long=$(per_call "CL.WINDOW long:100000 $limit $period ${row#*|}" 1)
+    printf '| %-33s | %12.0f | %15.0f | %8s |\n' "${row%%|*}" "$short" "$long" "$(ratio "$long" "$short")"
+  done
+fi

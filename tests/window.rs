@@ -13,6 +13,7 @@ both_servers!(
     a_chain_of_replicas_holds_identical_logs,
     ten_thousand_entries_fit_in_80_kilobytes,
     a_replica_of_a_long_log_gets_small_commands_and_identical_bytes,
+    peeks_and_denials_on_a_long_log_half_expired_answer_exactly_and_write_nothing,
 );
 
 fn units_count_for_one_period_after_admission(flavor: Flavor) {
@@ -40,7 +41,7 @@ fn units_count_for_one_period_after_admission(flavor: Flavor) {
         [1, 3, 0, -1, 60]
     );
     let (value, expiry) = snapshot(&mut con, b"w");
-    assert!(value.unwrap().starts_with(b"CLW\x01"));
+    assert!(value.unwrap().starts_with(b"CLW\x02"));
     let now_ms = server_now_ns(&mut con) / 1_000_000;
     assert!(
         expiry > now_ms + 59_000 && expiry <= now_ms + 60_000,
@@ -102,24 +103,32 @@ fn a_chain_of_replicas_holds_identical_logs(flavor: Flavor) {
     );
 }
 
-/// A server whose AOF holds `entries` admitted calls on `key`, one per millisecond up to a
-/// second ago: the replication form, as a primary would have logged it.
-fn server_with_long_log(flavor: Flavor, key: &str, entries: i64, limit: i64) -> Server {
+/// A server whose AOF holds `entries` admitted calls on `key`, `spacing_ms` apart, the last a
+/// second ago, under a period that keeps them all: the replication form, as a primary would
+/// have logged it. Also returns when the first was admitted.
+fn server_with_long_log(
+    flavor: Flavor,
+    key: &str,
+    entries: i64,
+    limit: i64,
+    spacing_ms: i64,
+) -> (Server, i64) {
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_millis() as i64;
-    let first = now_ms - 1_000 - entries;
+    let first = now_ms - 1_000 - (entries - 1) * spacing_ms;
+    let period_ms = (2 * entries * spacing_ms).max(3_600_000).to_string();
     let aof = resp_commands((0..entries).map(|i| {
         [
             "CL.WINDOW",
             key,
             &limit.to_string(),
-            "3600000",
+            &period_ms,
             "1",
             "MS",
             "AT",
-            &(first + i).to_string(),
+            &(first + i * spacing_ms).to_string(),
         ]
         .map(String::from)
         .to_vec()
@@ -133,11 +142,11 @@ fn server_with_long_log(flavor: Flavor, key: &str, entries: i64, limit: i64) -> 
     std::fs::write(dir.join("appendonly.aof"), aof).unwrap();
     let mut options = aof_options(Some(dir));
     options.keep_dir = false;
-    Server::start_with(flavor, options)
+    (Server::start_with(flavor, options), first)
 }
 
 fn ten_thousand_entries_fit_in_80_kilobytes(flavor: Flavor) {
-    let server = server_with_long_log(flavor, "big", 10_000, 20_000);
+    let (server, _) = server_with_long_log(flavor, "big", 10_000, 20_000, 1);
     let mut con = server.connection();
     let peek = limiter(&mut con, "CL.WINDOW", &["big", "20000", "3600", "0"]);
     assert_eq!(peek[..4], [0, 20_000, 10_000, -1]);
@@ -146,13 +155,13 @@ fn ten_thousand_entries_fit_in_80_kilobytes(flavor: Flavor) {
         .query(&mut con)
         .unwrap();
     assert!(usage <= 80_000, "MEMORY USAGE {usage}");
-    // Two bytes an entry, plus the header.
+    // Two bytes an entry, 56 entries to a 128-byte block, after a 48-byte header.
     let len: i64 = redis::cmd("STRLEN").arg("big").query(&mut con).unwrap();
-    assert_eq!(len, 40 + 2 * 10_000);
+    assert_eq!(len, 48 + 178 * 128 + 16 + 1 + 2 * 31);
 }
 
 fn a_replica_of_a_long_log_gets_small_commands_and_identical_bytes(flavor: Flavor) {
-    let primary = server_with_long_log(flavor, "long", 10_000, 1_000_000);
+    let (primary, _) = server_with_long_log(flavor, "long", 10_000, 1_000_000, 1);
     let replica = Server::start(flavor);
     replicate(&replica, &primary);
     let mut con = primary.connection();
@@ -185,7 +194,59 @@ fn a_replica_of_a_long_log_gets_small_commands_and_identical_bytes(flavor: Flavo
         .arg("long")
         .query(&mut replica_con)
         .unwrap();
-    assert!(len > 40 + 2 * 10_000);
+    assert!(len > 48 + 178 * 128 + 16 + 1 + 2 * 31);
+}
+
+/// A peek and a denial search a long log rather than walk the entries that expired since
+/// the last write (the unit tests count what they read): here, on a real server, they
+/// answer exactly and leave the value as it was.
+fn peeks_and_denials_on_a_long_log_half_expired_answer_exactly_and_write_nothing(flavor: Flavor) {
+    const ENTRIES: i64 = 20_000;
+    const LIMIT: i64 = 1_000_000;
+    // Entries a second apart; half a second off their grid, so that few calls see one leave.
+    const PERIOD_MS: i64 = 10_000_500;
+    let (server, first) = server_with_long_log(flavor, "sparse", ENTRIES, LIMIT, 1_000);
+    let newest = first + (ENTRIES - 1) * 1_000;
+    let mut con = server.connection();
+    let before = (snapshot(&mut con, b"sparse"), dump(&mut con, b"sparse"));
+    // Entry i is live at `now` iff now - (first + 1000 i) < period.
+    let live_at = |now_ms: i64| {
+        let expired = (now_ms - PERIOD_MS - first).div_euclid(1_000) + 1;
+        ENTRIES - expired.clamp(0, ENTRIES)
+    };
+    let (limit, period) = (LIMIT.to_string(), PERIOD_MS.to_string());
+    loop {
+        let start = server_now_ns(&mut con) / 1_000_000;
+        let peek = limiter(
+            &mut con,
+            "CL.WINDOW",
+            &["sparse", &limit, &period, "0", "MS"],
+        );
+        let denial = limiter(
+            &mut con,
+            "CL.WINDOW",
+            &["sparse", &limit, &period, &limit, "MS"],
+        );
+        let end = server_now_ns(&mut con) / 1_000_000;
+        let live = live_at(start);
+        if live != live_at(end) {
+            continue;
+        }
+        assert!((9_000..11_000).contains(&live), "{live} live entries");
+        assert_eq!(peek[..4], [0, LIMIT, LIMIT - live, -1]);
+        assert_eq!(denial[..3], [1, LIMIT, LIMIT - live]);
+        // All the live units must leave for the whole limit to fit: the newest's departure.
+        let newest_leaves = (newest + PERIOD_MS - end)..=(newest + PERIOD_MS - start);
+        for wait in [peek[4], denial[3], denial[4]] {
+            assert!(
+                newest_leaves.contains(&wait),
+                "{wait} not in {newest_leaves:?}"
+            );
+        }
+        break;
+    }
+    let after = (snapshot(&mut con, b"sparse"), dump(&mut con, b"sparse"));
+    assert_eq!(after, before);
 }
 
 /// Valkey under libfaketime, its clock frozen where the test puts it.

@@ -1,7 +1,8 @@
 //! Stored values, decoded as each command's state and decided on at any instant: refused or
 //! decided, never a panic, never an out-of-range reply. Values come raw from the input, and
-//! as sliding-window logs built by real calls and then damaged byte by byte behind a valid
-//! checksum; a log the window admitted into must decode again.
+//! as sliding-window logs built by real calls (up to a few thousand, over many blocks, with
+//! units large enough to lengthen merged entries) and then damaged byte by byte behind a
+//! valid checksum; a log the window admitted into must decode again.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -19,7 +20,8 @@ struct Input {
     quantity: u8,
     expiry_ms: i64,
     raw: Vec<u8>,
-    /// Calls that build a log: (ms since the previous one, quantity).
+    /// Calls that build a log: (ms since the previous one, quantity, in 7-bit digits
+    /// shifted by the top two bits).
     calls: Vec<(u16, u8)>,
     /// Bytes to damage in the built log: (position, xor mask).
     damage: Vec<(u16, u8)>,
@@ -31,9 +33,13 @@ fn check(reply: [i64; 5]) {
 }
 
 fn window(limit: i64, quantity: i64) -> SlidingWindow {
+    sliding(limit, 60_000, quantity)
+}
+
+fn sliding(limit: i64, period_ms: i64, quantity: i64) -> SlidingWindow {
     SlidingWindow::new(&WindowArgs {
         limit,
-        period_ms: 60_000,
+        period_ms,
         quantity,
         unit: TimeUnit::Milliseconds,
         at_ms: None,
@@ -102,9 +108,10 @@ fuzz_target!(|input: Input| {
 
     let mut log: Option<Vec<u8>> = None;
     let mut at = START_MS;
-    for &(gap, units) in input.calls.iter().take(200) {
+    for &(gap, units) in input.calls.iter().take(4_000) {
         at += i64::from(gap);
-        let decision = window(1_000, i64::from(units % 8))
+        let quantity = i64::from(units & 0x3f) << (7 * (units >> 6));
+        let decision = sliding(1 << 50, 3_600_000, quantity)
             .decide(log.as_deref(), at)
             .expect("own log");
         if let Some(append) = decision.append {
