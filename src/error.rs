@@ -25,6 +25,9 @@ pub enum Error {
     WrongType,
     /// The key holds a string this command cannot read as its state.
     CorruptState,
+    /// An admitted call would grow a sliding window log past the longest string the server
+    /// stores (512 MB): a period far longer than the traffic it logs.
+    LogTooLong,
     /// The server's clock reads outside the range this module can represent (before 1970 or
     /// after 2116).
     ClockOutOfRange,
@@ -58,6 +61,9 @@ impl Error {
             Error::CorruptState => {
                 "ERR the value at this key is not a valid state for this command".to_owned()
             }
+            Error::LogTooLong => {
+                "ERR the sliding window log would exceed 512 MB: use a shorter period or fewer, larger calls".to_owned()
+            }
             Error::ClockOutOfRange => "ERR the server clock is out of range".to_owned(),
             Error::Internal => "ERR internal error in redis-cell; nothing was changed".to_owned(),
         }
@@ -90,6 +96,7 @@ mod tests {
             Error::AtFromClient,
             Error::WrongType,
             Error::CorruptState,
+            Error::LogTooLong,
             Error::ClockOutOfRange,
             Error::Internal,
         ];

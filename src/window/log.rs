@@ -61,6 +61,10 @@ const MAX_ENTRIES_IN_BLOCK: usize = (BLOCK - BLOCK_HEADER - 1) / 2 + 1;
 /// Whole blocks before the head's are reclaimed once there are at least this many bytes of
 /// them and they are more than half of all blocks' bytes.
 const COMPACT_MIN: usize = BLOCK;
+/// The longest string the server stores (its `proto-max-bulk-len` default, and the most
+/// `RedisModule_StringTruncate` makes): a log that would outgrow it is refused before any
+/// byte changes.
+const MAX_VALUE_LEN: usize = 512 * 1024 * 1024;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Header {
@@ -335,31 +339,31 @@ pub fn append(
         return write_header(bytes, &Header::spanning(entry, entry, units));
     };
 
+    // Everything that can fail is decided on the value as it is, before the first write: an
+    // error must leave the key unchanged.
     let bytes = buffer.bytes_mut()?;
-    let mut len = bytes.len();
-    let (mut oldest, mut tail) = (kept.oldest, kept.tail);
-    if !(oldest.offset <= tail && tail < len) {
-        return Err(Error::Internal);
+    let stored_len = bytes.len();
+    let (mut oldest, stored_tail) = (kept.oldest, kept.tail);
+    if !(oldest.offset <= stored_tail && stored_tail < stored_len) {
+        return Err(Error::CorruptState);
     }
-    let dead = block_start(oldest.offset).ok_or(Error::Internal)? - HEADER_LEN;
-    if dead >= COMPACT_MIN && dead > (len - HEADER_LEN) / 2 {
-        // Whole blocks move, so every block stays at its place in the grid.
-        bytes.copy_within(HEADER_LEN + dead..len, HEADER_LEN);
-        (oldest.offset, tail, len) = (oldest.offset - dead, tail - dead, len - dead);
-    }
+    let dead = block_start(oldest.offset).ok_or(Error::CorruptState)? - HEADER_LEN;
+    let compact = dead >= COMPACT_MIN && dead > (stored_len - HEADER_LEN) / 2;
+    // Whole blocks move, so every block stays at its place in the grid.
+    let shift = if compact { dead } else { 0 };
 
     // The entry to write: where, its milliseconds since the previous one (none for a
     // block's first), its units, and the units count before it.
-    let block_end = block_start(tail).ok_or(Error::Internal)? + BLOCK;
     let merging = at_ms == kept.tail_ms;
-    let (from, delta_ms, entry_units, units_before) = if merging {
+    let (delta_ms, entry_units, units_before) = if merging {
         // The same millisecond as the newest entry: add to its units.
-        let (delta_ms, tail_units, _) = read_entry(bytes.get(..len).unwrap_or(bytes), tail)?;
-        let first_in_block = tail == block_end - BLOCK + BLOCK_HEADER;
+        let (delta_ms, tail_units, _) = read_entry(bytes, stored_tail)?;
+        let first_in_block = stored_tail
+            .checked_sub(BLOCK_HEADER)
+            .is_some_and(|start| block_start(stored_tail) == Some(start));
         (
-            tail,
             (!first_in_block).then_some(delta_ms as u64),
-            tail_units.checked_add(units).ok_or(Error::Internal)?,
+            tail_units.checked_add(units).ok_or(Error::CorruptState)?,
             kept.units_logged.wrapping_sub(tail_units),
         )
     } else {
@@ -367,8 +371,12 @@ pub fn append(
             .checked_sub(kept.tail_ms)
             .filter(|&d| d >= 1)
             .ok_or(Error::Internal)?;
-        (len, Some(delta_ms as u64), units, kept.units_logged)
+        (Some(delta_ms as u64), units, kept.units_logged)
     };
+    let (tail, len) = (stored_tail - shift, stored_len - shift);
+    oldest.offset -= shift;
+    let from = if merging { tail } else { len };
+    let block_end = block_start(tail).ok_or(Error::CorruptState)? + BLOCK;
     let units_len = varint_len(entry_units);
     let fits = from + delta_ms.map_or(0, varint_len) + units_len <= block_end;
     let (new_tail, delta_ms) = if fits {
@@ -377,7 +385,15 @@ pub fn append(
         (block_end + BLOCK_HEADER, None)
     };
     let delta_len = delta_ms.map_or(0, varint_len);
-    buffer.resize(new_tail + delta_len + units_len)?;
+    let new_len = new_tail + delta_len + units_len;
+    if new_len > MAX_VALUE_LEN {
+        return Err(Error::LogTooLong);
+    }
+
+    if compact {
+        bytes.copy_within(HEADER_LEN + dead..stored_len, HEADER_LEN);
+    }
+    buffer.resize(new_len)?;
     let bytes = buffer.bytes_mut()?;
     if !fits {
         // What the newest entry leaves of its block, its own old bytes when it moves out, is
@@ -650,6 +666,28 @@ mod tests {
     }
 
     #[test]
+    fn a_write_that_cannot_be_made_changes_nothing() {
+        // Behind a valid checksum, a dead block before the head's (due for reclaiming) and a
+        // newest entry of u64::MAX units, which a merge cannot add to.
+        let at = NOW + 10_000;
+        let tail = HEADER_LEN + BLOCK + BLOCK_HEADER;
+        let mut log = vec![0u8; tail];
+        write_block(&mut log, HEADER_LEN + BLOCK, at, 0).unwrap();
+        log.extend_from_slice(&[0xff; 9]);
+        log.push(0x01);
+        let newest = Cursor {
+            offset: tail,
+            at_ms: at,
+            units_before: 0,
+        };
+        write_header(&mut log, &Header::spanning(newest, newest, 1)).unwrap();
+        let decision = window(10, 60_000, 1).decide(Some(&log), at).unwrap();
+        let mut written = log.clone();
+        assert!(decision.append.unwrap().apply(&mut written).is_err());
+        assert_eq!(written, log);
+    }
+
+    #[test]
     fn expired_entries_are_reclaimed() {
         let mut key = Key::default();
         let w = window(100, 100, 1);
@@ -783,8 +821,11 @@ mod tests {
             prop_assert!(reply[3] == -1 || reply[3] >= 0);
             if let Some(append) = decision.append {
                 let mut written = log.to_vec();
-                if append.apply(&mut written).is_ok() {
-                    let _ = w.decide(Some(&written), now);
+                match append.apply(&mut written) {
+                    Ok(()) => {
+                        let _ = w.decide(Some(&written), now);
+                    }
+                    Err(_) => prop_assert!(written == log, "a failed write changed the log"),
                 }
             }
         }
