@@ -329,6 +329,24 @@ mod tests {
         prop::collection::vec((gap, quantity), 1_000..3_000)
     }
 
+    /// Runs `calls` (gap since the previous call, quantity) on a key and on the plain model,
+    /// which must answer alike.
+    fn answers_as_the_model(
+        limit: i64,
+        period: i64,
+        calls: Vec<(i64, i64)>,
+    ) -> Result<(), TestCaseError> {
+        let mut key = Key::default();
+        let mut events = Vec::new();
+        let mut now = NOW;
+        for (gap, quantity) in calls {
+            now += gap;
+            let expected = model_call(&mut events, limit, period, quantity, now);
+            prop_assert_eq!(key.call(window(limit, period, quantity), now), expected);
+        }
+        Ok(())
+    }
+
     proptest! {
         #[test]
         fn the_log_answers_exactly_as_a_plain_event_list(
@@ -336,14 +354,7 @@ mod tests {
             period in 1i64..2_000,
             calls in calls(),
         ) {
-            let mut key = Key::default();
-            let mut events = Vec::new();
-            let mut now = NOW;
-            for (gap, quantity) in calls {
-                now += gap;
-                let expected = model_call(&mut events, limit, period, quantity, now);
-                prop_assert_eq!(key.call(window(limit, period, quantity), now), expected);
-            }
+            answers_as_the_model(limit, period, calls)?;
         }
 
         #[test]
@@ -381,14 +392,7 @@ mod tests {
             period in prop_oneof![1 => 1i64..3_000, 3 => 1i64 << 20..1 << 42],
             calls in long_calls(),
         ) {
-            let mut key = Key::default();
-            let mut events = Vec::new();
-            let mut now = NOW;
-            for (gap, quantity) in calls {
-                now += gap;
-                let expected = model_call(&mut events, limit, period, quantity, now);
-                prop_assert_eq!(key.call(window(limit, period, quantity), now), expected);
-            }
+            answers_as_the_model(limit, period, calls)?;
         }
     }
 }
