@@ -30,6 +30,8 @@ struct Call<'a> {
     /// The arguments after the key, as bytes.
     rest: [&'a [u8]; MAX_ARGS],
     rest_len: usize,
+    /// Whether the call comes from the primary over the replication link, or from the AOF.
+    replayed: bool,
 }
 
 impl<'a> Call<'a> {
@@ -41,6 +43,7 @@ impl<'a> Call<'a> {
         argv: *mut *mut raw::RedisModuleString,
         argc: c_int,
         command: &'static str,
+        replayed: bool,
     ) -> Result<Call<'a>, Error> {
         let argc = usize::try_from(argc).map_err(|_| Error::WrongArity(command))?;
         if !(2..=MAX_ARGS).contains(&argc) || argv.is_null() {
@@ -62,6 +65,7 @@ impl<'a> Call<'a> {
             key: argv.get(1).copied().ok_or(Error::WrongArity(command))?,
             rest,
             rest_len: argc - 2,
+            replayed,
         })
     }
 
@@ -73,7 +77,7 @@ impl<'a> Call<'a> {
     /// replayed call.
     fn instant(&self, at_ms: Option<i64>) -> Result<i64, Error> {
         match at_ms {
-            Some(at) if is_replayed(self.ctx) => Ok(at),
+            Some(at) if self.replayed => Ok(at),
             Some(_) => Err(Error::AtFromClient),
             None => clock::now_ms(),
         }
@@ -235,23 +239,24 @@ fn dispatch(
 ) -> c_int {
     let flags = context_flags(ctx);
     stats::before_command(flags & raw::REDISMODULE_CTX_FLAGS_MULTI != 0);
+    // A replica or a restart replaying a call may carry the primary's instant, and does not
+    // count it in the counters, which are the clients'.
+    let replayed = flags & REPLAYED != 0;
     let result = catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: Redis passes argc live argument strings for the duration of the command.
-        let call = unsafe { Call::new(ctx, argv, argc, command) }?;
+        let call = unsafe { Call::new(ctx, argv, argc, command, replayed) }?;
         body(&call)
     }))
     .unwrap_or(Err(Error::Internal));
-    // The counters are the clients': a replica or a restart replaying a call does not count it.
-    let counted = flags & REPLAYED == 0;
     match result {
         Ok(answer) => {
-            if counted {
+            if !replayed {
                 counters.record(answer.counted());
             }
             reply::send(ctx, answer.values);
         }
         Err(error) => {
-            if counted {
+            if !replayed {
                 counters.record(Counted::Error);
             }
             reply::send_error(ctx, error);
@@ -266,11 +271,6 @@ const REPLAYED: u32 = raw::REDISMODULE_CTX_FLAGS_REPLICATED | raw::REDISMODULE_C
 fn context_flags(ctx: *mut raw::RedisModuleCtx) -> u32 {
     // SAFETY: ctx is the running command's context.
     unsafe { raw::RedisModule_GetContextFlags.map_or(0, |flags| flags(ctx) as u32) }
-}
-
-/// Whether the running call is replayed, from the primary or the AOF.
-fn is_replayed(ctx: *mut raw::RedisModuleCtx) -> bool {
-    context_flags(ctx) & REPLAYED != 0
 }
 
 /// A command's reply, and whether the call only looked.

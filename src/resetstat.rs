@@ -242,7 +242,7 @@ fn transaction_over(id: u64) -> bool {
 }
 
 /// Reads the statistics through the module API: a few microseconds, paid only around a
-/// RESETSTAT.
+/// RESETSTAT and, while one waits in a transaction, around each EXEC and DISCARD.
 fn read() -> Option<Reading> {
     let commands = with_section(c"stats", |data| {
         unsigned_field(data, c"total_commands_processed")

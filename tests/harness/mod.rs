@@ -70,15 +70,17 @@ pub fn module_path() -> PathBuf {
     if let Some(path) = std::env::var_os("REDIS_CELL_MODULE") {
         return PathBuf::from(path);
     }
+    built("libredis_cell.so", "build the crate first")
+}
+
+/// A file cargo built, named relative to target/<profile>/deps (where the test binary is);
+/// `how` says how to build it when it is missing.
+fn built(relative: &str, how: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("test binary path");
     let deps = exe.parent().expect("target/<profile>/deps");
-    let module = deps.join("libredis_cell.so");
-    assert!(
-        module.exists(),
-        "{} is missing: build the crate first",
-        module.display()
-    );
-    module
+    let file = deps.join(relative);
+    assert!(file.exists(), "{} is missing: {how}", file.display());
+    file
 }
 
 /// A libfaketime clock file: the server reads its wall-clock time from here, frozen until
@@ -542,18 +544,10 @@ mod tests {
 /// The test-only module that owns `cl.throttle` (tests/modules/conflicting.rs), built by
 /// `cargo build --examples` into target/<profile>/examples.
 pub fn conflicting_module_path() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    let profile = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("target/<profile>");
-    let module = profile.join("examples/libconflicting_module.so");
-    assert!(
-        module.exists(),
-        "{} is missing: run cargo build --examples first",
-        module.display()
-    );
-    module
+    built(
+        "../examples/libconflicting_module.so",
+        "run cargo build --examples first",
+    )
 }
 
 /// What a server is, from `INFO server`, for expectations that depend on what it can do
