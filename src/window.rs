@@ -12,7 +12,7 @@ use crate::args::WindowArgs;
 use crate::error::Error;
 use crate::reply::Outcome;
 pub use log::{reseal, HEADER_LEN};
-use log::{Kept, Log};
+use log::{AppendPlan, Log};
 
 const NANOS_PER_MILLI: i64 = 1_000_000;
 
@@ -54,8 +54,8 @@ pub struct Decision {
 pub struct Append {
     pub at_ms: i64,
     pub units: i64,
-    /// What stays of the log decided on; `None` when nothing does.
-    kept: Option<Kept>,
+    /// The change to the bytes, checked against the log decided on.
+    plan: AppendPlan,
     /// When the key should expire: the instant the newest unit leaves the window.
     pub expire_at_ms: i64,
 }
@@ -71,7 +71,9 @@ impl SlidingWindow {
         }
     }
 
-    /// Decides a request at `now_ms` against the stored log, if any, without changing it.
+    /// Decides a request at `now_ms` against the stored log, if any, without changing it. An
+    /// admitted request's change is planned in full: a log its append would damage or
+    /// overgrow is refused here, not halfway through the write.
     pub fn decide(&self, stored: Option<&[u8]>, now_ms: i64) -> Result<Decision, Error> {
         let log = stored.map(Log::decode).transpose()?;
         // Stored instants are trusted only as far as the checksum goes: saturate, never wrap.
@@ -100,12 +102,17 @@ impl SlidingWindow {
                 // A clock that stepped back must not put units before those already logged.
                 let at_ms = newest_ms.map_or(now_ms, |newest| newest.max(now_ms));
                 let kept = log.as_ref().zip(live).map(|(log, live)| log.kept(&live));
-                let append = (self.quantity > 0).then_some(Append {
-                    at_ms,
-                    units: self.quantity,
-                    kept,
-                    expire_at_ms: at_ms.saturating_add(self.period_ms),
-                });
+                let append = if self.quantity > 0 {
+                    let bytes = stored.unwrap_or_default();
+                    Some(Append {
+                        at_ms,
+                        units: self.quantity,
+                        plan: log::plan_append(bytes, kept.as_ref(), at_ms, self.quantity)?,
+                        expire_at_ms: at_ms.saturating_add(self.period_ms),
+                    })
+                } else {
+                    None
+                };
                 let newest_after = if append.is_some() {
                     Some(at_ms)
                 } else {
@@ -148,9 +155,9 @@ impl SlidingWindow {
 
 impl Append {
     /// Writes the change into `buffer`, which holds the log the decision was made on (empty
-    /// when there was none).
+    /// when there was none). Only a defect can make it fail.
     pub fn apply(&self, buffer: &mut impl LogBuffer) -> Result<(), Error> {
-        log::append(buffer, self.kept.as_ref(), self.at_ms, self.units)
+        self.plan.write(buffer)
     }
 }
 

@@ -312,36 +312,56 @@ impl<'a> Log<'a> {
     }
 }
 
-/// Logs `units` (≥ 1) at `at_ms` in `buffer`, which holds the log `kept` comes from (when
-/// nothing is kept, whatever it holds is replaced by a fresh log). `at_ms` is no earlier
-/// than the newest entry kept.
-pub fn append(
-    buffer: &mut impl LogBuffer,
+/// How an admitted call changes the log it was decided on, worked out before the first byte
+/// changes: everything that can fail on what the key holds fails here, so that a call writing
+/// several keys can decide all of them before it writes any.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AppendPlan {
+    /// Nothing is kept: whatever the value holds is replaced by a log of one entry.
+    Fresh { at_ms: i64, units: u64 },
+    /// The entry goes at the end of the log kept.
+    Extend(Extension),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Extension {
+    /// The length of the value planned on.
+    stored_len: usize,
+    /// The bytes of whole dead blocks to reclaim by moving the rest down (0: none).
+    reclaimed: usize,
+    /// Where the newest entry ended before this one, after reclaiming.
+    from: usize,
+    /// The end of the block the newest entry was in, after reclaiming.
+    block_end: usize,
+    /// The entry starts a new block, at `block_end`.
+    new_block: bool,
+    at_ms: i64,
+    units_before: u64,
+    /// Where the entry goes, its milliseconds since the previous one (none for a block's
+    /// first), and its units.
+    offset: usize,
+    delta_ms: Option<u64>,
+    units: u64,
+    len: usize,
+    header: Header,
+}
+
+/// Plans logging `units` (≥ 1) at `at_ms` in `bytes`, the log `kept` comes from (when
+/// nothing is kept, whatever `bytes` holds is replaced by a fresh log). `at_ms` is no
+/// earlier than the newest entry kept.
+pub fn plan_append(
+    bytes: &[u8],
     kept: Option<&Kept>,
     at_ms: i64,
     units: i64,
-) -> Result<(), Error> {
+) -> Result<AppendPlan, Error> {
     let units = u64::try_from(units)
         .ok()
         .filter(|&u| u >= 1)
         .ok_or(Error::Internal)?;
     let Some(kept) = kept else {
-        let entry = Cursor {
-            offset: HEADER_LEN + BLOCK_HEADER,
-            at_ms,
-            units_before: 0,
-        };
-        let units_len = varint_len(units);
-        buffer.resize(entry.offset + units_len)?;
-        let bytes = buffer.bytes_mut()?;
-        write_block(bytes, HEADER_LEN, at_ms, 0)?;
-        put_varint(bytes, entry.offset, units, units_len)?;
-        return write_header(bytes, &Header::spanning(entry, entry, units));
+        return Ok(AppendPlan::Fresh { at_ms, units });
     };
-
-    // Everything that can fail is decided on the value as it is, before the first write: an
-    // error must leave the key unchanged.
-    let bytes = buffer.bytes_mut()?;
     let stored_len = bytes.len();
     let (mut oldest, stored_tail) = (kept.oldest, kept.tail);
     if !(oldest.offset <= stored_tail && stored_tail < stored_len) {
@@ -350,10 +370,8 @@ pub fn append(
     let dead = block_start(oldest.offset).ok_or(Error::CorruptState)? - HEADER_LEN;
     let compact = dead >= COMPACT_MIN && dead > (stored_len - HEADER_LEN) / 2;
     // Whole blocks move, so every block stays at its place in the grid.
-    let shift = if compact { dead } else { 0 };
+    let reclaimed = if compact { dead } else { 0 };
 
-    // The entry to write: where, its milliseconds since the previous one (none for a
-    // block's first), its units, and the units count before it.
     let merging = at_ms == kept.tail_ms;
     let (delta_ms, entry_units, units_before) = if merging {
         // The same millisecond as the newest entry: add to its units.
@@ -373,53 +391,92 @@ pub fn append(
             .ok_or(Error::Internal)?;
         (Some(delta_ms as u64), units, kept.units_logged)
     };
-    let (tail, len) = (stored_tail - shift, stored_len - shift);
-    oldest.offset -= shift;
+    let (tail, len) = (stored_tail - reclaimed, stored_len - reclaimed);
+    oldest.offset -= reclaimed;
     let from = if merging { tail } else { len };
     let block_end = block_start(tail).ok_or(Error::CorruptState)? + BLOCK;
     let units_len = varint_len(entry_units);
     let fits = from + delta_ms.map_or(0, varint_len) + units_len <= block_end;
-    let (new_tail, delta_ms) = if fits {
+    let (offset, delta_ms) = if fits {
         (from, delta_ms)
     } else {
         (block_end + BLOCK_HEADER, None)
     };
-    let delta_len = delta_ms.map_or(0, varint_len);
-    let new_len = new_tail + delta_len + units_len;
+    let new_len = offset + delta_ms.map_or(0, varint_len) + units_len;
     if new_len > MAX_VALUE_LEN {
         return Err(Error::LogTooLong);
     }
-
-    if compact {
-        bytes.copy_within(HEADER_LEN + dead..stored_len, HEADER_LEN);
-    }
-    buffer.resize(new_len)?;
-    let bytes = buffer.bytes_mut()?;
-    if !fits {
-        // What the newest entry leaves of its block, its own old bytes when it moves out, is
-        // padding.
-        bytes
-            .get_mut(from..block_end)
-            .ok_or(Error::Internal)?
-            .fill(0);
-        write_block(bytes, block_end, at_ms, units_before)?;
-    }
-    if let Some(delta_ms) = delta_ms {
-        put_varint(bytes, new_tail, delta_ms, delta_len)?;
-    }
-    put_varint(bytes, new_tail + delta_len, entry_units, units_len)?;
     if merging && oldest.offset == tail {
-        oldest.offset = new_tail;
+        oldest.offset = offset;
     }
     let newest = Cursor {
-        offset: new_tail,
+        offset,
         at_ms,
         units_before,
     };
-    write_header(
-        bytes,
-        &Header::spanning(oldest, newest, kept.units_logged.wrapping_add(units)),
-    )
+    Ok(AppendPlan::Extend(Extension {
+        stored_len,
+        reclaimed,
+        from,
+        block_end,
+        new_block: !fits,
+        at_ms,
+        units_before,
+        offset,
+        delta_ms,
+        units: entry_units,
+        len: new_len,
+        header: Header::spanning(oldest, newest, kept.units_logged.wrapping_add(units)),
+    }))
+}
+
+impl AppendPlan {
+    /// Writes the planned change into `buffer`, which must hold the bytes it was planned on.
+    /// What can fail here is only a defect, caught before the first write where it can be.
+    pub fn write(&self, buffer: &mut impl LogBuffer) -> Result<(), Error> {
+        let plan = match *self {
+            AppendPlan::Fresh { at_ms, units } => {
+                let entry = Cursor {
+                    offset: HEADER_LEN + BLOCK_HEADER,
+                    at_ms,
+                    units_before: 0,
+                };
+                let units_len = varint_len(units);
+                buffer.resize(entry.offset + units_len)?;
+                let bytes = buffer.bytes_mut()?;
+                write_block(bytes, HEADER_LEN, at_ms, 0)?;
+                put_varint(bytes, entry.offset, units, units_len)?;
+                return write_header(bytes, &Header::spanning(entry, entry, units));
+            }
+            AppendPlan::Extend(plan) => plan,
+        };
+        let bytes = buffer.bytes_mut()?;
+        if bytes.len() != plan.stored_len {
+            return Err(Error::Internal);
+        }
+        if plan.reclaimed > 0 {
+            bytes.copy_within(HEADER_LEN + plan.reclaimed.., HEADER_LEN);
+        }
+        buffer.resize(plan.len)?;
+        let bytes = buffer.bytes_mut()?;
+        if plan.new_block {
+            // What the newest entry leaves of its block, its own old bytes when it moves
+            // out, is padding.
+            bytes
+                .get_mut(plan.from..plan.block_end)
+                .ok_or(Error::Internal)?
+                .fill(0);
+            write_block(bytes, plan.block_end, plan.at_ms, plan.units_before)?;
+        }
+        let mut at = plan.offset;
+        if let Some(delta_ms) = plan.delta_ms {
+            let delta_len = varint_len(delta_ms);
+            put_varint(bytes, at, delta_ms, delta_len)?;
+            at += delta_len;
+        }
+        put_varint(bytes, at, plan.units, varint_len(plan.units))?;
+        write_header(bytes, &plan.header)
+    }
 }
 
 /// Recomputes the header checksum of a log edited by hand, so that tools that craft damaged
@@ -666,7 +723,7 @@ mod tests {
     }
 
     #[test]
-    fn a_write_that_cannot_be_made_changes_nothing() {
+    fn a_write_that_cannot_be_made_is_refused_before_any_byte_changes() {
         // Behind a valid checksum, a dead block before the head's (due for reclaiming) and a
         // newest entry of u64::MAX units, which a merge cannot add to.
         let at = NOW + 10_000;
@@ -681,10 +738,12 @@ mod tests {
             units_before: 0,
         };
         write_header(&mut log, &Header::spanning(newest, newest, 1)).unwrap();
-        let decision = window(10, 60_000, 1).decide(Some(&log), at).unwrap();
-        let mut written = log.clone();
-        assert!(decision.append.unwrap().apply(&mut written).is_err());
-        assert_eq!(written, log);
+        // The decision, which writes nothing, is where it fails: a call over several keys
+        // decides all of them before it writes any.
+        assert_eq!(
+            window(10, 60_000, 1).decide(Some(&log), at),
+            Err(Error::CorruptState)
+        );
     }
 
     #[test]
