@@ -94,14 +94,22 @@ pub fn window(args: &[&[u8]]) -> Result<WindowArgs, Error> {
 }
 
 fn window_args(args: &[&[u8]], command: &'static str) -> Result<WindowArgs, Error> {
+    match args {
+        [rest @ .., keyword, at] if keyword.eq_ignore_ascii_case(b"AT") => {
+            window_params(rest, Some(integer(at, "AT", 0)?), command)
+        }
+        _ => window_params(args, None, command),
+    }
+}
+
+/// `limit period [quantity] [MS]`.
+fn window_params(
+    args: &[&[u8]],
+    at_ms: Option<i64>,
+    command: &'static str,
+) -> Result<WindowArgs, Error> {
     let [limit, period, tail @ ..] = args else {
         return Err(Error::WrongArity(command));
-    };
-    let (at_ms, tail) = match tail {
-        [rest @ .., keyword, at] if keyword.eq_ignore_ascii_case(b"AT") => {
-            (Some(integer(at, "AT", 0)?), rest)
-        }
-        _ => (None, tail),
     };
     let (quantity, unit) = quantity_and_unit(tail, command)?;
     let limit = integer(limit, "limit", 1)?;
@@ -120,6 +128,186 @@ fn window_args(args: &[&[u8]], command: &'static str) -> Result<WindowArgs, Erro
         unit,
         at_ms,
     })
+}
+
+/// The most keys, and so limiters, one CL.ALL call decides over.
+pub const MAX_KEYS: usize = 16;
+
+/// A CL.ALL limiter's arguments, read as its own command reads them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LimiterArgs {
+    Throttle(ThrottleArgs),
+    Fixed(WindowArgs),
+    Window(WindowArgs),
+}
+
+/// One limiter of a CL.ALL call, and where its parameters are among the call's arguments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LimiterSpec {
+    pub args: LimiterArgs,
+    pub params_at: usize,
+    pub params_len: usize,
+}
+
+/// `CL.ALL numkeys key [key ...] limiter [limiter ...] [QUANTITY quantity] [MS] [DETAIL]`,
+/// after the command's name: the keys are at positions `1..=limiters.len()`, and every
+/// position indexes that same list of arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AllArgs {
+    pub limiters: Vec<LimiterSpec>,
+    pub quantity: i64,
+    pub unit: TimeUnit,
+    pub detail: bool,
+    /// Where the quantity's value and `MS` were given, if they were.
+    pub quantity_at: Option<usize>,
+    pub ms_at: Option<usize>,
+}
+
+/// A CL.ALL limiter's keyword, and how many parameters follow it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Throttle,
+    Fixed,
+    Window,
+}
+
+impl Kind {
+    fn of(keyword: &[u8]) -> Option<Kind> {
+        [
+            (&b"THROTTLE"[..], Kind::Throttle),
+            (b"FIXED", Kind::Fixed),
+            (b"WINDOW", Kind::Window),
+        ]
+        .into_iter()
+        .find_map(|(name, kind)| keyword.eq_ignore_ascii_case(name).then_some(kind))
+    }
+
+    fn params(self) -> usize {
+        match self {
+            Kind::Throttle => 3,
+            Kind::Fixed | Kind::Window => 2,
+        }
+    }
+}
+
+/// Parses CL.ALL's arguments: first their shape (keys, one limiter per key, options), then
+/// each limiter's numbers with the shared quantity and unit, exactly as its own command
+/// parses them, so that the errors are the same.
+pub fn all(args: &[&[u8]]) -> Result<AllArgs, Error> {
+    const COMMAND: &str = "cl.all";
+    let [numkeys, ..] = args else {
+        return Err(Error::WrongArity(COMMAND));
+    };
+    let numkeys = integer(numkeys, "numkeys", 1)?;
+    if numkeys > MAX_KEYS as i64 {
+        return Err(Error::AboveMaximum {
+            arg: "numkeys",
+            max: MAX_KEYS as i64,
+        });
+    }
+    let numkeys = numkeys as usize;
+    let keys = args.get(1..=numkeys).ok_or(Error::WrongArity(COMMAND))?;
+    for (again, key) in keys.iter().enumerate() {
+        if let Some(first) = keys.iter().take(again).position(|earlier| earlier == key) {
+            return Err(Error::DuplicateKey {
+                first: first + 1,
+                again: again + 1,
+            });
+        }
+    }
+
+    let mut shapes = Vec::with_capacity(numkeys);
+    let mut at = numkeys + 1;
+    for key in 1..=numkeys {
+        let keyword = args.get(at).ok_or(Error::MissingLimiter(key))?;
+        let kind = match Kind::of(keyword) {
+            Some(kind) => kind,
+            None if is_option(keyword) => return Err(Error::MissingLimiter(key)),
+            None => return Err(Error::UnknownLimiter(key)),
+        };
+        let params_at = at + 1;
+        at = params_at + kind.params();
+        if at > args.len() {
+            return Err(Error::WrongArity(COMMAND));
+        }
+        shapes.push((kind, params_at));
+    }
+
+    let (mut quantity_at, mut ms_at, mut detail) = (None, None, false);
+    while let Some(option) = args.get(at) {
+        if option.eq_ignore_ascii_case(b"QUANTITY") && quantity_at.is_none() {
+            quantity_at = Some(at + 1);
+            at += 2;
+        } else if is_ms(option) && ms_at.is_none() {
+            ms_at = Some(at);
+            at += 1;
+        } else if option.eq_ignore_ascii_case(b"DETAIL") && !detail {
+            detail = true;
+            at += 1;
+        } else if Kind::of(option).is_some() {
+            return Err(Error::ExtraLimiter);
+        } else {
+            return Err(Error::Syntax);
+        }
+    }
+    let quantity_text = match quantity_at {
+        Some(at) => Some(*args.get(at).ok_or(Error::Syntax)?),
+        None => None,
+    };
+    let quantity = match quantity_text {
+        Some(text) => integer(text, "quantity", 0)?,
+        None => 1,
+    };
+    let unit = if ms_at.is_some() {
+        TimeUnit::Milliseconds
+    } else {
+        TimeUnit::Seconds
+    };
+
+    let mut limiters = Vec::with_capacity(numkeys);
+    for (kind, params_at) in shapes {
+        // The limiter's own parameters, then the shared tail as its command takes it.
+        let params_len = kind.params();
+        let given = args
+            .get(params_at..params_at + params_len)
+            .ok_or(Error::WrongArity(COMMAND))?;
+        let tail = [quantity_text, ms_at.map(|_| &b"MS"[..])];
+        let mut own: [&[u8]; 5] = [&[]; 5];
+        let mut len = 0;
+        for (slot, arg) in own
+            .iter_mut()
+            .zip(given.iter().copied().chain(tail.into_iter().flatten()))
+        {
+            *slot = arg;
+            len += 1;
+        }
+        let own = own.get(..len).unwrap_or_default();
+        let args = match kind {
+            Kind::Throttle => LimiterArgs::Throttle(throttle(own)?),
+            Kind::Fixed => LimiterArgs::Fixed(window_params(own, None, COMMAND)?),
+            Kind::Window => LimiterArgs::Window(window_params(own, None, COMMAND)?),
+        };
+        limiters.push(LimiterSpec {
+            args,
+            params_at,
+            params_len,
+        });
+    }
+    Ok(AllArgs {
+        limiters,
+        quantity,
+        unit,
+        detail,
+        quantity_at,
+        ms_at,
+    })
+}
+
+/// An option that may follow CL.ALL's limiters.
+fn is_option(arg: &[u8]) -> bool {
+    [&b"QUANTITY"[..], b"MS", b"DETAIL"]
+        .iter()
+        .any(|option| arg.eq_ignore_ascii_case(option))
 }
 
 /// The optional tail `[quantity] [MS]` shared by all commands.

@@ -21,8 +21,3 @@ pub fn now_ns() -> Result<i64, Error> {
     now.filter(|ns| (0..MAX_SPAN_NS).contains(ns))
         .ok_or(Error::ClockOutOfRange)
 }
-
-/// Now, in whole milliseconds since the Unix epoch: the resolution of the window commands.
-pub fn now_ms() -> Result<i64, Error> {
-    now_ns().map(|ns| ns / 1_000_000)
-}

@@ -13,7 +13,8 @@ use crate::commands;
 type Handler =
     extern "C" fn(*mut raw::RedisModuleCtx, *mut *mut raw::RedisModuleString, c_int) -> c_int;
 
-/// Every command writes only its first argument, is O(1) and must not run out of memory.
+/// Every command writes, must not run out of memory, and is O(1): CL.ALL too, bounded at 16
+/// keys.
 const FLAGS: &CStr = c"write deny-oom fast";
 /// The ACL category the commands join, on servers that let modules add one (Redis 7.4+,
 /// Valkey).
@@ -27,6 +28,7 @@ const SINCE: &CStr = c"0.1.0";
 struct Command {
     name: &'static CStr,
     handler: Handler,
+    keys: Keys,
     /// Redis's convention: negative means "at least".
     arity: c_int,
     summary: &'static CStr,
@@ -34,25 +36,50 @@ struct Command {
     args: &'static [Arg],
 }
 
+/// Where a command's keys are.
+enum Keys {
+    /// The first argument.
+    First,
+    /// `numkeys key [key ...]` from the first argument, as EVAL and ZUNION have them.
+    Counted,
+}
+
 enum ArgType {
     Key,
     Integer,
-    Token(&'static CStr),
+    /// A keyword alone.
+    PureToken,
+    /// One of the subarguments.
+    OneOf(&'static [Arg]),
+    /// The subarguments in order.
+    Block(&'static [Arg]),
 }
 
 struct Arg {
     name: &'static CStr,
     kind: ArgType,
+    /// The keyword before the argument's value, or the keyword itself.
+    token: Option<&'static CStr>,
     summary: &'static CStr,
     optional: bool,
+    multiple: bool,
 }
 
 const fn required(name: &'static CStr, kind: ArgType, summary: &'static CStr) -> Arg {
     Arg {
         name,
         kind,
+        token: None,
         summary,
         optional: false,
+        multiple: false,
+    }
+}
+
+const fn block(name: &'static CStr, token: &'static CStr, params: &'static [Arg]) -> Arg {
+    Arg {
+        token: Some(token),
+        ..required(name, ArgType::Block(params), c"")
     }
 }
 
@@ -63,38 +90,45 @@ const PERIOD: Arg = required(
     c"The period, in seconds (milliseconds with MS).",
 );
 const QUANTITY: Arg = Arg {
-    name: c"quantity",
-    kind: ArgType::Integer,
-    summary: c"Units this call takes (default 1); 0 only looks.",
     optional: true,
+    ..required(
+        c"quantity",
+        ArgType::Integer,
+        c"Units this call takes (default 1); 0 only looks.",
+    )
 };
 const MS: Arg = Arg {
-    name: c"ms",
-    kind: ArgType::Token(c"MS"),
-    summary: c"The period and the waits in the reply are in milliseconds.",
+    token: Some(c"MS"),
     optional: true,
+    ..required(
+        c"ms",
+        ArgType::PureToken,
+        c"The period and the waits in the reply are in milliseconds.",
+    )
 };
 const LIMIT: Arg = required(c"limit", ArgType::Integer, c"Units allowed per period.");
+const MAX_BURST: Arg = required(
+    c"max_burst",
+    ArgType::Integer,
+    c"Units beyond the first that may arrive at once.",
+);
+const COUNT: Arg = required(c"count", ArgType::Integer, c"Units per period, sustained.");
+const WINDOW_PARAMS: [Arg; 2] = [LIMIT, PERIOD];
 
-const COMMANDS: [Command; 3] = [
+const COMMANDS: [Command; 4] = [
     Command {
         name: c"cl.throttle",
         handler: commands::throttle,
+        keys: Keys::First,
         arity: -5,
         summary: c"Rate limits a key with GCRA: count per period with bursts of max_burst + 1. Replies [limited, limit, remaining, retry_after, reset_after].",
         complexity: c"O(1)",
-        args: &[
-            KEY,
-            required(c"max_burst", ArgType::Integer, c"Units beyond the first that may arrive at once."),
-            required(c"count", ArgType::Integer, c"Units per period, sustained."),
-            PERIOD,
-            QUANTITY,
-            MS,
-        ],
+        args: &[KEY, MAX_BURST, COUNT, PERIOD, QUANTITY, MS],
     },
     Command {
         name: c"cl.fixed",
         handler: commands::fixed,
+        keys: Keys::First,
         arity: -4,
         summary: c"Rate limits a key with a fixed window: at most limit units per window of period. Replies [limited, limit, remaining, retry_after, reset_after].",
         complexity: c"O(1)",
@@ -103,10 +137,52 @@ const COMMANDS: [Command; 3] = [
     Command {
         name: c"cl.window",
         handler: commands::window,
+        keys: Keys::First,
         arity: -4,
         summary: c"Rate limits a key with an exact sliding window: at most limit units in any period. Replies [limited, limit, remaining, retry_after, reset_after].",
         complexity: c"O(1) amortized, plus O(N) for the N oldest log entries a call expires or, when denied, waits for.",
         args: &[KEY, LIMIT, PERIOD, QUANTITY, MS],
+    },
+    Command {
+        name: c"cl.all",
+        handler: commands::all,
+        keys: Keys::Counted,
+        arity: -6,
+        summary: c"Rate limits several keys at once, all or nothing: admitted when every key's limiter admits, and then each takes its units. Replies the binding limiter's [limited, limit, remaining, retry_after, reset_after], or every limiter's with DETAIL.",
+        complexity: c"O(N) for N keys (at most 16), each as its limiter's own command.",
+        args: &[
+            required(c"numkeys", ArgType::Integer, c"How many keys follow (1 to 16)."),
+            Arg {
+                multiple: true,
+                ..KEY
+            },
+            Arg {
+                multiple: true,
+                ..required(
+                    c"limiter",
+                    ArgType::OneOf(&[
+                        block(c"throttle", c"THROTTLE", &[MAX_BURST, COUNT, PERIOD]),
+                        block(c"fixed", c"FIXED", &WINDOW_PARAMS),
+                        block(c"window", c"WINDOW", &WINDOW_PARAMS),
+                    ]),
+                    c"One per key, in key order: GCRA, fixed window or sliding window.",
+                )
+            },
+            Arg {
+                token: Some(c"QUANTITY"),
+                ..QUANTITY
+            },
+            MS,
+            Arg {
+                token: Some(c"DETAIL"),
+                optional: true,
+                ..required(
+                    c"detail",
+                    ArgType::PureToken,
+                    c"Reply with every limiter's answer, in key order.",
+                )
+            },
+        ],
     },
 ];
 
@@ -144,14 +220,19 @@ fn register(ctx: *mut raw::RedisModuleCtx, command: &Command) -> Result<(), &'st
     // them, returns.
     unsafe {
         let create = raw::RedisModule_CreateCommand.ok_or("no CreateCommand")?;
+        // Counted keys have no fixed positions: the key spec below gives them.
+        let first_key = match command.keys {
+            Keys::First => 1,
+            Keys::Counted => 0,
+        };
         let status = create(
             ctx,
             command.name.as_ptr(),
             Some(command.handler),
             FLAGS.as_ptr(),
-            1,
-            1,
-            1,
+            first_key,
+            first_key,
+            first_key,
         );
         if status != raw::REDISMODULE_OK as c_int {
             // The name, flags and key positions are fixed and valid: what can fail is the name.
@@ -182,14 +263,19 @@ fn register(ctx: *mut raw::RedisModuleCtx, command: &Command) -> Result<(), &'st
         let Some(set_info) = raw::RedisModule_SetCommandInfo else {
             return Ok(());
         };
+        let find_keys = match command.keys {
+            Keys::First => FindKeys::new_range(0, 1, 0),
+            Keys::Counted => FindKeys::new_keys_num(0, 1, 1),
+        };
         let key_specs = get_redis_key_spec(vec![KeySpec::new(
             None,
             KeySpecFlags::READ_WRITE | KeySpecFlags::ACCESS | KeySpecFlags::UPDATE,
             BeginSearch::new_index(1),
-            FindKeys::new_range(0, 1, 0),
+            find_keys,
         )]);
-        let mut args: Vec<raw::RedisModuleCommandArg> = command.args.iter().map(raw_arg).collect();
-        args.push(std::mem::zeroed());
+        // Subarguments first: the arrays of each level must outlive SetCommandInfo.
+        let mut arrays = Vec::new();
+        let mut args = raw_args(command.args, &mut arrays);
         let version = raw::RedisModuleCommandInfoVersion {
             version: 1,
             sizeof_historyentry: std::mem::size_of::<raw::RedisModuleCommandHistoryEntry>(),
@@ -214,38 +300,76 @@ fn register(ctx: *mut raw::RedisModuleCtx, command: &Command) -> Result<(), &'st
     Ok(())
 }
 
-fn raw_arg(arg: &Arg) -> raw::RedisModuleCommandArg {
-    let (type_, token, key_spec_index) = match arg.kind {
-        ArgType::Key => (
-            raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_KEY,
-            ptr::null(),
-            0,
-        ),
+/// The arguments as the module API takes them, ending with a zeroed one; the arrays of
+/// their subarguments are kept in `arrays`, which must outlive the result's use.
+fn raw_args(
+    args: &[Arg],
+    arrays: &mut Vec<Vec<raw::RedisModuleCommandArg>>,
+) -> Vec<raw::RedisModuleCommandArg> {
+    let mut raw_args: Vec<raw::RedisModuleCommandArg> = args
+        .iter()
+        .map(|arg| {
+            let subargs = match arg.kind {
+                ArgType::OneOf(subargs) | ArgType::Block(subargs) => {
+                    let mut array = raw_args(subargs, arrays);
+                    let pointer = array.as_mut_ptr();
+                    // Moving the Vec into `arrays` leaves its heap buffer, and so `pointer`, in
+                    // place.
+                    arrays.push(array);
+                    pointer
+                }
+                _ => ptr::null_mut(),
+            };
+            raw_arg(arg, subargs)
+        })
+        .collect();
+    // SAFETY: an all-zero RedisModuleCommandArg (null pointers, zero numbers) is the
+    // terminator the API expects.
+    raw_args.push(unsafe { std::mem::zeroed() });
+    raw_args
+}
+
+fn raw_arg(arg: &Arg, subargs: *mut raw::RedisModuleCommandArg) -> raw::RedisModuleCommandArg {
+    let (type_, key_spec_index) = match arg.kind {
+        ArgType::Key => (raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_KEY, 0),
         ArgType::Integer => (
             raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_INTEGER,
-            ptr::null(),
             -1,
         ),
-        ArgType::Token(token) => (
+        ArgType::PureToken => (
             raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_PURE_TOKEN,
-            token.as_ptr(),
+            -1,
+        ),
+        ArgType::OneOf(_) => (
+            raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_ONEOF,
+            -1,
+        ),
+        ArgType::Block(_) => (
+            raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_BLOCK,
             -1,
         ),
     };
+    let mut flags = 0;
+    if arg.optional {
+        flags |= raw::REDISMODULE_CMD_ARG_OPTIONAL;
+    }
+    if arg.multiple {
+        flags |= raw::REDISMODULE_CMD_ARG_MULTIPLE;
+    }
     raw::RedisModuleCommandArg {
         name: arg.name.as_ptr(),
         type_,
         key_spec_index,
-        token,
-        summary: arg.summary.as_ptr(),
-        since: ptr::null(),
-        flags: if arg.optional {
-            raw::REDISMODULE_CMD_ARG_OPTIONAL as c_int
+        token: arg.token.map_or(ptr::null(), CStr::as_ptr),
+        summary: if arg.summary.is_empty() {
+            ptr::null()
         } else {
-            0
+            arg.summary.as_ptr()
         },
+        since: ptr::null(),
+        flags: flags as c_int,
         deprecated_since: ptr::null(),
-        subargs: ptr::null_mut(),
+        subargs,
         display_text: ptr::null(),
     }
 }

@@ -7,34 +7,38 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use redis_module::raw;
 
-use crate::args;
+use crate::all;
+use crate::args::{self, LimiterArgs};
 use crate::clock;
 use crate::error::Error;
 use crate::fixed::{FixedWindow, Window};
 use crate::gcra::Gcra;
-use crate::reply;
+use crate::limiter::{Change, Instant, Limiter, Stored};
+use crate::reply::{self, Outcome};
 use crate::stats::{self, Counted, Counters};
 use crate::store::{api, decimal, succeeded, Access, Event, Expiry, Key};
 use crate::window::SlidingWindow;
 
-/// The most arguments any command takes, its name included
+/// The most arguments a single-key command takes, its name included
 /// (`CL.WINDOW key limit period quantity MS AT unix-ms`).
 const MAX_ARGS: usize = 8;
+/// The most arguments CL.ALL takes: its name, numkeys, 16 keys, 16 limiters of up to four
+/// words, `QUANTITY quantity`, `MS` and `DETAIL`.
+const MAX_ALL_ARGS: usize = 2 + args::MAX_KEYS * 5 + 4;
 
 /// The arguments of a running command.
-struct Call<'a> {
+struct Call<'a, const N: usize> {
     ctx: *mut raw::RedisModuleCtx,
     /// The command's arguments as the server holds them, its name first.
     argv: &'a [*mut raw::RedisModuleString],
-    key: *mut raw::RedisModuleString,
-    /// The arguments after the key, as bytes.
-    rest: [&'a [u8]; MAX_ARGS],
+    /// The arguments after the name, as bytes.
+    rest: [&'a [u8]; N],
     rest_len: usize,
     /// Whether the call comes from the primary over the replication link, or from the AOF.
     replayed: bool,
 }
 
-impl<'a> Call<'a> {
+impl<'a, const N: usize> Call<'a, N> {
     /// # Safety
     /// `argv` must point to `argc` live strings that outlive `'a`, as Redis guarantees for the
     /// duration of a command.
@@ -44,15 +48,15 @@ impl<'a> Call<'a> {
         argc: c_int,
         command: &'static str,
         replayed: bool,
-    ) -> Result<Call<'a>, Error> {
+    ) -> Result<Call<'a, N>, Error> {
         let argc = usize::try_from(argc).map_err(|_| Error::WrongArity(command))?;
-        if !(2..=MAX_ARGS).contains(&argc) || argv.is_null() {
+        if !(2..=N).contains(&argc) || argv.is_null() {
             return Err(Error::WrongArity(command));
         }
         let argv = std::slice::from_raw_parts(argv, argc);
         let ptr_len = raw::RedisModule_StringPtrLen.ok_or(Error::Internal)?;
-        let mut rest: [&[u8]; MAX_ARGS] = [&[]; MAX_ARGS];
-        for (slot, &arg) in rest.iter_mut().zip(argv.iter().skip(2)) {
+        let mut rest: [&[u8]; N] = [&[]; N];
+        for (slot, &arg) in rest.iter_mut().zip(argv.iter().skip(1)) {
             let mut len = 0usize;
             let ptr = ptr_len(arg, &mut len);
             if !ptr.is_null() {
@@ -62,25 +66,39 @@ impl<'a> Call<'a> {
         Ok(Call {
             ctx,
             argv,
-            key: argv.get(1).copied().ok_or(Error::WrongArity(command))?,
             rest,
-            rest_len: argc - 2,
+            rest_len: argc - 1,
             replayed,
         })
     }
 
+    /// The arguments after the command's name.
     fn args(&self) -> &[&'a [u8]] {
         self.rest.get(..self.rest_len).unwrap_or(&[])
     }
 
+    /// The argument at `index` after the command's name, as the server holds it.
+    fn arg(&self, index: usize) -> Result<*mut raw::RedisModuleString, Error> {
+        self.argv.get(index + 1).copied().ok_or(Error::Internal)
+    }
+
     /// The instant to decide at: the server's clock, or the primary's instant carried by a
     /// replayed call.
-    fn instant(&self, at_ms: Option<i64>) -> Result<i64, Error> {
+    fn instant(&self, at_ms: Option<i64>) -> Result<Instant, Error> {
         match at_ms {
-            Some(at) if self.replayed => Ok(at),
+            Some(at) if self.replayed => Ok(Instant::from_ms(at)),
             Some(_) => Err(Error::AtFromClient),
-            None => clock::now_ms(),
+            None => clock::now_ns().map(Instant::from_ns),
         }
+    }
+}
+
+/// A single-key command's call: its key, and the arguments after it.
+type SingleCall<'a> = Call<'a, MAX_ARGS>;
+
+impl SingleCall<'_> {
+    fn params(&self) -> &[&[u8]] {
+        self.args().get(1..).unwrap_or(&[])
     }
 }
 
@@ -90,19 +108,20 @@ pub extern "C" fn throttle(
     argv: *mut *mut raw::RedisModuleString,
     argc: c_int,
 ) -> c_int {
-    dispatch(ctx, argv, argc, "cl.throttle", &stats::THROTTLE, |call| {
-        let args = args::throttle(call.args())?;
-        let gcra = Gcra::new(&args)?;
-        let mut key = Key::open(call.ctx, call.key, access_for(args.quantity))?;
-        let decision = gcra.decide(key.read_integer()?, clock::now_ns()?);
-        if let Some(tat) = decision.new_tat {
-            key.set_integer(tat, ceil_ms(tat))?;
-        }
-        Ok(Answer::new(
-            decision.outcome.to_reply(args.unit),
-            args.quantity,
-        ))
-    })
+    dispatch(
+        ctx,
+        argv,
+        argc,
+        "cl.throttle",
+        &stats::THROTTLE,
+        |call: &SingleCall| {
+            let args = args::throttle(call.params())?;
+            let limiter = Limiter::Throttle(Gcra::new(&args)?);
+            let now = call.instant(None)?;
+            single(call, limiter, args.quantity, now, false)
+                .map(|outcome| Answer::one(outcome.to_reply(args.unit), args.quantity))
+        },
+    )
 }
 
 /// `CL.FIXED key limit period [quantity] [MS]`, and its replication form with `AT unix-ms`.
@@ -111,41 +130,20 @@ pub extern "C" fn fixed(
     argv: *mut *mut raw::RedisModuleString,
     argc: c_int,
 ) -> c_int {
-    dispatch(ctx, argv, argc, "cl.fixed", &stats::FIXED, |call| {
-        let args = args::fixed(call.args())?;
-        let now_ms = call.instant(args.at_ms)?;
-        let mut key = Key::open(call.ctx, call.key, access_for(args.quantity))?;
-        let stored = match key.read_integer()? {
-            // A count is never negative, and a window always ends.
-            Some(count) if count >= 0 => Some(Window {
-                count,
-                end_ms: key.expire_at_ms()?.ok_or(Error::CorruptState)?,
-            }),
-            Some(_) => return Err(Error::CorruptState),
-            None => None,
-        };
-        let decision = FixedWindow::new(&args).decide(stored, now_ms);
-        if let Some(window) = decision.new_window {
-            // Counting into an open window leaves its end where it was; as with INCR and
-            // EXPIRE, only opening one sets an expiry.
-            let opens = stored.is_none_or(|open| open.end_ms != window.end_ms);
-            let expiry = if opens {
-                Expiry::At(window.end_ms)
-            } else {
-                Expiry::Unchanged
-            };
-            key.write_integer(window.count, expiry)?;
-            replicate_call(call, c"CL.FIXED", args.at_ms.is_some(), now_ms)?;
-            key.notify(Event::IncrBy);
-            if opens {
-                key.notify(Event::Expire);
-            }
-        }
-        Ok(Answer::new(
-            decision.outcome.to_reply(args.unit),
-            args.quantity,
-        ))
-    })
+    dispatch(
+        ctx,
+        argv,
+        argc,
+        "cl.fixed",
+        &stats::FIXED,
+        |call: &SingleCall| {
+            let args = args::fixed(call.params())?;
+            let limiter = Limiter::Fixed(FixedWindow::new(&args));
+            let now = call.instant(args.at_ms)?;
+            single(call, limiter, args.quantity, now, args.at_ms.is_some())
+                .map(|outcome| Answer::one(outcome.to_reply(args.unit), args.quantity))
+        },
+    )
 }
 
 /// `CL.WINDOW key limit period [quantity] [MS]`, and its replication form with `AT unix-ms`.
@@ -154,59 +152,237 @@ pub extern "C" fn window(
     argv: *mut *mut raw::RedisModuleString,
     argc: c_int,
 ) -> c_int {
-    dispatch(ctx, argv, argc, "cl.window", &stats::WINDOW, |call| {
-        let args = args::window(call.args())?;
-        let now_ms = call.instant(args.at_ms)?;
-        let mut key = Key::open(call.ctx, call.key, access_for(args.quantity))?;
-        let decision = SlidingWindow::new(&args).decide(key.read_bytes()?, now_ms)?;
-        if let Some(append) = decision.append {
-            append.apply(&mut key)?;
-            key.expire_at(append.expire_at_ms)?;
-            replicate_call(call, c"CL.WINDOW", args.at_ms.is_some(), now_ms)?;
-            key.notify(Event::WindowLog);
-            key.notify(Event::Expire);
-        }
-        Ok(Answer::new(
-            decision.outcome.to_reply(args.unit),
-            args.quantity,
-        ))
+    dispatch(
+        ctx,
+        argv,
+        argc,
+        "cl.window",
+        &stats::WINDOW,
+        |call: &SingleCall| {
+            let args = args::window(call.params())?;
+            let limiter = Limiter::Window(SlidingWindow::new(&args));
+            let now = call.instant(args.at_ms)?;
+            single(call, limiter, args.quantity, now, args.at_ms.is_some())
+                .map(|outcome| Answer::one(outcome.to_reply(args.unit), args.quantity))
+        },
+    )
+}
+
+/// One limiter on the call's key: read, decide, and write what an admission changes. A
+/// window command propagates as itself with its instant, or, replayed with one already, as
+/// it came.
+fn single(
+    call: &SingleCall,
+    limiter: Limiter,
+    quantity: i64,
+    now: Instant,
+    carries_instant: bool,
+) -> Result<Outcome, Error> {
+    let mut key = Key::open(call.ctx, call.arg(0)?, access_for(quantity))?;
+    let verdict = limiter.decide(&read(&limiter, &key)?, now)?;
+    if let Some(change) = verdict.change {
+        let propagate = if carries_instant {
+            Propagate::Verbatim
+        } else {
+            Propagate::WithInstant(call.argv.get(1..).ok_or(Error::Internal)?)
+        };
+        write(call.ctx, &mut key, change, propagate, now)?;
+    }
+    Ok(verdict.outcome)
+}
+
+/// `CL.ALL numkeys key [key ...] limiter [limiter ...] [QUANTITY quantity] [MS] [DETAIL]`:
+/// every limiter decides at one instant; every key is written, as its own command would
+/// write it, when all admit, and none otherwise.
+pub extern "C" fn all(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> c_int {
+    dispatch(
+        ctx,
+        argv,
+        argc,
+        "cl.all",
+        &stats::ALL,
+        |call: &Call<MAX_ALL_ARGS>| {
+            let args = args::all(call.args())?;
+            let limiters = args
+                .limiters
+                .iter()
+                .map(|spec| limiter_of(&spec.args))
+                .collect::<Result<Vec<Limiter>, Error>>()?;
+            let now = call.instant(None)?;
+            let access = access_for(args.quantity);
+            let mut keys = (0..limiters.len())
+                .map(|index| Key::open(call.ctx, call.arg(index + 1)?, access))
+                .collect::<Result<Vec<Key>, Error>>()?;
+            // Every key is read and every limiter decided before any key is written: an error on
+            // any key stops the call with nothing changed.
+            let (decision, detail) = {
+                let stored = limiters
+                    .iter()
+                    .zip(&keys)
+                    .map(|(limiter, key)| read(limiter, key))
+                    .collect::<Result<Vec<Stored>, Error>>()?;
+                let decision = all::decide(&limiters, &stored, now, args.unit)?;
+                let detail = if args.detail {
+                    Some(decision.detail(&limiters, &stored, now)?)
+                } else {
+                    None
+                };
+                (decision, detail)
+            };
+            for (index, change) in decision.changes() {
+                let (key, spec) = keys
+                    .get_mut(index)
+                    .zip(args.limiters.get(index))
+                    .ok_or(Error::Internal)?;
+                // The key and the limiter's parameters as the client gave them, then the shared
+                // quantity and MS: the arguments of the limiter's own command.
+                let mut own = [std::ptr::null_mut(); 5];
+                let positions = std::iter::once(index + 1)
+                    .chain(spec.params_at..spec.params_at + spec.params_len)
+                    .chain(args.quantity_at)
+                    .chain(args.ms_at);
+                let mut len = 0;
+                for (slot, position) in own.iter_mut().zip(positions) {
+                    *slot = call.arg(position)?;
+                    len += 1;
+                }
+                let own = own.get(..len).ok_or(Error::Internal)?;
+                write(call.ctx, key, change, Propagate::WithInstant(own), now)?;
+            }
+            let counted = Counted::of(args.quantity, decision.admitted);
+            Ok(match detail {
+                Some(outcomes) => Answer {
+                    reply: Reply::Detail(
+                        outcomes
+                            .iter()
+                            .map(|outcome| outcome.to_reply(args.unit))
+                            .collect(),
+                    ),
+                    counted,
+                },
+                None => Answer {
+                    reply: Reply::One(decision.binding_outcome().to_reply(args.unit)),
+                    counted,
+                },
+            })
+        },
+    )
+}
+
+fn limiter_of(args: &LimiterArgs) -> Result<Limiter, Error> {
+    Ok(match args {
+        LimiterArgs::Throttle(args) => Limiter::Throttle(Gcra::new(args)?),
+        LimiterArgs::Fixed(args) => Limiter::Fixed(FixedWindow::new(args)),
+        LimiterArgs::Window(args) => Limiter::Window(SlidingWindow::new(args)),
     })
 }
 
-/// Propagates the call with the instant it was decided at: the client's own arguments
-/// (shared, not copied) followed by `AT <unix-ms>`. Replicas hold the same state, so they make
-/// the same decision, write the same bytes and fire the same events; for CL.WINDOW that is
-/// also far cheaper than sending a long log. A call that already carries its instant (on a
-/// replica, or replayed from the AOF) goes on as it came.
-fn replicate_call(
-    call: &Call,
-    command: &CStr,
-    has_instant: bool,
-    now_ms: i64,
+/// The key's value read as `limiter`'s state.
+fn read<'k>(limiter: &Limiter, key: &'k Key) -> Result<Stored<'k>, Error> {
+    Ok(match limiter {
+        Limiter::Throttle(_) => Stored::Tat(key.read_integer()?),
+        Limiter::Fixed(_) => Stored::Window(match key.read_integer()? {
+            // A count is never negative, and a window always ends.
+            Some(count) if count >= 0 => Some(Window {
+                count,
+                end_ms: key.expire_at_ms()?.ok_or(Error::CorruptState)?,
+            }),
+            Some(_) => return Err(Error::CorruptState),
+            None => None,
+        }),
+        Limiter::Window(_) => Stored::Log(key.read_bytes()?),
+    })
+}
+
+/// How a window command's write reaches replicas and the AOF.
+enum Propagate<'a> {
+    /// As the call came: it carries its instant already.
+    Verbatim,
+    /// As the command with these arguments after its name, and the instant: `AT <unix-ms>`.
+    WithInstant(&'a [*mut raw::RedisModuleString]),
+}
+
+/// Writes an admission's change into its key as the limiter's own command does, propagates
+/// it, and fires its keyspace events. Everything that can fail on what the key held was
+/// decided before: what fails here is a defect.
+fn write(
+    ctx: *mut raw::RedisModuleCtx,
+    key: &mut Key,
+    change: Change,
+    propagate: Propagate,
+    now: Instant,
 ) -> Result<(), Error> {
-    let status = if has_instant {
-        let verbatim = api(unsafe { raw::RedisModule_ReplicateVerbatim })?;
-        // SAFETY: ctx is the running command's context.
-        unsafe { verbatim(call.ctx) }
-    } else {
-        let replicate = api(unsafe { raw::RedisModule_Replicate })?;
-        let args = call.argv.get(1..).ok_or(Error::Internal)?;
-        let mut digits = [0u8; 20];
-        let at = decimal(now_ms, &mut digits);
-        // SAFETY: the format "vcb" takes an array of RedisModuleStrings and its length, a C
-        // string, and a buffer and its length, which is exactly what follows it; the array is
-        // the command's live argv.
-        unsafe {
-            replicate(
-                call.ctx,
-                command.as_ptr(),
-                c"vcb".as_ptr(),
-                args.as_ptr(),
-                args.len(),
-                c"AT".as_ptr(),
-                at.as_ptr(),
-                at.len(),
-            )
+    match change {
+        // Written as `SET key tat PXAT expiry` would write it, and propagated as that.
+        Change::Tat { tat, expire_at_ms } => key.set_integer(tat, expire_at_ms),
+        Change::Count {
+            count,
+            end_ms,
+            opens,
+        } => {
+            let expiry = if opens {
+                Expiry::At(end_ms)
+            } else {
+                Expiry::Unchanged
+            };
+            key.write_integer(count, expiry)?;
+            replicate(ctx, c"CL.FIXED", propagate, now)?;
+            key.notify(Event::IncrBy);
+            if opens {
+                key.notify(Event::Expire);
+            }
+            Ok(())
+        }
+        Change::Log(append) => {
+            append.apply(key)?;
+            key.expire_at(append.expire_at_ms)?;
+            replicate(ctx, c"CL.WINDOW", propagate, now)?;
+            key.notify(Event::WindowLog);
+            key.notify(Event::Expire);
+            Ok(())
+        }
+    }
+}
+
+/// Propagates a window command with the instant it was decided at. Replicas hold the same
+/// state, so they make the same decision, write the same bytes and fire the same events; for
+/// CL.WINDOW that is also far cheaper than sending a long log. The arguments are the
+/// client's own strings, shared, not copied.
+fn replicate(
+    ctx: *mut raw::RedisModuleCtx,
+    command: &CStr,
+    propagate: Propagate,
+    now: Instant,
+) -> Result<(), Error> {
+    let status = match propagate {
+        Propagate::Verbatim => {
+            let verbatim = api(unsafe { raw::RedisModule_ReplicateVerbatim })?;
+            // SAFETY: ctx is the running command's context.
+            unsafe { verbatim(ctx) }
+        }
+        Propagate::WithInstant(args) => {
+            let replicate = api(unsafe { raw::RedisModule_Replicate })?;
+            let mut digits = [0u8; 20];
+            let at = decimal(now.ms, &mut digits);
+            // SAFETY: the format "vcb" takes an array of RedisModuleStrings and its length, a
+            // C string, and a buffer and its length, which is exactly what follows it; the
+            // array holds the command's live arguments.
+            unsafe {
+                replicate(
+                    ctx,
+                    command.as_ptr(),
+                    c"vcb".as_ptr(),
+                    args.as_ptr(),
+                    args.len(),
+                    c"AT".as_ptr(),
+                    at.as_ptr(),
+                    at.len(),
+                )
+            }
         }
     };
     succeeded(status)
@@ -221,21 +397,16 @@ fn access_for(quantity: i64) -> Access {
     }
 }
 
-/// The first whole millisecond at or after `ns`: a key expiring then outlives its state.
-fn ceil_ms(ns: i64) -> i64 {
-    ns / 1_000_000 + i64::from(ns % 1_000_000 > 0)
-}
-
 /// Runs a command body and sends its reply. A panic, which would otherwise take the whole
 /// server down, becomes an error reply; bodies write only as their last step, so an error
 /// or a panic leaves the key as it was.
-fn dispatch(
+fn dispatch<const N: usize>(
     ctx: *mut raw::RedisModuleCtx,
     argv: *mut *mut raw::RedisModuleString,
     argc: c_int,
     command: &'static str,
     counters: &Counters,
-    body: impl FnOnce(&Call) -> Result<Answer, Error>,
+    body: impl FnOnce(&Call<N>) -> Result<Answer, Error>,
 ) -> c_int {
     let flags = context_flags(ctx);
     stats::before_command(flags & raw::REDISMODULE_CTX_FLAGS_MULTI != 0);
@@ -251,9 +422,12 @@ fn dispatch(
     match result {
         Ok(answer) => {
             if !replayed {
-                counters.record(answer.counted());
+                counters.record(answer.counted);
             }
-            reply::send(ctx, answer.values);
+            match answer.reply {
+                Reply::One(values) => reply::send(ctx, values),
+                Reply::Detail(replies) => reply::send_all(ctx, &replies),
+            }
         }
         Err(error) => {
             if !replayed {
@@ -273,37 +447,24 @@ fn context_flags(ctx: *mut raw::RedisModuleCtx) -> u32 {
     unsafe { raw::RedisModule_GetContextFlags.map_or(0, |flags| flags(ctx) as u32) }
 }
 
-/// A command's reply, and whether the call only looked.
+/// A command's reply, and what it counts as.
 struct Answer {
-    values: [i64; 5],
-    peek: bool,
+    reply: Reply,
+    counted: Counted,
+}
+
+enum Reply {
+    /// `[limited, limit, remaining, retry_after, reset_after]`.
+    One([i64; 5]),
+    /// One such array per limiter.
+    Detail(Vec<[i64; 5]>),
 }
 
 impl Answer {
-    fn new(values: [i64; 5], quantity: i64) -> Answer {
+    fn one(values: [i64; 5], quantity: i64) -> Answer {
         Answer {
-            values,
-            peek: quantity == 0,
+            reply: Reply::One(values),
+            counted: Counted::of(quantity, values[0] == 0),
         }
-    }
-
-    fn counted(&self) -> Counted {
-        match (self.peek, self.values[0]) {
-            (true, _) => Counted::Peek,
-            (false, 0) => Counted::Allowed,
-            (false, _) => Counted::Denied,
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn expiry_rounds_up_to_the_next_whole_millisecond() {
-        assert_eq!(ceil_ms(5_000_000), 5);
-        assert_eq!(ceil_ms(5_000_001), 6);
-        assert_eq!(ceil_ms(5_999_999), 6);
     }
 }

@@ -14,6 +14,16 @@ pub enum Error {
     NotAnInteger(&'static str),
     /// The named argument is below the smallest value it may take.
     BelowMinimum { arg: &'static str, min: i64 },
+    /// The named argument is above the largest value it may take.
+    AboveMaximum { arg: &'static str, max: i64 },
+    /// CL.ALL: a key given twice (positions from 1).
+    DuplicateKey { first: usize, again: usize },
+    /// CL.ALL: the key at this position (from 1) has no limiter.
+    MissingLimiter(usize),
+    /// CL.ALL: more limiters than `numkeys`.
+    ExtraLimiter,
+    /// CL.ALL: the limiter at this position (from 1) is not THROTTLE, FIXED or WINDOW.
+    UnknownLimiter(usize),
     /// The named argument makes the limiter's time arithmetic overflow.
     TooLarge(&'static str),
     /// `count` exceeds the period in nanoseconds: GCRA would need to admit more than one unit
@@ -45,6 +55,19 @@ impl Error {
             Error::Syntax => "ERR syntax error".to_owned(),
             Error::NotAnInteger(arg) => format!("ERR {arg} is not an integer or out of range"),
             Error::BelowMinimum { arg, min } => format!("ERR {arg} must be >= {min}"),
+            Error::AboveMaximum { arg, max } => format!("ERR {arg} must be <= {max}"),
+            Error::DuplicateKey { first, again } => format!(
+                "ERR key {again} is the same as key {first}: each key takes one limiter"
+            ),
+            Error::MissingLimiter(key) => format!(
+                "ERR no limiter for key {key}: give one THROTTLE, FIXED or WINDOW limiter per key, in key order"
+            ),
+            Error::ExtraLimiter => {
+                "ERR more limiters than numkeys: give one limiter per key, in key order".to_owned()
+            }
+            Error::UnknownLimiter(position) => {
+                format!("ERR limiter {position} is not THROTTLE, FIXED or WINDOW")
+            }
             Error::TooLarge(arg) => {
                 format!("ERR {arg} is too large: the limiter's time span would overflow")
             }
@@ -91,6 +114,14 @@ mod tests {
                 arg: "count",
                 min: 1,
             },
+            Error::AboveMaximum {
+                arg: "numkeys",
+                max: 16,
+            },
+            Error::DuplicateKey { first: 1, again: 2 },
+            Error::MissingLimiter(2),
+            Error::ExtraLimiter,
+            Error::UnknownLimiter(1),
             Error::TooLarge("period"),
             Error::SubNanosecondInterval,
             Error::AtFromClient,

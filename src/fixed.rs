@@ -42,6 +42,14 @@ impl FixedWindow {
         }
     }
 
+    /// The same limiter asked for nothing: a peek.
+    pub fn peek(&self) -> FixedWindow {
+        FixedWindow {
+            quantity: 0,
+            ..*self
+        }
+    }
+
     /// Decides a request at `now_ms` against the stored window, if any. A stored window whose
     /// end has come is over, even though the server keeps its key through that millisecond.
     pub fn decide(&self, stored: Option<Window>, now_ms: i64) -> Decision {

@@ -62,6 +62,14 @@ impl Gcra {
         })
     }
 
+    /// The same limiter asked for nothing: a peek.
+    pub fn peek(&self) -> Gcra {
+        Gcra {
+            increment: 0,
+            ..*self
+        }
+    }
+
     /// Decides a request arriving at `now` against the stored TAT (`None`: no state yet).
     /// `now` must lie in `0..MAX_SPAN_NS`; any stored value is accepted.
     pub fn decide(&self, stored_tat: Option<i64>, now: i64) -> Decision {

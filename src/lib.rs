@@ -2,6 +2,7 @@
 //! checks made at load time, the options, the allocator; the commands themselves are
 //! registered from command_table.rs.
 
+pub mod all;
 pub mod args;
 mod clock;
 mod command_table;
@@ -9,6 +10,7 @@ mod commands;
 pub mod error;
 pub mod fixed;
 pub mod gcra;
+pub mod limiter;
 pub mod reply;
 mod resetstat;
 mod stats;

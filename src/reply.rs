@@ -80,6 +80,20 @@ pub(crate) fn send(ctx: *mut raw::RedisModuleCtx, values: [i64; 5]) {
     }
 }
 
+/// Sends one `[limited, limit, remaining, retry_after, reset_after]` array per limiter, in
+/// an array.
+pub(crate) fn send_all(ctx: *mut raw::RedisModuleCtx, replies: &[[i64; 5]]) {
+    // SAFETY: as in `send`.
+    unsafe {
+        if let Some(array) = raw::RedisModule_ReplyWithArray {
+            array(ctx, replies.len() as c_long);
+            for &values in replies {
+                send(ctx, values);
+            }
+        }
+    }
+}
+
 /// Sends `error` as an error reply to the calling client.
 pub(crate) fn send_error(ctx: *mut raw::RedisModuleCtx, error: Error) {
     let message = error.to_c_string();

@@ -28,6 +28,17 @@ pub struct Counters {
     errors: AtomicU64,
 }
 
+impl Counted {
+    /// A call's count: a peek when it asked for nothing, else whether it was admitted.
+    pub fn of(quantity: i64, admitted: bool) -> Counted {
+        match (quantity, admitted) {
+            (0, _) => Counted::Peek,
+            (_, true) => Counted::Allowed,
+            (_, false) => Counted::Denied,
+        }
+    }
+}
+
 impl Counters {
     const fn new(name: &'static str) -> Counters {
         Counters {
@@ -65,10 +76,11 @@ impl Counters {
 pub static THROTTLE: Counters = Counters::new("cl_throttle");
 pub static FIXED: Counters = Counters::new("cl_fixed");
 pub static WINDOW: Counters = Counters::new("cl_window");
-const ALL: [&Counters; 3] = [&THROTTLE, &FIXED, &WINDOW];
+pub static ALL: Counters = Counters::new("cl_all");
+const COMMANDS: [&Counters; 4] = [&THROTTLE, &FIXED, &WINDOW, &ALL];
 
 pub(crate) fn reset() {
-    for counters in ALL {
+    for counters in COMMANDS {
         for (_, counter) in counters.fields() {
             counter.store(0, Ordering::Relaxed);
         }
@@ -93,7 +105,7 @@ pub extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, for_crash_report: c_in
             return;
         };
         section(ctx, c"stats".as_ptr());
-        for counters in ALL {
+        for counters in COMMANDS {
             let mut name = counters.name.as_bytes().to_vec();
             name.push(0);
             begin(ctx, name.as_ptr().cast());

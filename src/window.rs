@@ -71,6 +71,14 @@ impl SlidingWindow {
         }
     }
 
+    /// The same limiter asked for nothing: a peek.
+    pub fn peek(&self) -> SlidingWindow {
+        SlidingWindow {
+            quantity: 0,
+            ..*self
+        }
+    }
+
     /// Decides a request at `now_ms` against the stored log, if any, without changing it. An
     /// admitted request's change is planned in full: a log its append would damage or
     /// overgrow is refused here, not halfway through the write.

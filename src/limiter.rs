@@ -1,0 +1,162 @@
+//! The three limiters behind one face: each reads a state from its key, decides a request at
+//! an instant, and names the change an admission makes. Pure, like the cores it wraps: the
+//! command layer reads and writes the keys.
+
+use crate::error::Error;
+use crate::fixed::{FixedWindow, Window};
+use crate::gcra::Gcra;
+use crate::reply::Outcome;
+use crate::window::{Append, SlidingWindow};
+
+const NANOS_PER_MILLI: i64 = 1_000_000;
+
+/// One instant in both units the limiters keep time in: GCRA's nanoseconds and the windows'
+/// milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Instant {
+    pub ns: i64,
+    pub ms: i64,
+}
+
+impl Instant {
+    /// A reading of the clock (`ns` ≥ 0).
+    pub fn from_ns(ns: i64) -> Instant {
+        Instant {
+            ns,
+            ms: ns.div_euclid(NANOS_PER_MILLI),
+        }
+    }
+
+    /// The instant a replayed window command carries, at the start of its millisecond.
+    pub fn from_ms(ms: i64) -> Instant {
+        Instant {
+            ns: ms.saturating_mul(NANOS_PER_MILLI),
+            ms,
+        }
+    }
+}
+
+/// One request against one limiter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limiter {
+    Throttle(Gcra),
+    Fixed(FixedWindow),
+    Window(SlidingWindow),
+}
+
+/// What a limiter's key holds, read as that limiter's state; `None` when there is no key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stored<'a> {
+    /// CL.THROTTLE: the theoretical arrival time, in ns.
+    Tat(Option<i64>),
+    /// CL.FIXED: the count, and the window's end from the key's expiry.
+    Window(Option<Window>),
+    /// CL.WINDOW: the log's bytes.
+    Log(Option<&'a [u8]>),
+}
+
+/// What an admission changes in its key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// Store the TAT; the key expires at the first whole millisecond at or after it, when
+    /// the limiter is empty again.
+    Tat { tat: i64, expire_at_ms: i64 },
+    /// Store the count. A window that `opens` sets the key's expiry to its end; counting into
+    /// an open one leaves the expiry as it is, as INCR after EXPIRE does.
+    Count {
+        count: i64,
+        end_ms: i64,
+        opens: bool,
+    },
+    /// Append to the log.
+    Log(Append),
+}
+
+/// A limiter's answer to one request, and its change when admitted (none for a peek).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Verdict {
+    pub outcome: Outcome,
+    pub change: Option<Change>,
+}
+
+impl Verdict {
+    pub fn admitted(&self) -> bool {
+        !self.outcome.limited
+    }
+}
+
+impl Limiter {
+    /// Decides the request at `now` against what the key holds. A state of another limiter is
+    /// a defect of the caller, which reads the state for this limiter.
+    pub fn decide(&self, stored: &Stored, now: Instant) -> Result<Verdict, Error> {
+        match (self, *stored) {
+            (Limiter::Throttle(gcra), Stored::Tat(tat)) => {
+                let decision = gcra.decide(tat, now.ns);
+                Ok(Verdict {
+                    outcome: decision.outcome,
+                    change: decision.new_tat.map(|tat| Change::Tat {
+                        tat,
+                        expire_at_ms: ceil_ms(tat),
+                    }),
+                })
+            }
+            (Limiter::Fixed(fixed), Stored::Window(stored)) => {
+                let decision = fixed.decide(stored, now.ms);
+                Ok(Verdict {
+                    outcome: decision.outcome,
+                    change: decision.new_window.map(|window| Change::Count {
+                        count: window.count,
+                        end_ms: window.end_ms,
+                        opens: stored.is_none_or(|open| open.end_ms != window.end_ms),
+                    }),
+                })
+            }
+            (Limiter::Window(sliding), Stored::Log(log)) => {
+                let decision = sliding.decide(log, now.ms)?;
+                Ok(Verdict {
+                    outcome: decision.outcome,
+                    change: decision.append.map(Change::Log),
+                })
+            }
+            _ => Err(Error::Internal),
+        }
+    }
+
+    /// The same limiter asked for nothing: what it would answer about its key as it stands.
+    pub fn peek(&self) -> Limiter {
+        match self {
+            Limiter::Throttle(gcra) => Limiter::Throttle(gcra.peek()),
+            Limiter::Fixed(fixed) => Limiter::Fixed(fixed.peek()),
+            Limiter::Window(sliding) => Limiter::Window(sliding.peek()),
+        }
+    }
+}
+
+/// The first whole millisecond at or after `ns`: a key expiring then outlives its state.
+fn ceil_ms(ns: i64) -> i64 {
+    ns.div_euclid(NANOS_PER_MILLI) + i64::from(ns.rem_euclid(NANOS_PER_MILLI) > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expiry_rounds_up_to_the_next_whole_millisecond() {
+        assert_eq!(ceil_ms(5_000_000), 5);
+        assert_eq!(ceil_ms(5_000_001), 6);
+        assert_eq!(ceil_ms(5_999_999), 6);
+    }
+
+    #[test]
+    fn an_instant_is_the_same_moment_in_both_units() {
+        assert_eq!(
+            Instant::from_ns(1_999_999),
+            Instant {
+                ns: 1_999_999,
+                ms: 1
+            }
+        );
+        assert_eq!(Instant::from_ms(7).ns, 7_000_000);
+    }
+}
