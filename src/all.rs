@@ -115,3 +115,282 @@ fn first_min_by_key(
     }
     best.map_or(0, |(index, _)| index)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::args::{ThrottleArgs, WindowArgs};
+    use crate::fixed::{FixedWindow, Window};
+    use crate::gcra::Gcra;
+    use crate::window::SlidingWindow;
+    use proptest::prelude::*;
+
+    const MILLI: i64 = 1_000_000;
+    /// 2026-11-29T00:00:00Z.
+    const START_MS: i64 = 1_795_910_400_000;
+
+    /// A limiter's key as the command layer keeps it, in memory.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    enum Key {
+        Tat(Option<i64>),
+        Window(Option<Window>),
+        Log(Option<Vec<u8>>),
+    }
+
+    impl Key {
+        fn empty(limiter: &Limiter) -> Key {
+            match limiter {
+                Limiter::Throttle(_) => Key::Tat(None),
+                Limiter::Fixed(_) => Key::Window(None),
+                Limiter::Window(_) => Key::Log(None),
+            }
+        }
+
+        fn stored(&self) -> Stored<'_> {
+            match self {
+                Key::Tat(tat) => Stored::Tat(*tat),
+                Key::Window(window) => Stored::Window(*window),
+                Key::Log(log) => Stored::Log(log.as_deref()),
+            }
+        }
+
+        fn write(&mut self, change: Change) {
+            match (self, change) {
+                (Key::Tat(tat), Change::Tat { tat: new, .. }) => *tat = Some(new),
+                (Key::Window(window), Change::Count { count, end_ms, .. }) => {
+                    *window = Some(Window { count, end_ms })
+                }
+                (Key::Log(log), Change::Log(append)) => {
+                    let mut buffer = log.take().unwrap_or_default();
+                    append.apply(&mut buffer).unwrap();
+                    *log = Some(buffer);
+                }
+                (key, change) => panic!("{change:?} written to {key:?}"),
+            }
+        }
+
+        /// The limiter's own command: decide, and write what an admission changes.
+        fn single(&mut self, limiter: &Limiter, now: Instant) -> Verdict {
+            let verdict = limiter.decide(&self.stored(), now).unwrap();
+            if let Some(change) = verdict.change {
+                self.write(change);
+            }
+            verdict
+        }
+    }
+
+    /// Small limits, so that a few calls fill them, with periods of up to a few seconds.
+    fn limiter(kind: u8, limit: i64, period_ms: i64, quantity: i64) -> Limiter {
+        let window = WindowArgs {
+            limit,
+            period_ms,
+            quantity,
+            unit: TimeUnit::Milliseconds,
+            at_ms: None,
+        };
+        match kind {
+            0 => Limiter::Throttle(
+                Gcra::new(&ThrottleArgs {
+                    max_burst: limit - 1,
+                    count: limit,
+                    period_ns: period_ms * MILLI,
+                    quantity,
+                    unit: TimeUnit::Milliseconds,
+                })
+                .unwrap(),
+            ),
+            1 => Limiter::Fixed(FixedWindow::new(&window)),
+            _ => Limiter::Window(SlidingWindow::new(&window)),
+        }
+    }
+
+    fn limiters(shape: &[(u8, i64, i64)], quantity: i64) -> Vec<Limiter> {
+        shape
+            .iter()
+            .map(|&(kind, limit, period_ms)| limiter(kind, limit, period_ms, quantity))
+            .collect()
+    }
+
+    fn shape() -> impl Strategy<Value = Vec<(u8, i64, i64)>> {
+        prop::collection::vec((0u8..3, 1i64..5, 1i64..4_000), 1..5)
+    }
+
+    /// Calls as (milliseconds since the previous one, quantity, which limiters it goes to).
+    fn calls() -> impl Strategy<Value = Vec<(i64, i64, u8)>> {
+        prop::collection::vec((0i64..1_500, 0i64..6, any::<u8>()), 1..60)
+    }
+
+    /// What a client sees of the binding rule: the first denial with the longest wait (−1
+    /// longest), or the first of the fewest remaining.
+    fn expected_binding(replies: &[[i64; 5]]) -> usize {
+        let denials: Vec<usize> = (0..replies.len()).filter(|&i| replies[i][0] == 1).collect();
+        if denials.is_empty() {
+            let fewest = replies.iter().map(|r| r[2]).min().unwrap();
+            return replies.iter().position(|r| r[2] == fewest).unwrap();
+        }
+        let wait = |i: usize| match replies[i][3] {
+            -1 => i64::MAX,
+            wait => wait,
+        };
+        let longest = denials.iter().map(|&i| wait(i)).max().unwrap();
+        denials.into_iter().find(|&i| wait(i) == longest).unwrap()
+    }
+
+    proptest! {
+        /// Keys shaped by a history of single calls, then one combined call: admitted exactly
+        /// when every limiter alone would admit, each answer the limiter's own, changes only
+        /// when all admit.
+        #[test]
+        fn admitted_iff_every_limiter_admits_and_each_answer_is_its_own(
+            shape in shape(),
+            history in calls(),
+            quantity in 0i64..6,
+            gap_ms in 0i64..2_000,
+        ) {
+            let mut keys: Vec<Key> = limiters(&shape, 1).iter().map(Key::empty).collect();
+            let mut now_ms = START_MS;
+            for (gap, history_quantity, mask) in history {
+                now_ms += gap;
+                let now = Instant::from_ms(now_ms);
+                for (i, key) in keys.iter_mut().enumerate() {
+                    if mask & (1 << i) != 0 {
+                        key.single(&limiters(&shape, history_quantity)[i], now);
+                    }
+                }
+            }
+            let now = Instant::from_ns((now_ms + gap_ms) * MILLI + 123_456);
+            let combined = limiters(&shape, quantity);
+            let stored: Vec<Stored> = keys.iter().map(Key::stored).collect();
+            let decision = decide(&combined, &stored, now, TimeUnit::Milliseconds).unwrap();
+
+            let alone: Vec<Verdict> = combined
+                .iter()
+                .zip(&stored)
+                .map(|(limiter, stored)| limiter.decide(stored, now).unwrap())
+                .collect();
+            prop_assert_eq!(decision.admitted, alone.iter().all(Verdict::admitted));
+
+            let detail = decision.detail(&combined, &stored, now).unwrap();
+            for ((verdict, shown), (limiter, stored)) in
+                alone.iter().zip(&detail).zip(combined.iter().zip(&stored))
+            {
+                let expected = if decision.admitted || !verdict.admitted() {
+                    verdict.outcome
+                } else {
+                    limiter.peek().decide(stored, now).unwrap().outcome
+                };
+                prop_assert_eq!(*shown, expected);
+                prop_assert_eq!(shown.limited, !verdict.admitted());
+            }
+
+            let replies: Vec<[i64; 5]> = alone
+                .iter()
+                .map(|verdict| verdict.outcome.to_reply(TimeUnit::Milliseconds))
+                .collect();
+            prop_assert_eq!(decision.binding, expected_binding(&replies));
+            prop_assert_eq!(
+                decision.binding_outcome().to_reply(TimeUnit::Milliseconds),
+                replies[decision.binding]
+            );
+
+            let changes: Vec<(usize, Change)> = decision.changes().collect();
+            let expected: Vec<(usize, Change)> = if decision.admitted {
+                alone
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, verdict)| verdict.change.map(|change| (i, change)))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            prop_assert_eq!(changes, expected);
+        }
+
+        /// Twin keys: every combined call is mirrored by each limiter's own call on a twin
+        /// when it was admitted, and by nothing when denied; the twins never drift apart.
+        #[test]
+        fn combined_calls_leave_keys_as_single_calls_on_admission_would(
+            shape in shape(),
+            calls in calls(),
+        ) {
+            let mut keys: Vec<Key> = limiters(&shape, 1).iter().map(Key::empty).collect();
+            let mut twins = keys.clone();
+            let mut now_ms = START_MS;
+            for (gap, quantity, _) in calls {
+                now_ms += gap;
+                let now = Instant::from_ns(now_ms * MILLI + 1);
+                let combined = limiters(&shape, quantity);
+                let decision = {
+                    let stored: Vec<Stored> = keys.iter().map(Key::stored).collect();
+                    decide(&combined, &stored, now, TimeUnit::Milliseconds).unwrap()
+                };
+                for (i, change) in decision.changes() {
+                    keys[i].write(change);
+                }
+                if decision.admitted {
+                    for (twin, limiter) in twins.iter_mut().zip(&combined) {
+                        prop_assert!(twin.single(limiter, now).admitted());
+                    }
+                }
+                prop_assert_eq!(&keys, &twins);
+            }
+        }
+    }
+
+    #[test]
+    fn a_denial_answers_with_the_longest_wait_and_a_never_outlasts_every_wait() {
+        let now = Instant::from_ms(START_MS);
+        let full_until = |end_ms| {
+            Stored::Window(Some(Window {
+                count: 4,
+                end_ms: START_MS + end_ms,
+            }))
+        };
+        // Two units: the fixed windows have 1 left until they end; 2 never fit a limit of 1.
+        let fixed = limiter(1, 5, 10_000, 2);
+        let stored = [full_until(300), full_until(700), full_until(700)];
+        let decision = decide(&[fixed; 3], &stored, now, TimeUnit::Milliseconds).unwrap();
+        assert_eq!(decision.binding, 1);
+        let never = limiter(2, 1, 10_000, 2);
+        let stored = [full_until(300), Stored::Log(None)];
+        let decision = decide(&[fixed, never], &stored, now, TimeUnit::Milliseconds).unwrap();
+        assert_eq!(decision.binding, 1);
+        assert_eq!(decision.binding_outcome().retry_after_ns, None);
+    }
+
+    #[test]
+    fn the_binding_answer_of_an_admission_is_the_first_with_the_fewest_left() {
+        let throttle = limiter(0, 3, 1_000, 1);
+        let fixed = limiter(1, 2, 1_000, 1);
+        let window = limiter(2, 2, 1_000, 1);
+        let now = Instant::from_ms(START_MS);
+        let empty = [Stored::Tat(None), Stored::Window(None), Stored::Log(None)];
+        let decision = decide(&[throttle, fixed, window], &empty, now, TimeUnit::Seconds).unwrap();
+        assert!(decision.admitted);
+        // Fixed and window both have 1 left; fixed comes first.
+        assert_eq!(decision.binding, 1);
+        assert_eq!(decision.changes().count(), 3);
+    }
+
+    #[test]
+    fn one_denial_changes_nothing_and_the_others_answer_as_peeks() {
+        let fixed = limiter(1, 2, 1_000, 1);
+        let throttle = limiter(0, 3, 1_000, 1);
+        let now = Instant::from_ms(START_MS);
+        let full = Stored::Window(Some(Window {
+            count: 2,
+            end_ms: START_MS + 400,
+        }));
+        let stored = [Stored::Tat(None), full];
+        let decision = decide(&[throttle, fixed], &stored, now, TimeUnit::Milliseconds).unwrap();
+        assert!(!decision.admitted);
+        assert_eq!(decision.binding, 1);
+        assert_eq!(decision.changes().count(), 0);
+        let detail = decision.detail(&[throttle, fixed], &stored, now).unwrap();
+        assert_eq!(detail[0].to_reply(TimeUnit::Milliseconds), [0, 3, 3, -1, 0]);
+        assert_eq!(
+            detail[1].to_reply(TimeUnit::Milliseconds),
+            [1, 2, 0, 400, 400]
+        );
+    }
+}

@@ -543,4 +543,142 @@ mod tests {
             Err(Error::Syntax)
         );
     }
+
+    fn all_of(args: &str) -> Result<AllArgs, Error> {
+        let words: Vec<&[u8]> = args.split(' ').map(str::as_bytes).collect();
+        all(&words)
+    }
+
+    #[test]
+    fn cl_all_reads_one_limiter_per_key_and_the_options_in_any_order() {
+        let parsed = all_of("2 a b throttle 1 2 60 Window 5 10 detail QUANTITY 3 ms").unwrap();
+        assert_eq!(parsed.limiters.len(), 2);
+        assert_eq!(
+            parsed.limiters[0],
+            LimiterSpec {
+                args: LimiterArgs::Throttle(ThrottleArgs {
+                    max_burst: 1,
+                    count: 2,
+                    period_ns: 60 * NANOS_PER_MILLI,
+                    quantity: 3,
+                    unit: TimeUnit::Milliseconds,
+                }),
+                params_at: 4,
+                params_len: 3,
+            }
+        );
+        assert_eq!(
+            parsed.limiters[1].args,
+            LimiterArgs::Window(WindowArgs {
+                limit: 5,
+                period_ms: 10,
+                quantity: 3,
+                unit: TimeUnit::Milliseconds,
+                at_ms: None,
+            })
+        );
+        assert_eq!(parsed.limiters[1].params_at, 8);
+        assert_eq!((parsed.quantity, parsed.unit), (3, TimeUnit::Milliseconds));
+        assert_eq!((parsed.quantity_at, parsed.ms_at), (Some(12), Some(13)));
+        assert!(parsed.detail);
+
+        let plain = all_of("1 k FIXED 5 60").unwrap();
+        assert_eq!(
+            (plain.quantity, plain.unit, plain.detail),
+            (1, TimeUnit::Seconds, false)
+        );
+        assert_eq!((plain.quantity_at, plain.ms_at), (None, None));
+        assert_eq!(
+            plain.limiters[0].args,
+            LimiterArgs::Fixed(fixed(&[b"5", b"60"]).unwrap())
+        );
+    }
+
+    #[test]
+    fn cl_all_names_what_is_wrong_with_its_shape() {
+        for (args, error) in [
+            (
+                "0 a FIXED 1 1",
+                Error::BelowMinimum {
+                    arg: "numkeys",
+                    min: 1,
+                },
+            ),
+            (
+                "17 a FIXED 1 1",
+                Error::AboveMaximum {
+                    arg: "numkeys",
+                    max: 16,
+                },
+            ),
+            ("x a FIXED 1 1", Error::NotAnInteger("numkeys")),
+            ("3 a b", Error::WrongArity("cl.all")),
+            (
+                "2 a a FIXED 1 1 FIXED 1 1",
+                Error::DuplicateKey { first: 1, again: 2 },
+            ),
+            (
+                "3 a b a FIXED 1 1 FIXED 1 1 FIXED 1 1",
+                Error::DuplicateKey { first: 1, again: 3 },
+            ),
+            ("2 a b FIXED 1 1", Error::MissingLimiter(2)),
+            ("2 a b FIXED 1 1 QUANTITY 2", Error::MissingLimiter(2)),
+            ("1 a FIXED 1 1 WINDOW 1 1", Error::ExtraLimiter),
+            ("1 a LEAKY 1 1", Error::UnknownLimiter(1)),
+            ("1 a THROTTLE 1 1", Error::WrongArity("cl.all")),
+            ("1 a FIXED 1 1 QUANTITY", Error::Syntax),
+            ("1 a FIXED 1 1 MS MS", Error::Syntax),
+            ("1 a FIXED 1 1 QUANTITY 1 QUANTITY 2", Error::Syntax),
+            ("1 a FIXED 1 1 SOON", Error::Syntax),
+            ("1 a FIXED 1 1 AT 5", Error::Syntax),
+        ] {
+            assert_eq!(all_of(args).map(|_| ()), Err(error), "{args}");
+        }
+    }
+
+    #[test]
+    fn cl_all_checks_each_number_as_the_limiters_own_command_does() {
+        for (args, error) in [
+            (
+                "1 a THROTTLE -1 1 1",
+                Error::BelowMinimum {
+                    arg: "max_burst",
+                    min: 0,
+                },
+            ),
+            ("1 a THROTTLE 1 x 1", Error::NotAnInteger("count")),
+            (
+                "1 a FIXED 0 1",
+                Error::BelowMinimum {
+                    arg: "limit",
+                    min: 1,
+                },
+            ),
+            (
+                "1 a WINDOW 1 9223372036854775807",
+                Error::TooLarge("period"),
+            ),
+            (
+                "2 a b FIXED 1 1 WINDOW 1 -5",
+                Error::BelowMinimum {
+                    arg: "period",
+                    min: 1,
+                },
+            ),
+            (
+                "1 a FIXED 1 1 QUANTITY -1",
+                Error::BelowMinimum {
+                    arg: "quantity",
+                    min: 0,
+                },
+            ),
+            // A quantity that reads like a keyword is still the quantity.
+            (
+                "1 a FIXED 1 1 QUANTITY AT MS",
+                Error::NotAnInteger("quantity"),
+            ),
+        ] {
+            assert_eq!(all_of(args).map(|_| ()), Err(error), "{args}");
+        }
+    }
 }
