@@ -6,7 +6,9 @@
 #   3. MEMORY USAGE of a CL.WINDOW key against the sorted-set log at 100, 1,000 and 10,000
 #      live entries;
 #   4. server instructions per CL.WINDOW peek and denial on a log of 100 entries and on one
-#      of 100,000 entries, half of them expired since the last write, and their ratio.
+#      of 100,000 entries, half of them expired since the last write, and their ratio;
+#   5. CL.ALL over two limiters against one CL.THROTTLE, the same two limiters as separate
+#      pipelined calls, and a Lua script deciding both atomically (bench/all.lua).
 # Knobs: REQUESTS, CLIENTS, PIPELINE, ROUNDS, CALLS; PARTS (default "throughput memory
 # instructions long-log") to run only some; REDIS_CELL_MODULE to measure a module built
 # elsewhere instead of building this one.
@@ -92,6 +94,7 @@ start_server "$port" "$work/main" taskset -c 0
 throttle_sha=$(redis-cli -p "$port" SCRIPT LOAD "$(cat bench/gcra.lua)")
 fixed_sha=$(redis-cli -p "$port" SCRIPT LOAD "$(cat bench/fixed.lua)")
 window_sha=$(redis-cli -p "$port" SCRIPT LOAD "$(cat bench/window.lua)")
+all_sha=$(redis-cli -p "$port" SCRIPT LOAD "$(cat bench/all.lua)")
 
 # name | command (redis-benchmark puts a random number for __rand_int__) | Lua row it replaces
 # Hot keys admit every call, so every call writes. The CL.WINDOW hot key starts each run
@@ -110,7 +113,43 @@ workloads=(
   "CL.WINDOW, hot key, 10k entries|CL.WINDOW hot:window 1000000000 3600 1|ZSET Lua, hot key, 10k entries"
   "ZSET Lua, random keys|EVALSHA $window_sha 1 key:__rand_int__ 100 60 1|"
   "ZSET Lua, hot key, 10k entries|EVALSHA $window_sha 1 hot:zset 1000000000 3600 1|"
+  "CL.ALL THROTTLE+THROTTLE, random|CL.ALL 2 s:__rand_int__ d:__rand_int__ THROTTLE 100 10 60 THROTTLE 10000 10000 86400|Lua THROTTLE+THROTTLE, random"
+  "CL.ALL THROTTLE+WINDOW, random|CL.ALL 2 s:__rand_int__ d:__rand_int__ THROTTLE 100 10 60 WINDOW 10000 86400|Lua THROTTLE+WINDOW, random"
+  "Lua THROTTLE+THROTTLE, random|EVALSHA $all_sha 2 s:__rand_int__ d:__rand_int__ 1 throttle 100 10 60 throttle 10000 10000 86400|"
+  "Lua THROTTLE+WINDOW, random|EVALSHA $all_sha 2 s:__rand_int__ d:__rand_int__ 1 throttle 100 10 60 window 10000 86400|"
 )
+# CL.ALL's rows, each beside the same two limiters called separately (on random keys).
+all_rows=(
+  "CL.ALL THROTTLE+THROTTLE, random|CL.THROTTLE, random keys|CL.THROTTLE, random keys|Lua THROTTLE+THROTTLE, random"
+  "CL.ALL THROTTLE+WINDOW, random|CL.THROTTLE, random keys|CL.WINDOW, random keys|Lua THROTTLE+WINDOW, random"
+)
+
+# CL.ALL against one CL.THROTTLE (target: at most 1.5x its instructions), against the two
+# limiters as separate pipelined calls (their costs added: a pair of calls each), and
+# against the Lua script (target: at least 4x its throughput).
+print_all_table() { # title, unit, values by workload name
+  local -n measured=$3
+  echo
+  echo "$1"
+  printf '| %-33s | %12s | %12s | %12s | %8s |
+' "workload" "$2" "vs THROTTLE" "vs 2 calls" "vs Lua"
+  printf '|%s|%s|%s|%s|%s|
+' "-----------------------------------" "--------------" "--------------" "--------------" "----------"
+  for row in "${all_rows[@]}"; do
+    IFS='|' read -r name first second lua <<<"$row"
+    local value=${measured[$name]} one=${measured[$first]} a=${measured[$first]} b=${measured[$second]} script=${measured[$lua]}
+    local pair vs_lua
+    if [ "$2" = instructions ]; then
+      pair=$(python3 -c "print($a + $b)")
+      vs_lua=$(ratio "$script" "$value")
+    else
+      pair=$(python3 -c "print(1 / (1 / $a + 1 / $b))")
+      vs_lua=$(ratio "$value" "$script")
+    fi
+    printf '| %-33s | %12.0f | %12s | %12s | %8s |
+' "$name" "$value" "$(ratio "$value" "$one")" "$(ratio "$value" "$pair")" "$vs_lua"
+  done
+}
 
 # Fresh keys for a run: database 0 emptied, the hot sliding logs copied from their templates.
 reset_keys() {
@@ -159,6 +198,7 @@ if part throughput; then
     done
   done
   print_table "Throughput: redis-server $(/usr/bin/redis-server --version | sed -E 's/.*v=([^ ]+).*/\1/'), $REQUESTS requests, $CLIENTS clients, pipeline $PIPELINE, best of $ROUNDS interleaved rounds, server and client on separate cores (vs Lua: how many times the script's rate)" "requests/s" best
+  print_all_table "CL.ALL of two limiters, throughput (requests/s; vs 2 calls: against the pairs/s of the two separate calls, from the same rows; vs Lua: how many times the script's rate)" "requests/s" best
 fi
 
 # Memory: the same entries as a CL.WINDOW log and as a sorted-set log.
@@ -181,7 +221,7 @@ start_server "$cport" "$work/callgrind" valgrind --tool=callgrind --instr-atstar
   --callgrind-out-file="$work/callgrind/out.%p"
 cgpid=${pids[-1]}
 # A script's SHA is the digest of its text, so the workloads' EVALSHAs hold here too.
-for script in gcra fixed window; do
+for script in gcra fixed window all; do
   redis-cli -p "$cport" SCRIPT LOAD "$(cat "bench/$script.lua")" >/dev/null
 done
 per_call() { # COMMAND [DB]: server instructions per call, CALLS calls of it
@@ -206,6 +246,7 @@ if part instructions; then
     instructions[$name]=$(per_call "${rest%%|*}")
   done
   print_table "Server instructions per call (callgrind, $CALLS calls, 1 client, pipeline 16; vs Lua: how many times fewer than the script)" "instructions" instructions
+  print_all_table "CL.ALL of two limiters, server instructions per call (vs 2 calls: against the two separate calls' sum; vs Lua: how many times fewer than the script)" instructions instructions
 fi
 
 # Peeks and denials write nothing, so on a long log each call finds its way past the same

@@ -11,109 +11,73 @@
 
 use crate::args::TimeUnit;
 use crate::error::Error;
-use crate::limiter::{Change, Instant, Limiter, Stored, Verdict};
+use crate::limiter::{Change, Verdict};
 use crate::reply::Outcome;
 
-/// The verdicts of every limiter, in key order, and what they add up to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Decision {
-    verdicts: Vec<Verdict>,
+/// What the limiters' verdicts on one request add up to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Combined {
     pub admitted: bool,
-    /// The index of the limiter whose answer stands for all.
+    /// The index, in key order, of the limiter whose answer stands for all.
     pub binding: usize,
 }
 
-/// Decides the request at `now` over `limiters`, the i-th against `stored[i]`, and picks the
-/// binding answer in `unit`.
-pub fn decide(
-    limiters: &[Limiter],
-    stored: &[Stored],
-    now: Instant,
-    unit: TimeUnit,
-) -> Result<Decision, Error> {
-    if limiters.len() != stored.len() || limiters.is_empty() {
-        return Err(Error::Internal);
-    }
-    let verdicts = limiters
-        .iter()
-        .zip(stored)
-        .map(|(limiter, stored)| limiter.decide(stored, now))
-        .collect::<Result<Vec<Verdict>, Error>>()?;
-    let admitted = verdicts.iter().all(Verdict::admitted);
-    let replies = verdicts
-        .iter()
-        .map(|verdict| verdict.outcome.to_reply(unit));
-    let binding = if admitted {
-        first_min_by_key(replies, |reply| reply[2])
-    } else {
-        // Denials only; −1 waits longest. Admitting limiters rank below every denial.
-        first_min_by_key(replies, |reply| match (reply[0], reply[3]) {
-            (0, _) => 1,
-            (_, -1) => i64::MIN,
-            (_, wait) => -wait,
-        })
-    };
-    Ok(Decision {
-        verdicts,
-        admitted,
-        binding,
-    })
-}
-
-impl Decision {
-    /// The answer that stands for all.
-    pub fn binding_outcome(&self) -> Outcome {
-        self.verdicts
-            .get(self.binding)
-            .map_or_else(|| Outcome::denied(0, 0, None, 0), |verdict| verdict.outcome)
-    }
-
-    /// What to write, by key index: every limiter's change when the request was admitted,
-    /// nothing otherwise (nor for a peek).
-    pub fn changes(&self) -> impl Iterator<Item = (usize, Change)> + '_ {
-        self.verdicts
-            .iter()
-            .enumerate()
-            .filter(|_| self.admitted)
-            .filter_map(|(index, verdict)| verdict.change.map(|change| (index, change)))
-    }
-
-    /// Every limiter's answer, in key order, with its state as the key stands after the call:
-    /// its own verdict when the request was admitted or when it denied; when another denied,
-    /// it took nothing, and answers as a peek would.
-    pub fn detail(
-        &self,
-        limiters: &[Limiter],
-        stored: &[Stored],
-        now: Instant,
-    ) -> Result<Vec<Outcome>, Error> {
-        self.verdicts
-            .iter()
-            .zip(limiters.iter().zip(stored))
-            .map(|(verdict, (limiter, stored))| {
-                if self.admitted || !verdict.admitted() {
-                    Ok(verdict.outcome)
-                } else {
-                    limiter.peek().decide(stored, now).map(|peek| peek.outcome)
-                }
-            })
-            .collect()
-    }
-}
-
-/// The index of the first item with the smallest key.
-fn first_min_by_key(
-    items: impl Iterator<Item = [i64; 5]>,
-    key: impl Fn(&[i64; 5]) -> i64,
-) -> usize {
-    let mut best: Option<(usize, i64)> = None;
-    for (index, item) in items.enumerate() {
-        let rank = key(&item);
-        if best.is_none_or(|(_, best_rank)| rank < best_rank) {
-            best = Some((index, rank));
+/// Adds up the verdicts of every limiter on one request, in key order, comparing answers in
+/// `unit`.
+pub fn combine<'a>(verdicts: impl Iterator<Item = &'a Verdict>, unit: TimeUnit) -> Combined {
+    // The first of the fewest remaining, and the first of the longest denials.
+    let mut fewest: Option<(usize, i64)> = None;
+    let mut longest: Option<(usize, i64)> = None;
+    for (index, verdict) in verdicts.enumerate() {
+        let [limited, _, remaining, retry_after, _] = verdict.outcome.to_reply(unit);
+        if limited == 0 {
+            if fewest.is_none_or(|(_, best)| remaining < best) {
+                fewest = Some((index, remaining));
+            }
+        } else {
+            let wait = if retry_after == -1 {
+                i64::MAX
+            } else {
+                retry_after
+            };
+            if longest.is_none_or(|(_, best)| wait > best) {
+                longest = Some((index, wait));
+            }
         }
     }
-    best.map_or(0, |(index, _)| index)
+    match longest {
+        Some((binding, _)) => Combined {
+            admitted: false,
+            binding,
+        },
+        None => Combined {
+            admitted: true,
+            binding: fewest.map_or(0, |(index, _)| index),
+        },
+    }
+}
+
+impl Combined {
+    /// One limiter's answer in the detailed reply, with its state as the key stands after
+    /// the call: its verdict when the request was admitted or when it denied; when another
+    /// denied, it took nothing, and answers as a peek at its key would.
+    pub fn detail(
+        &self,
+        verdict: &Verdict,
+        peek: impl FnOnce() -> Result<Outcome, Error>,
+    ) -> Result<Outcome, Error> {
+        if self.admitted || !verdict.admitted() {
+            Ok(verdict.outcome)
+        } else {
+            peek()
+        }
+    }
+
+    /// What to write for one limiter: its change when every limiter admitted, nothing when
+    /// any denied.
+    pub fn change(&self, verdict: &Verdict) -> Option<Change> {
+        verdict.change.filter(|_| self.admitted)
+    }
 }
 
 #[cfg(test)]
@@ -122,8 +86,56 @@ mod tests {
     use crate::args::{ThrottleArgs, WindowArgs};
     use crate::fixed::{FixedWindow, Window};
     use crate::gcra::Gcra;
+    use crate::limiter::{Instant, Limiter, Stored};
     use crate::window::SlidingWindow;
     use proptest::prelude::*;
+
+    /// One request over several keys, as the command layer makes it: every limiter decides,
+    /// the verdicts are combined, and the detail is filled in with peeks.
+    struct Call {
+        verdicts: Vec<Verdict>,
+        combined: Combined,
+        detail: Vec<Outcome>,
+    }
+
+    impl Call {
+        fn new(limiters: &[Limiter], stored: &[Stored], now: Instant, unit: TimeUnit) -> Call {
+            let verdicts: Vec<Verdict> = limiters
+                .iter()
+                .zip(stored)
+                .map(|(limiter, stored)| limiter.decide(stored, now).unwrap())
+                .collect();
+            let combined = combine(verdicts.iter(), unit);
+            let detail = verdicts
+                .iter()
+                .zip(limiters.iter().zip(stored))
+                .map(|(verdict, (limiter, stored))| {
+                    combined
+                        .detail(verdict, || {
+                            limiter.peek().decide(stored, now).map(|peek| peek.outcome)
+                        })
+                        .unwrap()
+                })
+                .collect();
+            Call {
+                verdicts,
+                combined,
+                detail,
+            }
+        }
+
+        fn binding_reply(&self, unit: TimeUnit) -> [i64; 5] {
+            self.verdicts[self.combined.binding].outcome.to_reply(unit)
+        }
+
+        fn changes(&self) -> Vec<(usize, Change)> {
+            self.verdicts
+                .iter()
+                .enumerate()
+                .filter_map(|(i, verdict)| self.combined.change(verdict).map(|change| (i, change)))
+                .collect()
+        }
+    }
 
     const MILLI: i64 = 1_000_000;
     /// 2026-11-29T00:00:00Z.
@@ -261,7 +273,8 @@ mod tests {
             let now = Instant::from_ns((now_ms + gap_ms) * MILLI + 123_456);
             let combined = limiters(&shape, quantity);
             let stored: Vec<Stored> = keys.iter().map(Key::stored).collect();
-            let decision = decide(&combined, &stored, now, TimeUnit::Milliseconds).unwrap();
+            let call = Call::new(&combined, &stored, now, TimeUnit::Milliseconds);
+            let decision = call.combined;
 
             let alone: Vec<Verdict> = combined
                 .iter()
@@ -270,9 +283,8 @@ mod tests {
                 .collect();
             prop_assert_eq!(decision.admitted, alone.iter().all(Verdict::admitted));
 
-            let detail = decision.detail(&combined, &stored, now).unwrap();
             for ((verdict, shown), (limiter, stored)) in
-                alone.iter().zip(&detail).zip(combined.iter().zip(&stored))
+                alone.iter().zip(&call.detail).zip(combined.iter().zip(&stored))
             {
                 let expected = if decision.admitted || !verdict.admitted() {
                     verdict.outcome
@@ -289,11 +301,11 @@ mod tests {
                 .collect();
             prop_assert_eq!(decision.binding, expected_binding(&replies));
             prop_assert_eq!(
-                decision.binding_outcome().to_reply(TimeUnit::Milliseconds),
+                call.binding_reply(TimeUnit::Milliseconds),
                 replies[decision.binding]
             );
 
-            let changes: Vec<(usize, Change)> = decision.changes().collect();
+            let changes = call.changes();
             let expected: Vec<(usize, Change)> = if decision.admitted {
                 alone
                     .iter()
@@ -320,14 +332,15 @@ mod tests {
                 now_ms += gap;
                 let now = Instant::from_ns(now_ms * MILLI + 1);
                 let combined = limiters(&shape, quantity);
-                let decision = {
+                let (admitted, changes) = {
                     let stored: Vec<Stored> = keys.iter().map(Key::stored).collect();
-                    decide(&combined, &stored, now, TimeUnit::Milliseconds).unwrap()
+                    let call = Call::new(&combined, &stored, now, TimeUnit::Milliseconds);
+                    (call.combined.admitted, call.changes())
                 };
-                for (i, change) in decision.changes() {
+                for (i, change) in changes {
                     keys[i].write(change);
                 }
-                if decision.admitted {
+                if admitted {
                     for (twin, limiter) in twins.iter_mut().zip(&combined) {
                         prop_assert!(twin.single(limiter, now).admitted());
                     }
@@ -349,13 +362,13 @@ mod tests {
         // Two units: the fixed windows have 1 left until they end; 2 never fit a limit of 1.
         let fixed = limiter(1, 5, 10_000, 2);
         let stored = [full_until(300), full_until(700), full_until(700)];
-        let decision = decide(&[fixed; 3], &stored, now, TimeUnit::Milliseconds).unwrap();
-        assert_eq!(decision.binding, 1);
+        let call = Call::new(&[fixed; 3], &stored, now, TimeUnit::Milliseconds);
+        assert_eq!(call.combined.binding, 1);
         let never = limiter(2, 1, 10_000, 2);
         let stored = [full_until(300), Stored::Log(None)];
-        let decision = decide(&[fixed, never], &stored, now, TimeUnit::Milliseconds).unwrap();
-        assert_eq!(decision.binding, 1);
-        assert_eq!(decision.binding_outcome().retry_after_ns, None);
+        let call = Call::new(&[fixed, never], &stored, now, TimeUnit::Milliseconds);
+        assert_eq!(call.combined.binding, 1);
+        assert_eq!(call.binding_reply(TimeUnit::Milliseconds)[3], -1);
     }
 
     #[test]
@@ -365,11 +378,11 @@ mod tests {
         let window = limiter(2, 2, 1_000, 1);
         let now = Instant::from_ms(START_MS);
         let empty = [Stored::Tat(None), Stored::Window(None), Stored::Log(None)];
-        let decision = decide(&[throttle, fixed, window], &empty, now, TimeUnit::Seconds).unwrap();
-        assert!(decision.admitted);
+        let call = Call::new(&[throttle, fixed, window], &empty, now, TimeUnit::Seconds);
+        assert!(call.combined.admitted);
         // Fixed and window both have 1 left; fixed comes first.
-        assert_eq!(decision.binding, 1);
-        assert_eq!(decision.changes().count(), 3);
+        assert_eq!(call.combined.binding, 1);
+        assert_eq!(call.changes().len(), 3);
     }
 
     #[test]
@@ -382,11 +395,11 @@ mod tests {
             end_ms: START_MS + 400,
         }));
         let stored = [Stored::Tat(None), full];
-        let decision = decide(&[throttle, fixed], &stored, now, TimeUnit::Milliseconds).unwrap();
-        assert!(!decision.admitted);
-        assert_eq!(decision.binding, 1);
-        assert_eq!(decision.changes().count(), 0);
-        let detail = decision.detail(&[throttle, fixed], &stored, now).unwrap();
+        let call = Call::new(&[throttle, fixed], &stored, now, TimeUnit::Milliseconds);
+        assert!(!call.combined.admitted);
+        assert_eq!(call.combined.binding, 1);
+        assert!(call.changes().is_empty());
+        let detail = call.detail;
         assert_eq!(detail[0].to_reply(TimeUnit::Milliseconds), [0, 3, 3, -1, 0]);
         assert_eq!(
             detail[1].to_reply(TimeUnit::Milliseconds),

@@ -66,6 +66,17 @@ pub fn throttle(args: &[&[u8]]) -> Result<ThrottleArgs, Error> {
         return Err(Error::WrongArity("cl.throttle"));
     };
     let (quantity, unit) = quantity_and_unit(tail, "cl.throttle")?;
+    throttle_params(max_burst, count, period, quantity, unit)
+}
+
+/// `max_burst count period`, for this quantity and unit.
+fn throttle_params(
+    max_burst: &[u8],
+    count: &[u8],
+    period: &[u8],
+    quantity: i64,
+    unit: TimeUnit,
+) -> Result<ThrottleArgs, Error> {
     let max_burst = integer(max_burst, "max_burst", 0)?;
     let count = integer(count, "count", 1)?;
     let period = integer(period, "period", 1)?;
@@ -112,6 +123,18 @@ fn window_params(
         return Err(Error::WrongArity(command));
     };
     let (quantity, unit) = quantity_and_unit(tail, command)?;
+    let mut args = limit_and_period(limit, period, quantity, unit)?;
+    args.at_ms = at_ms;
+    Ok(args)
+}
+
+/// `limit period`, for this quantity and unit.
+fn limit_and_period(
+    limit: &[u8],
+    period: &[u8],
+    quantity: i64,
+    unit: TimeUnit,
+) -> Result<WindowArgs, Error> {
     let limit = integer(limit, "limit", 1)?;
     let period = integer(period, "period", 1)?;
     let period_ms = period
@@ -126,7 +149,7 @@ fn window_params(
         period_ms,
         quantity,
         unit,
-        at_ms,
+        at_ms: None,
     })
 }
 
@@ -150,8 +173,8 @@ pub struct LimiterSpec {
 }
 
 /// `CL.ALL numkeys key [key ...] limiter [limiter ...] [QUANTITY quantity] [MS] [DETAIL]`,
-/// after the command's name: the keys are at positions `1..=limiters.len()`, and every
-/// position indexes that same list of arguments.
+/// after the command's name: the keys are at positions `1..=limiters.len()`, and every position
+/// indexes that same list of arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AllArgs {
     pub limiters: Vec<LimiterSpec>,
@@ -216,21 +239,22 @@ pub fn all(args: &[&[u8]]) -> Result<AllArgs, Error> {
         }
     }
 
-    let mut shapes = Vec::with_capacity(numkeys);
+    // The shape first: where each limiter is, then the options.
+    let mut shapes = [(Kind::Throttle, 0); MAX_KEYS];
     let mut at = numkeys + 1;
-    for key in 1..=numkeys {
+    for (index, shape) in shapes.iter_mut().take(numkeys).enumerate() {
+        let key = index + 1;
         let keyword = args.get(at).ok_or(Error::MissingLimiter(key))?;
         let kind = match Kind::of(keyword) {
             Some(kind) => kind,
             None if is_option(keyword) => return Err(Error::MissingLimiter(key)),
             None => return Err(Error::UnknownLimiter(key)),
         };
-        let params_at = at + 1;
-        at = params_at + kind.params();
-        if at > args.len() {
-            return Err(Error::WrongArity(COMMAND));
-        }
-        shapes.push((kind, params_at));
+        *shape = (kind, at + 1);
+        at += 1 + kind.params();
+    }
+    if at > args.len() {
+        return Err(Error::WrongArity(COMMAND));
     }
 
     let (mut quantity_at, mut ms_at, mut detail) = (None, None, false);
@@ -250,12 +274,8 @@ pub fn all(args: &[&[u8]]) -> Result<AllArgs, Error> {
             return Err(Error::Syntax);
         }
     }
-    let quantity_text = match quantity_at {
-        Some(at) => Some(*args.get(at).ok_or(Error::Syntax)?),
-        None => None,
-    };
-    let quantity = match quantity_text {
-        Some(text) => integer(text, "quantity", 0)?,
+    let quantity = match quantity_at {
+        Some(at) => integer(args.get(at).ok_or(Error::Syntax)?, "quantity", 0)?,
         None => 1,
     };
     let unit = if ms_at.is_some() {
@@ -264,33 +284,29 @@ pub fn all(args: &[&[u8]]) -> Result<AllArgs, Error> {
         TimeUnit::Seconds
     };
 
+    // Then each limiter's numbers, as its own command reads them.
     let mut limiters = Vec::with_capacity(numkeys);
-    for (kind, params_at) in shapes {
-        // The limiter's own parameters, then the shared tail as its command takes it.
-        let params_len = kind.params();
-        let given = args
-            .get(params_at..params_at + params_len)
-            .ok_or(Error::WrongArity(COMMAND))?;
-        let tail = [quantity_text, ms_at.map(|_| &b"MS"[..])];
-        let mut own: [&[u8]; 5] = [&[]; 5];
-        let mut len = 0;
-        for (slot, arg) in own
-            .iter_mut()
-            .zip(given.iter().copied().chain(tail.into_iter().flatten()))
-        {
-            *slot = arg;
-            len += 1;
-        }
-        let own = own.get(..len).unwrap_or_default();
+    for &(kind, params_at) in shapes.iter().take(numkeys) {
+        let param = |offset: usize| args.get(params_at + offset).copied().unwrap_or_default();
         let args = match kind {
-            Kind::Throttle => LimiterArgs::Throttle(throttle(own)?),
-            Kind::Fixed => LimiterArgs::Fixed(window_params(own, None, COMMAND)?),
-            Kind::Window => LimiterArgs::Window(window_params(own, None, COMMAND)?),
+            Kind::Throttle => LimiterArgs::Throttle(throttle_params(
+                param(0),
+                param(1),
+                param(2),
+                quantity,
+                unit,
+            )?),
+            Kind::Fixed => {
+                LimiterArgs::Fixed(limit_and_period(param(0), param(1), quantity, unit)?)
+            }
+            Kind::Window => {
+                LimiterArgs::Window(limit_and_period(param(0), param(1), quantity, unit)?)
+            }
         };
         limiters.push(LimiterSpec {
             args,
             params_at,
-            params_len,
+            params_len: kind.params(),
         });
     }
     Ok(AllArgs {
@@ -552,9 +568,10 @@ mod tests {
     #[test]
     fn cl_all_reads_one_limiter_per_key_and_the_options_in_any_order() {
         let parsed = all_of("2 a b throttle 1 2 60 Window 5 10 detail QUANTITY 3 ms").unwrap();
-        assert_eq!(parsed.limiters.len(), 2);
+        let limiters = &parsed.limiters;
+        assert_eq!(limiters.len(), 2);
         assert_eq!(
-            parsed.limiters[0],
+            limiters[0],
             LimiterSpec {
                 args: LimiterArgs::Throttle(ThrottleArgs {
                     max_burst: 1,
@@ -568,7 +585,7 @@ mod tests {
             }
         );
         assert_eq!(
-            parsed.limiters[1].args,
+            limiters[1].args,
             LimiterArgs::Window(WindowArgs {
                 limit: 5,
                 period_ms: 10,
@@ -577,7 +594,7 @@ mod tests {
                 at_ms: None,
             })
         );
-        assert_eq!(parsed.limiters[1].params_at, 8);
+        assert_eq!(limiters[1].params_at, 8);
         assert_eq!((parsed.quantity, parsed.unit), (3, TimeUnit::Milliseconds));
         assert_eq!((parsed.quantity_at, parsed.ms_at), (Some(12), Some(13)));
         assert!(parsed.detail);

@@ -13,7 +13,7 @@ use crate::clock;
 use crate::error::Error;
 use crate::fixed::{FixedWindow, Window};
 use crate::gcra::Gcra;
-use crate::limiter::{Change, Instant, Limiter, Stored};
+use crate::limiter::{Change, Instant, Limiter, Stored, Verdict};
 use crate::reply::{self, Outcome};
 use crate::stats::{self, Counted, Counters};
 use crate::store::{api, decimal, succeeded, Access, Event, Expiry, Key};
@@ -171,6 +171,7 @@ pub extern "C" fn window(
 /// One limiter on the call's key: read, decide, and write what an admission changes. A
 /// window command propagates as itself with its instant, or, replayed with one already, as
 /// it came.
+#[inline(always)]
 fn single(
     call: &SingleCall,
     limiter: Limiter,
@@ -207,70 +208,74 @@ pub extern "C" fn all(
         &stats::ALL,
         |call: &Call<MAX_ALL_ARGS>| {
             let args = args::all(call.args())?;
-            let limiters = args
-                .limiters
-                .iter()
-                .map(|spec| limiter_of(&spec.args))
-                .collect::<Result<Vec<Limiter>, Error>>()?;
             let now = call.instant(None)?;
             let access = access_for(args.quantity);
-            let mut keys = (0..limiters.len())
-                .map(|index| Key::open(call.ctx, call.arg(index + 1)?, access))
-                .collect::<Result<Vec<Key>, Error>>()?;
             // Every key is read and every limiter decided before any key is written: an error on
             // any key stops the call with nothing changed.
-            let (decision, detail) = {
-                let stored = limiters
-                    .iter()
-                    .zip(&keys)
-                    .map(|(limiter, key)| read(limiter, key))
-                    .collect::<Result<Vec<Stored>, Error>>()?;
-                let decision = all::decide(&limiters, &stored, now, args.unit)?;
-                let detail = if args.detail {
-                    Some(decision.detail(&limiters, &stored, now)?)
-                } else {
-                    None
-                };
-                (decision, detail)
+            let mut entries = Vec::with_capacity(args.limiters.len());
+            for (index, spec) in args.limiters.iter().enumerate() {
+                let limiter = limiter_of(&spec.args)?;
+                let key = Key::open(call.ctx, call.arg(index + 1)?, access)?;
+                let verdict = limiter.decide(&read(&limiter, &key)?, now)?;
+                entries.push(Entry {
+                    limiter,
+                    key,
+                    verdict,
+                });
+            }
+            let combined = all::combine(entries.iter().map(|entry| &entry.verdict), args.unit);
+            let reply = if args.detail {
+                let mut replies = Vec::with_capacity(entries.len());
+                for entry in &entries {
+                    let outcome = combined.detail(&entry.verdict, || {
+                        let peek = entry.limiter.peek();
+                        Ok(peek.decide(&read(&peek, &entry.key)?, now)?.outcome)
+                    })?;
+                    replies.push(outcome.to_reply(args.unit));
+                }
+                Reply::Detail(replies)
+            } else {
+                let binding = entries.get(combined.binding).ok_or(Error::Internal)?;
+                Reply::One(binding.verdict.outcome.to_reply(args.unit))
             };
-            for (index, change) in decision.changes() {
-                let (key, spec) = keys
-                    .get_mut(index)
-                    .zip(args.limiters.get(index))
-                    .ok_or(Error::Internal)?;
+            for (index, (entry, spec)) in entries.iter_mut().zip(&args.limiters).enumerate() {
+                let Some(change) = combined.change(&entry.verdict) else {
+                    continue;
+                };
                 // The key and the limiter's parameters as the client gave them, then the shared
                 // quantity and MS: the arguments of the limiter's own command.
-                let mut own = [std::ptr::null_mut(); 5];
                 let positions = std::iter::once(index + 1)
                     .chain(spec.params_at..spec.params_at + spec.params_len)
                     .chain(args.quantity_at)
                     .chain(args.ms_at);
-                let mut len = 0;
+                let mut own = [std::ptr::null_mut(); 5];
+                let mut own_len = 0;
                 for (slot, position) in own.iter_mut().zip(positions) {
                     *slot = call.arg(position)?;
-                    len += 1;
+                    own_len += 1;
                 }
-                let own = own.get(..len).ok_or(Error::Internal)?;
-                write(call.ctx, key, change, Propagate::WithInstant(own), now)?;
+                let own = own.get(..own_len).ok_or(Error::Internal)?;
+                write(
+                    call.ctx,
+                    &mut entry.key,
+                    change,
+                    Propagate::WithInstant(own),
+                    now,
+                )?;
             }
-            let counted = Counted::of(args.quantity, decision.admitted);
-            Ok(match detail {
-                Some(outcomes) => Answer {
-                    reply: Reply::Detail(
-                        outcomes
-                            .iter()
-                            .map(|outcome| outcome.to_reply(args.unit))
-                            .collect(),
-                    ),
-                    counted,
-                },
-                None => Answer {
-                    reply: Reply::One(decision.binding_outcome().to_reply(args.unit)),
-                    counted,
-                },
+            Ok(Answer {
+                reply,
+                counted: Counted::of(args.quantity, combined.admitted),
             })
         },
     )
+}
+
+/// One key of a CL.ALL call: its limiter, the open key, and the limiter's verdict.
+struct Entry {
+    limiter: Limiter,
+    key: Key,
+    verdict: Verdict,
 }
 
 fn limiter_of(args: &LimiterArgs) -> Result<Limiter, Error> {
@@ -282,6 +287,7 @@ fn limiter_of(args: &LimiterArgs) -> Result<Limiter, Error> {
 }
 
 /// The key's value read as `limiter`'s state.
+#[inline(always)]
 fn read<'k>(limiter: &Limiter, key: &'k Key) -> Result<Stored<'k>, Error> {
     Ok(match limiter {
         Limiter::Throttle(_) => Stored::Tat(key.read_integer()?),

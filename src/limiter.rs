@@ -88,6 +88,8 @@ impl Verdict {
 impl Limiter {
     /// Decides the request at `now` against what the key holds. A state of another limiter is
     /// a defect of the caller, which reads the state for this limiter.
+    // Inlined where the limiter is known, a single command's, the match folds away.
+    #[inline(always)]
     pub fn decide(&self, stored: &Stored, now: Instant) -> Result<Verdict, Error> {
         match (self, *stored) {
             (Limiter::Throttle(gcra), Stored::Tat(tat)) => {

@@ -297,17 +297,25 @@ pub fn check_propagation(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
     Ok(())
 }
 
-/// `value` in decimal, written from the right end of `buf` (20 bytes hold any i64).
+/// `value` in decimal, written from the right end of `buf` (20 bytes hold any i64), two
+/// digits at a time: every write formats two or three 13- to 19-digit numbers.
 pub(crate) fn decimal(value: i64, buf: &mut [u8; 20]) -> &[u8] {
+    const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+        2021222324252627282930313233343536373839\
+        4041424344454647484950515253545556575859\
+        6061626364656667686970717273747576777879\
+        8081828384858687888990919293949596979899";
     let mut magnitude = value.unsigned_abs();
     let mut start = buf.len();
-    loop {
+    while magnitude >= 10 {
+        let pair = (magnitude % 100) as usize * 2;
+        magnitude /= 100;
+        start -= 2;
+        buf[start..start + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    }
+    if magnitude > 0 || start == buf.len() {
         start -= 1;
-        buf[start] = b'0' + (magnitude % 10) as u8;
-        magnitude /= 10;
-        if magnitude == 0 {
-            break;
-        }
+        buf[start] = b'0' + magnitude as u8;
     }
     if value < 0 {
         start -= 1;
