@@ -1,4 +1,4 @@
-//! Random argument vectors sent to real servers: random arity, numbers at and beyond the
+//! Random argument vectors sent to real servers, to every command, CL.ALL included: random arity, numbers at and beyond the
 //! limits of i64, empty strings, non-UTF-8 bytes, keys of other types and stored values
 //! damaged at random. Every reply must be a valid five-integer array or an ERR / WRONGTYPE
 //! error, and the server must answer PING throughout. REDIS_CELL_FUZZ_INPUTS sets how many
@@ -18,7 +18,7 @@ fn inputs() -> u64 {
         .unwrap_or(20_000)
 }
 
-const COMMANDS: [&str; 3] = ["CL.THROTTLE", "CL.FIXED", "CL.WINDOW"];
+const COMMANDS: [&str; 4] = ["CL.THROTTLE", "CL.FIXED", "CL.WINDOW", "CL.ALL"];
 const KEYS: [&[u8]; 8] = [
     b"limiter:a",
     b"limiter:b",
@@ -53,7 +53,9 @@ fn random_arg(rng: &mut Rng) -> Vec<u8> {
         0..=4 => NUMBERS[rng.below(NUMBERS.len() as u64) as usize]
             .as_bytes()
             .to_vec(),
-        5 => ["MS", "ms", "AT", "at", "Ms"][rng.below(5) as usize]
+        5 => [
+            "MS", "ms", "AT", "at", "Ms", "THROTTLE", "fixed", "WINDOW", "QUANTITY", "DETAIL",
+        ][rng.below(10) as usize]
             .as_bytes()
             .to_vec(),
         6 => Vec::new(),
@@ -100,42 +102,41 @@ fn random_inputs_get_a_reply_or_an_error_and_never_crash(flavor: Flavor) {
         if rng.below(50) == 0 {
             damage(&mut con, &mut rng);
         }
-        let command = COMMANDS[rng.below(3) as usize];
+        let command = COMMANDS[rng.below(4) as usize];
         let mut cmd = redis::cmd(command);
-        cmd.arg(KEYS[rng.below(KEYS.len() as u64) as usize]);
-        if rng.below(2) == 0 {
-            // Well formed, so that calls reach the stored state.
-            let limit = (1 + rng.below(5)).to_string();
-            if command == "CL.THROTTLE" {
-                cmd.arg(&limit);
-            }
-            cmd.arg(&[limit.as_str(), "60", &rng.below(4).to_string()]);
-            if rng.below(2) == 0 {
-                cmd.arg("MS");
-            }
+        if command == "CL.ALL" {
+            all_args(&mut cmd, &mut rng);
         } else {
-            // Any arity, any arguments.
-            for _ in 0..rng.below(9) {
-                cmd.arg(random_arg(&mut rng));
+            cmd.arg(KEYS[rng.below(KEYS.len() as u64) as usize]);
+            if rng.below(2) == 0 {
+                // Well formed, so that calls reach the stored state.
+                let limit = (1 + rng.below(5)).to_string();
+                if command == "CL.THROTTLE" {
+                    cmd.arg(&limit);
+                }
+                cmd.arg(&[limit.as_str(), "60", &rng.below(4).to_string()]);
+                if rng.below(2) == 0 {
+                    cmd.arg("MS");
+                }
+            } else {
+                // Any arity, any arguments.
+                for _ in 0..rng.below(9) {
+                    cmd.arg(random_arg(&mut rng));
+                }
             }
         }
         match cmd.query::<Value>(&mut con) {
-            Ok(Value::Array(items)) => {
-                let values: Vec<i64> = items
-                    .iter()
-                    .map(|item| match item {
-                        Value::Int(v) => *v,
-                        other => panic!("not an integer: {other:?}"),
-                    })
-                    .collect();
-                assert_eq!(values.len(), 5, "{values:?}");
-                assert!(values[0] == 0 || values[0] == 1);
-                assert!(values[2] >= 0 && values[2] <= values[1], "{values:?}");
-                assert!(values[3] == -1 || values[3] >= 0, "{values:?}");
-                assert!(values[4] >= 0, "{values:?}");
+            // CL.ALL's DETAIL: one reply per limiter.
+            Ok(Value::Array(items)) if matches!(items.first(), Some(Value::Array(_))) => {
+                for item in &items {
+                    assert_valid_reply(item);
+                }
                 replies += 1;
             }
-            Ok(other) => panic!("unexpected reply {other:?}"),
+            Ok(reply) => {
+                assert_valid_reply(&reply);
+                replies += 1;
+            }
             Err(error) => {
                 let code = error.code().unwrap_or_default().to_owned();
                 assert!(
@@ -157,4 +158,56 @@ fn random_inputs_get_a_reply_or_an_error_and_never_crash(flavor: Flavor) {
         "only {replies} valid calls among {errors} errors"
     );
     println!("{flavor:?}: {replies} replies, {errors} errors");
+}
+
+/// A well-formed CL.ALL call half the time (keys among KEYS, so that some repeat, and random
+/// limiters of small limits), anything after `CL.ALL` otherwise.
+fn all_args(cmd: &mut redis::Cmd, rng: &mut Rng) {
+    if rng.below(2) == 0 {
+        for _ in 0..rng.below(12) {
+            cmd.arg(random_arg(rng));
+        }
+        return;
+    }
+    let numkeys = 1 + rng.below(3) as usize;
+    cmd.arg(numkeys);
+    for _ in 0..numkeys {
+        cmd.arg(KEYS[rng.below(KEYS.len() as u64) as usize]);
+    }
+    for _ in 0..numkeys {
+        let limit = (1 + rng.below(5)).to_string();
+        match rng.below(3) {
+            0 => cmd.arg(&["THROTTLE", &limit, &limit, "60"]),
+            1 => cmd.arg(&["FIXED", &limit, "60"]),
+            _ => cmd.arg(&["WINDOW", &limit, "60"]),
+        };
+    }
+    if rng.below(2) == 0 {
+        cmd.arg(&["QUANTITY", &rng.below(4).to_string()]);
+    }
+    if rng.below(3) == 0 {
+        cmd.arg("MS");
+    }
+    if rng.below(3) == 0 {
+        cmd.arg("DETAIL");
+    }
+}
+
+/// Five integers: `limited` 0 or 1, `remaining` within the limit, waits never negative.
+fn assert_valid_reply(reply: &Value) {
+    let Value::Array(items) = reply else {
+        panic!("unexpected reply {reply:?}");
+    };
+    let values: Vec<i64> = items
+        .iter()
+        .map(|item| match item {
+            Value::Int(v) => *v,
+            other => panic!("not an integer: {other:?}"),
+        })
+        .collect();
+    assert_eq!(values.len(), 5, "{values:?}");
+    assert!(values[0] == 0 || values[0] == 1);
+    assert!(values[2] >= 0 && values[2] <= values[1], "{values:?}");
+    assert!(values[3] == -1 || values[3] >= 0, "{values:?}");
+    assert!(values[4] >= 0, "{values:?}");
 }

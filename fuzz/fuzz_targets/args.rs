@@ -3,9 +3,12 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use redis_cell::args::{self, parse_i64};
+use redis_cell::all;
+use redis_cell::args::{self, parse_i64, LimiterArgs};
+use redis_cell::error::Error;
 use redis_cell::fixed::FixedWindow;
 use redis_cell::gcra::Gcra;
+use redis_cell::limiter::{Instant, Limiter, Stored, Verdict};
 use redis_cell::window::SlidingWindow;
 
 const NOW_NS: i64 = 1_795_910_400_000_000_000;
@@ -45,4 +48,31 @@ fuzz_target!(|argv: Vec<Vec<u8>>| {
         }
         Err(error) => assert!(error.message().starts_with("ERR ")),
     }
+    match args::all(&argv).and_then(|parsed| all_on_empty_keys(&parsed)) {
+        Ok(()) => {}
+        Err(error) => assert!(error.message().starts_with("ERR ")),
+    }
 });
+
+/// CL.ALL over keys that hold nothing yet: every limiter decides, the binding answer is one
+/// of theirs, and a request that can fit every limiter is admitted.
+fn all_on_empty_keys(parsed: &args::AllArgs) -> Result<(), Error> {
+    let now = Instant::from_ns(NOW_NS);
+    let mut verdicts: Vec<Verdict> = Vec::new();
+    for spec in &parsed.limiters {
+        let (limiter, stored) = match &spec.args {
+            LimiterArgs::Throttle(args) => (Limiter::Throttle(Gcra::new(args)?), Stored::Tat(None)),
+            LimiterArgs::Fixed(args) => {
+                (Limiter::Fixed(FixedWindow::new(args)), Stored::Window(None))
+            }
+            LimiterArgs::Window(args) => {
+                (Limiter::Window(SlidingWindow::new(args)), Stored::Log(None))
+            }
+        };
+        verdicts.push(limiter.decide(&stored, now)?);
+    }
+    let combined = all::combine(verdicts.iter(), parsed.unit);
+    assert!(combined.binding < verdicts.len());
+    assert_eq!(combined.admitted, verdicts.iter().all(Verdict::admitted));
+    Ok(())
+}
