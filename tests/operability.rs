@@ -10,6 +10,7 @@ both_servers!(
     info_counts_each_outcome_per_command,
     config_resetstat_clears_the_counters,
     command_docs_describe_every_argument,
+    command_docs_give_cl_all_its_whole_grammar,
     the_commands_carry_their_acl_categories,
     module_list_reports_the_crate_version,
     a_resetstat_the_server_refuses_or_discards_leaves_the_counters,
@@ -143,6 +144,89 @@ fn command_docs_describe_every_argument(flavor: Flavor) {
     }
 }
 
+/// `numkeys`, the keys, then a one-of group of limiter blocks, each led by its keyword, and
+/// the options: what redis-cli's hints are made from.
+fn command_docs_give_cl_all_its_whole_grammar(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut con = server.connection();
+    let docs: Value = redis::cmd("COMMAND")
+        .arg(&["DOCS", "cl.all"])
+        .query(&mut con)
+        .unwrap();
+    let doc = field(&docs, "cl.all");
+    assert!(text(field(&doc, "summary")).contains("all or nothing"));
+    let Value::Array(arguments) = field(&doc, "arguments") else {
+        panic!("no argument list");
+    };
+    let shape = |arg: &Value| {
+        let flags: Vec<String> = pairs(arg)
+            .into_iter()
+            .find(|(key, _)| key == "flags")
+            .map(|(_, v)| redis::from_redis_value(v).unwrap())
+            .unwrap_or_default();
+        let token = pairs(arg)
+            .into_iter()
+            .find(|(key, _)| key == "token")
+            .map(|(_, v)| text(v));
+        (
+            text(field(arg, "name")),
+            text(field(arg, "type")),
+            token,
+            flags,
+        )
+    };
+    let owned = |name: &str, kind: &str, token: Option<&str>, flags: &[&str]| {
+        (
+            name.to_owned(),
+            kind.to_owned(),
+            token.map(str::to_owned),
+            flags.iter().map(|f| f.to_string()).collect::<Vec<_>>(),
+        )
+    };
+    let top: Vec<_> = arguments.iter().map(shape).collect();
+    assert_eq!(
+        top,
+        [
+            owned("numkeys", "integer", None, &[]),
+            owned("key", "key", None, &["multiple"]),
+            owned("limiter", "oneof", None, &["multiple"]),
+            owned("quantity", "integer", Some("QUANTITY"), &["optional"]),
+            owned("ms", "pure-token", Some("MS"), &["optional"]),
+            owned("detail", "pure-token", Some("DETAIL"), &["optional"]),
+        ]
+    );
+    let Value::Array(blocks) = field(&arguments[2], "arguments") else {
+        panic!("no limiter blocks");
+    };
+    let blocks: Vec<(String, Option<String>, Vec<String>)> = blocks
+        .iter()
+        .map(|block| {
+            let (name, kind, token, _) = shape(block);
+            assert_eq!(kind, "block", "{name}");
+            let Value::Array(params) = field(block, "arguments") else {
+                panic!("no parameters in {name}");
+            };
+            let params = params.iter().map(|p| text(field(p, "name"))).collect();
+            (name, token, params)
+        })
+        .collect();
+    let block = |name: &str, token: &str, params: &[&str]| {
+        (
+            name.to_owned(),
+            Some(token.to_owned()),
+            params.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
+        )
+    };
+    assert_eq!(
+        blocks,
+        [
+            block("throttle", "THROTTLE", &["max_burst", "count", "period"]),
+            block("fixed", "FIXED", &["limit", "period"]),
+            block("window", "WINDOW", &["limit", "period"]),
+        ]
+    );
+}
+
 fn the_commands_carry_their_acl_categories(flavor: Flavor) {
     let server = Server::start(flavor);
     let mut con = server.connection();
@@ -151,7 +235,7 @@ fn the_commands_carry_their_acl_categories(flavor: Flavor) {
     // for categories (module commands are in @all only), 7.2 lets modules use the server's,
     // 7.4 and Valkey 8 let them add their own. COMMAND INFO shows them on every server (Redis's
     // ACL CAT leaves module commands out).
-    for command in ["cl.throttle", "cl.fixed", "cl.window"] {
+    for command in ["cl.throttle", "cl.fixed", "cl.window", "cl.all"] {
         let info: Vec<Vec<Value>> = redis::cmd("COMMAND")
             .arg(&["INFO", command])
             .query(&mut con)
