@@ -14,8 +14,10 @@ type Handler =
     extern "C" fn(*mut raw::RedisModuleCtx, *mut *mut raw::RedisModuleString, c_int) -> c_int;
 
 /// Every command writes, must not run out of memory, and is O(1): CL.ALL too, bounded at 16
-/// keys.
+/// keys. CL.ALL also answers where its keys are, which cluster routing asks the command
+/// itself (a key spec alone is not consulted there).
 const FLAGS: &CStr = c"write deny-oom fast";
+const FLAGS_COUNTED_KEYS: &CStr = c"write deny-oom fast getkeys-api";
 /// The ACL category the commands join, on servers that let modules add one (Redis 7.4+,
 /// Valkey).
 const ACL_CATEGORY: &CStr = c"ratelimit";
@@ -220,16 +222,17 @@ fn register(ctx: *mut raw::RedisModuleCtx, command: &Command) -> Result<(), &'st
     // them, returns.
     unsafe {
         let create = raw::RedisModule_CreateCommand.ok_or("no CreateCommand")?;
-        // Counted keys have no fixed positions: the key spec below gives them.
-        let first_key = match command.keys {
-            Keys::First => 1,
-            Keys::Counted => 0,
+        // Counted keys have no fixed positions: the command reports them, and the key spec
+        // below describes them.
+        let (first_key, flags) = match command.keys {
+            Keys::First => (1, FLAGS),
+            Keys::Counted => (0, FLAGS_COUNTED_KEYS),
         };
         let status = create(
             ctx,
             command.name.as_ptr(),
             Some(command.handler),
-            FLAGS.as_ptr(),
+            flags.as_ptr(),
             first_key,
             first_key,
             first_key,

@@ -200,6 +200,12 @@ pub extern "C" fn all(
     argv: *mut *mut raw::RedisModuleString,
     argc: c_int,
 ) -> c_int {
+    // SAFETY: ctx is the running command's context.
+    if unsafe { raw::RedisModule_IsKeysPositionRequest.is_some_and(|asks| asks(ctx) != 0) } {
+        // The server asks where the keys are (cluster routing), without running the call.
+        report_key_positions(ctx, argv, argc);
+        return raw::REDISMODULE_OK as c_int;
+    }
     dispatch(
         ctx,
         argv,
@@ -269,6 +275,47 @@ pub extern "C" fn all(
             })
         },
     )
+}
+
+/// Tells the server where CL.ALL's keys are: the `numkeys` arguments after `numkeys`. Cluster
+/// routing (and `CROSSSLOT`) asks the command itself, not its key spec, for these. A call
+/// whose `numkeys` is not a count of keys it has reports none, and is then refused when run.
+fn report_key_positions(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) {
+    if argv.is_null() || argc < 2 {
+        return;
+    }
+    // SAFETY: the server passes argc live argument strings; the functions exist on every
+    // server this module loads on (checked before use).
+    unsafe {
+        let (Some(ptr_len), Some(key_at)) = (
+            raw::RedisModule_StringPtrLen,
+            raw::RedisModule_KeyAtPosWithFlags,
+        ) else {
+            return;
+        };
+        let mut len = 0usize;
+        let text = ptr_len(*argv.add(1), &mut len);
+        if text.is_null() {
+            return;
+        }
+        let numkeys = args::parse_i64(std::slice::from_raw_parts(text.cast::<u8>(), len));
+        let Some(numkeys) = numkeys
+            .and_then(|n| c_int::try_from(n).ok())
+            .filter(|&n| (1..=args::MAX_KEYS as c_int).contains(&n) && n <= argc - 2)
+        else {
+            return;
+        };
+        let flags = raw::REDISMODULE_CMD_KEY_RW
+            | raw::REDISMODULE_CMD_KEY_ACCESS
+            | raw::REDISMODULE_CMD_KEY_UPDATE;
+        for position in 2..2 + numkeys {
+            key_at(ctx, position, flags as c_int);
+        }
+    }
 }
 
 /// One key of a CL.ALL call: its limiter, the open key, and the limiter's verdict.

@@ -92,10 +92,12 @@ pub struct FakeClock {
 const LIBFAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
 
 impl FakeClock {
-    /// Sets the server's wall clock to `unix_ms` milliseconds since the epoch.
-    /// Sets the server's wall clock to the start of millisecond `unix_ms`.
+    /// Sets the server's wall clock to the start of millisecond `unix_ms`. libfaketime reads
+    /// the fraction as a double and truncates it to the nanosecond (.151 s would read as
+    /// 150999999 ns, in the millisecond before): half a microsecond more keeps every reading
+    /// to the microsecond on the millisecond.
     pub fn set_ms(&self, unix_ms: i64) {
-        std::fs::write(&self.file, format!("{}\n", civil_time(unix_ms))).expect("write clock");
+        std::fs::write(&self.file, format!("{}0005\n", civil_time(unix_ms))).expect("write clock");
     }
 }
 
@@ -138,6 +140,9 @@ pub struct Options {
     pub keep_dir: bool,
     /// Start as a Redis Cluster node (on a port whose bus port, +10000, is free too).
     pub cluster: bool,
+    /// With `fake_clock_ms`: freeze the monotonic clock too, so that every reading of the
+    /// clock is exactly the instant last set (see `Server::with_exact_fake_clock`).
+    pub exact_clock: bool,
 }
 
 /// A running server. Dropping it kills the process and removes its directory.
@@ -241,8 +246,10 @@ impl Server {
             command
                 .env("LD_PRELOAD", LIBFAKETIME)
                 .env("FAKETIME_TIMESTAMP_FILE", &clock.file)
-                .env("FAKETIME_NO_CACHE", "1")
-                .env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
+                .env("FAKETIME_NO_CACHE", "1");
+            if !options.exact_clock {
+                command.env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
+            }
             clock
         });
         let child = command.spawn().map_err(|e| e.to_string())?;
@@ -296,6 +303,23 @@ impl Server {
             Options {
                 fake_clock_ms: Some(unix_ms),
                 args: vec!["--hz".into(), "100".into()],
+                ..Options::default()
+            },
+        )
+    }
+
+    /// `flavor` under libfaketime with its monotonic clock frozen as well: every reading of
+    /// the clock, to the microsecond, is the instant last set, where Valkey under
+    /// `valkey_with_fake_clock` reads up to a millisecond past it (it advances its wall-clock
+    /// reading by the real monotonic clock). The price: the server's timers stand still (no
+    /// cron, so no active expiry; keys still expire when read). Debian's Redis 7.0 does not
+    /// start under libfaketime at all.
+    pub fn with_exact_fake_clock(flavor: Flavor, unix_ms: i64) -> Server {
+        Server::start_with(
+            flavor,
+            Options {
+                fake_clock_ms: Some(unix_ms),
+                exact_clock: true,
                 ..Options::default()
             },
         )
@@ -584,6 +608,12 @@ impl ServerKind {
     /// Whether modules can put their commands in ACL categories
     /// (`RedisModule_SetCommandACLCategories`): Redis 7.2+, every Valkey.
     pub fn module_command_categories(&self) -> bool {
+        self.valkey.is_some() || self.redis >= (7, 2, 0)
+    }
+
+    /// Whether the module reads the clock to the microsecond (`RedisModule_Microseconds`:
+    /// Redis 7.2+, every Valkey) rather than to the millisecond.
+    pub fn module_clock_in_microseconds(&self) -> bool {
         self.valkey.is_some() || self.redis >= (7, 2, 0)
     }
 
