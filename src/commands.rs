@@ -8,7 +8,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use redis_module::raw;
 
 use crate::all;
-use crate::args::{self, LimiterArgs};
+use crate::args::{self, LimiterArgs, WindowArgs};
 use crate::clock;
 use crate::error::Error;
 use crate::fixed::{FixedWindow, Window};
@@ -130,19 +130,14 @@ pub extern "C" fn fixed(
     argv: *mut *mut raw::RedisModuleString,
     argc: c_int,
 ) -> c_int {
-    dispatch(
+    window_command(
         ctx,
         argv,
         argc,
         "cl.fixed",
         &stats::FIXED,
-        |call: &SingleCall| {
-            let args = args::fixed(call.params())?;
-            let limiter = Limiter::Fixed(FixedWindow::new(&args));
-            let now = call.instant(args.at_ms)?;
-            single(call, limiter, args.quantity, now, args.at_ms.is_some())
-                .map(|outcome| Answer::one(outcome.to_reply(args.unit), args.quantity))
-        },
+        args::fixed,
+        |args| Limiter::Fixed(FixedWindow::new(args)),
     )
 }
 
@@ -152,20 +147,40 @@ pub extern "C" fn window(
     argv: *mut *mut raw::RedisModuleString,
     argc: c_int,
 ) -> c_int {
-    dispatch(
+    window_command(
         ctx,
         argv,
         argc,
         "cl.window",
         &stats::WINDOW,
-        |call: &SingleCall| {
-            let args = args::window(call.params())?;
-            let limiter = Limiter::Window(SlidingWindow::new(&args));
-            let now = call.instant(args.at_ms)?;
-            single(call, limiter, args.quantity, now, args.at_ms.is_some())
-                .map(|outcome| Answer::one(outcome.to_reply(args.unit), args.quantity))
-        },
+        args::window,
+        |args| Limiter::Window(SlidingWindow::new(args)),
     )
+}
+
+/// A window command: `key limit period [quantity] [MS] [AT unix-ms]`, on one limiter.
+#[inline(always)]
+fn window_command(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+    command: &'static str,
+    counters: &Counters,
+    parse: fn(&[&[u8]]) -> Result<WindowArgs, Error>,
+    limiter: fn(&WindowArgs) -> Limiter,
+) -> c_int {
+    dispatch(ctx, argv, argc, command, counters, |call: &SingleCall| {
+        let args = parse(call.params())?;
+        let now = call.instant(args.at_ms)?;
+        single(
+            call,
+            limiter(&args),
+            args.quantity,
+            now,
+            args.at_ms.is_some(),
+        )
+        .map(|outcome| Answer::one(outcome.to_reply(args.unit), args.quantity))
+    })
 }
 
 /// One limiter on the call's key: read, decide, and write what an admission changes. A

@@ -7,7 +7,7 @@ mod harness;
 use harness::cluster::Cluster;
 use harness::{
     aof_options, dirty, dump, error_of, info_field, keyspace, limiter, replicate, snapshot,
-    wait_for_replica, Flavor, Options, Rng, Server, ServerKind,
+    stats_line, wait_for_replica, Flavor, Options, Rng, Server, ServerKind,
 };
 use redis::Value;
 
@@ -58,16 +58,6 @@ fn dumps(con: &mut redis::Connection) -> Vec<Stored> {
             (key, value, expiry)
         })
         .collect()
-}
-
-fn stats_line(con: &mut redis::Connection, command: &str) -> String {
-    let info: String = redis::cmd("INFO").arg("redis-cell").query(con).unwrap();
-    let prefix = format!("redis-cell_{command}:");
-    info.lines()
-        .find_map(|line| line.strip_prefix(&prefix))
-        .unwrap_or_else(|| panic!("no {prefix} in {info}"))
-        .trim()
-        .to_owned()
 }
 
 // ---------------------------------------------------------------------------------------------

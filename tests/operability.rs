@@ -3,7 +3,7 @@
 
 mod harness;
 
-use harness::{error_of, limiter, Flavor, Options, Server, ServerKind};
+use harness::{error_of, limiter, stats_line, Flavor, Options, Server, ServerKind};
 use redis::Value;
 
 both_servers!(
@@ -17,16 +17,6 @@ both_servers!(
     a_resetstat_waiting_in_a_transaction_does_not_hide_others,
     replayed_calls_are_not_counted,
 );
-
-fn stats_line(con: &mut redis::Connection, command: &str) -> String {
-    let info: String = redis::cmd("INFO").arg("redis-cell").query(con).unwrap();
-    let prefix = format!("redis-cell_{command}:");
-    info.lines()
-        .find_map(|line| line.strip_prefix(&prefix))
-        .unwrap_or_else(|| panic!("no {prefix} in {info}"))
-        .trim()
-        .to_owned()
-}
 
 fn info_counts_each_outcome_per_command(flavor: Flavor) {
     let server = Server::start(flavor);

@@ -417,6 +417,17 @@ pub fn info_field(con: &mut redis::Connection, section: &str, field: &str) -> St
         .to_owned()
 }
 
+/// The module's INFO line for `command` (`cl_throttle`, …): `calls=…,allowed=…,…`.
+pub fn stats_line(con: &mut redis::Connection, command: &str) -> String {
+    let info: String = redis::cmd("INFO").arg("redis-cell").query(con).unwrap();
+    let prefix = format!("redis-cell_{command}:");
+    info.lines()
+        .find_map(|line| line.strip_prefix(&prefix))
+        .unwrap_or_else(|| panic!("no {prefix} in {info}"))
+        .trim()
+        .to_owned()
+}
+
 /// Changes since the last save: what a write counts toward RDB save points.
 pub fn dirty(con: &mut redis::Connection) -> i64 {
     info_field(con, "persistence", "rdb_changes_since_last_save")
