@@ -272,16 +272,27 @@ impl Server {
                 return Err(format!("exited with {status}: {}", self.log_tail()));
             }
             if let Ok(mut con) = self.try_connection() {
-                // A server with requirepass answers, just not PONG.
+                // A server with requirepass answers, just not PONG; one loading its data
+                // answers LOADING until it is done.
                 match redis::cmd("PING").query::<String>(&mut con) {
-                    Ok(_) => return Ok(()),
+                    Ok(_) if self.is_this_child(&mut con) => return Ok(()),
                     Err(e) if e.code() == Some("NOAUTH") => return Ok(()),
-                    Err(_) => {}
+                    _ => {}
                 }
             }
             std::thread::sleep(Duration::from_millis(20));
         }
         Err(format!("not ready in time: {}", self.log_tail()))
+    }
+
+    /// Whether `con` reached the server this child runs. The port was free when picked, but
+    /// another test's server may have taken it first; this child's server then fails to bind
+    /// and exits, and the start is retried on another port.
+    fn is_this_child(&self, con: &mut redis::Connection) -> bool {
+        redis::cmd("INFO")
+            .arg("server")
+            .query::<String>(con)
+            .is_ok_and(|info| info.contains(&format!("process_id:{}\r\n", self.child.id())))
     }
 
     fn try_connection(&self) -> redis::RedisResult<redis::Connection> {
