@@ -203,6 +203,7 @@ fn single(
             Propagate::WithInstant(call.argv.get(1..).ok_or(Error::Internal)?)
         };
         write(call.ctx, &mut key, change, propagate, now)?;
+        notify(&key, change);
     }
     Ok(verdict.outcome)
 }
@@ -229,19 +230,37 @@ pub extern "C" fn all(
         &stats::ALL,
         |call: &Call<MAX_ALL_ARGS>| {
             let args = args::all(call.args())?;
+            // Every limiter is built, then every key read and decided, and what each write will
+            // propagate gathered, before any key is written: an error on any argument or key
+            // stops the call with nothing changed, and nothing after the first write can.
+            for spec in &args.limiters {
+                limiter_of(&spec.args)?;
+            }
             let now = call.instant(None)?;
             let access = access_for(args.quantity);
-            // Every key is read and every limiter decided before any key is written: an error on
-            // any key stops the call with nothing changed.
             let mut entries = Vec::with_capacity(args.limiters.len());
             for (index, spec) in args.limiters.iter().enumerate() {
                 let limiter = limiter_of(&spec.args)?;
                 let key = Key::open(call.ctx, call.arg(index + 1)?, access)?;
                 let verdict = limiter.decide(&read(&limiter, &key)?, now)?;
+                // The key and the limiter's parameters as the client gave them, then the shared
+                // quantity and MS: the arguments of the limiter's own command.
+                let positions = std::iter::once(index + 1)
+                    .chain(spec.params_at..spec.params_at + spec.params_len)
+                    .chain(args.quantity_at)
+                    .chain(args.ms_at);
+                let mut own_args = [std::ptr::null_mut(); MAX_OWN_ARGS];
+                let mut own_len = 0;
+                for position in positions {
+                    *own_args.get_mut(own_len).ok_or(Error::Internal)? = call.arg(position)?;
+                    own_len += 1;
+                }
                 entries.push(Entry {
                     limiter,
                     key,
                     verdict,
+                    own_args,
+                    own_len,
                 });
             }
             let combined = all::combine(entries.iter().map(|entry| &entry.verdict), args.unit);
@@ -259,30 +278,8 @@ pub extern "C" fn all(
                 let binding = entries.get(combined.binding).ok_or(Error::Internal)?;
                 Reply::One(binding.verdict.outcome.to_reply(args.unit))
             };
-            for (index, (entry, spec)) in entries.iter_mut().zip(&args.limiters).enumerate() {
-                let Some(change) = combined.change(&entry.verdict) else {
-                    continue;
-                };
-                // The key and the limiter's parameters as the client gave them, then the shared
-                // quantity and MS: the arguments of the limiter's own command.
-                let positions = std::iter::once(index + 1)
-                    .chain(spec.params_at..spec.params_at + spec.params_len)
-                    .chain(args.quantity_at)
-                    .chain(args.ms_at);
-                let mut own = [std::ptr::null_mut(); 5];
-                let mut own_len = 0;
-                for (slot, position) in own.iter_mut().zip(positions) {
-                    *slot = call.arg(position)?;
-                    own_len += 1;
-                }
-                let own = own.get(..own_len).ok_or(Error::Internal)?;
-                write(
-                    call.ctx,
-                    &mut entry.key,
-                    change,
-                    Propagate::WithInstant(own),
-                    now,
-                )?;
+            if combined.admitted {
+                write_all(call.ctx, &mut entries, now);
             }
             Ok(Answer {
                 reply,
@@ -290,6 +287,53 @@ pub extern "C" fn all(
             })
         },
     )
+}
+
+/// Writes every key of an admitted CL.ALL call, then fires their events. Once the first key
+/// is written the call has taken effect: a write that fails after it (a defect: every failure
+/// on what the keys hold was decided before) does not stop the others, is logged, and the
+/// client gets the decided reply. The events come after every write, so that no listener
+/// runs while keys of the call are still to be written.
+fn write_all(ctx: *mut raw::RedisModuleCtx, entries: &mut [Entry], now: Instant) {
+    let mut written = [false; args::MAX_KEYS];
+    for (entry, written) in entries.iter_mut().zip(written.iter_mut()) {
+        if let Some(change) = entry.verdict.change {
+            let own_args = entry.own_args.get(..entry.own_len).unwrap_or_default();
+            match write(
+                ctx,
+                &mut entry.key,
+                change,
+                Propagate::WithInstant(own_args),
+                now,
+            ) {
+                Ok(()) => *written = true,
+                Err(error) => log_warning(
+                    ctx,
+                    &format!(
+                        "redis-cell: CL.ALL wrote some keys but not all: {}",
+                        error.message()
+                    ),
+                ),
+            }
+        }
+    }
+    for (entry, &written) in entries.iter().zip(written.iter()) {
+        if let Some(change) = entry.verdict.change.filter(|_| written) {
+            notify(&entry.key, change);
+        }
+    }
+}
+
+fn log_warning(ctx: *mut raw::RedisModuleCtx, message: &str) {
+    let Ok(message) = std::ffi::CString::new(message) else {
+        return;
+    };
+    // SAFETY: ctx is the running command's context; "%s" takes the one C string given.
+    unsafe {
+        if let Some(log) = raw::RedisModule_Log {
+            log(ctx, c"warning".as_ptr(), c"%s".as_ptr(), message.as_ptr());
+        }
+    }
 }
 
 /// Tells the server where CL.ALL's keys are: the `numkeys` arguments after `numkeys`. Cluster
@@ -333,11 +377,18 @@ fn report_key_positions(
     }
 }
 
-/// One key of a CL.ALL call: its limiter, the open key, and the limiter's verdict.
+/// The most arguments a limiter's own command is propagated with: the key, two parameters,
+/// the quantity and MS (a THROTTLE limiter gathers six, unused: it propagates a SET).
+const MAX_OWN_ARGS: usize = 6;
+
+/// One key of a CL.ALL call: its limiter, the open key, the limiter's verdict, and the
+/// arguments its own command would propagate with.
 struct Entry {
     limiter: Limiter,
     key: Key,
     verdict: Verdict,
+    own_args: [*mut raw::RedisModuleString; MAX_OWN_ARGS],
+    own_len: usize,
 }
 
 fn limiter_of(args: &LimiterArgs) -> Result<Limiter, Error> {
@@ -374,9 +425,9 @@ enum Propagate<'a> {
     WithInstant(&'a [*mut raw::RedisModuleString]),
 }
 
-/// Writes an admission's change into its key as the limiter's own command does, propagates
-/// it, and fires its keyspace events. Everything that can fail on what the key held was
-/// decided before: what fails here is a defect.
+/// Writes an admission's change into its key as the limiter's own command does, and
+/// propagates it. Everything that can fail on what the key held was decided before: what
+/// fails here is a defect.
 fn write(
     ctx: *mut raw::RedisModuleCtx,
     key: &mut Key,
@@ -398,20 +449,34 @@ fn write(
                 Expiry::Unchanged
             };
             key.write_integer(count, expiry)?;
-            replicate(ctx, c"CL.FIXED", propagate, now)?;
-            key.notify(Event::IncrBy);
-            if opens {
-                key.notify(Event::Expire);
-            }
-            Ok(())
+            replicate(ctx, c"CL.FIXED", propagate, now)
         }
         Change::Log(append) => {
             append.apply(key)?;
             key.expire_at(append.expire_at_ms)?;
-            replicate(ctx, c"CL.WINDOW", propagate, now)?;
+            replicate(ctx, c"CL.WINDOW", propagate, now)
+        }
+    }
+}
+
+/// Fires the keyspace events of the commands a change stands in for, after its write and
+/// propagation: `SET … PXAT` for a TAT, INCRBY (and EXPIRE when a window opens) for a count,
+/// and for a log `cl.window` and EXPIRE.
+fn notify(key: &Key, change: Change) {
+    match change {
+        Change::Tat { .. } => {
+            key.notify(Event::Set);
+            key.notify(Event::Expire);
+        }
+        Change::Count { opens, .. } => {
+            key.notify(Event::IncrBy);
+            if opens {
+                key.notify(Event::Expire);
+            }
+        }
+        Change::Log(_) => {
             key.notify(Event::WindowLog);
             key.notify(Event::Expire);
-            Ok(())
         }
     }
 }

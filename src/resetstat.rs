@@ -256,6 +256,7 @@ fn read() -> Option<Reading> {
                 c"cmdstat_cl.throttle",
                 c"cmdstat_cl.fixed",
                 c"cmdstat_cl.window",
+                c"cmdstat_cl.all",
             ]
             .iter()
             .map(|field| command_stat(data, field).calls)

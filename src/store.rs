@@ -93,18 +93,15 @@ impl Key {
     }
 
     /// CL.THROTTLE's write, made as `SET key value PXAT expire_at_ms` would make it: the value
-    /// in decimal, the absolute expiry, the `set` and `expire` events, and that very command
-    /// propagated, so that replicas and the AOF hold identical bytes and expiry whatever their
-    /// own clocks say.
+    /// in decimal, the absolute expiry, and that very command propagated, so that replicas
+    /// and the AOF hold identical bytes and expiry whatever their own clocks say. Its events
+    /// are the caller's.
     pub fn set_integer(&mut self, value: i64, expire_at_ms: i64) -> Result<(), Error> {
         let mut digits = [0u8; 20];
         let text = decimal(value, &mut digits);
         self.overwrite(text)?;
         self.expire_at(expire_at_ms)?;
-        replicate_set_pxat(self.ctx, self.name, text, expire_at_ms)?;
-        self.notify(Event::Set);
-        self.notify(Event::Expire);
-        Ok(())
+        replicate_set_pxat(self.ctx, self.name, text, expire_at_ms)
     }
 
     /// Stores `value` in decimal with the given expiry. Events and propagation are the

@@ -27,6 +27,8 @@ both_servers!(
     a_replica_and_an_aof_restart_hold_identical_keys_after_a_mixed_workload,
     a_cluster_client_routes_a_call_over_hash_tagged_keys,
     keys_in_different_slots_get_crossslot_and_change_nothing,
+    in_a_transaction_and_a_script_it_decides_alike_and_replicas_follow,
+    an_acl_user_reaches_only_its_keys_and_a_refusal_changes_none,
 );
 
 /// `CL.ALL` with these arguments: the binding limiter's five integers.
@@ -1277,4 +1279,81 @@ fn keys_in_different_slots_get_crossslot_and_change_nothing(flavor: Flavor) {
         let exists: i64 = redis::cmd("EXISTS").arg(key).query(&mut con).unwrap();
         assert_eq!(exists, 0, "{key}");
     }
+}
+
+/// Inside MULTI/EXEC and inside a Lua script the call decides and writes as it does alone,
+/// and its writes reach a replica within the transaction's or the script's own unit.
+fn in_a_transaction_and_a_script_it_decides_alike_and_replicas_follow(flavor: Flavor) {
+    let primary = Server::start(flavor);
+    let replica = Server::start(flavor);
+    replicate(&replica, &primary);
+    let mut con = primary.connection();
+    let args = [
+        "2", "{u}:s", "{u}:d", "THROTTLE", "1", "2", "60", "FIXED", "2", "3600",
+    ];
+    let mut pipe = redis::pipe();
+    pipe.atomic()
+        .cmd("CL.ALL")
+        .arg(&args)
+        .cmd("CL.ALL")
+        .arg(&args)
+        .cmd("CL.ALL")
+        .arg(&args);
+    let replies: Vec<Vec<i64>> = pipe.query(&mut con).unwrap();
+    assert_eq!(
+        replies.iter().map(|r| r[0]).collect::<Vec<_>>(),
+        [0, 0, 1],
+        "{replies:?}"
+    );
+    let _: () = redis::cmd("DEL").arg("{u}:d").query(&mut con).unwrap();
+    let script = "return redis.call('CL.ALL', '2', KEYS[1], KEYS[2], 'THROTTLE', '1', '2', \
+                  '60', 'FIXED', '2', '3600', 'DETAIL')";
+    let detail: Vec<Vec<i64>> = redis::cmd("EVAL")
+        .arg(&[script, "2", "{u}:s", "{u}:d"])
+        .query(&mut con)
+        .unwrap();
+    // The per-second limiter is still full from the transaction: denied, and the fixed
+    // window, emptied, left untouched (it answers as a peek).
+    assert_eq!(detail[0][0], 1, "{detail:?}");
+    assert_eq!(detail[1], [0, 2, 2, -1, 0], "{detail:?}");
+    assert_eq!(snapshot(&mut con, b"{u}:d"), (None, -2));
+    let _: () = redis::cmd("DEL").arg("{u}:s").query(&mut con).unwrap();
+    let detail: Vec<Vec<i64>> = redis::cmd("EVAL")
+        .arg(&[script, "2", "{u}:s", "{u}:d"])
+        .query(&mut con)
+        .unwrap();
+    assert_eq!((detail[0][0], detail[1][..3].to_vec()), (0, vec![0, 2, 1]));
+    assert!(snapshot(&mut con, b"{u}:d").0.is_some());
+    wait_for_replica(&mut con);
+    assert_eq!(keyspace(&mut replica.connection()), keyspace(&mut con));
+}
+
+/// Key patterns in ACL rules cover every key of the call: a user reaches its own keys, and
+/// a call naming any other is refused before a key is touched.
+fn an_acl_user_reaches_only_its_keys_and_a_refusal_changes_none(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut admin = server.connection();
+    let _: () = redis::cmd("ACL")
+        .arg(&["SETUSER", "app", "on", ">secret", "+cl.all", "~limits:*"])
+        .query(&mut admin)
+        .unwrap();
+    let mut con = server.connection();
+    let _: () = redis::cmd("AUTH")
+        .arg(&["app", "secret"])
+        .query(&mut con)
+        .unwrap();
+    let own = [
+        "2", "limits:a", "limits:b", "FIXED", "5", "60", "WINDOW", "5", "60",
+    ];
+    assert_eq!(all(&mut con, &own)[..3], [0, 5, 4]);
+    let before = keyspace(&mut admin);
+    let foreign: Vec<&[u8]> = [
+        "2", "limits:a", "other:b", "FIXED", "5", "60", "WINDOW", "5", "60",
+    ]
+    .iter()
+    .map(|word| word.as_bytes())
+    .collect();
+    let error = error_of(&mut con, "CL.ALL", &foreign);
+    assert!(error.starts_with("NOPERM"), "{error}");
+    assert_eq!(keyspace(&mut admin), before);
 }

@@ -15,6 +15,7 @@ both_servers!(
     module_list_reports_the_crate_version,
     a_resetstat_the_server_refuses_or_discards_leaves_the_counters,
     a_resetstat_waiting_in_a_transaction_does_not_hide_others,
+    a_resetstat_among_cl_all_calls_in_a_transaction_is_seen,
     replayed_calls_are_not_counted,
 );
 
@@ -363,6 +364,34 @@ fn a_resetstat_waiting_in_a_transaction_does_not_hide_others(flavor: Flavor) {
         "{}",
         counters(&mut con)
     );
+}
+
+/// The server's statistics show little that changes across such a transaction once another
+/// client has just reset them: CL.ALL's own command statistics are among what tells.
+fn a_resetstat_among_cl_all_calls_in_a_transaction_is_seen(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut queued = server.connection();
+    let mut other = server.connection();
+    let all = ["1", "a", "FIXED", "100", "60"];
+    let _: () = redis::cmd("MULTI").query(&mut queued).unwrap();
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query(&mut other)
+        .unwrap();
+    for _ in 0..2 {
+        let _: () = redis::cmd("CL.ALL").arg(&all).query(&mut queued).unwrap();
+    }
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query(&mut queued)
+        .unwrap();
+    let _: Value = redis::cmd("EXEC").query(&mut queued).unwrap();
+    assert_eq!(
+        stats_line(&mut other, "cl_all"),
+        "calls=0,allowed=0,denied=0,peeks=0,errors=0"
+    );
+    let _: Value = redis::cmd("CL.ALL").arg(&all).query(&mut other).unwrap();
+    assert!(stats_line(&mut other, "cl_all").starts_with("calls=1,allowed=1,"));
 }
 
 fn replayed_calls_are_not_counted(flavor: Flavor) {
