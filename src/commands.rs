@@ -16,7 +16,7 @@ use crate::gcra::Gcra;
 use crate::limiter::{Change, Instant, Limiter, Stored, Verdict};
 use crate::reply::{self, Outcome};
 use crate::stats::{self, Counted, Counters};
-use crate::store::{api, decimal, succeeded, Access, Event, Expiry, Key};
+use crate::store::{self, api, decimal, succeeded, Access, Event, Expiry, Key};
 use crate::window::SlidingWindow;
 
 /// The most arguments a single-key command takes, its name included
@@ -499,19 +499,20 @@ fn replicate(
         }
         Propagate::WithInstant(args) => {
             let replicate = api(unsafe { raw::RedisModule_Replicate })?;
+            let at_word = store::AT.get()?;
             let mut digits = [0u8; 20];
             let at = decimal(now.ms, &mut digits);
-            // SAFETY: the format "vcb" takes an array of RedisModuleStrings and its length, a
-            // C string, and a buffer and its length, which is exactly what follows it; the
-            // array holds the command's live arguments.
+            // SAFETY: the format "vsb" takes an array of RedisModuleStrings and its length, a
+            // RedisModuleString, and a buffer and its length, which is exactly what follows
+            // it; the array holds the command's live arguments.
             unsafe {
                 replicate(
                     ctx,
                     command.as_ptr(),
-                    c"vcb".as_ptr(),
+                    c"vsb".as_ptr(),
                     args.as_ptr(),
                     args.len(),
-                    c"AT".as_ptr(),
+                    at_word,
                     at.as_ptr(),
                     at.len(),
                 )

@@ -54,7 +54,8 @@ fn on_load(ctx: &Context, _args: &[RedisString]) -> Status {
         ctx.log_warning(&refusal);
         return Status::Err;
     }
-    if let Err(reason) = store::check_propagation(ctx.ctx) {
+    if let Err(reason) = store::check_propagation(ctx.ctx).and_then(|()| store::make_words()) {
+        store::free_words();
         ctx.log_warning(&format!("redis-cell: {reason}: not loading"));
         return Status::Err;
     }
@@ -65,6 +66,7 @@ fn on_load(ctx: &Context, _args: &[RedisString]) -> Status {
         }
     }
     if let Err(reason) = command_table::register_all(ctx.ctx) {
+        store::free_words();
         ctx.log_warning(&format!("redis-cell: {reason}: not loading"));
         return Status::Err;
     }
@@ -125,6 +127,12 @@ redis_module! {
     allocator: (ModuleAlloc, ModuleAlloc),
     data_types: [],
     init: on_load,
+    deinit: on_unload,
+}
+
+fn on_unload(_ctx: &Context) -> Status {
+    store::free_words();
+    Status::Ok
 }
 
 #[cfg(test)]

@@ -3,7 +3,8 @@
 
 use std::ffi::CStr;
 use std::os::raw::c_int;
-use std::ptr::NonNull;
+use std::ptr::{self, NonNull};
+use std::sync::atomic::{AtomicPtr, Ordering};
 
 use redis_module::raw;
 
@@ -226,6 +227,70 @@ impl Drop for Key {
     }
 }
 
+/// A word every propagated write of some kind carries, made once at load: made per call, it
+/// costs a string object to build and to free each time. The server only takes references
+/// to it, as it does to its own shared strings.
+pub struct Word {
+    text: &'static CStr,
+    string: AtomicPtr<raw::RedisModuleString>,
+}
+
+impl Word {
+    const fn new(text: &'static CStr) -> Word {
+        Word {
+            text,
+            string: AtomicPtr::new(ptr::null_mut()),
+        }
+    }
+
+    /// The word's string, made at load.
+    pub fn get(&self) -> Result<*mut raw::RedisModuleString, Error> {
+        let string = self.string.load(Ordering::Relaxed);
+        if string.is_null() {
+            Err(Error::Internal)
+        } else {
+            Ok(string)
+        }
+    }
+}
+
+pub static PXAT: Word = Word::new(c"PXAT");
+pub static AT: Word = Word::new(c"AT");
+const WORDS: [&Word; 2] = [&PXAT, &AT];
+
+/// Makes the words, once, from OnLoad.
+pub fn make_words() -> Result<(), String> {
+    let create = api(unsafe { raw::RedisModule_CreateString })
+        .map_err(|_| "the server lacks RedisModule_CreateString".to_owned())?;
+    for word in WORDS {
+        let text = word.text.to_bytes();
+        // SAFETY: a NULL context makes a string the module owns until it frees it; the text
+        // is a static buffer of that length.
+        let string = unsafe { create(ptr::null_mut(), text.as_ptr().cast(), text.len()) };
+        if string.is_null() {
+            return Err(format!(
+                "could not make the string {}",
+                word.text.to_string_lossy()
+            ));
+        }
+        word.string.store(string, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
+/// Frees the words, from OnUnload (and from a failed OnLoad).
+pub fn free_words() {
+    for word in WORDS {
+        let string = word.string.swap(ptr::null_mut(), Ordering::Relaxed);
+        // SAFETY: the string was made by make_words with a NULL context, and is freed once.
+        unsafe {
+            if let (false, Some(free)) = (string.is_null(), raw::RedisModule_FreeString) {
+                free(ptr::null_mut(), string);
+            }
+        }
+    }
+}
+
 fn replicate_set_pxat(
     ctx: *mut raw::RedisModuleCtx,
     name: *mut raw::RedisModuleString,
@@ -237,17 +302,19 @@ fn replicate_set_pxat(
     // two allocations, a buffer one.
     let mut digits = [0u8; 20];
     let expire_at = decimal(expire_at_ms, &mut digits);
-    // SAFETY: the format "sbcb" takes, in order, a RedisModuleString, a buffer and its
-    // length, a C string, and a buffer and its length, which is exactly what follows it.
+    let pxat = PXAT.get()?;
+    // SAFETY: the format "sbsb" takes, in order, a RedisModuleString, a buffer and its
+    // length, a RedisModuleString, and a buffer and its length, which is exactly what follows
+    // it.
     let status = unsafe {
         replicate(
             ctx,
             c"SET".as_ptr(),
-            c"sbcb".as_ptr(),
+            c"sbsb".as_ptr(),
             name,
             value.as_ptr(),
             value.len(),
-            c"PXAT".as_ptr(),
+            pxat,
             expire_at.as_ptr(),
             expire_at.len(),
         )
