@@ -100,26 +100,45 @@ impl Key {
     pub fn set_integer(&mut self, value: i64, expire_at_ms: i64) -> Result<(), Error> {
         let mut digits = [0u8; 20];
         let text = decimal(value, &mut digits);
-        self.overwrite(text)?;
+        let made = self.put(text)?;
         self.expire_at(expire_at_ms)?;
-        replicate_set_pxat(self.ctx, self.name, text, expire_at_ms)
+        let value = match &made {
+            Some(string) => Value::Shared(string.0),
+            None => Value::Bytes(text),
+        };
+        replicate_set_pxat(self.ctx, self.name, value, expire_at_ms)
     }
 
     /// Stores `value` in decimal with the given expiry. Events and propagation are the
     /// caller's.
     pub fn write_integer(&mut self, value: i64, expiry: Expiry) -> Result<(), Error> {
         let mut digits = [0u8; 20];
-        self.overwrite(decimal(value, &mut digits))?;
+        self.put(decimal(value, &mut digits))?;
         match expiry {
             Expiry::At(ms) => self.expire_at(ms),
             Expiry::Unchanged => self.signal_modified(),
         }
     }
 
-    fn overwrite(&mut self, value: &[u8]) -> Result<(), Error> {
-        self.resize(value.len())?;
-        self.bytes_mut()?.copy_from_slice(value);
-        Ok(())
+    /// Stores `value` as the key's string. An empty key gets a string object made for it,
+    /// returned so that a propagation can share it: one allocation, where growing an empty
+    /// key takes two and propagating its bytes a third. A key that holds a string is
+    /// overwritten in place.
+    fn put(&mut self, value: &[u8]) -> Result<Option<OwnedString>, Error> {
+        let handle = self.handle.ok_or(Error::Internal)?;
+        let key_type = api(unsafe { raw::RedisModule_KeyType })?;
+        // SAFETY: handle is an open key.
+        if unsafe { key_type(handle.as_ptr()) } as isize != raw::REDISMODULE_KEYTYPE_EMPTY {
+            self.resize(value.len())?;
+            self.bytes_mut()?.copy_from_slice(value);
+            return Ok(None);
+        }
+        let string = OwnedString::new(value)?;
+        let set = api(unsafe { raw::RedisModule_StringSet })?;
+        // SAFETY: handle is an empty key opened for writing; the server takes its own
+        // reference to the string.
+        succeeded(unsafe { set(handle.as_ptr(), string.0) })?;
+        Ok(Some(string))
     }
 
     /// Sets the absolute expiry of a key just written, and tells the server the key changed.
@@ -291,10 +310,44 @@ pub fn free_words() {
     }
 }
 
+/// A string object this module made and frees.
+struct OwnedString(*mut raw::RedisModuleString);
+
+impl OwnedString {
+    fn new(text: &[u8]) -> Result<OwnedString, Error> {
+        let create = api(unsafe { raw::RedisModule_CreateString })?;
+        // SAFETY: a NULL context makes a string the module owns until it frees it; text is a
+        // live buffer of that length.
+        let string = unsafe { create(ptr::null_mut(), text.as_ptr().cast(), text.len()) };
+        if string.is_null() {
+            return Err(Error::Internal);
+        }
+        Ok(OwnedString(string))
+    }
+}
+
+impl Drop for OwnedString {
+    fn drop(&mut self) {
+        // SAFETY: made by CreateString with a NULL context, and freed once; whatever else
+        // holds it (a key, a propagated command) holds its own reference.
+        unsafe {
+            if let Some(free) = raw::RedisModule_FreeString {
+                free(ptr::null_mut(), self.0);
+            }
+        }
+    }
+}
+
+/// A value to propagate: a string object the key holds too, or bytes to copy.
+enum Value<'a> {
+    Shared(*mut raw::RedisModuleString),
+    Bytes(&'a [u8]),
+}
+
 fn replicate_set_pxat(
     ctx: *mut raw::RedisModuleCtx,
     name: *mut raw::RedisModuleString,
-    value: &[u8],
+    value: Value,
     expire_at_ms: i64,
 ) -> Result<(), Error> {
     let replicate = api(unsafe { raw::RedisModule_Replicate })?;
@@ -303,21 +356,33 @@ fn replicate_set_pxat(
     let mut digits = [0u8; 20];
     let expire_at = decimal(expire_at_ms, &mut digits);
     let pxat = PXAT.get()?;
-    // SAFETY: the format "sbsb" takes, in order, a RedisModuleString, a buffer and its
-    // length, a RedisModuleString, and a buffer and its length, which is exactly what follows
-    // it.
+    // SAFETY: the formats take, in order, a RedisModuleString (the key), the value (a
+    // RedisModuleString for "s", a buffer and its length for "b"), a RedisModuleString, and
+    // a buffer and its length, which is exactly what follows each.
     let status = unsafe {
-        replicate(
-            ctx,
-            c"SET".as_ptr(),
-            c"sbsb".as_ptr(),
-            name,
-            value.as_ptr(),
-            value.len(),
-            pxat,
-            expire_at.as_ptr(),
-            expire_at.len(),
-        )
+        match value {
+            Value::Shared(string) => replicate(
+                ctx,
+                c"SET".as_ptr(),
+                c"sssb".as_ptr(),
+                name,
+                string,
+                pxat,
+                expire_at.as_ptr(),
+                expire_at.len(),
+            ),
+            Value::Bytes(bytes) => replicate(
+                ctx,
+                c"SET".as_ptr(),
+                c"sbsb".as_ptr(),
+                name,
+                bytes.as_ptr(),
+                bytes.len(),
+                pxat,
+                expire_at.as_ptr(),
+                expire_at.len(),
+            ),
+        }
     };
     succeeded(status)
 }
