@@ -222,71 +222,41 @@ pub extern "C" fn all(
         report_key_positions(ctx, argv, argc);
         return raw::REDISMODULE_OK as c_int;
     }
-    dispatch(
-        ctx,
-        argv,
-        argc,
-        "cl.all",
-        &stats::ALL,
-        |call: &Call<MAX_ALL_ARGS>| {
-            let args = args::all(call.args())?;
-            // Every limiter is built, then every key read and decided, and what each write will
-            // propagate gathered, before any key is written: an error on any argument or key
-            // stops the call with nothing changed, and nothing after the first write can.
-            for spec in &args.limiters {
-                limiter_of(&spec.args)?;
-            }
-            let now = call.instant(None)?;
-            let access = access_for(args.quantity);
-            let mut entries = Vec::with_capacity(args.limiters.len());
-            for (index, spec) in args.limiters.iter().enumerate() {
-                let limiter = limiter_of(&spec.args)?;
-                let key = Key::open(call.ctx, call.arg(index + 1)?, access)?;
-                let verdict = limiter.decide(&read(&limiter, &key)?, now)?;
-                // The key and the limiter's parameters as the client gave them, then the shared
-                // quantity and MS: the arguments of the limiter's own command.
-                let positions = std::iter::once(index + 1)
-                    .chain(spec.params_at..spec.params_at + spec.params_len)
-                    .chain(args.quantity_at)
-                    .chain(args.ms_at);
-                let mut own_args = [std::ptr::null_mut(); MAX_OWN_ARGS];
-                let mut own_len = 0;
-                for position in positions {
-                    *own_args.get_mut(own_len).ok_or(Error::Internal)? = call.arg(position)?;
-                    own_len += 1;
-                }
-                entries.push(Entry {
-                    limiter,
-                    key,
-                    verdict,
-                    own_args,
-                    own_len,
-                });
-            }
-            let combined = all::combine(entries.iter().map(|entry| &entry.verdict), args.unit);
-            let reply = if args.detail {
-                let mut replies = Vec::with_capacity(entries.len());
-                for entry in &entries {
-                    let outcome = combined.detail(&entry.verdict, || {
-                        let peek = entry.limiter.peek();
-                        Ok(peek.decide(&read(&peek, &entry.key)?, now)?.outcome)
-                    })?;
-                    replies.push(outcome.to_reply(args.unit));
-                }
-                Reply::Detail(replies)
-            } else {
-                let binding = entries.get(combined.binding).ok_or(Error::Internal)?;
-                Reply::One(binding.verdict.outcome.to_reply(args.unit))
-            };
-            if combined.admitted {
-                write_all(call.ctx, &mut entries, now);
-            }
-            Ok(Answer {
-                reply,
-                counted: Counted::of(args.quantity, combined.admitted),
-            })
-        },
-    )
+    dispatch(ctx, argv, argc, "cl.all", &stats::ALL, run_all)
+}
+
+/// CL.ALL's body. Every limiter is built, then every key read and decided, and what each
+/// write will propagate gathered, before any key is written: an error on any argument or
+/// key stops the call with nothing changed, and nothing after the first write can.
+fn run_all(call: &Call<MAX_ALL_ARGS>) -> Result<Answer, Error> {
+    let args = args::all(call.args())?;
+    for spec in &args.limiters {
+        limiter_of(&spec.args)?;
+    }
+    let now = call.instant(None)?;
+    let mut entries = Vec::with_capacity(args.limiters.len());
+    for (index, spec) in args.limiters.iter().enumerate() {
+        entries.push(Entry::decide(call, &args, index, spec, now)?);
+    }
+    let combined = all::combine(entries.iter().map(|entry| &entry.verdict), args.unit);
+    let reply = if args.detail {
+        let mut replies = Vec::with_capacity(entries.len());
+        for entry in &entries {
+            let outcome = combined.detail(&entry.verdict, || entry.peek(now))?;
+            replies.push(outcome.to_reply(args.unit));
+        }
+        Reply::Detail(replies)
+    } else {
+        let binding = entries.get(combined.binding).ok_or(Error::Internal)?;
+        Reply::One(binding.verdict.outcome.to_reply(args.unit))
+    };
+    if combined.admitted {
+        write_all(call.ctx, &mut entries, now);
+    }
+    Ok(Answer {
+        reply,
+        counted: Counted::of(args.quantity, combined.admitted),
+    })
 }
 
 /// Writes every key of an admitted CL.ALL call, then fires their events. Once the first key
@@ -389,6 +359,46 @@ struct Entry {
     verdict: Verdict,
     own_args: [*mut raw::RedisModuleString; MAX_OWN_ARGS],
     own_len: usize,
+}
+
+impl Entry {
+    /// Opens the call's `index`-th key and decides its limiter on it.
+    fn decide(
+        call: &Call<MAX_ALL_ARGS>,
+        args: &args::AllArgs,
+        index: usize,
+        spec: &args::LimiterSpec,
+        now: Instant,
+    ) -> Result<Entry, Error> {
+        let limiter = limiter_of(&spec.args)?;
+        let key = Key::open(call.ctx, call.arg(index + 1)?, access_for(args.quantity))?;
+        let verdict = limiter.decide(&read(&limiter, &key)?, now)?;
+        // The key and the limiter's parameters as the client gave them, then the shared
+        // quantity and MS: the arguments of the limiter's own command.
+        let positions = std::iter::once(index + 1)
+            .chain(spec.params_at..spec.params_at + spec.params_len)
+            .chain(args.quantity_at)
+            .chain(args.ms_at);
+        let mut own_args = [std::ptr::null_mut(); MAX_OWN_ARGS];
+        let mut own_len = 0;
+        for position in positions {
+            *own_args.get_mut(own_len).ok_or(Error::Internal)? = call.arg(position)?;
+            own_len += 1;
+        }
+        Ok(Entry {
+            limiter,
+            key,
+            verdict,
+            own_args,
+            own_len,
+        })
+    }
+
+    /// What the limiter answers about its key as it stands.
+    fn peek(&self, now: Instant) -> Result<Outcome, Error> {
+        let peek = self.limiter.peek();
+        Ok(peek.decide(&read(&peek, &self.key)?, now)?.outcome)
+    }
 }
 
 fn limiter_of(args: &LimiterArgs) -> Result<Limiter, Error> {
