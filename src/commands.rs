@@ -230,13 +230,15 @@ pub extern "C" fn all(
 /// key stops the call with nothing changed, and nothing after the first write can.
 fn run_all(call: &Call<MAX_ALL_ARGS>) -> Result<Answer, Error> {
     let args = args::all(call.args())?;
-    for spec in &args.limiters {
-        limiter_of(&spec.args)?;
+    let mut limiters = [None; args::MAX_KEYS];
+    for (limiter, spec) in limiters.iter_mut().zip(&args.limiters) {
+        *limiter = Some(limiter_of(&spec.args)?);
     }
     let now = call.instant(None)?;
     let mut entries = Vec::with_capacity(args.limiters.len());
-    for (index, spec) in args.limiters.iter().enumerate() {
-        entries.push(Entry::decide(call, &args, index, spec, now)?);
+    for (index, (spec, limiter)) in args.limiters.iter().zip(limiters).enumerate() {
+        let limiter = limiter.ok_or(Error::Internal)?;
+        entries.push(Entry::decide(call, &args, index, spec, limiter, now)?);
     }
     let combined = all::combine(entries.iter().map(|entry| &entry.verdict), args.unit);
     let reply = if args.detail {
@@ -362,15 +364,15 @@ struct Entry {
 }
 
 impl Entry {
-    /// Opens the call's `index`-th key and decides its limiter on it.
+    /// Opens the call's `index`-th key and decides `limiter`, built from `spec`, on it.
     fn decide(
         call: &Call<MAX_ALL_ARGS>,
         args: &args::AllArgs,
         index: usize,
         spec: &args::LimiterSpec,
+        limiter: Limiter,
         now: Instant,
     ) -> Result<Entry, Error> {
-        let limiter = limiter_of(&spec.args)?;
         let key = Key::open(call.ctx, call.arg(index + 1)?, access_for(args.quantity))?;
         let verdict = limiter.decide(&read(&limiter, &key)?, now)?;
         // The key and the limiter's parameters as the client gave them, then the shared
