@@ -236,7 +236,7 @@ fn run_all(call: &Call<MAX_ALL_ARGS>) -> Result<Answer, Error> {
     }
     let now = call.instant(None)?;
     let mut entries = Vec::with_capacity(args.limiters.len());
-    for (index, (spec, limiter)) in args.limiters.iter().zip(limiters).enumerate() {
+    for (index, (spec, limiter)) in args.limiters.iter().zip(&limiters).enumerate() {
         let limiter = limiter.ok_or(Error::Internal)?;
         entries.push(Entry::decide(call, &args, index, spec, limiter, now)?);
     }
