@@ -7,7 +7,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use redis_module::raw;
 
-use crate::all;
+use crate::all::{self, Combined};
 use crate::args::{self, LimiterArgs, WindowArgs};
 use crate::clock;
 use crate::error::Error;
@@ -252,24 +252,27 @@ fn run_all(call: &Call<MAX_ALL_ARGS>) -> Result<Answer, Error> {
         let binding = entries.get(combined.binding).ok_or(Error::Internal)?;
         Reply::One(binding.verdict.outcome.to_reply(args.unit))
     };
-    if combined.admitted {
-        write_all(call.ctx, &mut entries, now);
-    }
+    write_all(call.ctx, &combined, &mut entries, now);
     Ok(Answer {
         reply,
         counted: Counted::of(args.quantity, combined.admitted),
     })
 }
 
-/// Writes every key of an admitted CL.ALL call, then fires their events. Once the first key
-/// is written the call has taken effect: a write that fails after it (a defect: every failure
-/// on what the keys hold was decided before) does not stop the others, is logged, and the
-/// client gets the decided reply. The events come after every write, so that no listener
-/// runs while keys of the call are still to be written.
-fn write_all(ctx: *mut raw::RedisModuleCtx, entries: &mut [Entry], now: Instant) {
+/// Writes every key of a CL.ALL call that all its limiters admitted (nothing otherwise), then
+/// fires their events. Once the first key is written the call has taken effect: a write that
+/// fails after it (a defect: every failure on what the keys hold was decided before) does not
+/// stop the others, is logged, and the client gets the decided reply. The events come after
+/// every write, so that no listener runs while keys of the call are still to be written.
+fn write_all(
+    ctx: *mut raw::RedisModuleCtx,
+    combined: &Combined,
+    entries: &mut [Entry],
+    now: Instant,
+) {
     let mut written = [false; args::MAX_KEYS];
     for (entry, written) in entries.iter_mut().zip(written.iter_mut()) {
-        if let Some(change) = entry.verdict.change {
+        if let Some(change) = combined.change(&entry.verdict) {
             let own_args = entry.own_args.get(..entry.own_len).unwrap_or_default();
             match write(
                 ctx,
