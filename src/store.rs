@@ -279,20 +279,12 @@ const WORDS: [&Word; 2] = [&PXAT, &AT];
 
 /// Makes the words, once, from OnLoad.
 pub fn make_words() -> Result<(), String> {
-    let create = api(unsafe { raw::RedisModule_CreateString })
-        .map_err(|_| "the server lacks RedisModule_CreateString".to_owned())?;
     for word in WORDS {
-        let text = word.text.to_bytes();
-        // SAFETY: a NULL context makes a string the module owns until it frees it; the text
-        // is a static buffer of that length.
-        let string = unsafe { create(ptr::null_mut(), text.as_ptr().cast(), text.len()) };
-        if string.is_null() {
-            return Err(format!(
-                "could not make the string {}",
-                word.text.to_string_lossy()
-            ));
-        }
-        word.string.store(string, Ordering::Relaxed);
+        let string = OwnedString::new(word.text.to_bytes())
+            .map_err(|_| format!("could not make the string {}", word.text.to_string_lossy()))?;
+        // Kept until free_words takes it back.
+        word.string.store(string.0, Ordering::Relaxed);
+        std::mem::forget(string);
     }
     Ok(())
 }
@@ -301,11 +293,8 @@ pub fn make_words() -> Result<(), String> {
 pub fn free_words() {
     for word in WORDS {
         let string = word.string.swap(ptr::null_mut(), Ordering::Relaxed);
-        // SAFETY: the string was made by make_words with a NULL context, and is freed once.
-        unsafe {
-            if let (false, Some(free)) = (string.is_null(), raw::RedisModule_FreeString) {
-                free(ptr::null_mut(), string);
-            }
+        if !string.is_null() {
+            drop(OwnedString(string));
         }
     }
 }
@@ -363,7 +352,7 @@ fn replicate_set_pxat(
         match value {
             Value::Shared(string) => replicate(
                 ctx,
-                c"SET".as_ptr(),
+                PROPAGATED_AS.as_ptr(),
                 c"sssb".as_ptr(),
                 name,
                 string,
@@ -373,7 +362,7 @@ fn replicate_set_pxat(
             ),
             Value::Bytes(bytes) => replicate(
                 ctx,
-                c"SET".as_ptr(),
+                PROPAGATED_AS.as_ptr(),
                 c"sbsb".as_ptr(),
                 name,
                 bytes.as_ptr(),
