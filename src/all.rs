@@ -57,6 +57,16 @@ pub fn combine<'a>(verdicts: impl Iterator<Item = &'a Verdict>, unit: TimeUnit) 
     }
 }
 
+/// How long until every limiter that denied a request would admit it: the longest of their
+/// waits, `None` when one never will, 0 when none denied.
+pub fn fits_in_ns<'a>(verdicts: impl Iterator<Item = &'a Verdict>) -> Option<i64> {
+    verdicts
+        .filter(|verdict| !verdict.admitted())
+        .try_fold(0, |longest: i64, verdict| {
+            verdict.outcome.retry_after_ns.map(|wait| longest.max(wait))
+        })
+}
+
 impl Combined {
     /// One limiter's answer in the detailed reply, with its state as the key stands after
     /// the call: its verdict when the request was admitted or when it denied; when another
@@ -346,6 +356,60 @@ mod tests {
                     }
                 }
                 prop_assert_eq!(&keys, &twins);
+            }
+        }
+    }
+
+    proptest! {
+        /// BLOCK's promise: a request denied by any limiters, asked again after `fits_in_ns`
+        /// with nothing taken meanwhile, is admitted by all, and not sooner: GCRA to the
+        /// nanosecond, the windows, which count whole milliseconds, to the millisecond (their
+        /// wait runs from the start of the millisecond asked in). `None` only when one limiter
+        /// can never admit it.
+        #[test]
+        fn a_denied_request_fits_exactly_after_its_wait(
+            shape in shape(),
+            history in calls(),
+            quantity in 1i64..6,
+            offset_ns in 0i64..2 * MILLI,
+        ) {
+            let mut keys: Vec<Key> = limiters(&shape, 1).iter().map(Key::empty).collect();
+            let mut now_ms = START_MS;
+            for (gap, history_quantity, mask) in history {
+                now_ms += gap;
+                let now = Instant::from_ms(now_ms);
+                for (i, key) in keys.iter_mut().enumerate() {
+                    if mask & (1 << i) != 0 {
+                        key.single(&limiters(&shape, history_quantity)[i], now);
+                    }
+                }
+            }
+            let combined = limiters(&shape, quantity);
+            let stored: Vec<Stored> = keys.iter().map(Key::stored).collect();
+            let decide_at = |ns: i64| {
+                let now = Instant::from_ns(ns);
+                combined
+                    .iter()
+                    .zip(&stored)
+                    .map(|(limiter, stored)| limiter.decide(stored, now).unwrap())
+                    .collect::<Vec<Verdict>>()
+            };
+            let asked_ns = now_ms * MILLI + offset_ns;
+            let verdicts = decide_at(asked_ns);
+            match fits_in_ns(verdicts.iter()) {
+                Some(0) => prop_assert!(verdicts.iter().all(Verdict::admitted)),
+                Some(wait) => {
+                    prop_assert!(verdicts.iter().any(|v| !v.admitted()));
+                    prop_assert!(decide_at(asked_ns + wait).iter().all(Verdict::admitted));
+                    let sooner = (asked_ns + wait - MILLI).max(asked_ns);
+                    prop_assert!(!decide_at(sooner).iter().all(Verdict::admitted));
+                    if shape.iter().all(|&(kind, _, _)| kind == 0) {
+                        prop_assert!(!decide_at(asked_ns + wait - 1).iter().all(Verdict::admitted));
+                    }
+                }
+                None => prop_assert!(verdicts
+                    .iter()
+                    .any(|v| !v.admitted() && v.outcome.retry_after_ns.is_none())),
             }
         }
     }

@@ -153,6 +153,31 @@ fn limit_and_period(
     })
 }
 
+/// The longest BLOCK timeout, in milliseconds: the span a limiter may look ahead.
+pub const MAX_BLOCK_MS: i64 = MAX_SPAN_NS / NANOS_PER_MILLI;
+
+/// Splits a trailing `BLOCK milliseconds` off a single-key command's arguments: the
+/// arguments before it, and the timeout (0 waits as long as it takes).
+pub fn block<'a, 'b>(args: &'a [&'b [u8]]) -> Result<(&'a [&'b [u8]], Option<i64>), Error> {
+    match args {
+        [rest @ .., keyword, timeout] if keyword.eq_ignore_ascii_case(b"BLOCK") => {
+            Ok((rest, Some(block_timeout(timeout)?)))
+        }
+        _ => Ok((args, None)),
+    }
+}
+
+fn block_timeout(text: &[u8]) -> Result<i64, Error> {
+    let timeout = integer(text, "timeout", 0)?;
+    if timeout > MAX_BLOCK_MS {
+        return Err(Error::AboveMaximum {
+            arg: "timeout",
+            max: MAX_BLOCK_MS,
+        });
+    }
+    Ok(timeout)
+}
+
 /// The most keys, and so limiters, one CL.ALL call decides over.
 pub const MAX_KEYS: usize = 16;
 
@@ -172,8 +197,8 @@ pub struct LimiterSpec {
     pub params_len: usize,
 }
 
-/// `CL.ALL numkeys key [key ...] limiter [limiter ...] [QUANTITY quantity] [MS] [DETAIL]`,
-/// after the command's name: the keys are at positions `1..=limiters.len()`, and every position
+/// `CL.ALL numkeys key [key ...] limiter [limiter ...] [QUANTITY quantity] [MS] [DETAIL]
+/// [BLOCK milliseconds]`, after the command's name: the keys are at positions `1..=limiters.len()`, and every position
 /// indexes that same list of arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AllArgs {
@@ -184,6 +209,8 @@ pub struct AllArgs {
     /// Where the quantity's value and `MS` were given, if they were.
     pub quantity_at: Option<usize>,
     pub ms_at: Option<usize>,
+    /// BLOCK's timeout in milliseconds, when the call asked to wait.
+    pub block_ms: Option<i64>,
 }
 
 /// A CL.ALL limiter's keyword, and how many parameters follow it.
@@ -257,7 +284,7 @@ pub fn all(args: &[&[u8]]) -> Result<AllArgs, Error> {
         return Err(Error::WrongArity(COMMAND));
     }
 
-    let (mut quantity_at, mut ms_at, mut detail) = (None, None, false);
+    let (mut quantity_at, mut ms_at, mut detail, mut block_at) = (None, None, false, None);
     while let Some(option) = args.get(at) {
         if option.eq_ignore_ascii_case(b"QUANTITY") && quantity_at.is_none() {
             quantity_at = Some(at + 1);
@@ -268,6 +295,9 @@ pub fn all(args: &[&[u8]]) -> Result<AllArgs, Error> {
         } else if option.eq_ignore_ascii_case(b"DETAIL") && !detail {
             detail = true;
             at += 1;
+        } else if option.eq_ignore_ascii_case(b"BLOCK") && block_at.is_none() {
+            block_at = Some(at + 1);
+            at += 2;
         } else if Kind::of(option).is_some() {
             return Err(Error::ExtraLimiter);
         } else {
@@ -277,6 +307,10 @@ pub fn all(args: &[&[u8]]) -> Result<AllArgs, Error> {
     let quantity = match quantity_at {
         Some(at) => integer(args.get(at).ok_or(Error::Syntax)?, "quantity", 0)?,
         None => 1,
+    };
+    let block_ms = match block_at {
+        Some(at) => Some(block_timeout(args.get(at).ok_or(Error::Syntax)?)?),
+        None => None,
     };
     let unit = if ms_at.is_some() {
         TimeUnit::Milliseconds
@@ -316,12 +350,13 @@ pub fn all(args: &[&[u8]]) -> Result<AllArgs, Error> {
         detail,
         quantity_at,
         ms_at,
+        block_ms,
     })
 }
 
 /// An option that may follow CL.ALL's limiters.
 fn is_option(arg: &[u8]) -> bool {
-    [&b"QUANTITY"[..], b"MS", b"DETAIL"]
+    [&b"QUANTITY"[..], b"MS", b"DETAIL", b"BLOCK"]
         .iter()
         .any(|option| arg.eq_ignore_ascii_case(option))
 }

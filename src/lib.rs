@@ -11,6 +11,7 @@ pub mod error;
 pub mod fixed;
 pub mod gcra;
 pub mod limiter;
+pub mod queue;
 pub mod reply;
 mod resetstat;
 mod stats;

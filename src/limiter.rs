@@ -83,6 +83,35 @@ impl Verdict {
     pub fn admitted(&self) -> bool {
         !self.outcome.limited
     }
+
+    /// The verdict on a call that waiters who came before it hold back (BLOCK): it takes
+    /// nothing. A denial stands, waiting at least until the first waiter is due; units that
+    /// are free now are the waiters', so an admission becomes a denial with none remaining,
+    /// due then too, and the limiter's reset as it stands (`peek`).
+    pub fn held_back(
+        self,
+        first_due_in_ns: i64,
+        peek: impl FnOnce() -> Result<Outcome, Error>,
+    ) -> Result<Verdict, Error> {
+        let outcome = self.outcome;
+        let outcome = if outcome.limited {
+            Outcome {
+                retry_after_ns: outcome.retry_after_ns.map(|wait| wait.max(first_due_in_ns)),
+                ..outcome
+            }
+        } else {
+            Outcome::denied(
+                outcome.limit,
+                0,
+                Some(first_due_in_ns.max(1)),
+                peek()?.reset_after_ns,
+            )
+        };
+        Ok(Verdict {
+            outcome,
+            change: None,
+        })
+    }
 }
 
 impl Limiter {
@@ -148,6 +177,37 @@ mod tests {
         assert_eq!(ceil_ms(5_000_000), 5);
         assert_eq!(ceil_ms(5_000_001), 6);
         assert_eq!(ceil_ms(5_999_999), 6);
+    }
+
+    #[test]
+    fn a_call_held_back_by_waiters_takes_nothing() {
+        let gcra = Gcra::new(&crate::args::ThrottleArgs {
+            max_burst: 4,
+            count: 1,
+            period_ns: 1_000_000_000,
+            quantity: 1,
+            unit: crate::args::TimeUnit::Seconds,
+        })
+        .expect("valid parameters");
+        let limiter = Limiter::Throttle(gcra);
+        let now = Instant::from_ns(10_000_000_000);
+        let admitted = limiter.decide(&Stored::Tat(None), now).expect("decides");
+        assert!(admitted.admitted());
+        let peek = || Ok(limiter.peek().decide(&Stored::Tat(None), now)?.outcome);
+        let held = admitted.held_back(3_000, peek).expect("holds");
+        assert_eq!(held.change, None);
+        assert!(held.outcome.limited);
+        assert_eq!(held.outcome.remaining, 0);
+        assert_eq!(held.outcome.retry_after_ns, Some(3_000));
+        assert_eq!(held.outcome.reset_after_ns, 0);
+
+        let full = Stored::Tat(Some(now.ns + 5_000_000_000));
+        let denied = limiter.decide(&full, now).expect("decides");
+        let wait = denied.outcome.retry_after_ns.expect("fits later");
+        let held = denied.held_back(wait + 7, peek).expect("holds");
+        assert_eq!(held.outcome.retry_after_ns, Some(wait + 7));
+        let held = denied.held_back(0, peek).expect("holds");
+        assert_eq!(held.outcome, denied.outcome);
     }
 
     #[test]
