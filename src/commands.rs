@@ -2,6 +2,7 @@
 //! that knows both the algorithms and Redis.
 
 use std::ffi::CStr;
+use std::ops::Range;
 use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -17,14 +18,15 @@ use crate::limiter::{Change, Instant, Limiter, Stored, Verdict};
 use crate::reply::{self, Outcome};
 use crate::stats::{self, Counted, Counters};
 use crate::store::{self, api, decimal, succeeded, Access, Event, Expiry, Key};
+use crate::waiting::{self, Turn};
 use crate::window::SlidingWindow;
 
 /// The most arguments a single-key command takes, its name included
-/// (`CL.WINDOW key limit period quantity MS AT unix-ms`).
-const MAX_ARGS: usize = 8;
+/// (`CL.WINDOW key limit period quantity MS AT unix-ms BLOCK milliseconds`).
+const MAX_ARGS: usize = 10;
 /// The most arguments CL.ALL takes: its name, numkeys, 16 keys, 16 limiters of up to four
-/// words, `QUANTITY quantity`, `MS` and `DETAIL`.
-const MAX_ALL_ARGS: usize = 2 + args::MAX_KEYS * 5 + 4;
+/// words, `QUANTITY quantity`, `MS`, `DETAIL` and `BLOCK milliseconds`.
+const MAX_ALL_ARGS: usize = 2 + args::MAX_KEYS * 5 + 6;
 
 /// The arguments of a running command.
 struct Call<'a, const N: usize> {
@@ -102,106 +104,159 @@ impl SingleCall<'_> {
     }
 }
 
-/// `CL.THROTTLE key max_burst count period [quantity] [MS]`
+/// This module's commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Command {
+    Throttle,
+    Fixed,
+    Window,
+    All,
+}
+
+impl Command {
+    fn name(self) -> &'static str {
+        match self {
+            Command::Throttle => "cl.throttle",
+            Command::Fixed => "cl.fixed",
+            Command::Window => "cl.window",
+            Command::All => "cl.all",
+        }
+    }
+
+    pub(crate) fn counters(self) -> &'static Counters {
+        match self {
+            Command::Throttle => &stats::THROTTLE,
+            Command::Fixed => &stats::FIXED,
+            Command::Window => &stats::WINDOW,
+            Command::All => &stats::ALL,
+        }
+    }
+
+    /// Runs a call of this command at `turn` in its keys' lines: parse, read, decide, and
+    /// write when admitted. A panic, which would otherwise take the whole server down, becomes
+    /// an error; bodies write only as their last step, so an error or a panic leaves the keys
+    /// as they were.
+    pub(crate) fn run(
+        self,
+        ctx: *mut raw::RedisModuleCtx,
+        argv: *mut *mut raw::RedisModuleString,
+        argc: c_int,
+        replayed: bool,
+        turn: Turn,
+    ) -> Result<Answer, Error> {
+        catch_unwind(AssertUnwindSafe(|| {
+            let name = self.name();
+            // SAFETY: the server passes argc live argument strings, alive for the command (or,
+            // for a waiter, held by it).
+            match self {
+                Command::Throttle => run_throttle(
+                    &unsafe { Call::new(ctx, argv, argc, name, replayed) }?,
+                    turn,
+                ),
+                Command::Fixed => run_window(
+                    &unsafe { Call::new(ctx, argv, argc, name, replayed) }?,
+                    turn,
+                    args::fixed,
+                    |args| Limiter::Fixed(FixedWindow::new(args)),
+                ),
+                Command::Window => run_window(
+                    &unsafe { Call::new(ctx, argv, argc, name, replayed) }?,
+                    turn,
+                    args::window,
+                    |args| Limiter::Window(SlidingWindow::new(args)),
+                ),
+                Command::All => run_all(
+                    &unsafe { Call::new(ctx, argv, argc, name, replayed) }?,
+                    turn,
+                ),
+            }
+        }))
+        .unwrap_or(Err(Error::Internal))
+    }
+}
+
+/// `CL.THROTTLE key max_burst count period [quantity] [MS] [BLOCK milliseconds]`
 pub extern "C" fn throttle(
     ctx: *mut raw::RedisModuleCtx,
     argv: *mut *mut raw::RedisModuleString,
     argc: c_int,
 ) -> c_int {
-    dispatch(
-        ctx,
-        argv,
-        argc,
-        "cl.throttle",
-        &stats::THROTTLE,
-        |call: &SingleCall| {
-            let args = args::throttle(call.params())?;
-            let limiter = Limiter::Throttle(Gcra::new(&args)?);
-            let now = call.instant(None)?;
-            single(call, limiter, args.quantity, now, false)
-                .map(|outcome| Answer::one(outcome.to_reply(args.unit), args.quantity))
-        },
-    )
+    dispatch(ctx, argv, argc, Command::Throttle)
 }
 
-/// `CL.FIXED key limit period [quantity] [MS]`, and its replication form with `AT unix-ms`.
+/// `CL.FIXED key limit period [quantity] [MS] [BLOCK milliseconds]`, and its replication form
+/// with `AT unix-ms`.
 pub extern "C" fn fixed(
     ctx: *mut raw::RedisModuleCtx,
     argv: *mut *mut raw::RedisModuleString,
     argc: c_int,
 ) -> c_int {
-    window_command(
-        ctx,
-        argv,
-        argc,
-        "cl.fixed",
-        &stats::FIXED,
-        args::fixed,
-        |args| Limiter::Fixed(FixedWindow::new(args)),
-    )
+    dispatch(ctx, argv, argc, Command::Fixed)
 }
 
-/// `CL.WINDOW key limit period [quantity] [MS]`, and its replication form with `AT unix-ms`.
+/// `CL.WINDOW key limit period [quantity] [MS] [BLOCK milliseconds]`, and its replication form
+/// with `AT unix-ms`.
 pub extern "C" fn window(
     ctx: *mut raw::RedisModuleCtx,
     argv: *mut *mut raw::RedisModuleString,
     argc: c_int,
 ) -> c_int {
-    window_command(
-        ctx,
-        argv,
-        argc,
-        "cl.window",
-        &stats::WINDOW,
-        args::window,
-        |args| Limiter::Window(SlidingWindow::new(args)),
-    )
+    dispatch(ctx, argv, argc, Command::Window)
 }
 
-/// A window command: `key limit period [quantity] [MS] [AT unix-ms]`, on one limiter.
+fn run_throttle(call: &SingleCall, turn: Turn) -> Result<Answer, Error> {
+    let (params, block_ms) = args::block(call.params())?;
+    let args = args::throttle(params)?;
+    let limiter = Limiter::Throttle(Gcra::new(&args)?);
+    let now = call.instant(None)?;
+    // Propagated as the SET it amounts to, not as itself.
+    let outcome = single(call, limiter, args.quantity, now, Propagate::Verbatim, turn)?;
+    Ok(Answer::single(outcome, args.quantity, args.unit, block_ms))
+}
+
+/// A window command: `key limit period [quantity] [MS] [AT unix-ms] [BLOCK milliseconds]`,
+/// on one limiter. It propagates as itself with its instant, without BLOCK, or, replayed with
+/// an instant already, as it came.
 #[inline(always)]
-fn window_command(
-    ctx: *mut raw::RedisModuleCtx,
-    argv: *mut *mut raw::RedisModuleString,
-    argc: c_int,
-    command: &'static str,
-    counters: &Counters,
+fn run_window(
+    call: &SingleCall,
+    turn: Turn,
     parse: fn(&[&[u8]]) -> Result<WindowArgs, Error>,
     limiter: fn(&WindowArgs) -> Limiter,
-) -> c_int {
-    dispatch(ctx, argv, argc, command, counters, |call: &SingleCall| {
-        let args = parse(call.params())?;
-        let now = call.instant(args.at_ms)?;
-        single(
-            call,
-            limiter(&args),
-            args.quantity,
-            now,
-            args.at_ms.is_some(),
-        )
-        .map(|outcome| Answer::one(outcome.to_reply(args.unit), args.quantity))
-    })
+) -> Result<Answer, Error> {
+    let (params, block_ms) = args::block(call.params())?;
+    let args = parse(params)?;
+    let now = call.instant(args.at_ms)?;
+    let propagate = if args.at_ms.is_some() {
+        Propagate::Verbatim
+    } else {
+        // The key and its parameters.
+        Propagate::WithInstant(call.argv.get(1..2 + params.len()).ok_or(Error::Internal)?)
+    };
+    let outcome = single(call, limiter(&args), args.quantity, now, propagate, turn)?;
+    Ok(Answer::single(outcome, args.quantity, args.unit, block_ms))
 }
 
-/// One limiter on the call's key: read, decide, and write what an admission changes. A
-/// window command propagates as itself with its instant, or, replayed with one already, as
-/// it came.
+/// One limiter on the call's key: read, decide, and write what an admission changes, unless
+/// waiters who came first hold the call back.
 #[inline(always)]
 fn single(
     call: &SingleCall,
     limiter: Limiter,
     quantity: i64,
     now: Instant,
-    carries_instant: bool,
+    propagate: Propagate,
+    turn: Turn,
 ) -> Result<Outcome, Error> {
-    let mut key = Key::open(call.ctx, call.arg(0)?, access_for(quantity))?;
-    let verdict = limiter.decide(&read(&limiter, &key)?, now)?;
+    let name = call.arg(0)?;
+    let mut key = Key::open(call.ctx, name, access_for(quantity))?;
+    let mut verdict = limiter.decide(&read(&limiter, &key)?, now)?;
+    if quantity != 0 {
+        if let Some(first_due_in) = waiting::held_back(call.ctx, name, turn)? {
+            verdict = verdict.held_back(first_due_in, || peek(&limiter, &key, now))?;
+        }
+    }
     if let Some(change) = verdict.change {
-        let propagate = if carries_instant {
-            Propagate::Verbatim
-        } else {
-            Propagate::WithInstant(call.argv.get(1..).ok_or(Error::Internal)?)
-        };
         write(call.ctx, &mut key, change, propagate, now)?;
         notify(&key, change);
     }
@@ -222,13 +277,13 @@ pub extern "C" fn all(
         report_key_positions(ctx, argv, argc);
         return raw::REDISMODULE_OK as c_int;
     }
-    dispatch(ctx, argv, argc, "cl.all", &stats::ALL, run_all)
+    dispatch(ctx, argv, argc, Command::All)
 }
 
 /// CL.ALL's body. Every limiter is built, then every key read and decided, and what each
 /// write will propagate gathered, before any key is written: an error on any argument or
 /// key stops the call with nothing changed, and nothing after the first write can.
-fn run_all(call: &Call<MAX_ALL_ARGS>) -> Result<Answer, Error> {
+fn run_all(call: &Call<MAX_ALL_ARGS>, turn: Turn) -> Result<Answer, Error> {
     let args = args::all(call.args())?;
     let mut limiters = [None; args::MAX_KEYS];
     for (limiter, spec) in limiters.iter_mut().zip(&args.limiters) {
@@ -238,7 +293,7 @@ fn run_all(call: &Call<MAX_ALL_ARGS>) -> Result<Answer, Error> {
     let mut entries = Vec::with_capacity(args.limiters.len());
     for (index, (spec, limiter)) in args.limiters.iter().zip(&limiters).enumerate() {
         let limiter = limiter.ok_or(Error::Internal)?;
-        entries.push(Entry::decide(call, &args, index, spec, limiter, now)?);
+        entries.push(Entry::decide(call, &args, index, spec, limiter, now, turn)?);
     }
     let combined = all::combine(entries.iter().map(|entry| &entry.verdict), args.unit);
     let reply = if args.detail {
@@ -253,9 +308,17 @@ fn run_all(call: &Call<MAX_ALL_ARGS>) -> Result<Answer, Error> {
         Reply::One(binding.verdict.outcome.to_reply(args.unit))
     };
     write_all(call.ctx, &combined, &mut entries, now);
+    let fits_in_ns = all::fits_in_ns(entries.iter().map(|entry| &entry.verdict));
     Ok(Answer {
         reply,
         counted: Counted::of(args.quantity, combined.admitted),
+        // The keys follow numkeys.
+        wait: Wait::of(
+            args.block_ms,
+            !combined.admitted,
+            fits_in_ns,
+            2..2 + args.limiters.len(),
+        ),
     })
 }
 
@@ -375,9 +438,16 @@ impl Entry {
         spec: &args::LimiterSpec,
         limiter: Limiter,
         now: Instant,
+        turn: Turn,
     ) -> Result<Entry, Error> {
-        let key = Key::open(call.ctx, call.arg(index + 1)?, access_for(args.quantity))?;
-        let verdict = limiter.decide(&read(&limiter, &key)?, now)?;
+        let name = call.arg(index + 1)?;
+        let key = Key::open(call.ctx, name, access_for(args.quantity))?;
+        let mut verdict = limiter.decide(&read(&limiter, &key)?, now)?;
+        if args.quantity != 0 {
+            if let Some(first_due_in) = waiting::held_back(call.ctx, name, turn)? {
+                verdict = verdict.held_back(first_due_in, || peek(&limiter, &key, now))?;
+            }
+        }
         // The key and the limiter's parameters as the client gave them, then the shared
         // quantity and MS: the arguments of the limiter's own command.
         let positions = std::iter::once(index + 1)
@@ -401,9 +471,14 @@ impl Entry {
 
     /// What the limiter answers about its key as it stands.
     fn peek(&self, now: Instant) -> Result<Outcome, Error> {
-        let peek = self.limiter.peek();
-        Ok(peek.decide(&read(&peek, &self.key)?, now)?.outcome)
+        peek(&self.limiter, &self.key, now)
     }
+}
+
+/// What `limiter` answers about its key as it stands.
+fn peek(limiter: &Limiter, key: &Key, now: Instant) -> Result<Outcome, Error> {
+    let peek = limiter.peek();
+    Ok(peek.decide(&read(&peek, key)?, now)?.outcome)
 }
 
 fn limiter_of(args: &LimiterArgs) -> Result<Limiter, Error> {
@@ -546,60 +621,113 @@ fn access_for(quantity: i64) -> Access {
     }
 }
 
-/// Runs a command body and sends its reply. A panic, which would otherwise take the whole
-/// server down, becomes an error reply; bodies write only as their last step, so an error
-/// or a panic leaves the key as it was.
-fn dispatch<const N: usize>(
+/// Runs a client's call (or a replayed one) and answers it, or parks it when it asked to
+/// wait, was denied, and may wait here.
+fn dispatch(
     ctx: *mut raw::RedisModuleCtx,
     argv: *mut *mut raw::RedisModuleString,
     argc: c_int,
-    command: &'static str,
-    counters: &Counters,
-    body: impl FnOnce(&Call<N>) -> Result<Answer, Error>,
+    command: Command,
 ) -> c_int {
     let flags = context_flags(ctx);
     stats::before_command(flags & raw::REDISMODULE_CTX_FLAGS_MULTI != 0);
     // A replica or a restart replaying a call may carry the primary's instant, and does not
     // count it in the counters, which are the clients'.
     let replayed = flags & REPLAYED != 0;
-    let result = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: Redis passes argc live argument strings for the duration of the command.
-        let call = unsafe { Call::new(ctx, argv, argc, command, replayed) }?;
-        body(&call)
-    }))
-    .unwrap_or(Err(Error::Internal));
-    match result {
-        Ok(answer) => {
-            if !replayed {
-                counters.record(answer.counted);
+    let turn = if replayed {
+        Turn::Replayed
+    } else {
+        Turn::Arriving
+    };
+    let result = command.run(ctx, argv, argc, replayed, turn);
+    if let Ok(Answer {
+        wait: Some(wait), ..
+    }) = &result
+    {
+        if flags & NO_WAITING == 0 {
+            // SAFETY: the server passes argc live argument strings.
+            let args =
+                unsafe { std::slice::from_raw_parts(argv, usize::try_from(argc).unwrap_or(0)) };
+            if waiting::park(ctx, command, args, wait).is_ok() {
+                return raw::REDISMODULE_OK as c_int;
             }
-            match answer.reply {
-                Reply::One(values) => reply::send(ctx, values),
-                Reply::Detail(replies) => reply::send_all(ctx, &replies),
-            }
-        }
-        Err(error) => {
-            if !replayed {
-                counters.record(Counted::Error);
-            }
-            reply::send_error(ctx, error);
         }
     }
+    if !replayed {
+        record(command, &result);
+    }
+    send(ctx, &result);
     raw::REDISMODULE_OK as c_int
+}
+
+/// Where a call may not wait, and answers at once as BLPOP does: in a transaction, a script or
+/// a function, where the server denies blocking (a call from a module), and when replayed.
+const NO_WAITING: u32 = raw::REDISMODULE_CTX_FLAGS_MULTI
+    | raw::REDISMODULE_CTX_FLAGS_LUA
+    | raw::REDISMODULE_CTX_FLAGS_DENY_BLOCKING
+    | REPLAYED;
+
+/// Counts a call's answer in its command's counters.
+pub(crate) fn record(command: Command, result: &Result<Answer, Error>) {
+    command.counters().record(match result {
+        Ok(answer) => answer.counted,
+        Err(_) => Counted::Error,
+    });
+}
+
+/// Sends a call's answer.
+pub(crate) fn send(ctx: *mut raw::RedisModuleCtx, result: &Result<Answer, Error>) {
+    match result {
+        Ok(answer) => match &answer.reply {
+            Reply::One(values) => reply::send(ctx, *values),
+            Reply::Detail(replies) => reply::send_all(ctx, replies),
+        },
+        Err(error) => reply::send_error(ctx, *error),
+    }
 }
 
 /// A call from the primary over the replication link, or from the AOF.
 const REPLAYED: u32 = raw::REDISMODULE_CTX_FLAGS_REPLICATED | raw::REDISMODULE_CTX_FLAGS_LOADING;
 
-fn context_flags(ctx: *mut raw::RedisModuleCtx) -> u32 {
+pub(crate) fn context_flags(ctx: *mut raw::RedisModuleCtx) -> u32 {
     // SAFETY: ctx is the running command's context.
     unsafe { raw::RedisModule_GetContextFlags.map_or(0, |flags| flags(ctx) as u32) }
 }
 
-/// A command's reply, and what it counts as.
-struct Answer {
+/// A call's answer, what it counts as, and whether it may wait for a better one.
+pub(crate) struct Answer {
     reply: Reply,
     counted: Counted,
+    /// Set when the call asked to wait (BLOCK), was denied, and can be admitted some day.
+    pub wait: Option<Wait>,
+}
+
+/// How a denied call that asked to wait would wait.
+pub(crate) struct Wait {
+    /// BLOCK's timeout: 0 waits as long as it takes.
+    pub timeout_ms: i64,
+    /// How long until its units fit, with nothing else taken meanwhile.
+    pub fits_in_ns: i64,
+    /// Where its keys are among its arguments, the command's name first.
+    pub keys: Range<usize>,
+}
+
+impl Wait {
+    fn of(
+        block_ms: Option<i64>,
+        denied: bool,
+        fits_in_ns: Option<i64>,
+        keys: Range<usize>,
+    ) -> Option<Wait> {
+        match (block_ms, fits_in_ns) {
+            (Some(timeout_ms), Some(fits_in_ns)) if denied => Some(Wait {
+                timeout_ms,
+                fits_in_ns,
+                keys,
+            }),
+            _ => None,
+        }
+    }
 }
 
 enum Reply {
@@ -610,10 +738,21 @@ enum Reply {
 }
 
 impl Answer {
-    fn one(values: [i64; 5], quantity: i64) -> Answer {
+    /// A single-key command's answer; its key follows the command's name.
+    fn single(
+        outcome: Outcome,
+        quantity: i64,
+        unit: args::TimeUnit,
+        block_ms: Option<i64>,
+    ) -> Answer {
         Answer {
-            reply: Reply::One(values),
-            counted: Counted::of(quantity, values[0] == 0),
+            reply: Reply::One(outcome.to_reply(unit)),
+            counted: Counted::of(quantity, !outcome.limited),
+            wait: Wait::of(block_ms, outcome.limited, outcome.retry_after_ns, 1..2),
         }
+    }
+
+    pub fn admitted(&self) -> bool {
+        self.counted == Counted::Allowed
     }
 }

@@ -41,6 +41,8 @@ pub enum Error {
     /// The server's clock reads outside the range this module can represent (before 1970 or
     /// after 2116).
     ClockOutOfRange,
+    /// A waiter's node became a replica before its units fit.
+    Readonly,
     /// A defect in this module was caught before it could take the server down.
     Internal,
 }
@@ -88,6 +90,7 @@ impl Error {
                 "ERR the sliding window log would exceed 512 MB: use a shorter period or fewer, larger calls".to_owned()
             }
             Error::ClockOutOfRange => "ERR the server clock is out of range".to_owned(),
+            Error::Readonly => "READONLY You can't write against a read only replica.".to_owned(),
             Error::Internal => "ERR internal error in redis-cell; nothing was changed".to_owned(),
         }
     }
@@ -129,12 +132,15 @@ mod tests {
             Error::CorruptState,
             Error::LogTooLong,
             Error::ClockOutOfRange,
+            Error::Readonly,
             Error::Internal,
         ];
         for error in all {
             let message = error.message();
             assert!(
-                message.starts_with("ERR ") || message.starts_with("WRONGTYPE "),
+                ["ERR ", "WRONGTYPE ", "READONLY "]
+                    .iter()
+                    .any(|code| message.starts_with(code)),
                 "{message}"
             );
             assert_eq!(error.to_c_string().to_bytes(), message.as_bytes());

@@ -16,6 +16,7 @@ pub mod reply;
 mod resetstat;
 mod stats;
 mod store;
+mod waiting;
 pub mod window;
 
 use std::alloc::{GlobalAlloc, Layout, System};

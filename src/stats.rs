@@ -79,16 +79,67 @@ pub static WINDOW: Counters = Counters::new("cl_window");
 pub static ALL: Counters = Counters::new("cl_all");
 const COMMANDS: [&Counters; 4] = [&THROTTLE, &FIXED, &WINDOW, &ALL];
 
-pub(crate) fn reset() {
-    for counters in COMMANDS {
-        for (_, counter) in counters.fields() {
-            counter.store(0, Ordering::Relaxed);
-        }
+/// A step in a call's wait (BLOCK).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Waited {
+    /// It began to wait.
+    Parked,
+    /// Its units fitted, and it took them.
+    Admitted,
+    /// Its deadline came first, or `CLIENT UNBLOCK … TIMEOUT` ended it: the denial, nothing
+    /// taken.
+    TimedOut,
+    /// Its client went away (disconnected, `CLIENT UNBLOCK … ERROR`, a role change).
+    Left,
+}
+
+/// The waits, over all commands.
+pub struct Waits {
+    waited: AtomicU64,
+    admitted: AtomicU64,
+    timed_out: AtomicU64,
+    left: AtomicU64,
+}
+
+impl Waits {
+    pub fn record(&self, step: Waited) {
+        let counter = match step {
+            Waited::Parked => &self.waited,
+            Waited::Admitted => &self.admitted,
+            Waited::TimedOut => &self.timed_out,
+            Waited::Left => &self.left,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn fields(&self) -> [(&'static str, &AtomicU64); 4] {
+        [
+            ("waited", &self.waited),
+            ("admitted", &self.admitted),
+            ("timed_out", &self.timed_out),
+            ("left", &self.left),
+        ]
     }
 }
 
-/// Adds the INFO section, one line per command:
-/// `cl_throttle:calls=5,allowed=3,denied=1,peeks=1,errors=0`.
+pub static WAITS: Waits = Waits {
+    waited: AtomicU64::new(0),
+    admitted: AtomicU64::new(0),
+    timed_out: AtomicU64::new(0),
+    left: AtomicU64::new(0),
+};
+
+pub(crate) fn reset() {
+    let waits = WAITS.fields();
+    let counters = COMMANDS.iter().flat_map(|counters| counters.fields());
+    for (_, counter) in counters.chain(waits) {
+        counter.store(0, Ordering::Relaxed);
+    }
+}
+
+/// Adds the INFO section, one line per command,
+/// `cl_throttle:calls=5,allowed=3,denied=1,peeks=1,errors=0`, and one for the waits,
+/// `cl_waiting:now=2,waited=9,admitted=6,timed_out=1,left=0` (`now` is not reset).
 pub extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, for_crash_report: c_int) {
     if for_crash_report == 0 {
         crate::resetstat::settle(crate::resetstat::Point::Info);
@@ -116,6 +167,14 @@ pub extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, for_crash_report: c_in
             }
             end(ctx);
         }
+        begin(ctx, c"cl_waiting".as_ptr());
+        field(ctx, c"now".as_ptr(), crate::waiting::waiting() as u64);
+        for (label, counter) in WAITS.fields() {
+            let mut label = label.as_bytes().to_vec();
+            label.push(0);
+            field(ctx, label.as_ptr().cast(), counter.load(Ordering::Relaxed));
+        }
+        end(ctx);
     }
 }
 

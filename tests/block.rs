@@ -1,0 +1,494 @@
+//! BLOCK: waiting inside the server for capacity, first come, first served, on real Redis 7.0
+//! and Valkey 9 servers. Waits run on the real clock, with bounds generous enough for a
+//! loaded machine; every wait is bounded.
+
+mod harness;
+
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use harness::{
+    dump, error_of, limiter, replicate, snapshot, stats_line, wait_for_replica, Flavor, Server,
+};
+
+both_servers!(
+    a_waiter_is_admitted_when_its_units_fit,
+    waiters_on_a_key_are_admitted_in_the_order_they_came,
+    a_timeout_answers_the_denial_of_that_instant_and_takes_nothing,
+    a_quantity_that_can_never_fit_is_denied_at_once,
+    a_call_behind_waiters_takes_nothing_from_them,
+    a_waiter_that_disconnects_takes_nothing_and_leaves_the_line,
+    client_unblock_ends_a_wait_and_takes_nothing,
+    transactions_and_scripts_answer_at_once,
+    crossed_waits_of_cl_all_both_complete,
+    a_replica_holds_the_same_bytes_after_admissions_that_waited,
+    block_arguments_are_checked,
+    info_counts_the_waits,
+);
+
+/// Every reply read by a test, however long a wait, comes within this.
+const READ_TIMEOUT: Duration = Duration::from_secs(20);
+
+fn connect(server: &Server) -> redis::Connection {
+    let con = server.connection();
+    con.set_read_timeout(Some(READ_TIMEOUT)).unwrap();
+    con
+}
+
+/// A field of the module's `cl_waiting` INFO line.
+fn waiting_field(con: &mut redis::Connection, field: &str) -> i64 {
+    let line = stats_line(con, "cl_waiting");
+    line.split(',')
+        .find_map(|pair| pair.strip_prefix(&format!("{field}=")))
+        .unwrap_or_else(|| panic!("no {field} in {line}"))
+        .parse()
+        .unwrap()
+}
+
+/// Waits until `count` calls wait in the server.
+fn until_waiting(con: &mut redis::Connection, count: i64) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while waiting_field(con, "now") != count {
+        assert!(Instant::now() < deadline, "never {count} waiting");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// A call made on its own connection, in its own thread: its reply, and when it came.
+struct Waiter {
+    handle: JoinHandle<(redis::RedisResult<redis::Value>, Instant)>,
+    id: i64,
+}
+
+impl Waiter {
+    fn start(server: &Server, command: &str, args: &[&str]) -> Waiter {
+        let mut con = connect(server);
+        let id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut con).unwrap();
+        let mut cmd = redis::cmd(command);
+        cmd.arg(args);
+        let handle = std::thread::spawn(move || {
+            let reply = cmd.query::<redis::Value>(&mut con);
+            (reply, Instant::now())
+        });
+        Waiter { handle, id }
+    }
+
+    /// Starts a call and waits until the server holds it as the `count`-th waiter.
+    fn parked(
+        server: &Server,
+        watch: &mut redis::Connection,
+        count: i64,
+        command: &str,
+        args: &[&str],
+    ) -> Waiter {
+        let waiter = Waiter::start(server, command, args);
+        until_waiting(watch, count);
+        waiter
+    }
+
+    fn reply(self) -> (Vec<i64>, Instant) {
+        let (reply, at) = self.handle.join().unwrap();
+        let reply = reply.unwrap_or_else(|e| panic!("the waiter got {e}"));
+        (redis::from_redis_value(reply).unwrap(), at)
+    }
+
+    fn error(self) -> String {
+        match self.handle.join().unwrap().0 {
+            Ok(value) => panic!("the waiter got {value:?}"),
+            Err(error) => format!(
+                "{} {}",
+                error.code().unwrap_or_default(),
+                error.detail().unwrap_or_default()
+            ),
+        }
+    }
+}
+
+fn ms_between(earlier: Instant, later: Instant) -> u128 {
+    later.saturating_duration_since(earlier).as_millis()
+}
+
+/// One unit per 200 ms, no burst: `CL.THROTTLE key 0 1 200 quantity MS`.
+const ONE_PER_200_MS: [&str; 3] = ["0", "1", "200"];
+
+fn throttle_args<'a>(key: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![key];
+    args.extend(ONE_PER_200_MS);
+    args.extend(["1", "MS"]);
+    args.extend(extra);
+    args
+}
+
+fn a_waiter_is_admitted_when_its_units_fit(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut con = connect(&server);
+    assert_eq!(
+        limiter(&mut con, "CL.THROTTLE", &throttle_args("k", &[]))[0],
+        0
+    );
+    let started = Instant::now();
+    let reply = limiter(
+        &mut con,
+        "CL.THROTTLE",
+        &throttle_args("k", &["BLOCK", "0"]),
+    );
+    let waited = ms_between(started, Instant::now());
+    assert_eq!(reply, [0, 1, 0, -1, 200]);
+    // Not before the unit fits (200 ms after the first call, which came before `started`,
+    // so a little less here), and not much after it.
+    assert!((150..1_000).contains(&waited), "waited {waited} ms");
+}
+
+fn waiters_on_a_key_are_admitted_in_the_order_they_came(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut con = connect(&server);
+    assert_eq!(
+        limiter(&mut con, "CL.THROTTLE", &throttle_args("k", &[]))[0],
+        0
+    );
+    let waiters: Vec<Waiter> = (1..=5)
+        .map(|count| {
+            Waiter::parked(
+                &server,
+                &mut con,
+                count,
+                "CL.THROTTLE",
+                &throttle_args("k", &["BLOCK", "0"]),
+            )
+        })
+        .collect();
+    let replies: Vec<(Vec<i64>, Instant)> = waiters.into_iter().map(Waiter::reply).collect();
+    for (reply, _) in &replies {
+        assert_eq!(reply, &[0, 1, 0, -1, 200]);
+    }
+    // In arrival order, one unit at a time: each 200 ms after the one before.
+    for pair in replies.windows(2) {
+        let gap = ms_between(pair[0].1, pair[1].1);
+        assert!((150..600).contains(&gap), "{gap} ms between admissions");
+    }
+    // Each took exactly its one unit: the sixth unit since the start is not due for another
+    // 200 ms or so.
+    let next = limiter(&mut con, "CL.THROTTLE", &throttle_args("k", &[]));
+    assert_eq!(next[0], 1, "{next:?}");
+    assert_eq!(waiting_field(&mut con, "admitted"), 5);
+}
+
+fn a_timeout_answers_the_denial_of_that_instant_and_takes_nothing(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut con = connect(&server);
+    assert_eq!(limiter(&mut con, "CL.FIXED", &["f", "1", "60"])[0], 0);
+    let before = snapshot(&mut con, b"f");
+    let started = Instant::now();
+    let reply = limiter(&mut con, "CL.FIXED", &["f", "1", "60", "BLOCK", "150"]);
+    let waited = ms_between(started, Instant::now());
+    assert_eq!(reply[..3], [1, 1, 0]);
+    assert!((59..=60).contains(&reply[3]), "{reply:?}");
+    assert!((150..1_000).contains(&waited), "waited {waited} ms");
+    assert_eq!(snapshot(&mut con, b"f"), before);
+    assert_eq!(waiting_field(&mut con, "timed_out"), 1);
+    assert_eq!(
+        stats_line(&mut con, "cl_fixed"),
+        "calls=2,allowed=1,denied=1,peeks=0,errors=0"
+    );
+}
+
+fn a_quantity_that_can_never_fit_is_denied_at_once(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut con = connect(&server);
+    let started = Instant::now();
+    assert_eq!(
+        limiter(&mut con, "CL.WINDOW", &["w", "3", "60", "4", "BLOCK", "0"]),
+        [1, 3, 3, -1, 0]
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(waiting_field(&mut con, "waited"), 0);
+}
+
+fn a_call_behind_waiters_takes_nothing_from_them(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut con = connect(&server);
+    // Two of three units taken in a 1 s window: one left.
+    assert_eq!(
+        limiter(&mut con, "CL.FIXED", &["f", "3", "1000", "2", "MS"]),
+        [0, 3, 1, -1, 1000]
+    );
+    let all_three = Waiter::parked(
+        &server,
+        &mut con,
+        1,
+        "CL.FIXED",
+        &["f", "3", "1000", "3", "MS", "BLOCK", "0"],
+    );
+    // The unit left would fit this call, but it is the waiter's: denied, none remaining.
+    let behind = limiter(&mut con, "CL.FIXED", &["f", "3", "1000", "1", "MS"]);
+    assert_eq!(behind[..3], [1, 3, 0]);
+    assert!(behind[3] >= 1, "{behind:?}");
+    assert_eq!(snapshot(&mut con, b"f").0.as_deref(), Some(&b"2"[..]));
+    // A peek takes nothing, and still answers.
+    assert_eq!(
+        limiter(&mut con, "CL.FIXED", &["f", "3", "1000", "0", "MS"])[..3],
+        [0, 3, 1]
+    );
+    // The waiter gets its three units in the next window.
+    let (reply, _) = all_three.reply();
+    assert_eq!(reply[..3], [0, 3, 0]);
+    assert_eq!(snapshot(&mut con, b"f").0.as_deref(), Some(&b"3"[..]));
+}
+
+fn a_waiter_that_disconnects_takes_nothing_and_leaves_the_line(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut con = connect(&server);
+    assert_eq!(
+        limiter(&mut con, "CL.THROTTLE", &throttle_args("k", &[]))[0],
+        0
+    );
+    let first = Waiter::parked(
+        &server,
+        &mut con,
+        1,
+        "CL.THROTTLE",
+        &throttle_args("k", &["BLOCK", "0"]),
+    );
+    let second = Waiter::parked(
+        &server,
+        &mut con,
+        2,
+        "CL.THROTTLE",
+        &throttle_args("k", &["BLOCK", "0"]),
+    );
+    let started = Instant::now();
+    let _: () = redis::cmd("CLIENT")
+        .arg(&["KILL", "ID", &first.id.to_string()])
+        .query(&mut con)
+        .unwrap();
+    assert!(first.handle.join().unwrap().0.is_err());
+    // The second takes the unit the first waited for, when it fits.
+    let (reply, at) = second.reply();
+    assert_eq!(reply, [0, 1, 0, -1, 200]);
+    assert!(ms_between(started, at) < 1_000);
+    assert_eq!(waiting_field(&mut con, "left"), 1);
+    assert_eq!(waiting_field(&mut con, "admitted"), 1);
+    assert_eq!(
+        limiter(&mut con, "CL.THROTTLE", &throttle_args("k", &[]))[0],
+        1
+    );
+}
+
+fn client_unblock_ends_a_wait_and_takes_nothing(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut con = connect(&server);
+    assert_eq!(limiter(&mut con, "CL.WINDOW", &["w", "1", "60"])[0], 0);
+    let before = snapshot(&mut con, b"w");
+    let timeout = Waiter::parked(
+        &server,
+        &mut con,
+        1,
+        "CL.WINDOW",
+        &["w", "1", "60", "BLOCK", "0"],
+    );
+    let unblocked: i64 = redis::cmd("CLIENT")
+        .arg(&["UNBLOCK", &timeout.id.to_string(), "TIMEOUT"])
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(unblocked, 1);
+    let (reply, _) = timeout.reply();
+    assert_eq!(reply[..3], [1, 1, 0]);
+    assert!((59..=60).contains(&reply[3]), "{reply:?}");
+
+    let error = Waiter::parked(
+        &server,
+        &mut con,
+        1,
+        "CL.WINDOW",
+        &["w", "1", "60", "BLOCK", "0"],
+    );
+    let _: i64 = redis::cmd("CLIENT")
+        .arg(&["UNBLOCK", &error.id.to_string(), "ERROR"])
+        .query(&mut con)
+        .unwrap();
+    assert!(error.error().starts_with("UNBLOCKED"));
+    assert_eq!(snapshot(&mut con, b"w"), before);
+    assert_eq!(waiting_field(&mut con, "now"), 0);
+    assert_eq!(waiting_field(&mut con, "timed_out"), 1);
+    assert_eq!(waiting_field(&mut con, "left"), 1);
+}
+
+fn transactions_and_scripts_answer_at_once(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut con = connect(&server);
+    assert_eq!(limiter(&mut con, "CL.FIXED", &["f", "1", "60"])[0], 0);
+    let started = Instant::now();
+    let (reply,): (Vec<i64>,) = redis::pipe()
+        .atomic()
+        .cmd("CL.FIXED")
+        .arg(&["f", "1", "60", "BLOCK", "0"])
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(reply[..3], [1, 1, 0]);
+    let reply: Vec<i64> = redis::cmd("EVAL")
+        .arg(&[
+            "return redis.call('CL.FIXED', KEYS[1], '1', '60', 'BLOCK', '0')",
+            "1",
+            "f",
+        ])
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(reply[..3], [1, 1, 0]);
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(waiting_field(&mut con, "waited"), 0);
+}
+
+fn crossed_waits_of_cl_all_both_complete(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut con = connect(&server);
+    let limit = ["THROTTLE", "0", "1", "200"];
+    let call = |first: &'static str, second: &'static str| -> Vec<String> {
+        let mut args: Vec<String> = vec!["2".into(), first.into(), second.into()];
+        args.extend(limit.iter().chain(&limit).map(|s| s.to_string()));
+        args.extend(["MS", "BLOCK", "0"].map(String::from));
+        args
+    };
+    let as_strs = |args: &[String]| {
+        args.iter()
+            .map(String::as_str)
+            .collect::<Vec<&str>>()
+            .join(" ")
+    };
+    let one = call("k1", "k2");
+    let two = call("k2", "k1");
+    assert_eq!(
+        limiter(
+            &mut con,
+            "CL.ALL",
+            &one.iter().map(String::as_str).collect::<Vec<_>>()
+        )[0],
+        0
+    );
+    let first = Waiter::parked(
+        &server,
+        &mut con,
+        1,
+        "CL.ALL",
+        &one.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    let second = Waiter::parked(
+        &server,
+        &mut con,
+        2,
+        "CL.ALL",
+        &two.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    let (a, a_at) = first.reply();
+    let (b, b_at) = second.reply();
+    assert_eq!(a[0], 0, "{}", as_strs(&one));
+    assert_eq!(b[0], 0, "{}", as_strs(&two));
+    assert!(a_at <= b_at);
+}
+
+fn a_replica_holds_the_same_bytes_after_admissions_that_waited(flavor: Flavor) {
+    let primary = Server::start(flavor);
+    let replica = Server::start(flavor);
+    replicate(&replica, &primary);
+    let mut con = connect(&primary);
+    let calls: [(&str, Vec<&str>); 3] = [
+        ("CL.THROTTLE", throttle_args("t", &[])),
+        ("CL.FIXED", vec!["f", "1", "200", "1", "MS"]),
+        ("CL.WINDOW", vec!["w", "1", "200", "1", "MS"]),
+    ];
+    for (command, args) in &calls {
+        assert_eq!(limiter(&mut con, command, args)[0], 0);
+    }
+    let waiters: Vec<Waiter> = calls
+        .iter()
+        .enumerate()
+        .map(|(index, (command, args))| {
+            let mut args = args.clone();
+            args.extend(["BLOCK", "0"]);
+            Waiter::parked(&primary, &mut con, index as i64 + 1, command, &args)
+        })
+        .collect();
+    for waiter in waiters {
+        assert_eq!(waiter.reply().0[0], 0);
+    }
+    wait_for_replica(&mut con);
+    let mut replica_con = connect(&replica);
+    for key in [&b"t"[..], b"f", b"w"] {
+        assert!(dump(&mut con, key).is_some());
+        assert_eq!(dump(&mut con, key), dump(&mut replica_con, key));
+        assert_eq!(snapshot(&mut con, key), snapshot(&mut replica_con, key));
+    }
+}
+
+fn block_arguments_are_checked(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut con = connect(&server);
+    assert_eq!(
+        error_of(
+            &mut con,
+            "CL.THROTTLE",
+            &[b"k", b"0", b"1", b"1", b"BLOCK", b"-1"]
+        ),
+        "ERR timeout must be >= 0"
+    );
+    assert_eq!(
+        error_of(&mut con, "CL.FIXED", &[b"k", b"1", b"1", b"BLOCK", b"soon"]),
+        "ERR timeout is not an integer or out of range"
+    );
+    assert_eq!(
+        error_of(
+            &mut con,
+            "CL.WINDOW",
+            &[b"k", b"1", b"1", b"BLOCK", b"99999999999999999"]
+        ),
+        "ERR timeout must be <= 4611686018427"
+    );
+    assert!(error_of(
+        &mut con,
+        "CL.ALL",
+        &[b"1", b"k", b"FIXED", b"1", b"1", b"BLOCK", b"1", b"BLOCK", b"1"]
+    )
+    .starts_with("ERR syntax error"));
+    // Lowercase works, as every keyword does.
+    assert_eq!(
+        limiter(&mut con, "CL.FIXED", &["k", "1", "1", "block", "10"])[0],
+        0
+    );
+}
+
+fn info_counts_the_waits(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut con = connect(&server);
+    assert_eq!(
+        stats_line(&mut con, "cl_waiting"),
+        "now=0,waited=0,admitted=0,timed_out=0,left=0"
+    );
+    assert_eq!(
+        limiter(&mut con, "CL.THROTTLE", &throttle_args("k", &[]))[0],
+        0
+    );
+    let waiter = Waiter::parked(
+        &server,
+        &mut con,
+        1,
+        "CL.THROTTLE",
+        &throttle_args("k", &["BLOCK", "0"]),
+    );
+    assert_eq!(waiting_field(&mut con, "waited"), 1);
+    waiter.reply();
+    assert_eq!(
+        stats_line(&mut con, "cl_waiting"),
+        "now=0,waited=1,admitted=1,timed_out=0,left=0"
+    );
+    assert_eq!(
+        stats_line(&mut con, "cl_throttle"),
+        "calls=2,allowed=2,denied=0,peeks=0,errors=0"
+    );
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(
+        stats_line(&mut con, "cl_waiting"),
+        "now=0,waited=0,admitted=0,timed_out=0,left=0"
+    );
+}
