@@ -14,17 +14,18 @@ type Handler =
     extern "C" fn(*mut raw::RedisModuleCtx, *mut *mut raw::RedisModuleString, c_int) -> c_int;
 
 /// Every command writes, must not run out of memory, and is O(1): CL.ALL too, bounded at 16
-/// keys. CL.ALL also answers where its keys are, which cluster routing asks the command
-/// itself (a key spec alone is not consulted there).
-const FLAGS: &CStr = c"write deny-oom fast";
-const FLAGS_COUNTED_KEYS: &CStr = c"write deny-oom fast getkeys-api";
+/// keys. With BLOCK, a call may wait (as XREAD's BLOCK, which also leaves it O(1) to run).
+/// CL.ALL also answers where its keys are, which cluster routing asks the command itself (a
+/// key spec alone is not consulted there).
+const FLAGS: &CStr = c"write deny-oom fast blocking";
+const FLAGS_COUNTED_KEYS: &CStr = c"write deny-oom fast blocking getkeys-api";
 /// The ACL category the commands join, on servers that let modules add one (Redis 7.4+,
 /// Valkey).
 const ACL_CATEGORY: &CStr = c"ratelimit";
 /// The commands' ACL categories where modules can set them (Redis 7.2+, Valkey); Redis 7.0
 /// puts module commands in @all only.
-const CATEGORIES: &CStr = c"write fast";
-const CATEGORIES_WITH_OWN: &CStr = c"write fast ratelimit";
+const CATEGORIES: &CStr = c"write fast blocking";
+const CATEGORIES_WITH_OWN: &CStr = c"write fast blocking ratelimit";
 const SINCE: &CStr = c"0.1.0";
 
 struct Command {
@@ -108,6 +109,15 @@ const MS: Arg = Arg {
         c"The period and the waits in the reply are in milliseconds.",
     )
 };
+const BLOCK: Arg = Arg {
+    token: Some(c"BLOCK"),
+    optional: true,
+    ..required(
+        c"timeout",
+        ArgType::Integer,
+        c"When denied, wait up to this many milliseconds (0: as long as it takes) for the units to fit, behind the calls that waited first.",
+    )
+};
 const LIMIT: Arg = required(c"limit", ArgType::Integer, c"Units allowed per period.");
 const MAX_BURST: Arg = required(
     c"max_burst",
@@ -125,7 +135,7 @@ const COMMANDS: [Command; 4] = [
         arity: -5,
         summary: c"Rate limits a key with GCRA: count per period with bursts of max_burst + 1. Replies [limited, limit, remaining, retry_after, reset_after].",
         complexity: c"O(1)",
-        args: &[KEY, MAX_BURST, COUNT, PERIOD, QUANTITY, MS],
+        args: &[KEY, MAX_BURST, COUNT, PERIOD, QUANTITY, MS, BLOCK],
     },
     Command {
         name: c"cl.fixed",
@@ -134,7 +144,7 @@ const COMMANDS: [Command; 4] = [
         arity: -4,
         summary: c"Rate limits a key with a fixed window: at most limit units per window of period. Replies [limited, limit, remaining, retry_after, reset_after].",
         complexity: c"O(1)",
-        args: &[KEY, LIMIT, PERIOD, QUANTITY, MS],
+        args: &[KEY, LIMIT, PERIOD, QUANTITY, MS, BLOCK],
     },
     Command {
         name: c"cl.window",
@@ -143,7 +153,7 @@ const COMMANDS: [Command; 4] = [
         arity: -4,
         summary: c"Rate limits a key with an exact sliding window: at most limit units in any period. Replies [limited, limit, remaining, retry_after, reset_after].",
         complexity: c"O(1) amortized, plus O(N) for the N oldest log entries a call expires or, when denied, waits for.",
-        args: &[KEY, LIMIT, PERIOD, QUANTITY, MS],
+        args: &[KEY, LIMIT, PERIOD, QUANTITY, MS, BLOCK],
     },
     Command {
         name: c"cl.all",
@@ -184,6 +194,7 @@ const COMMANDS: [Command; 4] = [
                     c"Reply with every limiter's answer, in key order.",
                 )
             },
+            BLOCK,
         ],
     },
 ];

@@ -1,7 +1,7 @@
 //! One short function per command: parse → read → decide → write → reply. The only layer
 //! that knows both the algorithms and Redis.
 
-use std::ffi::CStr;
+use std::ffi::{CStr, CString};
 use std::ops::Range;
 use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -681,6 +681,7 @@ pub(crate) fn send(ctx: *mut raw::RedisModuleCtx, result: &Result<Answer, Error>
         Ok(answer) => match &answer.reply {
             Reply::One(values) => reply::send(ctx, *values),
             Reply::Detail(replies) => reply::send_all(ctx, replies),
+            Reply::Redirect(error) => reply::send_error_text(ctx, error),
         },
         Err(error) => reply::send_error(ctx, *error),
     }
@@ -735,6 +736,8 @@ enum Reply {
     One([i64; 5]),
     /// One such array per limiter.
     Detail(Vec<[i64; 5]>),
+    /// A waiter's slot moved away: the cluster's redirect, as the server words it.
+    Redirect(CString),
 }
 
 impl Answer {
@@ -749,6 +752,15 @@ impl Answer {
             reply: Reply::One(outcome.to_reply(unit)),
             counted: Counted::of(quantity, !outcome.limited),
             wait: Wait::of(block_ms, outcome.limited, outcome.retry_after_ns, 1..2),
+        }
+    }
+
+    /// A waiter's answer when its slot has moved away.
+    pub fn redirect(error: CString) -> Answer {
+        Answer {
+            reply: Reply::Redirect(error),
+            counted: Counted::Error,
+            wait: None,
         }
     }
 

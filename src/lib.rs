@@ -12,6 +12,7 @@ pub mod fixed;
 pub mod gcra;
 pub mod limiter;
 pub mod queue;
+mod redirect;
 pub mod reply;
 mod resetstat;
 mod stats;

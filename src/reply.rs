@@ -1,5 +1,6 @@
 //! The five-integer reply every command answers with, and the rounding of waits.
 
+use std::ffi::CStr;
 use std::os::raw::{c_long, c_longlong};
 
 use redis_module::raw;
@@ -96,7 +97,11 @@ pub(crate) fn send_all(ctx: *mut raw::RedisModuleCtx, replies: &[[i64; 5]]) {
 
 /// Sends `error` as an error reply to the calling client.
 pub(crate) fn send_error(ctx: *mut raw::RedisModuleCtx, error: Error) {
-    let message = error.to_c_string();
+    send_error_text(ctx, &error.to_c_string());
+}
+
+/// Sends an error reply made elsewhere (a cluster redirect), its code first.
+pub(crate) fn send_error_text(ctx: *mut raw::RedisModuleCtx, message: &CStr) {
     // SAFETY: ctx is the running command's context; the message outlives the call, which
     // copies it.
     unsafe {

@@ -21,6 +21,7 @@ use crate::clock;
 use crate::commands::{self, Answer, Command, Wait};
 use crate::error::Error;
 use crate::queue::{Place, Queues};
+use crate::redirect::{self, Serving};
 use crate::stats::{self, Waited};
 use crate::store::{api, succeeded};
 
@@ -53,6 +54,8 @@ struct Waiter {
     command: Command,
     /// The call's arguments, its name first, held until it leaves.
     argv: Vec<*mut raw::RedisModuleString>,
+    /// Where its first key is among them (all its keys share a slot).
+    key_at: usize,
     db: c_int,
     deadline_ms: Option<i64>,
     timer: Option<raw::RedisModuleTimerID>,
@@ -184,6 +187,7 @@ pub fn park(
             client,
             command,
             argv: argv.to_vec(),
+            key_at: wait.keys.start,
             db,
             deadline_ms,
             timer: None,
@@ -285,9 +289,10 @@ fn attempt(ctx: *mut raw::RedisModuleCtx, place: Place) -> Vec<Place> {
     let Some(waiter) = lines.waiters.get(&place) else {
         return Vec::new();
     };
-    let (command, mut argv, db, deadline_ms) = (
+    let (command, mut argv, key_at, db, deadline_ms) = (
         waiter.command,
         waiter.argv.clone(),
+        waiter.key_at,
         waiter.db,
         waiter.deadline_ms,
     );
@@ -299,29 +304,46 @@ fn attempt(ctx: *mut raw::RedisModuleCtx, place: Place) -> Vec<Place> {
         Err(error) => return finish(ctx, place, Err(error), Waited::TimedOut),
     };
     let expired = deadline_ms.is_some_and(|ms| now_ns >= ms.saturating_mul(NANOS_PER_MILLI));
+    let retry_soon = |ctx| {
+        let _ = arm(ctx, place, Some(now_ns + RETRY_NS), now_ns);
+        Vec::new()
+    };
     if !first && !expired {
         let _ = arm(ctx, place, None, now_ns);
         return Vec::new();
     }
+    // Whether it may take its units now, if they fit; else it can only time out.
+    let mut may_take = first;
     if first {
         match writable(ctx) {
             Writable::Yes => {}
-            Writable::Replica => {
-                return finish(ctx, place, Err(Error::Readonly), Waited::Left);
-            }
-            Writable::Paused if !expired => {
-                let _ = arm(ctx, place, Some(now_ns + NANOS_PER_MILLI), now_ns);
-                return Vec::new();
-            }
-            Writable::Paused => {}
+            Writable::Replica => return finish(ctx, place, Err(Error::Readonly), Waited::Left),
+            Writable::Paused if expired => may_take = false,
+            Writable::Paused => return retry_soon(ctx),
         }
     }
     if let Some(select) = unsafe { raw::RedisModule_SelectDb } {
         // SAFETY: ctx is the timer's context; db is the one the call was made in.
         unsafe { select(ctx, db) };
     }
+    if may_take && commands::context_flags(ctx) & raw::REDISMODULE_CTX_FLAGS_CLUSTER != 0 {
+        let key = argv.get(key_at).copied().unwrap_or(std::ptr::null_mut());
+        match redirect::serving(ctx, key) {
+            Serving::Here => {}
+            Serving::Migrating if expired => may_take = false,
+            Serving::Migrating => return retry_soon(ctx),
+            Serving::Elsewhere(error) => {
+                return finish(ctx, place, Ok(Answer::redirect(error)), Waited::Left);
+            }
+        }
+    }
+    let turn = if may_take {
+        Turn::Waiting(place)
+    } else {
+        Turn::Leaving
+    };
     let argc = c_int::try_from(argv.len()).unwrap_or(0);
-    let result = command.run(ctx, argv.as_mut_ptr(), argc, false, Turn::Waiting(place));
+    let result = command.run(ctx, argv.as_mut_ptr(), argc, false, turn);
     match &result {
         Ok(Answer {
             wait: Some(wait), ..
@@ -338,6 +360,9 @@ fn attempt(ctx: *mut raw::RedisModuleCtx, place: Place) -> Vec<Place> {
         _ => finish(ctx, place, result, Waited::TimedOut),
     }
 }
+
+/// How soon a waiter held up by a failover's pause or a slot's migration looks again.
+const RETRY_NS: i64 = 10 * NANOS_PER_MILLI;
 
 enum Writable {
     Yes,

@@ -24,6 +24,7 @@ both_servers!(
     a_replica_holds_the_same_bytes_after_admissions_that_waited,
     block_arguments_are_checked,
     info_counts_the_waits,
+    a_primary_that_becomes_a_replica_sends_its_waiters_away,
 );
 
 /// Every reply read by a test, however long a wait, comes within this.
@@ -491,4 +492,24 @@ fn info_counts_the_waits(flavor: Flavor) {
         stats_line(&mut con, "cl_waiting"),
         "now=0,waited=0,admitted=0,timed_out=0,left=0"
     );
+}
+
+fn a_primary_that_becomes_a_replica_sends_its_waiters_away(flavor: Flavor) {
+    let primary = Server::start(flavor);
+    let other = Server::start(flavor);
+    let mut con = connect(&primary);
+    assert_eq!(limiter(&mut con, "CL.FIXED", &["f", "1", "60"])[0], 0);
+    let waiter = Waiter::parked(
+        &primary,
+        &mut con,
+        1,
+        "CL.FIXED",
+        &["f", "1", "60", "BLOCK", "0"],
+    );
+    replicate(&primary, &other);
+    // The server's own answer to its blocked clients on a role change.
+    assert!(waiter.error().starts_with("UNBLOCKED"));
+    let mut con = connect(&primary);
+    assert_eq!(waiting_field(&mut con, "now"), 0);
+    assert_eq!(waiting_field(&mut con, "left"), 1);
 }

@@ -1,6 +1,6 @@
 //! All three commands in a Redis Cluster of three primaries and three replicas: keys spread
 //! over every slot, hash-tagged keys together in one transaction, a slot moved with its
-//! limiters, and a failover that keeps them.
+//! limiters, a failover that keeps them, and a waiter (BLOCK) whose slot moves away.
 
 mod harness;
 
@@ -13,6 +13,7 @@ both_servers!(
     hash_tagged_limiters_share_a_transaction,
     a_moved_slot_keeps_its_limiters,
     a_failover_keeps_limiters_at_their_limit,
+    a_waiter_whose_slot_moves_away_is_redirected_and_writes_nothing,
 );
 
 /// Each command with arguments for a limit of two units per hour.
@@ -136,54 +137,16 @@ fn a_moved_slot_keeps_its_limiters(flavor: Flavor) {
     let mut con = cluster.client();
     let keys = fill_limiters(&mut con, "{moving}");
     let source = cluster.primary_for("{moving}");
-    let target = cluster
-        .nodes
-        .iter()
-        .find(|n| {
-            let mut c = n.connection();
-            harness::info_field(&mut c, "replication", "role") == "master" && n.port != source.port
-        })
-        .unwrap();
+    let target = other_primary(&cluster, source);
     let mut source_con = source.connection();
     let before: Vec<_> = keys
         .iter()
         .map(|k| snapshot(&mut source_con, k.as_bytes()))
         .collect();
 
-    let slot: i64 = redis::cmd("CLUSTER")
-        .arg(&["KEYSLOT", "{moving}"])
-        .query(&mut source_con)
-        .unwrap();
-    let slot = slot.to_string();
-    let (source_id, target_id) = (Cluster::id(source), Cluster::id(target));
-    let mut target_con = target.connection();
-    let _: () = redis::cmd("CLUSTER")
-        .arg(&["SETSLOT", &slot, "IMPORTING", &source_id])
-        .query(&mut target_con)
-        .unwrap();
-    let _: () = redis::cmd("CLUSTER")
-        .arg(&["SETSLOT", &slot, "MIGRATING", &target_id])
-        .query(&mut source_con)
-        .unwrap();
-    let _: () = redis::cmd("MIGRATE")
-        .arg(&[
-            "127.0.0.1",
-            &target.port.to_string(),
-            "",
-            "0",
-            "5000",
-            "KEYS",
-        ])
-        .arg(&keys)
-        .query(&mut source_con)
-        .unwrap();
-    for node in &cluster.nodes {
-        let mut c = node.connection();
-        let _: redis::RedisResult<()> = redis::cmd("CLUSTER")
-            .arg(&["SETSLOT", &slot, "NODE", &target_id])
-            .query(&mut c);
-    }
+    move_slot(&cluster, source, target, "{moving}", &keys);
     cluster.wait_until_settled();
+    let mut target_con = target.connection();
 
     let after: Vec<_> = keys
         .iter()
@@ -228,4 +191,116 @@ fn a_failover_keeps_limiters_at_their_limit(flavor: Flavor) {
     let mut con = cluster.client();
     assert_still_full(&mut con, &keys);
     assert_eq!(cluster.primary_for("{failing}").port, replica.port);
+}
+
+/// Moves the slot of `tag` from `source` to `target` as redis-cli's resharding does, with
+/// `keys`; returns the slot.
+fn move_slot(
+    cluster: &Cluster,
+    source: &harness::Server,
+    target: &harness::Server,
+    tag: &str,
+    keys: &[String],
+) -> i64 {
+    let mut source_con = source.connection();
+    let mut target_con = target.connection();
+    let slot: i64 = redis::cmd("CLUSTER")
+        .arg(&["KEYSLOT", tag])
+        .query(&mut source_con)
+        .unwrap();
+    let slot_text = slot.to_string();
+    let (source_id, target_id) = (Cluster::id(source), Cluster::id(target));
+    let _: () = redis::cmd("CLUSTER")
+        .arg(&["SETSLOT", &slot_text, "IMPORTING", &source_id])
+        .query(&mut target_con)
+        .unwrap();
+    let _: () = redis::cmd("CLUSTER")
+        .arg(&["SETSLOT", &slot_text, "MIGRATING", &target_id])
+        .query(&mut source_con)
+        .unwrap();
+    let _: () = redis::cmd("MIGRATE")
+        .arg(&[
+            "127.0.0.1",
+            &target.port.to_string(),
+            "",
+            "0",
+            "5000",
+            "KEYS",
+        ])
+        .arg(keys)
+        .query(&mut source_con)
+        .unwrap();
+    for node in &cluster.nodes {
+        let mut c = node.connection();
+        let _: redis::RedisResult<()> = redis::cmd("CLUSTER")
+            .arg(&["SETSLOT", &slot_text, "NODE", &target_id])
+            .query(&mut c);
+    }
+    slot
+}
+
+/// The other primary than `source`.
+fn other_primary<'a>(cluster: &'a Cluster, source: &harness::Server) -> &'a harness::Server {
+    cluster
+        .nodes
+        .iter()
+        .find(|n| {
+            let mut c = n.connection();
+            harness::info_field(&mut c, "replication", "role") == "master" && n.port != source.port
+        })
+        .unwrap()
+}
+
+/// A waiter blocked on a node that then gives its slot away gets the redirect a blocking
+/// core command gets, `MOVED slot endpoint`, when its units fit; the old node writes nothing.
+fn a_waiter_whose_slot_moves_away_is_redirected_and_writes_nothing(flavor: Flavor) {
+    let cluster = Cluster::start(flavor);
+    let source = cluster.primary_for("{waiting}");
+    let target = other_primary(&cluster, source);
+    let key = "{waiting}:k".to_owned();
+    let mut source_con = source.connection();
+    source_con
+        .set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .unwrap();
+    // One unit per 1.5 s: the waiter's turn comes 1.5 s after the first call.
+    let params = ["0", "1", "1500", "1", "MS"];
+    assert_eq!(call(&mut source_con, "CL.THROTTLE", &key, &params)[0], 0);
+    let waiter_key = key.clone();
+    let mut waiter_con = source.connection();
+    waiter_con
+        .set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .unwrap();
+    let waiter = std::thread::spawn(move || {
+        redis::cmd("CL.THROTTLE")
+            .arg(&waiter_key)
+            .arg(&params)
+            .arg(&["BLOCK", "0"])
+            .query::<Vec<i64>>(&mut waiter_con)
+    });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !harness::stats_line(&mut source_con, "cl_waiting").starts_with("now=1") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the call never waited"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let slot = move_slot(
+        &cluster,
+        source,
+        target,
+        "{waiting}",
+        std::slice::from_ref(&key),
+    );
+    let error = waiter.join().unwrap().expect_err("redirected");
+    assert_eq!(error.code(), Some("MOVED"), "{error}");
+    assert!(
+        format!("{error}").contains(&format!("{slot} 127.0.0.1:{}", target.port)),
+        "{error}"
+    );
+    // Nothing written on the old node, which had no other key (a write there would live
+    // another 1.5 s).
+    let keys: i64 = redis::cmd("DBSIZE").query(&mut source_con).unwrap();
+    assert_eq!(keys, 0);
+    assert!(harness::stats_line(&mut source_con, "cl_waiting").contains("left=1"));
 }

@@ -264,7 +264,7 @@ fn each_command_is_described_to_the_server(flavor: Flavor) {
             .query(&mut con)
             .unwrap();
         let text = format!("{info:?}");
-        for flag in ["write", "denyoom", "fast", "RW", "update"] {
+        for flag in ["write", "denyoom", "fast", "blocking", "RW", "update"] {
             assert!(text.contains(flag), "{command}: {flag} missing from {text}");
         }
     }

@@ -104,10 +104,24 @@ fn command_docs_describe_every_argument(flavor: Flavor) {
     for (command, expected_args) in [
         (
             "cl.throttle",
-            &["key", "max_burst", "count", "period", "quantity", "ms"][..],
+            &[
+                "key",
+                "max_burst",
+                "count",
+                "period",
+                "quantity",
+                "ms",
+                "timeout",
+            ][..],
         ),
-        ("cl.fixed", &["key", "limit", "period", "quantity", "ms"]),
-        ("cl.window", &["key", "limit", "period", "quantity", "ms"]),
+        (
+            "cl.fixed",
+            &["key", "limit", "period", "quantity", "ms", "timeout"],
+        ),
+        (
+            "cl.window",
+            &["key", "limit", "period", "quantity", "ms", "timeout"],
+        ),
     ] {
         let docs: Value = redis::cmd("COMMAND")
             .arg(&["DOCS", command])
@@ -125,10 +139,13 @@ fn command_docs_describe_every_argument(flavor: Flavor) {
         assert_eq!(names, expected_args, "{command}");
         assert_eq!(text(field(&arguments[0], "type")), "key");
         assert_eq!(text(field(&arguments[1], "type")), "integer");
-        let last = arguments.last().unwrap();
-        assert_eq!(text(field(last, "type")), "pure-token");
-        assert_eq!(text(field(last, "token")), "MS");
-        for optional in &arguments[arguments.len() - 2..] {
+        let ms = &arguments[arguments.len() - 2];
+        assert_eq!(text(field(ms, "type")), "pure-token");
+        assert_eq!(text(field(ms, "token")), "MS");
+        let block = arguments.last().unwrap();
+        assert_eq!(text(field(block, "type")), "integer");
+        assert_eq!(text(field(block, "token")), "BLOCK");
+        for optional in &arguments[arguments.len() - 3..] {
             let flags: Vec<String> = redis::from_redis_value(field(optional, "flags")).unwrap();
             assert_eq!(flags, ["optional"], "{command}");
         }
@@ -184,6 +201,7 @@ fn command_docs_give_cl_all_its_whole_grammar(flavor: Flavor) {
             owned("quantity", "integer", Some("QUANTITY"), &["optional"]),
             owned("ms", "pure-token", Some("MS"), &["optional"]),
             owned("detail", "pure-token", Some("DETAIL"), &["optional"]),
+            owned("timeout", "integer", Some("BLOCK"), &["optional"]),
         ]
     );
     let Value::Array(blocks) = field(&arguments[2], "arguments") else {
@@ -234,7 +252,7 @@ fn the_commands_carry_their_acl_categories(flavor: Flavor) {
         let categories: Vec<String> = redis::from_redis_value(info[0][6].clone()).unwrap();
         let has = |category: &str| categories.iter().any(|c| c == category);
         assert_eq!(
-            has("@write") && has("@fast"),
+            has("@write") && has("@fast") && has("@blocking"),
             kind.module_command_categories(),
             "{kind:?} {command} {categories:?}"
         );

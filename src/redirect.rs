@@ -1,0 +1,127 @@
+//! Where a waiter's slot is served now, in a Redis Cluster. The server redirects its own
+//! blocked clients when their slot moves; a module's waiter is not blocked on keys, so before
+//! it takes its units this module asks the way any command is asked, and answers a moved slot
+//! as the server would (`-MOVED slot endpoint`), writing nothing on a node that no longer
+//! serves the slot.
+
+use std::ffi::CString;
+use std::os::raw::c_char;
+
+use redis_module::raw;
+
+/// Where the slot of a waiter's keys is served.
+pub enum Serving {
+    /// Here: the waiter may take its units.
+    Here,
+    /// The slot is being migrated from here and the key is gone already: the waiter goes on
+    /// waiting, as the server's own blocked clients do until the slot's move completes.
+    Migrating,
+    /// Elsewhere, or nowhere: the error the client gets, `MOVED …` or `CLUSTERDOWN …`.
+    Elsewhere(CString),
+}
+
+/// Asks where `key`'s slot is served. Outside a cluster, always here.
+pub fn serving(ctx: *mut raw::RedisModuleCtx, key: *mut raw::RedisModuleString) -> Serving {
+    // SAFETY: ctx is a live module context outside a command (a timer's), key a live string;
+    // every reply is freed once, after its last use.
+    unsafe {
+        let (Some(call), Some(free)) = (raw::RedisModule_Call, raw::RedisModule_FreeCallReply)
+        else {
+            return Serving::Here;
+        };
+        // A module's own call is routed as a client's: it fails when the key is not served here.
+        let exists = call(ctx, c"EXISTS".as_ptr(), c"s".as_ptr(), key);
+        if !exists.is_null() {
+            free(exists);
+            return Serving::Here;
+        }
+        let slot = call(
+            ctx,
+            c"CLUSTER".as_ptr(),
+            c"cs".as_ptr(),
+            c"KEYSLOT".as_ptr(),
+            key,
+        );
+        let slots = call(ctx, c"CLUSTER".as_ptr(), c"c".as_ptr(), c"SLOTS".as_ptr());
+        let serving = match integer(slot) {
+            Some(slot) => owner(slots, slot),
+            None => Serving::Elsewhere(c"CLUSTERDOWN Hash slot not served".to_owned()),
+        };
+        for reply in [slot, slots] {
+            if !reply.is_null() {
+                free(reply);
+            }
+        }
+        serving
+    }
+}
+
+/// The owner of `slot` in a `CLUSTER SLOTS` reply: `[[start, end, [endpoint, port, id, …],
+/// replicas…], …]`.
+unsafe fn owner(slots: *mut raw::RedisModuleCallReply, slot: i64) -> Serving {
+    let down = || Serving::Elsewhere(c"CLUSTERDOWN Hash slot not served".to_owned());
+    let (Some(length), Some(element)) = (
+        raw::RedisModule_CallReplyLength,
+        raw::RedisModule_CallReplyArrayElement,
+    ) else {
+        return down();
+    };
+    if slots.is_null() {
+        return down();
+    }
+    for index in 0..length(slots) {
+        let range = element(slots, index);
+        let (Some(start), Some(end)) = (integer(element(range, 0)), integer(element(range, 1)))
+        else {
+            continue;
+        };
+        if !(start..=end).contains(&slot) {
+            continue;
+        }
+        let primary = element(range, 2);
+        let (Some(endpoint), Some(port), Some(id)) = (
+            text(element(primary, 0)),
+            integer(element(primary, 1)),
+            text(element(primary, 2)),
+        ) else {
+            return down();
+        };
+        if is_myself(&id) {
+            return Serving::Migrating;
+        }
+        let moved = format!("MOVED {slot} {}:{port}", String::from_utf8_lossy(&endpoint));
+        return CString::new(moved).map_or_else(|_| down(), Serving::Elsewhere);
+    }
+    down()
+}
+
+fn is_myself(id: &[u8]) -> bool {
+    // SAFETY: the node's id is 40 bytes, whether or not a NUL follows them.
+    unsafe {
+        let Some(my_id) = raw::RedisModule_GetMyClusterID.map(|get| get()) else {
+            return false;
+        };
+        !my_id.is_null() && std::slice::from_raw_parts(my_id.cast::<u8>(), 40) == id
+    }
+}
+
+unsafe fn integer(reply: *mut raw::RedisModuleCallReply) -> Option<i64> {
+    let (Some(kind), Some(integer)) = (
+        raw::RedisModule_CallReplyType,
+        raw::RedisModule_CallReplyInteger,
+    ) else {
+        return None;
+    };
+    (!reply.is_null() && kind(reply) as isize == raw::REDISMODULE_REPLY_INTEGER)
+        .then(|| integer(reply))
+}
+
+unsafe fn text(reply: *mut raw::RedisModuleCallReply) -> Option<Vec<u8>> {
+    let ptr_len = raw::RedisModule_CallReplyStringPtr?;
+    if reply.is_null() {
+        return None;
+    }
+    let mut len = 0usize;
+    let ptr: *const c_char = ptr_len(reply, &mut len);
+    (!ptr.is_null()).then(|| std::slice::from_raw_parts(ptr.cast::<u8>(), len).to_vec())
+}
