@@ -8,9 +8,11 @@
 #   4. server instructions per CL.WINDOW peek and denial on a log of 100 entries and on one
 #      of 100,000 entries, half of them expired since the last write, and their ratio;
 #   5. CL.ALL over two limiters against one CL.THROTTLE, the same two limiters as separate
-#      pipelined calls, and a Lua script deciding both atomically (bench/all.lua).
+#      pipelined calls, and a Lua script deciding both atomically (bench/all.lua);
+#   6. BLOCK (bench/waiting.py): how late 1,000 waiters on one key are admitted and in what
+#      order, memory per waiter and GET's latency with 10,000 waiting, on a fresh server.
 # Knobs: REQUESTS, CLIENTS, PIPELINE, ROUNDS, CALLS; PARTS (default "throughput memory
-# instructions long-log") to run only some; REDIS_CELL_MODULE to measure a module built
+# waiting instructions long-log") to run only some; REDIS_CELL_MODULE to measure a module built
 # elsewhere instead of building this one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,7 +25,7 @@ else
 fi
 REQUESTS=${REQUESTS:-400000} CLIENTS=${CLIENTS:-50} PIPELINE=${PIPELINE:-16}
 ROUNDS=${ROUNDS:-5} CALLS=${CALLS:-20000}
-PARTS=${PARTS:-throughput memory instructions long-log}
+PARTS=${PARTS:-throughput memory waiting instructions long-log}
 part() { [[ " $PARTS " == *" $1 "* ]]; }
 
 work=$(mktemp -d)
@@ -212,6 +214,15 @@ if part memory; then
     z=$(redis-cli -p "$port" -n 1 MEMORY USAGE "mem:zset:$n" SAMPLES 0)
     printf '| %7d | %12d B | %12d B | %7s |\n' "$n" "$w" "$z" "$(ratio "$z" "$w")"
   done
+fi
+# Waiting: a server of its own, for 10,000 waiting clients and no templates.
+if part waiting; then
+  wport=$(free_port)
+  taskset -c 0 /usr/bin/redis-server --bind 127.0.0.1 --port "$wport" --save "" --maxclients 15000 \
+    --loadmodule "$module" --logfile "$work/waiting.log" >/dev/null 2>&1 &
+  pids+=($!)
+  wait_ready "$wport"
+  taskset -c 1 python3 bench/waiting.py "$wport"
 fi
 part instructions || part long-log || exit 0
 

@@ -21,3 +21,23 @@ pub fn now_ns() -> Result<i64, Error> {
     now.filter(|ns| (0..MAX_SPAN_NS).contains(ns))
         .ok_or(Error::ClockOutOfRange)
 }
+
+/// The step of `now_ns`: a microsecond, or a millisecond on Redis 7.0.
+pub fn resolution_ns() -> i64 {
+    // SAFETY: reads an API pointer, filled in once at load.
+    if unsafe { raw::RedisModule_Microseconds }.is_some() {
+        1_000
+    } else {
+        1_000_000
+    }
+}
+
+/// Now, to the nanosecond, from the clock `now_ns` reads in steps (the system's real-time
+/// clock, which the server's own timers run on too): for setting a timer to an instant
+/// between two of those steps.
+pub fn precise_now_ns() -> Option<i64> {
+    let since_epoch = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?;
+    i64::try_from(since_epoch.as_nanos()).ok()
+}

@@ -229,9 +229,7 @@ fn arm(
     let Some(at_ns) = at_ns else {
         return Ok(());
     };
-    // Whole milliseconds, rounded up: a module timer never fires early.
-    let wait_ns = at_ns.saturating_sub(now_ns).max(0);
-    let period_ms = wait_ns / NANOS_PER_MILLI + i64::from(wait_ns % NANOS_PER_MILLI > 0);
+    let period_ms = period_until(at_ns, now_ns);
     let create = api(unsafe { raw::RedisModule_CreateTimer })?;
     // SAFETY: ctx is a live module context; the data is the waiter's place, not a pointer.
     let timer = unsafe {
@@ -246,6 +244,19 @@ fn arm(
         waiter.timer = Some(timer);
     }
     Ok(())
+}
+
+/// A timer's period, in whole milliseconds, to fire at the first reading of the server's clock
+/// at or after `at_ns`, never before. The clock reads in steps (on Redis 7.0, whole
+/// milliseconds), so that reading comes at the step at or after `at_ns`; the timer counts from
+/// the precise time now, not from the last step.
+fn period_until(at_ns: i64, now_ns: i64) -> i64 {
+    let step = clock::resolution_ns();
+    let at_ns = at_ns.saturating_add(step - 1) / step * step;
+    let now_ns = clock::precise_now_ns().unwrap_or(now_ns).max(now_ns);
+    let wait_ns = at_ns.saturating_sub(now_ns).max(0);
+    // Whole milliseconds, rounded up: a module timer never fires early.
+    wait_ns / NANOS_PER_MILLI + i64::from(wait_ns % NANOS_PER_MILLI > 0)
 }
 
 fn stop_timer(ctx: *mut raw::RedisModuleCtx, timer: Option<raw::RedisModuleTimerID>) {
