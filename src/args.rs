@@ -158,6 +158,7 @@ pub const MAX_BLOCK_MS: i64 = MAX_SPAN_NS / NANOS_PER_MILLI;
 
 /// Splits a trailing `BLOCK milliseconds` off a single-key command's arguments: the
 /// arguments before it, and the timeout (0 waits as long as it takes).
+#[inline(always)]
 pub fn block<'a, 'b>(args: &'a [&'b [u8]]) -> Result<(&'a [&'b [u8]], Option<i64>), Error> {
     match args {
         [rest @ .., keyword, timeout] if keyword.eq_ignore_ascii_case(b"BLOCK") => {

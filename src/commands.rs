@@ -22,8 +22,9 @@ use crate::waiting::{self, Turn};
 use crate::window::SlidingWindow;
 
 /// The most arguments a single-key command takes, its name included
-/// (`CL.WINDOW key limit period quantity MS AT unix-ms BLOCK milliseconds`).
-const MAX_ARGS: usize = 10;
+/// (`CL.THROTTLE key max_burst count period quantity MS BLOCK milliseconds`; the replication
+/// form of the windows, with `AT unix-ms`, never has `BLOCK`).
+const MAX_ARGS: usize = 9;
 /// The most arguments CL.ALL takes: its name, numkeys, 16 keys, 16 limiters of up to four
 /// words, `QUANTITY quantity`, `MS`, `DETAIL` and `BLOCK milliseconds`.
 const MAX_ALL_ARGS: usize = 2 + args::MAX_KEYS * 5 + 6;
@@ -668,6 +669,7 @@ const NO_WAITING: u32 = raw::REDISMODULE_CTX_FLAGS_MULTI
     | REPLAYED;
 
 /// Counts a call's answer in its command's counters.
+#[inline(always)]
 pub(crate) fn record(command: Command, result: &Result<Answer, Error>) {
     command.counters().record(match result {
         Ok(answer) => answer.counted,
@@ -676,6 +678,7 @@ pub(crate) fn record(command: Command, result: &Result<Answer, Error>) {
 }
 
 /// Sends a call's answer.
+#[inline(always)]
 pub(crate) fn send(ctx: *mut raw::RedisModuleCtx, result: &Result<Answer, Error>) {
     match result {
         Ok(answer) => match &answer.reply {
@@ -700,7 +703,8 @@ pub(crate) struct Answer {
     reply: Reply,
     counted: Counted,
     /// Set when the call asked to wait (BLOCK), was denied, and can be admitted some day.
-    pub wait: Option<Wait>,
+    /// Boxed: only such calls pay for it, and every answer stays small to move.
+    pub wait: Option<Box<Wait>>,
 }
 
 /// How a denied call that asked to wait would wait.
@@ -719,13 +723,13 @@ impl Wait {
         denied: bool,
         fits_in_ns: Option<i64>,
         keys: Range<usize>,
-    ) -> Option<Wait> {
+    ) -> Option<Box<Wait>> {
         match (block_ms, fits_in_ns) {
-            (Some(timeout_ms), Some(fits_in_ns)) if denied => Some(Wait {
+            (Some(timeout_ms), Some(fits_in_ns)) if denied => Some(Box::new(Wait {
                 timeout_ms,
                 fits_in_ns,
                 keys,
-            }),
+            })),
             _ => None,
         }
     }
