@@ -257,7 +257,7 @@ fn single(
             verdict = verdict.held_back(first_due_in, || peek(&limiter, &key, now))?;
         }
     }
-    if let Some(change) = verdict.change {
+    if let Some(change) = verdict.change.filter(|_| turn.writes()) {
         write(call.ctx, &mut key, change, propagate, now)?;
         notify(&key, change);
     }
@@ -308,7 +308,9 @@ fn run_all(call: &Call<MAX_ALL_ARGS>, turn: Turn) -> Result<Answer, Error> {
         let binding = entries.get(combined.binding).ok_or(Error::Internal)?;
         Reply::One(binding.verdict.outcome.to_reply(args.unit))
     };
-    write_all(call.ctx, &combined, &mut entries, now);
+    if turn.writes() {
+        write_all(call.ctx, &combined, &mut entries, now);
+    }
     let fits_in_ns = all::fits_in_ns(entries.iter().map(|entry| &entry.verdict));
     Ok(Answer {
         reply,
@@ -645,7 +647,8 @@ fn dispatch(
         wait: Some(wait), ..
     }) = &result
     {
-        if flags & NO_WAITING == 0 {
+        // A writable replica answers at once: its waiters could never write.
+        if flags & NO_WAITING == 0 && flags & raw::REDISMODULE_CTX_FLAGS_MASTER != 0 {
             // SAFETY: the server passes argc live argument strings.
             let args =
                 unsafe { std::slice::from_raw_parts(argv, usize::try_from(argc).unwrap_or(0)) };

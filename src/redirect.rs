@@ -1,8 +1,8 @@
 //! Where a waiter's slot is served now, in a Redis Cluster. The server redirects its own
-//! blocked clients when their slot moves; a module's waiter is not blocked on keys, so before
-//! it takes its units this module asks the way any command is asked, and answers a moved slot
-//! as the server would (`-MOVED slot endpoint`), writing nothing on a node that no longer
-//! serves the slot.
+//! blocked clients when their slot moves or the cluster fails; a module's waiter is not
+//! blocked on keys, so before it takes its units this module asks the way any command is
+//! routed, and answers as the server would (`-MOVED slot endpoint`, `-CLUSTERDOWN …`),
+//! writing nothing on a node that does not serve the slot.
 
 use std::ffi::CString;
 use std::os::raw::c_char;
@@ -13,39 +13,66 @@ use redis_module::raw;
 pub enum Serving {
     /// Here: the waiter may take its units.
     Here,
-    /// The slot is being migrated from here and the key is gone already: the waiter goes on
-    /// waiting, as the server's own blocked clients do until the slot's move completes.
-    Migrating,
-    /// Elsewhere, or nowhere: the error the client gets, `MOVED …` or `CLUSTERDOWN …`.
+    /// Here, but not now: the slot is being migrated and some of the keys have gone already.
+    /// The waiter waits on, as the server's own blocked clients do until the move completes.
+    NotNow,
+    /// Elsewhere, or nowhere: the error the client gets, `MOVED …` or `CLUSTERDOWN …`, as the
+    /// server answers its own blocked clients.
     Elsewhere(CString),
 }
 
-/// Asks where `key`'s slot is served. Outside a cluster, always here.
-pub fn serving(ctx: *mut raw::RedisModuleCtx, key: *mut raw::RedisModuleString) -> Serving {
-    // SAFETY: ctx is a live module context outside a command (a timer's), key a live string;
-    // every reply is freed once, after its last use.
+const DOWN: &std::ffi::CStr = c"CLUSTERDOWN The cluster is down";
+const UNSERVED: &std::ffi::CStr = c"CLUSTERDOWN Hash slot not served";
+
+/// Asks where the slot of `keys` (a waiter's, all in one slot) is served.
+pub fn serving(ctx: *mut raw::RedisModuleCtx, keys: &[*mut raw::RedisModuleString]) -> Serving {
+    let Some(&first) = keys.first() else {
+        return Serving::Here;
+    };
+    // SAFETY: ctx is a live module context outside a command (a timer's), the keys live
+    // strings; every reply is freed once, after its last use.
     unsafe {
         let (Some(call), Some(free)) = (raw::RedisModule_Call, raw::RedisModule_FreeCallReply)
         else {
             return Serving::Here;
         };
-        // A module's own call is routed as a client's: it fails when the key is not served here.
-        let exists = call(ctx, c"EXISTS".as_ptr(), c"s".as_ptr(), key);
+        // A failed cluster answers its blocked clients so, whatever reads it still allows.
+        let info = call(ctx, c"CLUSTER".as_ptr(), c"c".as_ptr(), c"INFO".as_ptr());
+        let up =
+            text(info).is_some_and(|info| info.windows(16).any(|line| line == b"cluster_state:ok"));
+        if !info.is_null() {
+            free(info);
+        }
+        if !up {
+            return Serving::Elsewhere(DOWN.to_owned());
+        }
+        // A module's own call is routed as a client's: it fails unless every key is served
+        // here (a moved slot, a migration under way with some keys gone).
+        let exists = call(
+            ctx,
+            c"EXISTS".as_ptr(),
+            c"v".as_ptr(),
+            keys.as_ptr(),
+            keys.len(),
+        );
         if !exists.is_null() {
             free(exists);
             return Serving::Here;
+        }
+        if std::io::Error::last_os_error().kind() != std::io::ErrorKind::PermissionDenied {
+            return Serving::Elsewhere(DOWN.to_owned());
         }
         let slot = call(
             ctx,
             c"CLUSTER".as_ptr(),
             c"cs".as_ptr(),
             c"KEYSLOT".as_ptr(),
-            key,
+            first,
         );
         let slots = call(ctx, c"CLUSTER".as_ptr(), c"c".as_ptr(), c"SLOTS".as_ptr());
         let serving = match integer(slot) {
             Some(slot) => owner(slots, slot),
-            None => Serving::Elsewhere(c"CLUSTERDOWN Hash slot not served".to_owned()),
+            None => Serving::Elsewhere(UNSERVED.to_owned()),
         };
         for reply in [slot, slots] {
             if !reply.is_null() {
@@ -59,7 +86,7 @@ pub fn serving(ctx: *mut raw::RedisModuleCtx, key: *mut raw::RedisModuleString) 
 /// The owner of `slot` in a `CLUSTER SLOTS` reply: `[[start, end, [endpoint, port, id, …],
 /// replicas…], …]`.
 unsafe fn owner(slots: *mut raw::RedisModuleCallReply, slot: i64) -> Serving {
-    let down = || Serving::Elsewhere(c"CLUSTERDOWN Hash slot not served".to_owned());
+    let down = || Serving::Elsewhere(UNSERVED.to_owned());
     let (Some(length), Some(element)) = (
         raw::RedisModule_CallReplyLength,
         raw::RedisModule_CallReplyArrayElement,
@@ -87,7 +114,7 @@ unsafe fn owner(slots: *mut raw::RedisModuleCallReply, slot: i64) -> Serving {
             return down();
         };
         if is_myself(&id) {
-            return Serving::Migrating;
+            return Serving::NotNow;
         }
         let moved = format!("MOVED {slot} {}:{port}", String::from_utf8_lossy(&endpoint));
         return CString::new(moved).map_or_else(|_| down(), Serving::Elsewhere);

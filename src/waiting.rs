@@ -1,9 +1,10 @@
 //! Waiting inside the server for capacity (`BLOCK`). A call that asked to wait and was denied
 //! is parked as a blocked client and stands in the line of each of its keys (queue.rs). A
-//! module timer tries it again at the instant its units fit, when it is first in all its
-//! lines, and at its deadline. An admission runs the command exactly as an immediate call
-//! does (commands.rs decides, writes and propagates); waiting itself writes and propagates
-//! nothing.
+//! module timer looks again at the instant its units fit, when it is first in all its lines,
+//! and at its deadline. When they fit, the client is unblocked, and the call takes its units
+//! in the reply callback, as the reply goes out: it runs exactly as an immediate call does
+//! (commands.rs decides, writes and propagates), and only for a client still there to be
+//! answered. Waiting itself writes and propagates nothing.
 //!
 //! Everything here runs on the server's main thread: commands, timers, and the blocked
 //! clients' callbacks. The lock only makes the shared state sound, and is never held while
@@ -37,8 +38,17 @@ pub enum Turn {
     Arriving,
     /// A waiter, at its place.
     Waiting(Place),
+    /// A waiter's look at whether its units fit: decided as `Waiting`, written nowhere.
+    Checking(Place),
     /// A waiter that leaves the line (CLIENT UNBLOCK … TIMEOUT): it takes nothing.
     Leaving,
+}
+
+impl Turn {
+    /// Whether a call at this turn writes what it is admitted to take.
+    pub fn writes(self) -> bool {
+        !matches!(self, Turn::Checking(_))
+    }
 }
 
 /// The line of one key: its database and its name.
@@ -54,13 +64,16 @@ struct Waiter {
     command: Command,
     /// The call's arguments, its name first, held until it leaves.
     argv: Vec<*mut raw::RedisModuleString>,
-    /// Where its first key is among them (all its keys share a slot).
-    key_at: usize,
+    /// Where its keys are among them.
+    keys: std::ops::Range<usize>,
     db: c_int,
     deadline_ms: Option<i64>,
     timer: Option<raw::RedisModuleTimerID>,
     /// When its timer tries it, while it is first in all its lines.
     due_ns: Option<i64>,
+    /// Its units fit and its client is being unblocked: it takes them in `on_reply`, and
+    /// stays first in its lines until then.
+    admitting: bool,
 }
 
 #[derive(Default)]
@@ -119,28 +132,31 @@ fn held_back_in_line(
     turn: Turn,
 ) -> Result<Option<i64>, Error> {
     let line = line_key(ctx, key)?;
+    let due_ns = {
+        let mut shared = lines()?;
+        let lines = shared.get();
+        let Some(first) = lines.queues.first(&line) else {
+            return Ok(None);
+        };
+        let held = match turn {
+            Turn::Replayed => false,
+            Turn::Arriving | Turn::Leaving => true,
+            Turn::Waiting(place) | Turn::Checking(place) => first < place,
+        };
+        if !held {
+            return Ok(None);
+        }
+        lines.waiters.get(&first).and_then(|waiter| waiter.due_ns)
+    };
     let now_ns = clock::now_ns()?;
-    let mut shared = lines()?;
-    let lines = shared.get();
-    let Some(first) = lines.queues.first(&line) else {
-        return Ok(None);
-    };
-    let held = match turn {
-        Turn::Replayed => false,
-        Turn::Arriving | Turn::Leaving => true,
-        Turn::Waiting(place) => first < place,
-    };
-    Ok(held.then(|| {
-        lines
-            .waiters
-            .get(&first)
-            .and_then(|waiter| waiter.due_ns)
-            .map_or(0, |due| due.saturating_sub(now_ns).max(0))
-    }))
+    Ok(Some(
+        due_ns.map_or(0, |due| due.saturating_sub(now_ns).max(0)),
+    ))
 }
 
 /// Parks a call that asked to wait: blocks its client, puts it at the end of its keys' lines,
-/// and sets its timer. An error leaves the client unblocked, to be answered at once.
+/// and sets its timer. An error comes before the client is blocked, which is then answered at
+/// once; after that, nothing fails.
 pub fn park(
     ctx: *mut raw::RedisModuleCtx,
     command: Command,
@@ -162,13 +178,15 @@ pub fn park(
         api(unsafe { raw::RedisModule_RetainString })?,
         api(unsafe { raw::RedisModule_GetSelectedDb })?,
     );
+    api(unsafe { raw::RedisModule_CreateTimer })?;
+    api(unsafe { raw::RedisModule_UnblockClient })?;
     let mut shared = lines()?;
     // SAFETY: ctx is the running command's context, which may block (the caller checked the
     // context's flags); the callbacks are this module's and live as long as it is loaded, which
     // the server ensures while it has blocked clients. The server's own timeout is off (0):
     // the module's timers keep the deadline, to the millisecond.
     let (client, db) = unsafe {
-        let client = block(ctx, Some(on_reply), Some(on_unblock), Some(free_reply), 0);
+        let client = block(ctx, Some(on_reply), unblock_callback(), Some(free_reply), 0);
         if client.is_null() {
             return Err(Error::Internal);
         }
@@ -187,11 +205,12 @@ pub fn park(
             client,
             command,
             argv: argv.to_vec(),
-            key_at: wait.keys.start,
+            keys: wait.keys.clone(),
             db,
             deadline_ms,
             timer: None,
             due_ns: None,
+            admitting: false,
         },
     );
     lines.by_client.insert(client as usize, place);
@@ -199,7 +218,20 @@ pub fn park(
     drop(shared);
     stats::WAITS.record(Waited::Parked);
     let try_at = first.then(|| now_ns.saturating_add(wait.fits_in_ns));
-    arm(ctx, place, try_at, now_ns)
+    if let Err(error) = arm(ctx, place, try_at, now_ns) {
+        finish(ctx, place, Err(error), Waited::TimedOut);
+    }
+    Ok(())
+}
+
+/// CLIENT UNBLOCK reaches a module's blocked client only through its timeout callback. Redis
+/// before 7.4 (and Valkey before 8) runs that callback even for a client the module has just
+/// unblocked, and then sends no reply (7.0) or stops on an assertion (7.2); those servers get
+/// none, and CLIENT UNBLOCK leaves their waiters alone. Redis 7.4 and Valkey 8 are told apart
+/// by an API they added, RedisModule_AddACLCategory.
+fn unblock_callback() -> raw::RedisModuleCmdFunc {
+    // SAFETY: reads an API pointer, filled in once at load.
+    unsafe { raw::RedisModule_AddACLCategory }.map(|_| on_unblock as _)
 }
 
 /// Sets the waiter's one timer for the earlier of `try_at_ns` and its deadline (none when it
@@ -281,8 +313,7 @@ extern "C" fn on_timer(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
 }
 
 /// Tries the waiter at `place`, then every waiter its leaving makes first in all its lines,
-/// in this one timer's context: a run of waiters whose units are all free goes through at
-/// once, and its writes reach replicas in one transaction.
+/// in this one timer's context.
 fn serve(ctx: *mut raw::RedisModuleCtx, place: Place) {
     let mut work = VecDeque::from([place]);
     while let Some(place) = work.pop_front() {
@@ -290,20 +321,21 @@ fn serve(ctx: *mut raw::RedisModuleCtx, place: Place) {
     }
 }
 
-/// One try of a waiter: admitted, timed out, or set to try again. Returns the waiters its
+/// One look at a waiter, from its timer: its units fit (it is unblocked, to take them in
+/// `on_reply`), its time is up (it gets the denial), or it waits on. Returns the waiters its
 /// leaving made first.
 fn attempt(ctx: *mut raw::RedisModuleCtx, place: Place) -> Vec<Place> {
     let Ok(mut shared) = lines() else {
         return Vec::new();
     };
     let lines = shared.get();
-    let Some(waiter) = lines.waiters.get(&place) else {
+    let Some(waiter) = lines.waiters.get(&place).filter(|waiter| !waiter.admitting) else {
         return Vec::new();
     };
-    let (command, mut argv, key_at, db, deadline_ms) = (
+    let (command, argv, keys, db, deadline_ms) = (
         waiter.command,
-        waiter.argv.clone(),
-        waiter.key_at,
+        Held::new(&waiter.argv),
+        waiter.keys.clone(),
         waiter.db,
         waiter.deadline_ms,
     );
@@ -315,47 +347,39 @@ fn attempt(ctx: *mut raw::RedisModuleCtx, place: Place) -> Vec<Place> {
         Err(error) => return finish(ctx, place, Err(error), Waited::TimedOut),
     };
     let expired = deadline_ms.is_some_and(|ms| now_ns >= ms.saturating_mul(NANOS_PER_MILLI));
-    let retry_soon = |ctx| {
-        let _ = arm(ctx, place, Some(now_ns + RETRY_NS), now_ns);
-        Vec::new()
-    };
     if !first && !expired {
         let _ = arm(ctx, place, None, now_ns);
         return Vec::new();
     }
-    // Whether it may take its units now, if they fit; else it can only time out.
-    let mut may_take = first;
-    if first {
-        match writable(ctx) {
-            Writable::Yes => {}
-            Writable::Replica => return finish(ctx, place, Err(Error::Readonly), Waited::Left),
-            Writable::Paused if expired => may_take = false,
-            Writable::Paused => return retry_soon(ctx),
-        }
-    }
+    let retry_soon = |ctx| {
+        let _ = arm(ctx, place, Some(now_ns + RETRY_NS), now_ns);
+        Vec::new()
+    };
     if let Some(select) = unsafe { raw::RedisModule_SelectDb } {
         // SAFETY: ctx is the timer's context; db is the one the call was made in.
         unsafe { select(ctx, db) };
     }
-    if may_take && commands::context_flags(ctx) & raw::REDISMODULE_CTX_FLAGS_CLUSTER != 0 {
-        let key = argv.get(key_at).copied().unwrap_or(std::ptr::null_mut());
-        match redirect::serving(ctx, key) {
-            Serving::Here => {}
-            Serving::Migrating if expired => may_take = false,
-            Serving::Migrating => return retry_soon(ctx),
-            Serving::Elsewhere(error) => {
-                return finish(ctx, place, Ok(Answer::redirect(error)), Waited::Left);
-            }
+    // Whether it may take its units now, if they fit; else it can only time out.
+    let mut may_take = first;
+    if first {
+        match writable(ctx, &argv, keys) {
+            Writable::Yes => {}
+            Writable::Never(error) => return finish(ctx, place, error, Waited::Left),
+            Writable::NotNow if expired => may_take = false,
+            Writable::NotNow => return retry_soon(ctx),
         }
     }
     let turn = if may_take {
-        Turn::Waiting(place)
+        Turn::Checking(place)
     } else {
         Turn::Leaving
     };
-    let argc = c_int::try_from(argv.len()).unwrap_or(0);
-    let result = command.run(ctx, argv.as_mut_ptr(), argc, false, turn);
+    let result = command.run(ctx, argv.as_ptr(), argv.argc(), false, turn);
     match &result {
+        Ok(answer) if may_take && answer.admitted() => {
+            admit(place);
+            Vec::new()
+        }
         Ok(Answer {
             wait: Some(wait), ..
         }) if !expired => {
@@ -367,9 +391,24 @@ fn attempt(ctx: *mut raw::RedisModuleCtx, place: Place) -> Vec<Place> {
             );
             Vec::new()
         }
-        Ok(answer) if answer.admitted() => finish(ctx, place, result, Waited::Admitted),
         _ => finish(ctx, place, result, Waited::TimedOut),
     }
+}
+
+/// The waiter's units fit: its client is unblocked, and `on_reply` takes them as the reply
+/// goes out. It stays first in its lines meanwhile, so that nothing else takes them.
+fn admit(place: Place) {
+    let client = {
+        let Ok(mut shared) = lines() else {
+            return;
+        };
+        let Some(waiter) = shared.get().waiters.get_mut(&place) else {
+            return;
+        };
+        waiter.admitting = true;
+        waiter.client
+    };
+    unblock(client, Pending::Admit(place));
 }
 
 /// How soon a waiter held up by a failover's pause or a slot's migration looks again.
@@ -377,25 +416,35 @@ const RETRY_NS: i64 = 10 * NANOS_PER_MILLI;
 
 enum Writable {
     Yes,
-    /// This node is a replica now: the server answers its own blocked clients so on a role
-    /// change; a waiter found here gets READONLY and writes nothing.
-    Replica,
-    /// A failover is pausing writes: try again shortly.
-    Paused,
+    /// Not here, ever: the answer the waiter gets instead (a replica's READONLY, a moved
+    /// slot's redirect).
+    Never(Result<Answer, Error>),
+    /// A failover's pause of writes, a slot being migrated, or memory over `maxmemory`: look
+    /// again shortly.
+    NotNow,
 }
 
-fn writable(ctx: *mut raw::RedisModuleCtx) -> Writable {
+/// Whether an admission may write here now, as the server checks a client's write command
+/// before running it: the role, a failover's pause, memory, and in a cluster whether the
+/// slot of the waiter's keys is served here.
+fn writable(ctx: *mut raw::RedisModuleCtx, argv: &Held, keys: std::ops::Range<usize>) -> Writable {
     let flags = commands::context_flags(ctx);
     if flags & raw::REDISMODULE_CTX_FLAGS_MASTER == 0 {
-        return Writable::Replica;
+        return Writable::Never(Err(Error::Readonly));
     }
     // SAFETY: a plain query of the server's state.
     let paused = unsafe { raw::RedisModule_AvoidReplicaTraffic.is_some_and(|avoid| avoid() != 0) };
-    if paused {
-        Writable::Paused
-    } else {
-        Writable::Yes
+    if paused || flags & raw::REDISMODULE_CTX_FLAGS_OOM != 0 {
+        return Writable::NotNow;
     }
+    if flags & raw::REDISMODULE_CTX_FLAGS_CLUSTER != 0 {
+        match redirect::serving(ctx, argv.get(keys).unwrap_or_default()) {
+            Serving::Here => {}
+            Serving::NotNow => return Writable::NotNow,
+            Serving::Elsewhere(error) => return Writable::Never(Ok(Answer::redirect(error))),
+        }
+    }
+    Writable::Yes
 }
 
 /// Takes a waiter out of its lines and forgets it. Returns it, and the waiters this made first.
@@ -410,17 +459,35 @@ fn remove(ctx: *mut raw::RedisModuleCtx, place: Place) -> Option<(Waiter, Vec<Pl
         (waiter, promoted)
     };
     stop_timer(ctx, waiter.timer);
-    if let Some(free) = unsafe { raw::RedisModule_FreeString } {
-        for &arg in &waiter.argv {
-            // SAFETY: each argument was retained once when the call was parked.
-            unsafe { free(std::ptr::null_mut(), arg) };
-        }
-    }
+    release(&waiter.argv);
     Some((waiter, promoted))
 }
 
-/// Ends a wait with this answer: the client is unblocked, and its reply sent, by the server
-/// when it next can (`on_reply`). Returns the waiters this made first.
+/// What a waiter's client gets when the server next runs its reply callback.
+enum Pending {
+    /// Its units fit: take them, and answer.
+    Admit(Place),
+    /// Its answer, final: a denial, an error, a redirect.
+    Answer(Result<Answer, Error>),
+    /// Answered.
+    Done,
+}
+
+/// Unblocks a waiter's client; the server runs `on_reply` with `pending` when it next can,
+/// unless the client has gone, and then `free_reply`.
+fn unblock(client: *mut raw::RedisModuleBlockedClient, pending: Pending) {
+    let pending = Box::into_raw(Box::new(pending));
+    let unblocked = unsafe { raw::RedisModule_UnblockClient }
+        // SAFETY: the client is blocked by this module and unblocked once, here; the server
+        // hands `pending` back to on_reply and then to free_reply.
+        .map(|unblock| unsafe { unblock(client, pending.cast()) });
+    if unblocked.is_none_or(|status| succeeded(status).is_err()) {
+        // SAFETY: the server did not take it.
+        drop(unsafe { Box::from_raw(pending) });
+    }
+}
+
+/// Ends a wait with this answer and unblocks the client. Returns the waiters this made first.
 fn finish(
     ctx: *mut raw::RedisModuleCtx,
     place: Place,
@@ -432,20 +499,21 @@ fn finish(
     };
     commands::record(waiter.command, &result);
     stats::WAITS.record(how);
-    let reply = Box::into_raw(Box::new(result));
-    let unblocked = unsafe { raw::RedisModule_UnblockClient }
-        // SAFETY: the client is blocked by this module and unblocked once, here; the server
-        // hands the reply back to on_reply and then to free_reply.
-        .map(|unblock| unsafe { unblock(waiter.client, reply.cast()) });
-    if unblocked.is_none_or(|status| succeeded(status).is_err()) {
-        // SAFETY: the server did not take the reply.
-        drop(unsafe { Box::from_raw(reply) });
-    }
+    unblock(waiter.client, Pending::Answer(result));
     promoted
 }
 
-/// Ends a wait whose client the server is unblocking itself, and lets the waiters this made
-/// first try at once.
+/// Lets waiters made first by another's leaving look at once, from a timer of their own.
+fn promote(ctx: *mut raw::RedisModuleCtx, promoted: Vec<Place>) {
+    if let Ok(now_ns) = clock::now_ns() {
+        for next in promoted {
+            let _ = arm(ctx, next, Some(now_ns), now_ns);
+        }
+    }
+}
+
+/// Ends a wait whose client the server is unblocking itself (disconnected, CLIENT UNBLOCK, a
+/// role change): frees the module's handle on it, and lets the next waiters look.
 fn leave(ctx: *mut raw::RedisModuleCtx, place: Place, how: Waited) -> Option<Waiter> {
     let (waiter, promoted) = remove(ctx, place)?;
     stats::WAITS.record(how);
@@ -453,77 +521,105 @@ fn leave(ctx: *mut raw::RedisModuleCtx, place: Place, how: Waited) -> Option<Wai
         // SAFETY: the server is done with the client; this frees the module's handle on it.
         unsafe { unblock(waiter.client, std::ptr::null_mut()) };
     }
-    if let Ok(now_ns) = clock::now_ns() {
-        for next in promoted {
-            let _ = arm(ctx, next, Some(now_ns), now_ns);
-        }
-    }
+    promote(ctx, promoted);
     Some(waiter)
 }
 
-/// Sends a finished wait's reply to its client.
+/// The reply callback: the server is about to answer a waiter whose wait ended. An admission
+/// takes its units here, with the client's own context, as an immediate call would.
 extern "C" fn on_reply(
     ctx: *mut raw::RedisModuleCtx,
     _argv: *mut *mut raw::RedisModuleString,
     _argc: c_int,
 ) -> c_int {
-    let _ = catch_unwind(AssertUnwindSafe(|| send_finished(ctx)));
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        let pending = unsafe { raw::RedisModule_GetBlockedClientPrivateData }
+            // SAFETY: ctx is a blocked client's reply context.
+            .map_or(std::ptr::null_mut(), |get| unsafe { get(ctx) })
+            .cast::<Pending>();
+        // SAFETY: the only private data this module gives the server is a boxed Pending,
+        // alive until free_reply; the server runs these callbacks one at a time.
+        let Some(pending) = (unsafe { pending.as_mut() }) else {
+            return;
+        };
+        match std::mem::replace(pending, Pending::Done) {
+            Pending::Admit(place) => take(ctx, place),
+            Pending::Answer(result) => commands::send(ctx, &result),
+            Pending::Done => {}
+        }
+    }));
     raw::REDISMODULE_OK as c_int
 }
 
-/// Sends the reply a finished wait left for its client; false when there is none.
-fn send_finished(ctx: *mut raw::RedisModuleCtx) -> bool {
-    let reply = unsafe { raw::RedisModule_GetBlockedClientPrivateData }
-        // SAFETY: ctx is a blocked client's reply or timeout context.
-        .map_or(std::ptr::null_mut(), |get| unsafe { get(ctx) })
-        .cast::<Result<Answer, Error>>();
-    // SAFETY: the only private data this module gives the server is a boxed result, alive
-    // until free_reply.
-    match unsafe { reply.as_ref() } {
-        Some(result) => {
-            commands::send(ctx, result);
-            true
+/// An admitted waiter takes its units and gets its reply, then leaves its lines.
+fn take(ctx: *mut raw::RedisModuleCtx, place: Place) {
+    let held = lines().ok().and_then(|mut shared| {
+        let waiter = shared.get().waiters.get(&place)?;
+        Some((waiter.command, Held::new(&waiter.argv)))
+    });
+    let Some((command, argv)) = held else {
+        commands::send(ctx, &Err(Error::Internal));
+        return;
+    };
+    let result = command.run(ctx, argv.as_ptr(), argv.argc(), false, Turn::Waiting(place));
+    commands::send(ctx, &result);
+    commands::record(command, &result);
+    let admitted = matches!(&result, Ok(answer) if answer.admitted());
+    if let Some((_, promoted)) = remove(ctx, place) {
+        // Denied only if the key was changed under it (a DEL, a SET) since its units fit.
+        stats::WAITS.record(if admitted {
+            Waited::Admitted
+        } else {
+            Waited::TimedOut
+        });
+        promote(ctx, promoted);
+    }
+}
+
+/// The server is done with a finished wait. An admission whose client went away before its
+/// reply took nothing: the waiter leaves, and the next ones look.
+extern "C" fn free_reply(ctx: *mut raw::RedisModuleCtx, pending: *mut c_void) {
+    if pending.is_null() {
+        return;
+    }
+    // SAFETY: made by Box::into_raw in `unblock`, freed once, here.
+    let pending = unsafe { Box::from_raw(pending.cast::<Pending>()) };
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        if let Pending::Admit(place) = *pending {
+            if let Some((waiter, promoted)) = remove(ctx, place) {
+                waiter.command.counters().record(stats::Counted::Denied);
+                stats::WAITS.record(Waited::Left);
+                promote(ctx, promoted);
+            }
         }
-        None => false,
-    }
+    }));
 }
 
-extern "C" fn free_reply(_ctx: *mut raw::RedisModuleCtx, reply: *mut c_void) {
-    if !reply.is_null() {
-        // SAFETY: made by Box::into_raw in finish, freed once, here.
-        drop(unsafe { Box::from_raw(reply.cast::<Result<Answer, Error>>()) });
-    }
-}
-
-/// `CLIENT UNBLOCK id TIMEOUT` (the server's own timeout is off): the denial of this instant,
-/// and nothing taken.
+/// `CLIENT UNBLOCK id [TIMEOUT]` (the server's own timeout is off): the denial of this instant,
+/// and nothing taken. Only on servers where it never comes for a waiter already unblocked.
 extern "C" fn on_unblock(
     ctx: *mut raw::RedisModuleCtx,
     _argv: *mut *mut raw::RedisModuleString,
     _argc: c_int,
 ) -> c_int {
     let _ = catch_unwind(AssertUnwindSafe(|| {
-        // Admitted already, the reply on its way: that answer stands.
-        if send_finished(ctx) {
-            return;
-        }
-        let place = unsafe { raw::RedisModule_GetBlockedClientHandle }
+        let client = unsafe { raw::RedisModule_GetBlockedClientHandle }
             // SAFETY: ctx is the blocked client's timeout context.
-            .map(|handle| unsafe { handle(ctx) } as usize)
-            .and_then(|client| lines().ok()?.get().by_client.get(&client).copied());
-        let Some(place) = place else {
+            .map_or(0, |handle| unsafe { handle(ctx) } as usize);
+        let held = lines().ok().and_then(|mut shared| {
+            let lines = shared.get();
+            let place = *lines.by_client.get(&client)?;
+            let waiter = lines
+                .waiters
+                .get(&place)
+                .filter(|waiter| !waiter.admitting)?;
+            Some((place, waiter.command, Held::new(&waiter.argv)))
+        });
+        let Some((place, command, argv)) = held else {
             commands::send(ctx, &Err(Error::Internal));
             return;
         };
-        let held = lines().ok().and_then(|mut shared| {
-            let waiter = shared.get().waiters.get(&place)?;
-            Some((waiter.command, waiter.argv.clone()))
-        });
-        let Some((command, mut argv)) = held else {
-            return;
-        };
-        let argc = c_int::try_from(argv.len()).unwrap_or(0);
-        let result = command.run(ctx, argv.as_mut_ptr(), argc, false, Turn::Leaving);
+        let result = command.run(ctx, argv.as_ptr(), argv.argc(), false, Turn::Leaving);
         commands::send(ctx, &result);
         commands::record(command, &result);
         leave(ctx, place, Waited::TimedOut);
@@ -532,22 +628,71 @@ extern "C" fn on_unblock(
 }
 
 /// The client went away while waiting (disconnected, `CLIENT UNBLOCK id ERROR`, a role
-/// change): it takes nothing.
+/// change): it takes nothing. One being admitted is left to `free_reply`.
 extern "C" fn on_disconnect(
     ctx: *mut raw::RedisModuleCtx,
     client: *mut raw::RedisModuleBlockedClient,
 ) {
     let _ = catch_unwind(AssertUnwindSafe(|| {
-        let place = lines()
-            .ok()
-            .and_then(|mut shared| shared.get().by_client.get(&(client as usize)).copied());
-        // None: its wait had ended, the reply not yet sent; the server frees it.
+        let place = lines().ok().and_then(|mut shared| {
+            let lines = shared.get();
+            let place = *lines.by_client.get(&(client as usize))?;
+            lines
+                .waiters
+                .get(&place)
+                .filter(|waiter| !waiter.admitting)
+                .map(|_| place)
+        });
         if let Some(place) = place {
             if let Some(waiter) = leave(ctx, place, Waited::Left) {
                 waiter.command.counters().record(stats::Counted::Denied);
             }
         }
     }));
+}
+
+/// A waiter's arguments, held once more for as long as a try uses them: a client killed
+/// meanwhile (by a keyspace event's listener, say) cannot free them under it.
+struct Held(Vec<*mut raw::RedisModuleString>);
+
+impl Held {
+    fn new(argv: &[*mut raw::RedisModuleString]) -> Held {
+        if let Some(retain) = unsafe { raw::RedisModule_RetainString } {
+            for &arg in argv {
+                // SAFETY: each is a live string the waiter holds.
+                unsafe { retain(std::ptr::null_mut(), arg) };
+            }
+        }
+        Held(argv.to_vec())
+    }
+
+    fn as_ptr(&self) -> *mut *mut raw::RedisModuleString {
+        self.0.as_ptr().cast_mut()
+    }
+
+    fn argc(&self) -> c_int {
+        c_int::try_from(self.0.len()).unwrap_or(0)
+    }
+
+    fn get(&self, range: std::ops::Range<usize>) -> Option<&[*mut raw::RedisModuleString]> {
+        self.0.get(range)
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        release(&self.0);
+    }
+}
+
+/// Lets go of strings retained once each.
+fn release(argv: &[*mut raw::RedisModuleString]) {
+    if let Some(free) = unsafe { raw::RedisModule_FreeString } {
+        for &arg in argv {
+            // SAFETY: each was retained once by this module.
+            unsafe { free(std::ptr::null_mut(), arg) };
+        }
+    }
 }
 
 fn line_key(

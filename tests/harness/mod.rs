@@ -639,6 +639,13 @@ impl ServerKind {
         self.valkey.is_some() || self.redis >= (7, 2, 0)
     }
 
+    /// Whether `CLIENT UNBLOCK` reaches waiters (BLOCK): the module gives their blocked
+    /// clients a timeout callback only where the server never runs it for a client already
+    /// unblocked, Redis 7.4+ and Valkey 8+ (told apart by RedisModule_AddACLCategory).
+    pub fn client_unblock_reaches_waiters(&self) -> bool {
+        self.module_own_categories()
+    }
+
     /// Whether modules can add ACL categories of their own (`RedisModule_AddACLCategory`):
     /// Redis 7.4+, Valkey 8+.
     pub fn module_own_categories(&self) -> bool {
