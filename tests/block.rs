@@ -26,6 +26,7 @@ both_servers!(
     block_arguments_are_checked,
     info_counts_the_waits,
     a_primary_that_becomes_a_replica_sends_its_waiters_away,
+    under_a_controlled_clock_admission_and_timeout_come_at_their_instants,
 );
 
 /// Every reply read by a test, however long a wait, comes within this.
@@ -517,4 +518,69 @@ fn a_primary_that_becomes_a_replica_sends_its_waiters_away(flavor: Flavor) {
     let mut con = connect(&primary);
     assert_eq!(waiting_field(&mut con, "now"), 0);
     assert_eq!(waiting_field(&mut con, "left"), 1);
+}
+
+/// Under a stepped clock: a waiter is not admitted a millisecond before its unit fits, and is
+/// at that instant; a timeout comes at its millisecond, not before. Redis 7.0 cannot run under
+/// libfaketime; a_waiter_is_admitted_when_its_units_fit covers it on the real clock.
+fn under_a_controlled_clock_admission_and_timeout_come_at_their_instants(flavor: Flavor) {
+    if flavor == Flavor::Redis {
+        let server = Server::start(flavor);
+        if !ServerKind::of(&mut server.connection()).module_clock_in_microseconds() {
+            return;
+        }
+    }
+    const BASE: i64 = 1_796_083_200_000; // 2026-12-01T00:00:00Z
+    let server = Server::with_exact_fake_clock(flavor, BASE);
+    let mut con = connect(&server);
+    let still_waiting = |con: &mut redis::Connection, count: i64| {
+        std::thread::sleep(Duration::from_millis(150));
+        assert_eq!(waiting_field(con, "now"), count);
+    };
+    // One unit per 10 s: the next fits at BASE + 10 s.
+    assert_eq!(
+        limiter(&mut con, "CL.THROTTLE", &["k", "0", "1", "10"])[0],
+        0
+    );
+    let admitted = Waiter::parked(
+        &server,
+        &mut con,
+        1,
+        "CL.THROTTLE",
+        &["k", "0", "1", "10", "1", "BLOCK", "0"],
+    );
+    // And a window full for a minute, waited on for at most 5 s.
+    assert_eq!(limiter(&mut con, "CL.FIXED", &["f", "1", "60"])[0], 0);
+    let timed_out = Waiter::parked(
+        &server,
+        &mut con,
+        2,
+        "CL.FIXED",
+        &["f", "1", "60", "BLOCK", "5000"],
+    );
+
+    server.set_clock_ms(BASE + 4_999);
+    still_waiting(&mut con, 2);
+    server.set_clock_ms(BASE + 5_000);
+    let (reply, _) = timed_out.reply();
+    assert_eq!(reply, [1, 1, 0, 55, 55]);
+
+    server.set_clock_ms(BASE + 9_999);
+    still_waiting(&mut con, 1);
+    server.set_clock_ms(BASE + 10_000);
+    let (reply, _) = admitted.reply();
+    assert_eq!(reply, [0, 1, 0, -1, 10]);
+    // Taken at exactly BASE + 10 s: the TAT is 10 s on from there.
+    let (tat, _) = snapshot(&mut con, b"k");
+    assert_eq!(
+        tat.as_deref(),
+        Some(
+            (BASE + 20_000)
+                .saturating_mul(1_000_000)
+                .to_string()
+                .as_bytes()
+        )
+    );
+    assert_eq!(waiting_field(&mut con, "admitted"), 1);
+    assert_eq!(waiting_field(&mut con, "timed_out"), 1);
 }
