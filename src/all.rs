@@ -258,6 +258,23 @@ mod tests {
         denials.into_iter().find(|&i| wait(i) == longest).unwrap()
     }
 
+    /// Keys shaped by a history of single calls, each going to the limiters its mask picks;
+    /// and the instant of the last.
+    fn shaped_by(shape: &[(u8, i64, i64)], history: Vec<(i64, i64, u8)>) -> (Vec<Key>, i64) {
+        let mut keys: Vec<Key> = limiters(shape, 1).iter().map(Key::empty).collect();
+        let mut now_ms = START_MS;
+        for (gap, quantity, mask) in history {
+            now_ms += gap;
+            let now = Instant::from_ms(now_ms);
+            for (i, key) in keys.iter_mut().enumerate() {
+                if mask & (1 << i) != 0 {
+                    key.single(&limiters(shape, quantity)[i], now);
+                }
+            }
+        }
+        (keys, now_ms)
+    }
+
     proptest! {
         /// Keys shaped by a history of single calls, then one combined call: admitted exactly
         /// when every limiter alone would admit, each answer the limiter's own, changes only
@@ -269,17 +286,7 @@ mod tests {
             quantity in 0i64..6,
             gap_ms in 0i64..2_000,
         ) {
-            let mut keys: Vec<Key> = limiters(&shape, 1).iter().map(Key::empty).collect();
-            let mut now_ms = START_MS;
-            for (gap, history_quantity, mask) in history {
-                now_ms += gap;
-                let now = Instant::from_ms(now_ms);
-                for (i, key) in keys.iter_mut().enumerate() {
-                    if mask & (1 << i) != 0 {
-                        key.single(&limiters(&shape, history_quantity)[i], now);
-                    }
-                }
-            }
+            let (keys, now_ms) = shaped_by(&shape, history);
             let now = Instant::from_ns((now_ms + gap_ms) * MILLI + 123_456);
             let combined = limiters(&shape, quantity);
             let stored: Vec<Stored> = keys.iter().map(Key::stored).collect();
@@ -373,17 +380,7 @@ mod tests {
             quantity in 1i64..6,
             offset_ns in 0i64..2 * MILLI,
         ) {
-            let mut keys: Vec<Key> = limiters(&shape, 1).iter().map(Key::empty).collect();
-            let mut now_ms = START_MS;
-            for (gap, history_quantity, mask) in history {
-                now_ms += gap;
-                let now = Instant::from_ms(now_ms);
-                for (i, key) in keys.iter_mut().enumerate() {
-                    if mask & (1 << i) != 0 {
-                        key.single(&limiters(&shape, history_quantity)[i], now);
-                    }
-                }
-            }
+            let (keys, now_ms) = shaped_by(&shape, history);
             let combined = limiters(&shape, quantity);
             let stored: Vec<Stored> = keys.iter().map(Key::stored).collect();
             let decide_at = |ns: i64| {
