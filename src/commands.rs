@@ -660,7 +660,7 @@ fn dispatch(
     if !replayed {
         record(command, &result);
     }
-    send(ctx, &result);
+    send(ctx, result);
     raw::REDISMODULE_OK as c_int
 }
 
@@ -682,14 +682,14 @@ pub(crate) fn record(command: Command, result: &Result<Answer, Error>) {
 
 /// Sends a call's answer.
 #[inline(always)]
-pub(crate) fn send(ctx: *mut raw::RedisModuleCtx, result: &Result<Answer, Error>) {
+pub(crate) fn send(ctx: *mut raw::RedisModuleCtx, result: Result<Answer, Error>) {
     match result {
-        Ok(answer) => match &answer.reply {
-            Reply::One(values) => reply::send(ctx, *values),
-            Reply::Detail(replies) => reply::send_all(ctx, replies),
-            Reply::Redirect(error) => reply::send_error_text(ctx, error),
+        Ok(answer) => match answer.reply {
+            Reply::One(values) => reply::send(ctx, values),
+            Reply::Detail(replies) => reply::send_all(ctx, &replies),
+            Reply::Redirect(error) => reply::send_error_text(ctx, &error),
         },
-        Err(error) => reply::send_error(ctx, *error),
+        Err(error) => reply::send_error(ctx, error),
     }
 }
 
@@ -749,6 +749,7 @@ enum Reply {
 
 impl Answer {
     /// A single-key command's answer; its key follows the command's name.
+    #[inline(always)]
     fn single(
         outcome: Outcome,
         quantity: i64,

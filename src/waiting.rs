@@ -544,7 +544,7 @@ extern "C" fn on_reply(
         };
         match std::mem::replace(pending, Pending::Done) {
             Pending::Admit(place) => take(ctx, place),
-            Pending::Answer(result) => commands::send(ctx, &result),
+            Pending::Answer(result) => commands::send(ctx, result),
             Pending::Done => {}
         }
     }));
@@ -558,13 +558,13 @@ fn take(ctx: *mut raw::RedisModuleCtx, place: Place) {
         Some((waiter.command, Held::new(&waiter.argv)))
     });
     let Some((command, argv)) = held else {
-        commands::send(ctx, &Err(Error::Internal));
+        commands::send(ctx, Err(Error::Internal));
         return;
     };
     let result = command.run(ctx, argv.as_ptr(), argv.argc(), false, Turn::Waiting(place));
-    commands::send(ctx, &result);
     commands::record(command, &result);
     let admitted = matches!(&result, Ok(answer) if answer.admitted());
+    commands::send(ctx, result);
     if let Some((_, promoted)) = remove(ctx, place) {
         // Denied only if the key was changed under it (a DEL, a SET) since its units fit.
         stats::WAITS.record(if admitted {
@@ -616,12 +616,12 @@ extern "C" fn on_unblock(
             Some((place, waiter.command, Held::new(&waiter.argv)))
         });
         let Some((place, command, argv)) = held else {
-            commands::send(ctx, &Err(Error::Internal));
+            commands::send(ctx, Err(Error::Internal));
             return;
         };
         let result = command.run(ctx, argv.as_ptr(), argv.argc(), false, Turn::Leaving);
-        commands::send(ctx, &result);
         commands::record(command, &result);
+        commands::send(ctx, result);
         leave(ctx, place, Waited::TimedOut);
     }));
     raw::REDISMODULE_OK as c_int
