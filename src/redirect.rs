@@ -87,15 +87,6 @@ pub fn serving(ctx: *mut raw::RedisModuleCtx, keys: &[*mut raw::RedisModuleStrin
 /// replicas…], …]`.
 unsafe fn owner(slots: *mut raw::RedisModuleCallReply, slot: i64) -> Serving {
     let down = || Serving::Elsewhere(UNSERVED.to_owned());
-    let (Some(length), Some(element)) = (
-        raw::RedisModule_CallReplyLength,
-        raw::RedisModule_CallReplyArrayElement,
-    ) else {
-        return down();
-    };
-    if slots.is_null() {
-        return down();
-    }
     for index in 0..length(slots) {
         let range = element(slots, index);
         let (Some(start), Some(end)) = (integer(element(range, 0)), integer(element(range, 1)))
@@ -120,6 +111,31 @@ unsafe fn owner(slots: *mut raw::RedisModuleCallReply, slot: i64) -> Serving {
         return CString::new(moved).map_or_else(|_| down(), Serving::Elsewhere);
     }
     down()
+}
+
+/// How many elements an array reply has; 0 for anything else, or none.
+unsafe fn length(reply: *mut raw::RedisModuleCallReply) -> usize {
+    let (Some(kind), Some(length)) = (
+        raw::RedisModule_CallReplyType,
+        raw::RedisModule_CallReplyLength,
+    ) else {
+        return 0;
+    };
+    if reply.is_null() || kind(reply) as isize != raw::REDISMODULE_REPLY_ARRAY {
+        return 0;
+    }
+    length(reply)
+}
+
+/// The array reply's element at `index`, or null when there is none.
+unsafe fn element(
+    reply: *mut raw::RedisModuleCallReply,
+    index: usize,
+) -> *mut raw::RedisModuleCallReply {
+    match raw::RedisModule_CallReplyArrayElement {
+        Some(element) if index < length(reply) => element(reply, index),
+        _ => std::ptr::null_mut(),
+    }
 }
 
 fn is_myself(id: &[u8]) -> bool {

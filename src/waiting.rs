@@ -47,7 +47,7 @@ pub enum Turn {
 impl Turn {
     /// Whether a call at this turn writes what it is admitted to take.
     pub fn writes(self) -> bool {
-        !matches!(self, Turn::Checking(_))
+        !matches!(self, Turn::Checking(_) | Turn::Leaving)
     }
 }
 
@@ -308,6 +308,7 @@ extern "C" fn on_timer(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
                 waiter.timer = None;
             }
         }
+        stats::before_command(false);
         serve(ctx, place);
     }));
 }
@@ -377,8 +378,11 @@ fn attempt(ctx: *mut raw::RedisModuleCtx, place: Place) -> Vec<Place> {
     let result = command.run(ctx, argv.as_ptr(), argv.argc(), false, turn);
     match &result {
         Ok(answer) if may_take && answer.admitted() => {
-            admit(place);
-            Vec::new()
+            if admit(place) {
+                Vec::new()
+            } else {
+                retry_soon(ctx)
+            }
         }
         Ok(Answer {
             wait: Some(wait), ..
@@ -397,18 +401,27 @@ fn attempt(ctx: *mut raw::RedisModuleCtx, place: Place) -> Vec<Place> {
 
 /// The waiter's units fit: its client is unblocked, and `on_reply` takes them as the reply
 /// goes out. It stays first in its lines meanwhile, so that nothing else takes them.
-fn admit(place: Place) {
+/// False if it could not be unblocked: it then waits on.
+fn admit(place: Place) -> bool {
     let client = {
         let Ok(mut shared) = lines() else {
-            return;
+            return false;
         };
         let Some(waiter) = shared.get().waiters.get_mut(&place) else {
-            return;
+            return false;
         };
         waiter.admitting = true;
         waiter.client
     };
-    unblock(client, Pending::Admit(place));
+    if unblock(client, Pending::Admit(place)) {
+        return true;
+    }
+    if let Ok(mut shared) = lines() {
+        if let Some(waiter) = shared.get().waiters.get_mut(&place) {
+            waiter.admitting = false;
+        }
+    }
+    false
 }
 
 /// How soon a waiter held up by a failover's pause or a slot's migration looks again.
@@ -474,8 +487,8 @@ enum Pending {
 }
 
 /// Unblocks a waiter's client; the server runs `on_reply` with `pending` when it next can,
-/// unless the client has gone, and then `free_reply`.
-fn unblock(client: *mut raw::RedisModuleBlockedClient, pending: Pending) {
+/// unless the client has gone, and then `free_reply`. False if the server refused.
+fn unblock(client: *mut raw::RedisModuleBlockedClient, pending: Pending) -> bool {
     let pending = Box::into_raw(Box::new(pending));
     let unblocked = unsafe { raw::RedisModule_UnblockClient }
         // SAFETY: the client is blocked by this module and unblocked once, here; the server
@@ -484,7 +497,9 @@ fn unblock(client: *mut raw::RedisModuleBlockedClient, pending: Pending) {
     if unblocked.is_none_or(|status| succeeded(status).is_err()) {
         // SAFETY: the server did not take it.
         drop(unsafe { Box::from_raw(pending) });
+        return false;
     }
+    true
 }
 
 /// Ends a wait with this answer and unblocks the client. Returns the waiters this made first.
@@ -542,8 +557,15 @@ extern "C" fn on_reply(
         let Some(pending) = (unsafe { pending.as_mut() }) else {
             return;
         };
+        stats::before_command(false);
         match std::mem::replace(pending, Pending::Done) {
-            Pending::Admit(place) => take(ctx, place),
+            Pending::Admit(place) => {
+                // Kept until it has taken its units: should it fail halfway, free_reply
+                // still takes the waiter out of its lines.
+                *pending = Pending::Admit(place);
+                take(ctx, place);
+                *pending = Pending::Done;
+            }
             Pending::Answer(result) => commands::send(ctx, result),
             Pending::Done => {}
         }
@@ -555,13 +577,20 @@ extern "C" fn on_reply(
 fn take(ctx: *mut raw::RedisModuleCtx, place: Place) {
     let held = lines().ok().and_then(|mut shared| {
         let waiter = shared.get().waiters.get(&place)?;
-        Some((waiter.command, Held::new(&waiter.argv)))
+        Some((waiter.command, Held::new(&waiter.argv), waiter.keys.clone()))
     });
-    let Some((command, argv)) = held else {
+    let Some((command, argv, keys)) = held else {
         commands::send(ctx, Err(Error::Internal));
         return;
     };
-    let result = command.run(ctx, argv.as_ptr(), argv.argc(), false, Turn::Waiting(place));
+    // The server may have run commands since the timer looked (threaded reads, TLS): a pause
+    // of writes, a moved slot, memory over the limit. The client cannot wait again from here:
+    // it gets the denial of this instant, or the error, and takes nothing.
+    let result = match writable(ctx, &argv, keys) {
+        Writable::Yes => command.run(ctx, argv.as_ptr(), argv.argc(), false, Turn::Waiting(place)),
+        Writable::NotNow => command.run(ctx, argv.as_ptr(), argv.argc(), false, Turn::Leaving),
+        Writable::Never(answer) => answer,
+    };
     commands::record(command, &result);
     let admitted = matches!(&result, Ok(answer) if answer.admitted());
     commands::send(ctx, result);
@@ -586,8 +615,9 @@ extern "C" fn free_reply(ctx: *mut raw::RedisModuleCtx, pending: *mut c_void) {
     let pending = unsafe { Box::from_raw(pending.cast::<Pending>()) };
     let _ = catch_unwind(AssertUnwindSafe(|| {
         if let Pending::Admit(place) = *pending {
+            stats::before_command(false);
             if let Some((waiter, promoted)) = remove(ctx, place) {
-                waiter.command.counters().record(stats::Counted::Denied);
+                waiter.command.counters().record(stats::Counted::Error);
                 stats::WAITS.record(Waited::Left);
                 promote(ctx, promoted);
             }
@@ -620,6 +650,7 @@ extern "C" fn on_unblock(
             return;
         };
         let result = command.run(ctx, argv.as_ptr(), argv.argc(), false, Turn::Leaving);
+        stats::before_command(false);
         commands::record(command, &result);
         commands::send(ctx, result);
         leave(ctx, place, Waited::TimedOut);
@@ -644,8 +675,9 @@ extern "C" fn on_disconnect(
                 .map(|_| place)
         });
         if let Some(place) = place {
+            stats::before_command(false);
             if let Some(waiter) = leave(ctx, place, Waited::Left) {
-                waiter.command.counters().record(stats::Counted::Denied);
+                waiter.command.counters().record(stats::Counted::Error);
             }
         }
     }));
