@@ -8,8 +8,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use harness::{
-    dump, error_of, limiter, replicate, snapshot, stats_line, wait_for_replica, Flavor, Server,
-    ServerKind,
+    aof_options, dump, error_of, keyspace, limiter, replicate, snapshot, stats_line,
+    wait_for_replica, Flavor, Server, ServerKind,
 };
 
 both_servers!(
@@ -22,7 +22,7 @@ both_servers!(
     client_unblock_ends_a_wait_and_takes_nothing,
     transactions_and_scripts_answer_at_once,
     crossed_waits_of_cl_all_both_complete,
-    a_replica_holds_the_same_bytes_after_admissions_that_waited,
+    a_replica_and_an_aof_restart_hold_the_same_bytes_after_admissions_that_waited,
     block_arguments_are_checked,
     info_counts_the_waits,
     a_primary_that_becomes_a_replica_sends_its_waiters_away,
@@ -392,26 +392,42 @@ fn crossed_waits_of_cl_all_both_complete(flavor: Flavor) {
     assert!(a_at <= b_at);
 }
 
-fn a_replica_holds_the_same_bytes_after_admissions_that_waited(flavor: Flavor) {
-    let primary = Server::start(flavor);
+fn a_replica_and_an_aof_restart_hold_the_same_bytes_after_admissions_that_waited(flavor: Flavor) {
+    let primary = Server::start_with(flavor, aof_options(None));
     let replica = Server::start(flavor);
     replicate(&replica, &primary);
     let mut con = connect(&primary);
-    let calls: [(&str, Vec<&str>); 3] = [
-        ("CL.THROTTLE", throttle_args("t", &[])),
-        ("CL.FIXED", vec!["f", "1", "200", "1", "MS"]),
-        ("CL.WINDOW", vec!["w", "1", "200", "1", "MS"]),
+    // Each key full for about 200 ms, and long-lived once its waiter is admitted (GCRA with a
+    // burst of 51; a window of a minute opening at the admission), but the sliding log.
+    assert_eq!(
+        limiter(
+            &mut con,
+            "CL.THROTTLE",
+            &["t", "50", "1", "200", "51", "MS"]
+        )[0],
+        0
+    );
+    let _: () = redis::cmd("SET")
+        .arg(&["f", "1", "PX", "200"])
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(
+        limiter(&mut con, "CL.WINDOW", &["w", "1", "200", "1", "MS"])[0],
+        0
+    );
+    let calls: [(&str, &[&str]); 3] = [
+        (
+            "CL.THROTTLE",
+            &["t", "50", "1", "200", "1", "MS", "BLOCK", "0"],
+        ),
+        ("CL.FIXED", &["f", "1", "60000", "1", "MS", "BLOCK", "0"]),
+        ("CL.WINDOW", &["w", "1", "200", "1", "MS", "BLOCK", "0"]),
     ];
-    for (command, args) in &calls {
-        assert_eq!(limiter(&mut con, command, args)[0], 0);
-    }
     let waiters: Vec<Waiter> = calls
         .iter()
         .enumerate()
         .map(|(index, (command, args))| {
-            let mut args = args.clone();
-            args.extend(["BLOCK", "0"]);
-            Waiter::parked(&primary, &mut con, index as i64 + 1, command, &args)
+            Waiter::parked(&primary, &mut con, index as i64 + 1, command, args)
         })
         .collect();
     for waiter in waiters {
@@ -424,6 +440,37 @@ fn a_replica_holds_the_same_bytes_after_admissions_that_waited(flavor: Flavor) {
         assert_eq!(dump(&mut con, key), dump(&mut replica_con, key));
         assert_eq!(snapshot(&mut con, key), snapshot(&mut replica_con, key));
     }
+    // The log lives only 200 ms: the restart compares the other two.
+    let _: () = redis::cmd("DEL").arg("w").query(&mut con).unwrap();
+    let expected = keyspace(&mut con);
+    assert_eq!(expected.len(), 2);
+    drop(replica);
+    let dir = primary.shutdown();
+    let mut aof = Vec::new();
+    for entry in walk(&dir) {
+        aof.extend(std::fs::read(entry).unwrap_or_default());
+    }
+    assert!(!aof.is_empty());
+    // Waiting propagates nothing: no BLOCK reaches the AOF.
+    assert!(!aof.windows(5).any(|w| w.eq_ignore_ascii_case(b"BLOCK")));
+    let restarted = Server::start_with(flavor, aof_options(Some(dir.clone())));
+    assert_eq!(keyspace(&mut connect(&restarted)), expected, "AOF restart");
+    drop(restarted);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Every file under `dir`.
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
 }
 
 fn block_arguments_are_checked(flavor: Flavor) {
