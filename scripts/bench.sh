@@ -23,6 +23,9 @@ else
   cargo build --release --quiet
   module="${CARGO_TARGET_DIR:-$PWD/target}/release/libredis_cell.so"
 fi
+# The module API's floor (bench/floor.rs): what every limiter write must do, and nothing else.
+cargo build --release --quiet --example floor
+floor="${CARGO_TARGET_DIR:-$PWD/target}/release/examples/libfloor.so"
 REQUESTS=${REQUESTS:-400000} CLIENTS=${CLIENTS:-50} PIPELINE=${PIPELINE:-16}
 ROUNDS=${ROUNDS:-5} CALLS=${CALLS:-20000}
 PARTS=${PARTS:-throughput memory waiting instructions long-log}
@@ -80,7 +83,7 @@ start_server() {
   mkdir -p "$dir"
   make_aof "$dir/appendonly.aof"
   "$@" /usr/bin/redis-server --bind 127.0.0.1 --port "$port" --save "" --appendonly yes \
-    --dir "$dir" --loadmodule "$module" --logfile "$dir/server.log" >/dev/null 2>&1 &
+    --dir "$dir" --loadmodule "$module" --loadmodule "$floor" --logfile "$dir/server.log" >/dev/null 2>&1 &
   pids+=($!)
   wait_ready "$port"
   for _ in $(seq 1 600); do
@@ -100,9 +103,12 @@ all_sha=$(redis-cli -p "$port" SCRIPT LOAD "$(cat bench/all.lua)")
 
 # name | command (redis-benchmark puts a random number for __rand_int__) | Lua row it replaces
 # Hot keys admit every call, so every call writes. The CL.WINDOW hot key starts each run
-# with 10,000 live entries (copied from its template) and a one-hour period.
+# with 10,000 live entries (copied from its template) and a one-hour period. Commands are
+# compared with the floor row of their keys (random or hot), the Lua scripts too.
 workloads=(
   "SET PX, random keys|SET key:__rand_int__ v PX 60000|"
+  "floor, random keys|FLOOR.WRITE key:__rand_int__|"
+  "floor, hot key|FLOOR.WRITE hot|"
   "CL.THROTTLE, random keys|CL.THROTTLE key:__rand_int__ 100 10 60 1|GCRA Lua, random keys"
   "CL.THROTTLE, hot key|CL.THROTTLE hot 1000000 1000000 1 1|GCRA Lua, hot key"
   "GCRA Lua, random keys|EVALSHA $throttle_sha 1 key:__rand_int__ 100 10 60 1|"
@@ -173,18 +179,23 @@ print_table() { # title, unit column, then the values by workload name
   local -n values=$3
   echo
   echo "$1"
-  printf '| %-33s | %12s | %8s | %8s |\n' "workload" "$2" "vs SET" "vs Lua"
-  printf '|%s|%s|%s|%s|\n' "-----------------------------------" "--------------" "----------" "----------"
-  local floor=""
+  printf '| %-33s | %12s | %8s | %8s | %8s |\n' "workload" "$2" "vs SET" "vs floor" "vs Lua"
+  printf '|%s|%s|%s|%s|%s|\n' "-----------------------------------" "--------------" "----------" "----------" "----------"
+  local set=""
   for entry in "${workloads[@]}"; do
     local name=${entry%%|*} rest=${entry#*|}
     local lua=${rest#*|}
     local value=${values[$name]}
-    [ -z "$floor" ] && floor=$value
-    local vs_lua=""
+    [ -z "$set" ] && set=$value
+    local vs_lua="" vs_floor=""
     [ -n "$lua" ] && vs_lua=$(ratio "$value" "${values[$lua]}")
     if [ "$2" = instructions ] && [ -n "$lua" ]; then vs_lua=$(ratio "${values[$lua]}" "$value"); fi
-    printf '| %-33s | %12.0f | %8s | %8s |\n' "$name" "$value" "$(ratio "$value" "$floor")" "$vs_lua"
+    case "$name" in
+      SET*|floor*) ;;
+      *hot*) vs_floor=$(ratio "$value" "${values[floor, hot key]}") ;;
+      *) vs_floor=$(ratio "$value" "${values[floor, random keys]}") ;;
+    esac
+    printf '| %-33s | %12.0f | %8s | %8s | %8s |\n' "$name" "$value" "$(ratio "$value" "$set")" "$vs_floor" "$vs_lua"
   done
 }
 
