@@ -49,7 +49,11 @@ extern "C" fn write(
             return raw::REDISMODULE_ERR as c_int;
         };
         let name = *argv.add(1);
-        let key = open(ctx, name, (raw::REDISMODULE_READ | raw::REDISMODULE_WRITE) as c_int);
+        let key = open(
+            ctx,
+            name,
+            (raw::REDISMODULE_READ | raw::REDISMODULE_WRITE) as c_int,
+        );
         let now_ms = millis();
         // A nanosecond timestamp: 19 digits, as a GCRA TAT.
         let value = from_integer(ctx, now_ms * 1_000_000 + 123_456);
