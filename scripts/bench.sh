@@ -10,7 +10,8 @@
 #   5. CL.ALL over two limiters against one CL.THROTTLE, the same two limiters as separate
 #      pipelined calls, and a Lua script deciding both atomically (bench/all.lua);
 #   6. BLOCK (bench/waiting.py): how late 1,000 waiters on one key are admitted and in what
-#      order, memory per waiter and GET's latency with 10,000 waiting, on a fresh server.
+#      order, memory per waiter and GET's latency with 10,000 waiting, on a fresh server;
+#   7. the instruction counts again with one replica attached, as limiters run in production.
 # Knobs: REQUESTS, CLIENTS, PIPELINE, ROUNDS, CALLS; PARTS (default "throughput memory
 # waiting instructions long-log") to run only some; REDIS_CELL_MODULE to measure a module built
 # elsewhere instead of building this one.
@@ -28,7 +29,7 @@ cargo build --release --quiet --example floor
 floor="${CARGO_TARGET_DIR:-$PWD/target}/release/examples/libfloor.so"
 REQUESTS=${REQUESTS:-400000} CLIENTS=${CLIENTS:-50} PIPELINE=${PIPELINE:-16}
 ROUNDS=${ROUNDS:-5} CALLS=${CALLS:-20000}
-PARTS=${PARTS:-throughput memory waiting instructions long-log}
+PARTS=${PARTS:-throughput memory waiting instructions replicated long-log}
 part() { [[ " $PARTS " == *" $1 "* ]]; }
 
 work=$(mktemp -d)
@@ -235,7 +236,7 @@ if part waiting; then
   wait_ready "$wport"
   taskset -c 1 python3 bench/waiting.py "$wport"
 fi
-part instructions || part long-log || exit 0
+part instructions || part replicated || part long-log || exit 0
 
 # Instructions: the same server under callgrind, counting only while each workload runs.
 cport=$(free_port)
@@ -269,6 +270,29 @@ if part instructions; then
   done
   print_table "Server instructions per call (callgrind, $CALLS calls, 1 client, pipeline 16; vs Lua: how many times fewer than the script)" "instructions" instructions
   print_all_table "CL.ALL of two limiters, server instructions per call (vs 2 calls: against the two separate calls' sum; vs Lua: how many times fewer than the script)" instructions instructions
+fi
+
+# With one replica attached: the primary also feeds the replication backlog and the replica's
+# output buffer with every propagated write.
+if part replicated; then
+  rport=$(free_port)
+  /usr/bin/redis-server --bind 127.0.0.1 --port "$rport" --save "" --dir "$work" \
+    --dbfilename replica.rdb --loadmodule "$module" --logfile "$work/replica.log" >/dev/null 2>&1 &
+  pids+=($!)
+  wait_ready "$rport"
+  redis-cli -p "$rport" REPLICAOF 127.0.0.1 "$cport" >/dev/null
+  for _ in $(seq 1 600); do
+    redis-cli -p "$rport" INFO replication | tr -d '\r' | grep -q '^master_link_status:up' && break
+    sleep 0.1
+  done
+  declare -A replicated
+  for entry in "${workloads[@]}"; do
+    name=${entry%%|*} rest=${entry#*|}
+    reset_keys "$cport"
+    replicated[$name]=$(per_call "${rest%%|*}")
+  done
+  print_table "Server instructions per call on the primary with one replica attached (callgrind, $CALLS calls, 1 client, pipeline 16)" instructions replicated
+  redis-cli -p "$rport" REPLICAOF NO ONE >/dev/null
 fi
 
 # Peeks and denials write nothing, so on a long log each call finds its way past the same
