@@ -249,19 +249,34 @@ fn single(
     propagate: Propagate,
     turn: Turn,
 ) -> Result<Outcome, Error> {
-    let name = call.arg(0)?;
-    let mut key = Key::open(call.ctx, name, access_for(quantity))?;
-    let mut verdict = limiter.decide(&read(&limiter, &key)?, now)?;
-    if quantity != 0 {
-        if let Some(first_due_in) = waiting::held_back(call.ctx, name, turn)? {
-            verdict = verdict.held_back(first_due_in, || peek(&limiter, &key, now))?;
-        }
-    }
+    let (mut key, verdict) = decide_in_line(call.ctx, call.arg(0)?, &limiter, quantity, now, turn)?;
     if let Some(change) = verdict.change.filter(|_| turn.writes()) {
         write(call.ctx, &mut key, change, propagate, now)?;
         notify(&key, change);
     }
     Ok(verdict.outcome)
+}
+
+/// Opens a key and decides `limiter` on it, for a call at `turn` in the key's line: a call
+/// that waiters who came first hold back takes nothing. The one place both single-key calls
+/// and each key of CL.ALL decide.
+#[inline(always)]
+fn decide_in_line(
+    ctx: *mut raw::RedisModuleCtx,
+    name: *mut raw::RedisModuleString,
+    limiter: &Limiter,
+    quantity: i64,
+    now: Instant,
+    turn: Turn,
+) -> Result<(Key, Verdict), Error> {
+    let key = Key::open(ctx, name, access_for(quantity))?;
+    let mut verdict = limiter.decide(&read(limiter, &key)?, now)?;
+    if quantity != 0 {
+        if let Some(first_due_in) = waiting::held_back(ctx, name, turn)? {
+            verdict = verdict.held_back(first_due_in, || peek(limiter, &key, now))?;
+        }
+    }
+    Ok((key, verdict))
 }
 
 /// `CL.ALL numkeys key [key ...] limiter [limiter ...] [QUANTITY quantity] [MS] [DETAIL]`:
@@ -444,13 +459,7 @@ impl Entry {
         turn: Turn,
     ) -> Result<Entry, Error> {
         let name = call.arg(index + 1)?;
-        let key = Key::open(call.ctx, name, access_for(args.quantity))?;
-        let mut verdict = limiter.decide(&read(&limiter, &key)?, now)?;
-        if args.quantity != 0 {
-            if let Some(first_due_in) = waiting::held_back(call.ctx, name, turn)? {
-                verdict = verdict.held_back(first_due_in, || peek(&limiter, &key, now))?;
-            }
-        }
+        let (key, verdict) = decide_in_line(call.ctx, name, &limiter, args.quantity, now, turn)?;
         // The key and the limiter's parameters as the client gave them, then the shared
         // quantity and MS: the arguments of the limiter's own command.
         let positions = std::iter::once(index + 1)
