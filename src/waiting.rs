@@ -63,7 +63,7 @@ struct Waiter {
     client: *mut raw::RedisModuleBlockedClient,
     command: Command,
     /// The call's arguments, its name first, held until it leaves.
-    argv: Vec<*mut raw::RedisModuleString>,
+    argv: Held,
     /// Where its keys are among them.
     keys: std::ops::Range<usize>,
     db: c_int,
@@ -108,6 +108,18 @@ fn lines() -> Result<MutexGuard<'static, Shared>, Error> {
 impl Shared {
     fn get(&mut self) -> &mut Lines {
         self.0.get_or_insert_with(Lines::default)
+    }
+}
+
+impl Lines {
+    /// The place of the waiter this blocked client is, unless it is being admitted (its reply
+    /// on the way, which `on_reply` or `free_reply` ends).
+    fn waiting_client(&self, client: usize) -> Option<Place> {
+        let place = *self.by_client.get(&client)?;
+        self.waiters
+            .get(&place)
+            .filter(|waiter| !waiter.admitting)
+            .map(|_| place)
     }
 }
 
@@ -172,10 +184,9 @@ pub fn park(
         .then(|| (now_ns / NANOS_PER_MILLI).checked_add(wait.timeout_ms))
         .map(|deadline| deadline.ok_or(Error::TooLarge("timeout")))
         .transpose()?;
-    let (block, disconnect, retain, selected) = (
+    let (block, disconnect, selected) = (
         api(unsafe { raw::RedisModule_BlockClient })?,
         api(unsafe { raw::RedisModule_SetDisconnectCallback })?,
-        api(unsafe { raw::RedisModule_RetainString })?,
         api(unsafe { raw::RedisModule_GetSelectedDb })?,
     );
     api(unsafe { raw::RedisModule_CreateTimer })?;
@@ -191,9 +202,6 @@ pub fn park(
             return Err(Error::Internal);
         }
         disconnect(client, Some(on_disconnect));
-        for &arg in argv {
-            retain(std::ptr::null_mut(), arg);
-        }
         (client, selected(ctx))
     };
     let lines = shared.get();
@@ -204,7 +212,7 @@ pub fn park(
         Waiter {
             client,
             command,
-            argv: argv.to_vec(),
+            argv: Held::new(argv),
             keys: wait.keys.clone(),
             db,
             deadline_ms,
@@ -335,7 +343,7 @@ fn attempt(ctx: *mut raw::RedisModuleCtx, place: Place) -> Vec<Place> {
     };
     let (command, argv, keys, db, deadline_ms) = (
         waiter.command,
-        Held::new(&waiter.argv),
+        waiter.argv.again(),
         waiter.keys.clone(),
         waiter.db,
         waiter.deadline_ms,
@@ -472,7 +480,6 @@ fn remove(ctx: *mut raw::RedisModuleCtx, place: Place) -> Option<(Waiter, Vec<Pl
         (waiter, promoted)
     };
     stop_timer(ctx, waiter.timer);
-    release(&waiter.argv);
     Some((waiter, promoted))
 }
 
@@ -577,7 +584,7 @@ extern "C" fn on_reply(
 fn take(ctx: *mut raw::RedisModuleCtx, place: Place) {
     let held = lines().ok().and_then(|mut shared| {
         let waiter = shared.get().waiters.get(&place)?;
-        Some((waiter.command, Held::new(&waiter.argv), waiter.keys.clone()))
+        Some((waiter.command, waiter.argv.again(), waiter.keys.clone()))
     });
     let Some((command, argv, keys)) = held else {
         commands::send(ctx, Err(Error::Internal));
@@ -638,12 +645,9 @@ extern "C" fn on_unblock(
             .map_or(0, |handle| unsafe { handle(ctx) } as usize);
         let held = lines().ok().and_then(|mut shared| {
             let lines = shared.get();
-            let place = *lines.by_client.get(&client)?;
-            let waiter = lines
-                .waiters
-                .get(&place)
-                .filter(|waiter| !waiter.admitting)?;
-            Some((place, waiter.command, Held::new(&waiter.argv)))
+            let place = lines.waiting_client(client)?;
+            let waiter = lines.waiters.get(&place)?;
+            Some((place, waiter.command, waiter.argv.again()))
         });
         let Some((place, command, argv)) = held else {
             commands::send(ctx, Err(Error::Internal));
@@ -665,15 +669,9 @@ extern "C" fn on_disconnect(
     client: *mut raw::RedisModuleBlockedClient,
 ) {
     let _ = catch_unwind(AssertUnwindSafe(|| {
-        let place = lines().ok().and_then(|mut shared| {
-            let lines = shared.get();
-            let place = *lines.by_client.get(&(client as usize))?;
-            lines
-                .waiters
-                .get(&place)
-                .filter(|waiter| !waiter.admitting)
-                .map(|_| place)
-        });
+        let place = lines()
+            .ok()
+            .and_then(|mut shared| shared.get().waiting_client(client as usize));
         if let Some(place) = place {
             stats::before_command(false);
             if let Some(waiter) = leave(ctx, place, Waited::Left) {
@@ -683,11 +681,16 @@ extern "C" fn on_disconnect(
     }));
 }
 
-/// A waiter's arguments, held once more for as long as a try uses them: a client killed
-/// meanwhile (by a keyspace event's listener, say) cannot free them under it.
+/// A call's arguments, retained for as long as this lives: by a waiter until it leaves, and
+/// once more (`again`) for as long as a try uses them, so that a client killed meanwhile (by a
+/// keyspace event's listener, say) cannot free them under it.
 struct Held(Vec<*mut raw::RedisModuleString>);
 
 impl Held {
+    fn again(&self) -> Held {
+        Held::new(&self.0)
+    }
+
     fn new(argv: &[*mut raw::RedisModuleString]) -> Held {
         if let Some(retain) = unsafe { raw::RedisModule_RetainString } {
             for &arg in argv {
@@ -713,16 +716,11 @@ impl Held {
 
 impl Drop for Held {
     fn drop(&mut self) {
-        release(&self.0);
-    }
-}
-
-/// Lets go of strings retained once each.
-fn release(argv: &[*mut raw::RedisModuleString]) {
-    if let Some(free) = unsafe { raw::RedisModule_FreeString } {
-        for &arg in argv {
-            // SAFETY: each was retained once by this module.
-            unsafe { free(std::ptr::null_mut(), arg) };
+        if let Some(free) = unsafe { raw::RedisModule_FreeString } {
+            for &arg in &self.0 {
+                // SAFETY: each was retained once, by `new`.
+                unsafe { free(std::ptr::null_mut(), arg) };
+            }
         }
     }
 }
