@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The benchmark, from one run against Debian's redis-server with the module loaded:
-#   1. requests/s for SET PX (the floor), each command and the Lua script it replaces
-#      (bench/*.lua), on random keys and on one hot key, with ratios to SET and to the script;
+#   1. requests/s for SET PX, the module API's floor (bench/floor.rs), each command and the
+#      Lua script it replaces (bench/*.lua), on random keys and on one hot key, with ratios
+#      to SET, to the floor given the command's arguments, and to the script;
 #   2. server instructions per call, counted by callgrind, for the same workloads;
 #   3. MEMORY USAGE of a CL.WINDOW key against the sorted-set log at 100, 1,000 and 10,000
 #      live entries;
@@ -11,9 +12,11 @@
 #      pipelined calls, and a Lua script deciding both atomically (bench/all.lua);
 #   6. BLOCK (bench/waiting.py): how late 1,000 waiters on one key are admitted and in what
 #      order, memory per waiter and GET's latency with 10,000 waiting, on a fresh server;
-#   7. the instruction counts again with one replica attached, as limiters run in production.
+#   7. the throughput and instruction counts again with one replica attached, as limiters run
+#      in production, and MEMORY USAGE of one key of each command on the primary, on the
+#      replica and written by SET.
 # Knobs: REQUESTS, CLIENTS, PIPELINE, ROUNDS, CALLS; PARTS (default "throughput memory
-# waiting instructions long-log") to run only some; REDIS_CELL_MODULE to measure a module built
+# waiting instructions replicated long-log") to run only some; REDIS_CELL_MODULE to measure a module built
 # elsewhere instead of building this one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -92,6 +95,27 @@ start_server() {
     sleep 0.1
   done
   redis-cli -p "$port" CONFIG SET appendonly no >/dev/null
+}
+
+# attach_replica PRIMARY_PORT NAME [wrapper…]: a replica with the module loaded, following the
+# primary until the link is up; its port in $replica_port. detach_replica stops it.
+attach_replica() {
+  local primary=$1 name=$2; shift 2
+  replica_port=$(free_port)
+  mkdir -p "$work/$name"
+  "$@" /usr/bin/redis-server --bind 127.0.0.1 --port "$replica_port" --save "" --dir "$work/$name" \
+    --loadmodule "$module" --logfile "$work/$name/server.log" >/dev/null 2>&1 &
+  pids+=($!)
+  wait_ready "$replica_port"
+  redis-cli -p "$replica_port" REPLICAOF 127.0.0.1 "$primary" >/dev/null
+  for _ in $(seq 1 600); do
+    redis-cli -p "$replica_port" INFO replication | tr -d '\r' | grep -q '^master_link_status:up' && return 0
+    sleep 0.1
+  done
+  echo "replica $name did not catch up" >&2; exit 1
+}
+detach_replica() {
+  redis-cli -p "$replica_port" SHUTDOWN NOSAVE >/dev/null 2>&1 || true
 }
 
 port=$(free_port)
@@ -203,17 +227,31 @@ print_table() { # title, unit column, then the values by workload name
 
 # Rounds interleave the workloads, so that a slow spell of the machine hits them all; each
 # keeps its best round.
-if part throughput; then
-  declare -A best
+throughput_rounds() { # fills the named array with each workload's best round
+  local -n into=$1
   for _ in $(seq 1 "$ROUNDS"); do
     for entry in "${workloads[@]}"; do
       name=${entry%%|*} rest=${entry#*|}
       value=$(rps "${rest%%|*}")
-      best[$name]=$(python3 -c "print(max(${best[$name]:-0}, ${value:-0}))")
+      into[$name]=$(python3 -c "print(max(${into[$name]:-0}, ${value:-0}))")
     done
   done
-  print_table "Throughput: redis-server $(/usr/bin/redis-server --version | sed -E 's/.*v=([^ ]+).*/\1/'), $REQUESTS requests, $CLIENTS clients, pipeline $PIPELINE, best of $ROUNDS interleaved rounds, server and client on separate cores (vs Lua: how many times the script's rate)" "requests/s" best
+}
+server_version=$(/usr/bin/redis-server --version | sed -E 's/.*v=([^ ]+).*/\1/')
+if part throughput; then
+  declare -A best
+  throughput_rounds best
+  print_table "Throughput: redis-server $server_version, $REQUESTS requests, $CLIENTS clients, pipeline $PIPELINE, best of $ROUNDS interleaved rounds, server and client on separate cores (vs Lua: how many times the script's rate)" "requests/s" best
   print_all_table "CL.ALL of two limiters, throughput (requests/s; vs 2 calls: against the pairs/s of the two separate calls, from the same rows; vs Lua: how many times the script's rate)" "requests/s" best
+fi
+# The same with one replica attached, which shares the client's core: the primary also feeds
+# the replication backlog and the replica's link with every propagated write.
+if part replicated; then
+  attach_replica "$port" replica taskset -c 1
+  declare -A best_replicated
+  throughput_rounds best_replicated
+  print_table "Throughput with one replica attached: redis-server $server_version, $REQUESTS requests, $CLIENTS clients, pipeline $PIPELINE, best of $ROUNDS interleaved rounds, the primary on one core, client and replica on the other" "requests/s" best_replicated
+  detach_replica
 fi
 
 # Memory: the same entries as a CL.WINDOW log and as a sorted-set log.
@@ -227,6 +265,26 @@ if part memory; then
     z=$(redis-cli -p "$port" -n 1 MEMORY USAGE "mem:zset:$n" SAMPLES 0)
     printf '| %7d | %12d B | %12d B | %7s |\n' "$n" "$w" "$z" "$(ratio "$z" "$w")"
   done
+  # One key as each command leaves it after one call, on the primary and on a replica, beside
+  # the same value and expiry written by SET (from a script, which copies the bytes exactly).
+  attach_replica "$port" memory-replica
+  echo
+  echo "MEMORY USAGE of one key after one call, on the primary and on a replica, and of the same value and expiry written by SET:"
+  printf '| %-33s | %10s | %10s | %10s |\n' "command" "primary" "replica" "SET"
+  printf '|%s|%s|%s|%s|\n' "-----------------------------------" "------------" "------------" "------------"
+  same_by_set="redis.call('SET', KEYS[2], redis.call('GET', KEYS[1]), 'PXAT', redis.call('PEXPIRETIME', KEYS[1]))"
+  for row in "CL.THROTTLE|100 10 60 1" "CL.FIXED|100 60 1" "CL.WINDOW|100 60 1"; do
+    command=${row%%|*} key="mem:${row%%|*}"
+    # shellcheck disable=SC2086
+    redis-cli -p "$port" "$command" "$key" ${row#*|} >/dev/null
+    redis-cli -p "$port" EVAL "$same_by_set" 2 "$key" "$key:set" >/dev/null
+    redis-cli -p "$port" WAIT 1 5000 >/dev/null
+    printf '| %-33s | %8d B | %8d B | %8d B |\n' "$command" \
+      "$(redis-cli -p "$port" MEMORY USAGE "$key" SAMPLES 0)" \
+      "$(redis-cli -p "$replica_port" MEMORY USAGE "$key" SAMPLES 0)" \
+      "$(redis-cli -p "$port" MEMORY USAGE "$key:set" SAMPLES 0)"
+  done
+  detach_replica
 fi
 # Waiting: a server of its own, for 10,000 waiting clients and no templates.
 if part waiting; then
@@ -276,16 +334,7 @@ fi
 # With one replica attached: the primary also feeds the replication backlog and the replica's
 # output buffer with every propagated write.
 if part replicated; then
-  rport=$(free_port)
-  /usr/bin/redis-server --bind 127.0.0.1 --port "$rport" --save "" --dir "$work" \
-    --dbfilename replica.rdb --loadmodule "$module" --logfile "$work/replica.log" >/dev/null 2>&1 &
-  pids+=($!)
-  wait_ready "$rport"
-  redis-cli -p "$rport" REPLICAOF 127.0.0.1 "$cport" >/dev/null
-  for _ in $(seq 1 600); do
-    redis-cli -p "$rport" INFO replication | tr -d '\r' | grep -q '^master_link_status:up' && break
-    sleep 0.1
-  done
+  attach_replica "$cport" callgrind-replica
   declare -A replicated
   for entry in "${workloads[@]}"; do
     name=${entry%%|*} rest=${entry#*|}
@@ -293,7 +342,7 @@ if part replicated; then
     replicated[$name]=$(per_call "${rest%%|*}")
   done
   print_table "Server instructions per call on the primary with one replica attached (callgrind, $CALLS calls, 1 client, pipeline 16)" instructions replicated
-  redis-cli -p "$rport" REPLICAOF NO ONE >/dev/null
+  detach_replica
 fi
 
 # Peeks and denials write nothing, so on a long log each call finds its way past the same
