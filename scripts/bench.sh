@@ -13,10 +13,10 @@
 #   6. BLOCK (bench/waiting.py): how late 1,000 waiters on one key are admitted and in what
 #      order, memory per waiter and GET's latency with 10,000 waiting, on a fresh server;
 #   7. the throughput and instruction counts again with one replica attached, as limiters run
-#      in production, and MEMORY USAGE of one key of each command on the primary, on the
+#      in production, the instruction counts with the AOF on (everysec), and MEMORY USAGE of one key of each command on the primary, on the
 #      replica and written by SET.
 # Knobs: REQUESTS, CLIENTS, PIPELINE, ROUNDS, CALLS; PARTS (default "throughput memory
-# waiting instructions replicated long-log") to run only some; REDIS_CELL_MODULE to measure a module built
+# waiting instructions aof replicated long-log") to run only some; REDIS_CELL_MODULE to measure a module built
 # elsewhere instead of building this one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,7 +32,7 @@ cargo build --release --quiet --example floor
 floor="${CARGO_TARGET_DIR:-$PWD/target}/release/examples/libfloor.so"
 REQUESTS=${REQUESTS:-400000} CLIENTS=${CLIENTS:-50} PIPELINE=${PIPELINE:-16}
 ROUNDS=${ROUNDS:-5} CALLS=${CALLS:-20000}
-PARTS=${PARTS:-throughput memory waiting instructions replicated long-log}
+PARTS=${PARTS:-throughput memory waiting instructions aof replicated long-log}
 part() { [[ " $PARTS " == *" $1 "* ]]; }
 
 work=$(mktemp -d)
@@ -295,7 +295,7 @@ if part waiting; then
   wait_ready "$wport"
   taskset -c 1 python3 bench/waiting.py "$wport"
 fi
-part instructions || part replicated || part long-log || exit 0
+part instructions || part aof || part replicated || part long-log || exit 0
 
 # Instructions: the same server under callgrind, counting only while each workload runs.
 cport=$(free_port)
@@ -329,6 +329,26 @@ if part instructions; then
   done
   print_table "Server instructions per call (callgrind, $CALLS calls, 1 client, pipeline 16; vs Lua: how many times fewer than the script)" "instructions" instructions
   print_all_table "CL.ALL of two limiters, server instructions per call (vs 2 calls: against the two separate calls' sum; vs Lua: how many times fewer than the script)" instructions instructions
+fi
+
+# With the AOF on (appendfsync everysec, its default) and no replica: every propagated write is
+# also formatted into the AOF buffer; the writes and fsyncs happen later, off the call. Before
+# any replica attaches, whose backlog would stay and be fed too.
+if part aof; then
+  redis-cli -p "$cport" CONFIG SET appendonly yes >/dev/null
+  for _ in $(seq 1 600); do
+    redis-cli -p "$cport" INFO persistence | tr -d '\r' | grep -q '^aof_rewrite_in_progress:0' \
+      && redis-cli -p "$cport" INFO persistence | tr -d '\r' | grep -q '^aof_rewrite_scheduled:0' && break
+    sleep 0.1
+  done
+  declare -A with_aof
+  for entry in "${workloads[@]}"; do
+    name=${entry%%|*} rest=${entry#*|}
+    reset_keys "$cport"
+    with_aof[$name]=$(per_call "${rest%%|*}")
+  done
+  print_table "Server instructions per call with the AOF on, appendfsync everysec, no replica (callgrind, $CALLS calls, 1 client, pipeline 16)" instructions with_aof
+  redis-cli -p "$cport" CONFIG SET appendonly no >/dev/null
 fi
 
 # With one replica attached: the primary also feeds the replication backlog and the replica's
