@@ -332,13 +332,18 @@ per_call() { # COMMAND [DB]: server instructions per call, CALLS calls of it
   python3 -c "print($total / $CALLS)"
 }
 
-if part instructions; then
-  declare -A instructions
+instruction_counts() { # fills the named array with each workload's instructions per call
+  local -n into=$1
   for entry in "${workloads[@]}"; do
     name=${entry%%|*} rest=${entry#*|}
     reset_keys "$cport"
-    instructions[$name]=$(per_call "${rest%%|*}")
+    into[$name]=$(per_call "${rest%%|*}")
   done
+}
+
+if part instructions; then
+  declare -A instructions
+  instruction_counts instructions
   print_table "Server instructions per call (callgrind, $CALLS calls, 1 client, pipeline 16; vs Lua: how many times fewer than the script)" "instructions" instructions
   print_all_table "CL.ALL of two limiters, server instructions per call (vs 2 calls: against the two separate calls' sum; vs Lua: how many times fewer than the script)" instructions instructions
 fi
@@ -365,11 +370,7 @@ if part aof; then
     exit 1
   fi
   declare -A with_aof
-  for entry in "${workloads[@]}"; do
-    name=${entry%%|*} rest=${entry#*|}
-    reset_keys "$cport"
-    with_aof[$name]=$(per_call "${rest%%|*}")
-  done
+  instruction_counts with_aof
   print_table "Server instructions per call with the AOF on, appendfsync everysec, no replica (callgrind, $CALLS calls, 1 client, pipeline 16)" instructions with_aof
   redis-cli -p "$cport" CONFIG SET appendonly no >/dev/null
 fi
@@ -379,11 +380,7 @@ fi
 if part replicated; then
   attach_replica "$cport" callgrind-replica
   declare -A replicated
-  for entry in "${workloads[@]}"; do
-    name=${entry%%|*} rest=${entry#*|}
-    reset_keys "$cport"
-    replicated[$name]=$(per_call "${rest%%|*}")
-  done
+  instruction_counts replicated
   print_table "Server instructions per call on the primary with one replica attached (callgrind, $CALLS calls, 1 client, pipeline 16)" instructions replicated
   detach_replica
 fi
