@@ -534,16 +534,23 @@ fn promote(ctx: *mut raw::RedisModuleCtx, promoted: Vec<Place>) {
     }
 }
 
+/// Takes a waiter whose client is answered, or gone, out of its lines, counts how its wait
+/// ended, and lets the next waiters look.
+fn depart(ctx: *mut raw::RedisModuleCtx, place: Place, how: Waited) -> Option<Waiter> {
+    let (waiter, promoted) = remove(ctx, place)?;
+    stats::WAITS.record(how);
+    promote(ctx, promoted);
+    Some(waiter)
+}
+
 /// Ends a wait whose client the server is unblocking itself (disconnected, CLIENT UNBLOCK, a
 /// role change): frees the module's handle on it, and lets the next waiters look.
 fn leave(ctx: *mut raw::RedisModuleCtx, place: Place, how: Waited) -> Option<Waiter> {
-    let (waiter, promoted) = remove(ctx, place)?;
-    stats::WAITS.record(how);
+    let waiter = depart(ctx, place, how)?;
     if let Some(unblock) = unsafe { raw::RedisModule_UnblockClient } {
         // SAFETY: the server is done with the client; this frees the module's handle on it.
         unsafe { unblock(waiter.client, std::ptr::null_mut()) };
     }
-    promote(ctx, promoted);
     Some(waiter)
 }
 
@@ -601,15 +608,13 @@ fn take(ctx: *mut raw::RedisModuleCtx, place: Place) {
     commands::record(command, &result);
     let admitted = matches!(&result, Ok(answer) if answer.admitted());
     commands::send(ctx, result);
-    if let Some((_, promoted)) = remove(ctx, place) {
-        // Denied only if the key was changed under it (a DEL, a SET) since its units fit.
-        stats::WAITS.record(if admitted {
-            Waited::Admitted
-        } else {
-            Waited::TimedOut
-        });
-        promote(ctx, promoted);
-    }
+    // Denied only if the key was changed under it (a DEL, a SET) since its units fit.
+    let how = if admitted {
+        Waited::Admitted
+    } else {
+        Waited::TimedOut
+    };
+    depart(ctx, place, how);
 }
 
 /// The server is done with a finished wait. An admission whose client went away before its
@@ -623,10 +628,8 @@ extern "C" fn free_reply(ctx: *mut raw::RedisModuleCtx, pending: *mut c_void) {
     let _ = catch_unwind(AssertUnwindSafe(|| {
         if let Pending::Admit(place) = *pending {
             stats::before_command(false);
-            if let Some((waiter, promoted)) = remove(ctx, place) {
+            if let Some(waiter) = depart(ctx, place, Waited::Left) {
                 waiter.command.counters().record(stats::Counted::Error);
-                stats::WAITS.record(Waited::Left);
-                promote(ctx, promoted);
             }
         }
     }));
