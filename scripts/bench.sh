@@ -45,6 +45,9 @@ cleanup() {
 trap cleanup EXIT
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+info_field() { # PORT SECTION FIELD
+  redis-cli -p "$1" INFO "$2" | tr -d '\r' | grep "^$3:" | cut -d: -f2
+}
 wait_ready() {
   for _ in $(seq 1 600); do redis-cli -p "$1" ping >/dev/null 2>&1 && return 0; sleep 0.1; done
   echo "server on $1 did not start" >&2; exit 1
@@ -91,7 +94,7 @@ start_server() {
   pids+=($!)
   wait_ready "$port"
   for _ in $(seq 1 600); do
-    [ "$(redis-cli -p "$port" INFO persistence | tr -d '\r' | grep '^loading:' | cut -d: -f2)" = 0 ] && break
+    [ "$(info_field "$port" persistence loading)" = 0 ] && break
     sleep 0.1
   done
   redis-cli -p "$port" CONFIG SET appendonly no >/dev/null
@@ -109,7 +112,7 @@ attach_replica() {
   wait_ready "$replica_port"
   redis-cli -p "$replica_port" REPLICAOF 127.0.0.1 "$primary" >/dev/null
   for _ in $(seq 1 600); do
-    redis-cli -p "$replica_port" INFO replication | tr -d '\r' | grep -q '^master_link_status:up' && return 0
+    [ "$(info_field "$replica_port" replication master_link_status)" = up ] && return 0
     sleep 0.1
   done
   echo "replica $name did not catch up" >&2; exit 1
@@ -117,9 +120,6 @@ attach_replica() {
 detach_replica() {
   redis-cli -p "$replica_port" SHUTDOWN NOSAVE >/dev/null 2>&1 || true
   replica_port=""
-}
-info_field() { # PORT SECTION FIELD
-  redis-cli -p "$1" INFO "$2" | tr -d '\r' | grep "^$3:" | cut -d: -f2
 }
 
 port=$(free_port)
