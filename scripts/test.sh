@@ -10,7 +10,10 @@ bash scripts/setup.sh
 
 cargo fmt --all -- --check
 cargo clippy --all-targets -- -D warnings
+# The layers of docs/design.md: no import points up, and the graph has no cycle.
+python3 scripts/layers.py >/dev/null
 cargo build --examples
+# The unit and property tests, then the integration tests: one binary (tests/it/).
 cargo test --all-targets
 # The Docker lane needs an engine these machines lack: keep it compiling.
 cargo clippy --features docker --tests -- -D warnings
@@ -18,7 +21,7 @@ cargo clippy --features docker --tests -- -D warnings
 # The release artifact: built, its checksum verified, and loaded by real servers.
 bash scripts/dist.sh
 (cd dist && sha256sum -c ./*.sha256)
-REDIS_CELL_MODULE="$(ls "$PWD"/dist/libredis_cell-*.so | head -1)" cargo test --test operability --test contract
+REDIS_CELL_MODULE="$(ls "$PWD"/dist/libredis_cell-*.so | head -1)" cargo test --test it -- operability:: contract::
 
 # Coverage-guided fuzzing, bounded: `make fuzz FUZZ_SECONDS=600` for the long run.
 FUZZ_SECONDS=${FUZZ_SECONDS:-20} bash scripts/fuzz.sh

@@ -9,10 +9,10 @@
 //! client sees them, rounded to its unit, so that the choice can be checked from the DETAIL
 //! form.
 
-use crate::args::TimeUnit;
 use crate::error::Error;
 use crate::limiter::{Change, Verdict};
-use crate::reply::Outcome;
+use crate::outcome::Outcome;
+use crate::time::TimeUnit;
 
 /// What the limiters' verdicts on one request add up to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,7 +96,8 @@ mod tests {
     use crate::args::{ThrottleArgs, WindowArgs};
     use crate::fixed::{FixedWindow, Window};
     use crate::gcra::Gcra;
-    use crate::limiter::{Instant, Limiter, Stored};
+    use crate::limiter::{Limiter, Stored};
+    use crate::time::Instant;
     use crate::window::SlidingWindow;
     use proptest::prelude::*;
 
@@ -147,7 +148,7 @@ mod tests {
         }
     }
 
-    const MILLI: i64 = 1_000_000;
+    const MILLI: i64 = crate::time::NANOS_PER_MILLI;
     /// 2026-11-29T00:00:00Z.
     const START_MS: i64 = 1_795_910_400_000;
 

@@ -1,40 +1,9 @@
 //! Strict argument parsing shared by every command: integers the way Redis reads them, the
 //! optional `[quantity] [MS]` tail, and errors that name the offending argument.
 
+use crate::decimal::parse_i64;
 use crate::error::Error;
-
-const NANOS_PER_SECOND: i64 = 1_000_000_000;
-const NANOS_PER_MILLI: i64 = 1_000_000;
-
-/// The longest span, in nanoseconds, that a limiter may look ahead: 2^62 ns, about 146 years.
-/// With the clock below 2^62 ns too (until 2116), every instant a limiter computes fits in an
-/// `i64`.
-pub const MAX_SPAN_NS: i64 = 1 << 62;
-
-/// The unit of a command's `period` argument and of the waits in its reply.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TimeUnit {
-    Seconds,
-    Milliseconds,
-}
-
-impl TimeUnit {
-    /// Nanoseconds in one of this unit.
-    pub const fn nanos(self) -> i64 {
-        match self {
-            TimeUnit::Seconds => NANOS_PER_SECOND,
-            TimeUnit::Milliseconds => NANOS_PER_MILLI,
-        }
-    }
-
-    /// Milliseconds in one of this unit.
-    pub const fn millis(self) -> i64 {
-        match self {
-            TimeUnit::Seconds => 1_000,
-            TimeUnit::Milliseconds => 1,
-        }
-    }
-}
+use crate::time::{TimeUnit, MAX_SPAN_NS, NANOS_PER_MILLI};
 
 /// `CL.THROTTLE key max_burst count period [quantity] [MS]`, after the key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -389,38 +358,10 @@ fn integer(text: &[u8], arg: &'static str, min: i64) -> Result<i64, Error> {
     Ok(value)
 }
 
-/// Reads a decimal integer exactly as Redis does (`string2ll`): an optional `-`, then digits
-/// with no leading zero, no sign on zero, no `+`, no spaces, and a value that fits in an `i64`.
-pub fn parse_i64(text: &[u8]) -> Option<i64> {
-    let (negative, digits) = match text {
-        [b'-', rest @ ..] => (true, rest),
-        _ => (false, text),
-    };
-    match digits {
-        [b'0'] if !negative => return Some(0),
-        [b'1'..=b'9', ..] => {}
-        _ => return None,
-    }
-    let mut magnitude: u64 = 0;
-    for &digit in digits {
-        if !digit.is_ascii_digit() {
-            return None;
-        }
-        magnitude = magnitude
-            .checked_mul(10)?
-            .checked_add(u64::from(digit - b'0'))?;
-    }
-    if negative {
-        0i64.checked_sub_unsigned(magnitude)
-    } else {
-        i64::try_from(magnitude).ok()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proptest::prelude::*;
+    use crate::time::NANOS_PER_SECOND;
 
     fn throttle_of(args: &[&str]) -> Result<ThrottleArgs, Error> {
         let bytes: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
@@ -428,51 +369,11 @@ mod tests {
     }
 
     #[test]
-    fn integers_are_read_as_redis_reads_them() {
-        for (text, value) in [
-            ("0", Some(0)),
-            ("15", Some(15)),
-            ("-7", Some(-7)),
-            ("9223372036854775807", Some(i64::MAX)),
-            ("-9223372036854775808", Some(i64::MIN)),
-            ("9223372036854775808", None),
-            ("-9223372036854775809", None),
-            ("99999999999999999999999", None),
-            ("", None),
-            ("-", None),
-            ("-0", None),
-            ("007", None),
-            ("+1", None),
-            (" 1", None),
-            ("1 ", None),
-            ("1.5", None),
-            ("1e3", None),
-        ] {
-            assert_eq!(parse_i64(text.as_bytes()), value, "{text:?}");
-        }
-    }
-
-    #[test]
     fn non_utf8_arguments_are_rejected_not_misread() {
-        assert_eq!(parse_i64(&[0xff, b'1']), None);
         assert_eq!(
             throttle(&[b"1", &[0xc3, 0x28], b"60"]),
             Err(Error::NotAnInteger("count"))
         );
-    }
-
-    proptest! {
-        #[test]
-        fn every_i64_round_trips_through_its_decimal_form(value: i64) {
-            prop_assert_eq!(parse_i64(value.to_string().as_bytes()), Some(value));
-        }
-
-        #[test]
-        fn parsing_never_panics_and_agrees_with_the_canonical_form(text: Vec<u8>) {
-            if let Some(value) = parse_i64(&text) {
-                prop_assert_eq!(value.to_string().into_bytes(), text);
-            }
-        }
     }
 
     #[test]

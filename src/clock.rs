@@ -1,8 +1,8 @@
 //! The server's wall clock, read through the module API: the clock that also expires keys,
 //! and the one libfaketime steers in tests.
 
-use crate::args::MAX_SPAN_NS;
 use crate::error::Error;
+use crate::time::{MAX_SPAN_NS, NANOS_PER_MICRO, NANOS_PER_MILLI};
 use redis_module::raw;
 
 /// Now, in nanoseconds since the Unix epoch, at the finest precision the server offers:
@@ -13,8 +13,8 @@ pub fn now_ns() -> Result<i64, Error> {
     // runs, and never change afterwards; both functions take no arguments.
     let now = unsafe {
         match (raw::RedisModule_Microseconds, raw::RedisModule_Milliseconds) {
-            (Some(micros), _) => micros().checked_mul(1_000),
-            (None, Some(millis)) => millis().checked_mul(1_000_000),
+            (Some(micros), _) => micros().checked_mul(NANOS_PER_MICRO),
+            (None, Some(millis)) => millis().checked_mul(NANOS_PER_MILLI),
             (None, None) => None,
         }
     };
@@ -26,9 +26,9 @@ pub fn now_ns() -> Result<i64, Error> {
 pub fn resolution_ns() -> i64 {
     // SAFETY: reads an API pointer, filled in once at load.
     if unsafe { raw::RedisModule_Microseconds }.is_some() {
-        1_000
+        NANOS_PER_MICRO
     } else {
-        1_000_000
+        NANOS_PER_MILLI
     }
 }
 

@@ -8,7 +8,7 @@ use std::ptr;
 use redis_module::commands::{get_redis_key_spec, BeginSearch, FindKeys, KeySpec, KeySpecFlags};
 use redis_module::raw;
 
-use crate::commands;
+use crate::entry;
 
 type Handler =
     extern "C" fn(*mut raw::RedisModuleCtx, *mut *mut raw::RedisModuleString, c_int) -> c_int;
@@ -130,7 +130,7 @@ const WINDOW_PARAMS: [Arg; 2] = [LIMIT, PERIOD];
 const COMMANDS: [Command; 4] = [
     Command {
         name: c"cl.throttle",
-        handler: commands::throttle,
+        handler: entry::throttle,
         keys: Keys::First,
         arity: -5,
         summary: c"Rate limits a key with GCRA: count per period with bursts of max_burst + 1. Replies [limited, limit, remaining, retry_after, reset_after].",
@@ -139,7 +139,7 @@ const COMMANDS: [Command; 4] = [
     },
     Command {
         name: c"cl.fixed",
-        handler: commands::fixed,
+        handler: entry::fixed,
         keys: Keys::First,
         arity: -4,
         summary: c"Rate limits a key with a fixed window: at most limit units per window of period. Replies [limited, limit, remaining, retry_after, reset_after].",
@@ -148,7 +148,7 @@ const COMMANDS: [Command; 4] = [
     },
     Command {
         name: c"cl.window",
-        handler: commands::window,
+        handler: entry::window,
         keys: Keys::First,
         arity: -4,
         summary: c"Rate limits a key with an exact sliding window: at most limit units in any period. Replies [limited, limit, remaining, retry_after, reset_after].",
@@ -157,7 +157,7 @@ const COMMANDS: [Command; 4] = [
     },
     Command {
         name: c"cl.all",
-        handler: commands::all,
+        handler: entry::all,
         keys: Keys::Counted,
         arity: -6,
         summary: c"Rate limits several keys at once, all or nothing: admitted when every key's limiter admits, and then each takes its units. Replies the binding limiter's [limited, limit, remaining, retry_after, reset_after], or every limiter's with DETAIL.",

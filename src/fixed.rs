@@ -5,9 +5,9 @@
 //! milliseconds since the Unix epoch.
 
 use crate::args::WindowArgs;
-use crate::reply::Outcome;
+use crate::outcome::Outcome;
 
-const NANOS_PER_MILLI: i64 = 1_000_000;
+use crate::time::NANOS_PER_MILLI;
 
 /// One request against a fixed window limiter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,7 +101,7 @@ impl FixedWindow {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::args::TimeUnit;
+    use crate::time::TimeUnit;
     use proptest::prelude::*;
 
     const NOW: i64 = 1_795_910_400_000;

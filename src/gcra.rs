@@ -8,9 +8,10 @@
 //!
 //! All time is in integer nanoseconds since the Unix epoch, the unit redis-cell stores.
 
-use crate::args::{ThrottleArgs, MAX_SPAN_NS};
+use crate::args::ThrottleArgs;
 use crate::error::Error;
-use crate::reply::Outcome;
+use crate::outcome::Outcome;
+use crate::time::MAX_SPAN_NS;
 
 /// GCRA parameters for one request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,11 +104,11 @@ impl Gcra {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::args::TimeUnit;
+    use crate::time::TimeUnit;
     use proptest::prelude::*;
 
-    const SECOND: i64 = 1_000_000_000;
-    const MILLI: i64 = 1_000_000;
+    const SECOND: i64 = crate::time::NANOS_PER_SECOND;
+    const MILLI: i64 = crate::time::NANOS_PER_MILLI;
     /// 2026-11-29T00:00:00Z, a whole second.
     const NOW: i64 = 1_795_910_400 * SECOND;
 

@@ -1,30 +1,58 @@
-//! redis-cell: rate limiting inside Redis and Valkey. This file is the module's entry: the
-//! checks made at load time, the options, the allocator; the commands themselves are
-//! registered from command_table.rs.
+//! redis-cell: rate limiting inside Redis and Valkey. The crate's layers, bottom to top, as
+//! docs/design.md draws them; no module imports one above its own. This file is the top:
+//! registration, the checks made at load time and the options.
 
-pub mod all;
+// Values.
 pub mod args;
-mod clock;
-mod command_table;
-mod commands;
+pub mod command;
+pub mod decimal;
 pub mod error;
+pub mod fault;
+pub mod outcome;
+pub mod time;
+
+// Pure cores.
+pub mod all;
 pub mod fixed;
 pub mod gcra;
 pub mod limiter;
 pub mod queue;
-mod redirect;
-pub mod reply;
-mod resetstat;
-mod stats;
-mod store;
-mod waiting;
 pub mod window;
 
-use std::alloc::{GlobalAlloc, Layout, System};
+// The FFI.
+mod alloc;
+mod ffi;
+mod strings;
+
+// Storage, propagation, the clock, replies, counters and the waiting lines.
+mod clock;
+mod counters;
+mod info;
+mod lines;
+mod propagate;
+mod redirect;
+mod reply;
+mod resetstat;
+mod store;
+
+// The command bodies.
+mod commands;
+
+// Blocking.
+mod blocking;
+
+// Every way in.
+mod entry;
+
+// Registration.
+mod command_table;
+
 use std::os::raw::c_int;
 
-use redis_module::alloc::RedisAlloc;
 use redis_module::{raw, redis_module, Context, RedisString, Status};
+
+use crate::alloc::ModuleAlloc;
+use crate::propagate::{check_propagation, free_words, make_words};
 
 /// The oldest server this module runs on, as `RedisModule_GetServerVersion` encodes it.
 const MIN_SERVER_VERSION: c_int = 0x00_07_00_00;
@@ -57,8 +85,8 @@ fn on_load(ctx: &Context, _args: &[RedisString]) -> Status {
         ctx.log_warning(&refusal);
         return Status::Err;
     }
-    if let Err(reason) = store::check_propagation(ctx.ctx).and_then(|()| store::make_words()) {
-        store::free_words();
+    if let Err(reason) = check_propagation(ctx.ctx).and_then(|()| make_words()) {
+        free_words();
         ctx.log_warning(&format!("redis-cell: {reason}: not loading"));
         return Status::Err;
     }
@@ -69,14 +97,14 @@ fn on_load(ctx: &Context, _args: &[RedisString]) -> Status {
         }
     }
     if let Err(reason) = command_table::register_all(ctx.ctx) {
-        store::free_words();
+        free_words();
         ctx.log_warning(&format!("redis-cell: {reason}: not loading"));
         return Status::Err;
     }
     // Last, after every step that can fail: Redis 7.0 does not remove the command filters of
     // a module whose load fails, and a filter left pointing into the unloaded library would
     // crash the server on the next command.
-    stats::register(ctx.ctx);
+    register_info_and_filter(ctx.ctx);
     Status::Ok
 }
 
@@ -98,32 +126,6 @@ fn check_server_version() -> Result<(), String> {
     }
 }
 
-/// Rust's heap inside the server is the server's own (so `used_memory` and `maxmemory` see
-/// it); outside a server (unit tests, fuzzers linking the rlib) it is the system's. The choice
-/// cannot flip while memory is live: the server's allocator appears with `RedisModule_Init`,
-/// before this module allocates anything, and never goes away.
-pub struct ModuleAlloc;
-
-unsafe impl GlobalAlloc for ModuleAlloc {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let server_alloc = raw::RedisModule_Alloc;
-        if server_alloc.is_some() {
-            RedisAlloc.alloc(layout)
-        } else {
-            System.alloc(layout)
-        }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        let server_free = raw::RedisModule_Free;
-        if server_free.is_some() {
-            RedisAlloc.dealloc(ptr, layout)
-        } else {
-            System.dealloc(ptr, layout)
-        }
-    }
-}
-
 redis_module! {
     name: "redis-cell",
     version: MODULE_VERSION,
@@ -133,8 +135,25 @@ redis_module! {
     deinit: on_unload,
 }
 
+/// Registers the INFO section and the command filter that sees CONFIG RESETSTAT go by.
+fn register_info_and_filter(ctx: *mut raw::RedisModuleCtx) {
+    // SAFETY: called from OnLoad with the module's context and static callbacks.
+    unsafe {
+        if let Some(register_info) = raw::RedisModule_RegisterInfoFunc {
+            register_info(ctx, Some(entry::info));
+        }
+        if let Some(register_filter) = raw::RedisModule_RegisterCommandFilter {
+            register_filter(
+                ctx,
+                Some(entry::filter),
+                raw::REDISMODULE_CMDFILTER_NOSELF as c_int,
+            );
+        }
+    }
+}
+
 fn on_unload(_ctx: &Context) -> Status {
-    store::free_words();
+    free_words();
     Status::Ok
 }
 

@@ -5,36 +5,9 @@
 use crate::error::Error;
 use crate::fixed::{FixedWindow, Window};
 use crate::gcra::Gcra;
-use crate::reply::Outcome;
+use crate::outcome::Outcome;
+use crate::time::{ceil_ms, Instant};
 use crate::window::{Append, SlidingWindow};
-
-const NANOS_PER_MILLI: i64 = 1_000_000;
-
-/// One instant in both units the limiters keep time in: GCRA's nanoseconds and the windows'
-/// milliseconds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Instant {
-    pub ns: i64,
-    pub ms: i64,
-}
-
-impl Instant {
-    /// A reading of the clock (`ns` ≥ 0).
-    pub fn from_ns(ns: i64) -> Instant {
-        Instant {
-            ns,
-            ms: ns.div_euclid(NANOS_PER_MILLI),
-        }
-    }
-
-    /// The instant a replayed window command carries, at the start of its millisecond.
-    pub fn from_ms(ms: i64) -> Instant {
-        Instant {
-            ns: ms.saturating_mul(NANOS_PER_MILLI),
-            ms,
-        }
-    }
-}
 
 /// One request against one limiter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -163,21 +136,9 @@ impl Limiter {
     }
 }
 
-/// The first whole millisecond at or after `ns`: a key expiring then outlives its state.
-fn ceil_ms(ns: i64) -> i64 {
-    ns.div_euclid(NANOS_PER_MILLI) + i64::from(ns.rem_euclid(NANOS_PER_MILLI) > 0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn expiry_rounds_up_to_the_next_whole_millisecond() {
-        assert_eq!(ceil_ms(5_000_000), 5);
-        assert_eq!(ceil_ms(5_000_001), 6);
-        assert_eq!(ceil_ms(5_999_999), 6);
-    }
 
     #[test]
     fn a_call_held_back_by_waiters_takes_nothing() {
@@ -186,7 +147,7 @@ mod tests {
             count: 1,
             period_ns: 1_000_000_000,
             quantity: 1,
-            unit: crate::args::TimeUnit::Seconds,
+            unit: crate::time::TimeUnit::Seconds,
         })
         .expect("valid parameters");
         let limiter = Limiter::Throttle(gcra);
@@ -208,17 +169,5 @@ mod tests {
         assert_eq!(held.outcome.retry_after_ns, Some(wait + 7));
         let held = denied.held_back(0, peek).expect("holds");
         assert_eq!(held.outcome, denied.outcome);
-    }
-
-    #[test]
-    fn an_instant_is_the_same_moment_in_both_units() {
-        assert_eq!(
-            Instant::from_ns(1_999_999),
-            Instant {
-                ns: 1_999_999,
-                ms: 1
-            }
-        );
-        assert_eq!(Instant::from_ms(7).ns, 7_000_000);
     }
 }

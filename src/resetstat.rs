@@ -15,7 +15,8 @@ use std::sync::Mutex;
 
 use redis_module::raw;
 
-use crate::stats;
+use crate::counters;
+use crate::ffi::string_bytes;
 
 /// Where the counters are settled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,7 +116,7 @@ pub fn settle(point: Point) {
     };
     let reset = now.shows_reset_since(&then);
     if reset {
-        stats::reset();
+        counters::reset();
     }
     if state == SEEN && !reset && !now.shows_refusal_since(&then) {
         // Neither ran nor refused: queued in a transaction, which may be executed, discarded
@@ -145,33 +146,19 @@ pub fn settle(point: Point) {
     }
 }
 
-/// The command filter: settles what went before, then notes a RESETSTAT or an EXEC.
-pub extern "C" fn filter(filter: *mut raw::RedisModuleCommandFilterCtx) {
-    settle(Point::Filter);
+/// What the command filter does once what went before is settled (the entry layer settles
+/// first): notes a RESETSTAT, or an EXEC or DISCARD that may run one queued earlier.
+pub fn observe(filter: *mut raw::RedisModuleCommandFilterCtx) {
     // SAFETY: filter is the live filter context; ArgGet returns strings valid during the
-    // callback, and StringPtrLen their bytes.
+    // callback.
     unsafe {
-        let (Some(count), Some(get), Some(ptr_len)) = (
+        let (Some(count), Some(get)) = (
             raw::RedisModule_CommandFilterArgsCount,
             raw::RedisModule_CommandFilterArgGet,
-            raw::RedisModule_StringPtrLen,
         ) else {
             return;
         };
-        let word = |position: c_int| {
-            let arg = get(filter, position);
-            let mut len = 0usize;
-            let ptr = if arg.is_null() {
-                std::ptr::null()
-            } else {
-                ptr_len(arg, &mut len)
-            };
-            if ptr.is_null() {
-                &[][..]
-            } else {
-                std::slice::from_raw_parts(ptr.cast::<u8>(), len)
-            }
-        };
+        let word = |position: c_int| string_bytes(get(filter, position)).unwrap_or_default();
         match count(filter) {
             2 if word(0).eq_ignore_ascii_case(b"config")
                 && word(1).eq_ignore_ascii_case(b"resetstat") =>

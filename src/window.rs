@@ -10,11 +10,11 @@ mod log;
 
 use crate::args::WindowArgs;
 use crate::error::Error;
-use crate::reply::Outcome;
+use crate::outcome::Outcome;
 pub use log::{reseal, HEADER_LEN};
 use log::{AppendPlan, Log};
 
-const NANOS_PER_MILLI: i64 = 1_000_000;
+use crate::time::NANOS_PER_MILLI;
 
 /// A growable byte buffer holding a log: a `Vec<u8>` in tests, the key's string in Redis.
 pub trait LogBuffer {
@@ -172,7 +172,7 @@ impl Append {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::args::TimeUnit;
+    use crate::time::TimeUnit;
     use proptest::prelude::*;
 
     pub(super) const NOW: i64 = 1_795_910_400_000;

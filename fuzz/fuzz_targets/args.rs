@@ -4,11 +4,13 @@
 
 use libfuzzer_sys::fuzz_target;
 use redis_cell::all;
-use redis_cell::args::{self, parse_i64, LimiterArgs};
+use redis_cell::args::{self, LimiterArgs};
+use redis_cell::decimal::parse_i64;
 use redis_cell::error::Error;
 use redis_cell::fixed::FixedWindow;
 use redis_cell::gcra::Gcra;
-use redis_cell::limiter::{Instant, Limiter, Stored, Verdict};
+use redis_cell::limiter::{Limiter, Stored, Verdict};
+use redis_cell::time::Instant;
 use redis_cell::window::SlidingWindow;
 
 const NOW_NS: i64 = 1_795_910_400_000_000_000;

@@ -6,7 +6,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use redis_cell::args::{parse_i64, ThrottleArgs, TimeUnit, WindowArgs};
+use redis_cell::args::{ThrottleArgs, WindowArgs};
+use redis_cell::decimal::parse_i64;
+use redis_cell::time::TimeUnit;
 use redis_cell::fixed::{FixedWindow, Window};
 use redis_cell::gcra::Gcra;
 use redis_cell::window::{reseal, SlidingWindow};

@@ -683,7 +683,7 @@ fn visit() {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::args::TimeUnit;
+    use crate::time::TimeUnit;
     use crate::window::tests::{model_call, window, Key, NOW};
     use proptest::prelude::*;
 

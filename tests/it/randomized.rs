@@ -4,9 +4,7 @@
 //! error, and the server must answer PING throughout. REDIS_CELL_FUZZ_INPUTS sets how many
 //! (default 20,000 per server).
 
-mod harness;
-
-use harness::{Flavor, Rng, Server};
+use crate::harness::{Flavor, Rng, Server};
 use redis::Value;
 
 both_servers!(random_inputs_get_a_reply_or_an_error_and_never_crash);

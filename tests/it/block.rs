@@ -2,12 +2,10 @@
 //! and Valkey 9 servers. Waits run on the real clock, with bounds generous enough for a
 //! loaded machine; every wait is bounded.
 
-mod harness;
-
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use harness::{
+use crate::harness::{
     aof_options, dump, error_of, keyspace, limiter, replicate, snapshot, stats_line,
     wait_for_replica, Flavor, Server, ServerKind,
 };
@@ -186,7 +184,9 @@ fn a_timeout_answers_the_denial_of_that_instant_and_takes_nothing(flavor: Flavor
     let waited = ms_between(started, Instant::now());
     assert_eq!(reply[..3], [1, 1, 0]);
     assert!((59..=60).contains(&reply[3]), "{reply:?}");
-    assert!((150..1_000).contains(&waited), "waited {waited} ms");
+    // The deadline is the server's clock at parking plus the timeout; Redis 7.0's module clock
+    // reads whole milliseconds, so it can start up to a millisecond before the client's.
+    assert!((149..1_000).contains(&waited), "waited {waited} ms");
     assert_eq!(snapshot(&mut con, b"f"), before);
     assert_eq!(waiting_field(&mut con, "timed_out"), 1);
     assert_eq!(

@@ -3,11 +3,9 @@
 //! key hammered by 50 connections at once; stored state from a clock that stepped; memory
 //! exhausted; and ACL users limited to their keys.
 
-mod harness;
-
 use std::time::{Duration, Instant};
 
-use harness::{
+use crate::harness::{
     aof_options, error_of, info_field, keyspace, limiter, replicate, snapshot, wait_for_replica,
     Flavor, Options, Rng, Server,
 };
@@ -17,7 +15,6 @@ both_servers!(
     a_hot_key_under_50_connections_admits_no_more_than_its_limit,
     stored_states_from_a_stepped_clock_never_panic_or_wait_negatively,
     with_memory_exhausted_calls_get_the_oom_error_and_write_nothing,
-    an_acl_user_limited_to_its_keys_can_use_them_and_nothing_else,
 );
 
 /// How many calls the random workload makes (REDIS_CELL_WORKLOAD overrides).
@@ -127,7 +124,7 @@ fn a_random_workload_is_identical_on_a_replica_and_after_every_restart(flavor: F
 /// server time the hammering spanned, in ns.
 fn hammer(server: &Server, command: &'static str, args: &'static [&'static str]) -> (i64, i64) {
     let mut con = server.connection();
-    let start = harness::server_now_ns(&mut con);
+    let start = crate::harness::server_now_ns(&mut con);
     let deadline = Instant::now() + Duration::from_millis(1_200);
     let workers: Vec<_> = (0..50)
         .map(|_| {
@@ -145,7 +142,7 @@ fn hammer(server: &Server, command: &'static str, args: &'static [&'static str])
         })
         .collect();
     let admitted = workers.into_iter().map(|w| w.join().unwrap()).sum();
-    let end = harness::server_now_ns(&mut con);
+    let end = crate::harness::server_now_ns(&mut con);
     (admitted, end - start)
 }
 
@@ -169,7 +166,7 @@ fn a_hot_key_under_50_connections_admits_no_more_than_its_limit(flavor: Flavor) 
 fn stored_states_from_a_stepped_clock_never_panic_or_wait_negatively(flavor: Flavor) {
     let server = Server::start(flavor);
     let mut con = server.connection();
-    let now_ns = harness::server_now_ns(&mut con);
+    let now_ns = crate::harness::server_now_ns(&mut con);
     let year_ns = 365 * 86_400 * 1_000_000_000i64;
     // TATs: far ahead (a clock that was years ahead), the largest value, long ago, negative.
     for tat in [now_ns + 10 * year_ns, i64::MAX, 1, -5, now_ns - year_ns] {
@@ -242,52 +239,6 @@ fn with_memory_exhausted_calls_get_the_oom_error_and_write_nothing(flavor: Flavo
         .query(&mut con)
         .unwrap();
     assert_eq!(limiter(&mut con, "CL.FIXED", &["new", "5", "60"])[0], 0);
-}
-
-fn an_acl_user_limited_to_its_keys_can_use_them_and_nothing_else(flavor: Flavor) {
-    let server = Server::start(flavor);
-    let mut admin = server.connection();
-    let _: () = redis::cmd("ACL")
-        .arg(&[
-            "SETUSER",
-            "limiter",
-            "on",
-            ">secret",
-            "+cl.throttle",
-            "+cl.fixed",
-            "+cl.window",
-            "~limits:*",
-        ])
-        .query(&mut admin)
-        .unwrap();
-    let mut con = server.connection();
-    let _: () = redis::cmd("AUTH")
-        .arg(&["limiter", "secret"])
-        .query(&mut con)
-        .unwrap();
-    assert_eq!(
-        limiter(&mut con, "CL.THROTTLE", &["limits:a", "1", "1", "60"])[0],
-        0
-    );
-    assert_eq!(
-        limiter(&mut con, "CL.FIXED", &["limits:b", "1", "60"])[0],
-        0
-    );
-    assert_eq!(
-        limiter(&mut con, "CL.WINDOW", &["limits:c", "1", "60"])[0],
-        0
-    );
-    for (command, args) in [
-        ("CL.THROTTLE", &[&b"other:a"[..], b"1", b"1", b"60"][..]),
-        ("CL.FIXED", &[b"other:b", b"1", b"60"]),
-        ("CL.WINDOW", &[b"other:c", b"1", b"60"]),
-        ("GET", &[b"limits:a"]),
-    ] {
-        let error = error_of(&mut con, command, args);
-        assert!(error.starts_with("NOPERM"), "{command}: {error}");
-    }
-    let keys: Vec<String> = redis::cmd("KEYS").arg("other:*").query(&mut admin).unwrap();
-    assert!(keys.is_empty());
 }
 
 /// Valkey under libfaketime: after the clock steps back, a limiter stays as full as it was at

@@ -1,9 +1,7 @@
 //! What is particular to CL.WINDOW, on real Redis 7.0 and Valkey 9 servers. The contract all
 //! three commands share is in contract.rs.
 
-mod harness;
-
-use harness::{
+use crate::harness::{
     aof_options, dump, info_field, limiter, replicate, resp_commands, server_now_ns, snapshot,
     wait_for_replica, Flavor, Server,
 };

@@ -1,15 +1,13 @@
-//! All three commands in a Redis Cluster of three primaries and three replicas: keys spread
-//! over every slot, hash-tagged keys together in one transaction, a slot moved with its
-//! limiters, a failover that keeps them, and a waiter (BLOCK) whose slot moves away.
+//! The single commands in a Redis Cluster of three primaries and three replicas: hash-tagged
+//! keys together in one transaction, a slot moved with its limiters, a failover that keeps
+//! them, and a waiter (BLOCK) whose slot moves away. (Routing every form to its slot is the
+//! shared contract's.)
 
-mod harness;
-
-use harness::cluster::Cluster;
-use harness::{snapshot, wait_for_replica, Flavor};
+use crate::harness::cluster::Cluster;
+use crate::harness::{snapshot, wait_for_replica, Flavor};
 use redis::ConnectionLike;
 
 both_servers!(
-    keys_spread_over_all_slots_work_through_redirects,
     hash_tagged_limiters_share_a_transaction,
     a_moved_slot_keeps_its_limiters,
     a_failover_keeps_limiters_at_their_limit,
@@ -49,47 +47,6 @@ fn assert_still_full(con: &mut impl ConnectionLike, keys: &[String]) {
     for (key, (command, params)) in keys.iter().zip(LIMITERS) {
         assert_eq!(call(con, command, key, params)[..3], [1, 2, 0], "{key}");
     }
-}
-
-fn keys_spread_over_all_slots_work_through_redirects(flavor: Flavor) {
-    let cluster = Cluster::start(flavor);
-    let mut con = cluster.client();
-    for i in 0..1_000 {
-        for (command, params) in LIMITERS {
-            let key = format!("{command}:user:{i}");
-            assert_eq!(
-                call(&mut con, command, &key, params)[..3],
-                [0, 2, 1],
-                "{key}"
-            );
-        }
-    }
-    for i in (0..1_000).step_by(7) {
-        for (command, params) in LIMITERS {
-            let key = format!("{command}:user:{i}");
-            assert_eq!(
-                call(&mut con, command, &key, params)[..3],
-                [0, 2, 0],
-                "{key}"
-            );
-            assert_eq!(
-                call(&mut con, command, &key, params)[..3],
-                [1, 2, 0],
-                "{key}"
-            );
-        }
-    }
-    // Every primary holds a share of the 3,000 keys.
-    let mut total = 0;
-    for node in &cluster.nodes {
-        let mut node_con = node.connection();
-        if harness::info_field(&mut node_con, "replication", "role") == "master" {
-            let size: i64 = redis::cmd("DBSIZE").query(&mut node_con).unwrap();
-            assert!(size > 500, "a primary holds only {size} keys");
-            total += size;
-        }
-    }
-    assert_eq!(total, 3_000);
 }
 
 fn hash_tagged_limiters_share_a_transaction(flavor: Flavor) {
@@ -180,7 +137,7 @@ fn a_failover_keeps_limiters_at_their_limit(flavor: Flavor) {
         .query(&mut replica_con)
         .unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while harness::info_field(&mut replica_con, "replication", "role") != "master" {
+    while crate::harness::info_field(&mut replica_con, "replication", "role") != "master" {
         assert!(
             std::time::Instant::now() < deadline,
             "failover did not happen"
@@ -197,8 +154,8 @@ fn a_failover_keeps_limiters_at_their_limit(flavor: Flavor) {
 /// `keys`; returns the slot.
 fn move_slot(
     cluster: &Cluster,
-    source: &harness::Server,
-    target: &harness::Server,
+    source: &crate::harness::Server,
+    target: &crate::harness::Server,
     tag: &str,
     keys: &[String],
 ) -> i64 {
@@ -240,13 +197,17 @@ fn move_slot(
 }
 
 /// The other primary than `source`.
-fn other_primary<'a>(cluster: &'a Cluster, source: &harness::Server) -> &'a harness::Server {
+fn other_primary<'a>(
+    cluster: &'a Cluster,
+    source: &crate::harness::Server,
+) -> &'a crate::harness::Server {
     cluster
         .nodes
         .iter()
         .find(|n| {
             let mut c = n.connection();
-            harness::info_field(&mut c, "replication", "role") == "master" && n.port != source.port
+            crate::harness::info_field(&mut c, "replication", "role") == "master"
+                && n.port != source.port
         })
         .unwrap()
 }
@@ -278,7 +239,7 @@ fn a_waiter_whose_slot_moves_away_is_redirected_and_writes_nothing(flavor: Flavo
             .query::<Vec<i64>>(&mut waiter_con)
     });
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    while !harness::stats_line(&mut source_con, "cl_waiting").starts_with("now=1") {
+    while !crate::harness::stats_line(&mut source_con, "cl_waiting").starts_with("now=1") {
         assert!(
             std::time::Instant::now() < deadline,
             "the call never waited"
@@ -302,5 +263,5 @@ fn a_waiter_whose_slot_moves_away_is_redirected_and_writes_nothing(flavor: Flavo
     // another 1.5 s).
     let keys: i64 = redis::cmd("DBSIZE").query(&mut source_con).unwrap();
     assert_eq!(keys, 0);
-    assert!(harness::stats_line(&mut source_con, "cl_waiting").contains("left=1"));
+    assert!(crate::harness::stats_line(&mut source_con, "cl_waiting").contains("left=1"));
 }

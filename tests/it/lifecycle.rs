@@ -1,8 +1,6 @@
 //! Loading the module: where it refuses, and that it refuses without harm.
 
-mod harness;
-
-use harness::{Flavor, Options, Server};
+use crate::harness::{Flavor, Options, Server};
 
 #[test]
 fn redis_6_refuses_to_load_it_and_keeps_running() {
@@ -14,7 +12,7 @@ fn redis_6_refuses_to_load_it_and_keeps_running() {
         },
     );
     let mut con = server.connection();
-    let module = harness::module_path();
+    let module = crate::harness::module_path();
     let loaded = redis::cmd("MODULE")
         .arg("LOAD")
         .arg(module.to_str().unwrap())
@@ -32,7 +30,7 @@ fn redis_6_refuses_to_load_it_and_keeps_running() {
 
 /// The server logged exactly one line with `marker`, and it says `reason`.
 fn refused_once(server: &Server, marker: &str, reason: &str) {
-    let refusals = harness::log_lines(server, marker);
+    let refusals = crate::harness::log_lines(server, marker);
     assert_eq!(refusals.len(), 1, "{refusals:?}");
     assert!(refusals[0].contains(reason), "{}", refusals[0]);
 }
@@ -49,7 +47,7 @@ fn module_load_and_unload_at_runtime() {
     for flavor in [Flavor::Redis, Flavor::Valkey] {
         let server = without_module(flavor, &[]);
         let mut con = server.connection();
-        harness::module_load(&mut con, &harness::module_path()).unwrap();
+        crate::harness::module_load(&mut con, &crate::harness::module_path()).unwrap();
         let reply: Vec<i64> = redis::cmd("CL.THROTTLE")
             .arg(&["k", "1", "1", "1"])
             .query(&mut con)
@@ -109,8 +107,8 @@ fn still_serving(server: &mut Server, con: &mut redis::Connection) -> String {
 fn a_load_that_conflicts_fails_cleanly(flavor: Flavor) {
     let mut server = without_module(flavor, &[]);
     let mut con = server.connection();
-    harness::module_load(&mut con, &harness::conflicting_module_path()).unwrap();
-    assert!(harness::module_load(&mut con, &harness::module_path()).is_err());
+    crate::harness::module_load(&mut con, &crate::harness::conflicting_module_path()).unwrap();
+    assert!(crate::harness::module_load(&mut con, &crate::harness::module_path()).is_err());
     let owner = still_serving(&mut server, &mut con);
     assert!(owner.contains("owned by cl-conflict"), "{owner}");
     refused_once(
@@ -123,8 +121,10 @@ fn a_load_that_conflicts_fails_cleanly(flavor: Flavor) {
 fn a_conflicting_module_loaded_after_leaves_redis_cell_working(flavor: Flavor) {
     let mut server = without_module(flavor, &[]);
     let mut con = server.connection();
-    harness::module_load(&mut con, &harness::module_path()).unwrap();
-    assert!(harness::module_load(&mut con, &harness::conflicting_module_path()).is_err());
+    crate::harness::module_load(&mut con, &crate::harness::module_path()).unwrap();
+    assert!(
+        crate::harness::module_load(&mut con, &crate::harness::conflicting_module_path()).is_err()
+    );
     let reply = still_serving(&mut server, &mut con);
     assert!(reply.contains("int(0), int(2)"), "{reply}");
 }
@@ -134,7 +134,7 @@ fn a_renamed_or_disabled_set_refuses_the_load(flavor: Flavor) {
         let server = without_module(flavor, &["--rename-command", "SET", renamed_to]);
         let mut con = server.connection();
         assert!(
-            harness::module_load(&mut con, &harness::module_path()).is_err(),
+            crate::harness::module_load(&mut con, &crate::harness::module_path()).is_err(),
             "loaded with SET renamed to {renamed_to:?}"
         );
         refused_once(&server, "redis-cell:", "the server has no SET command");
@@ -147,14 +147,14 @@ fn a_renamed_or_disabled_set_refuses_the_load(flavor: Flavor) {
 fn a_reload_keeps_the_acl_category(flavor: Flavor) {
     let server = without_module(flavor, &[]);
     let mut con = server.connection();
-    let kind = harness::ServerKind::of(&mut con);
-    let module = harness::module_path();
-    harness::module_load(&mut con, &module).unwrap();
+    let kind = crate::harness::ServerKind::of(&mut con);
+    let module = crate::harness::module_path();
+    crate::harness::module_load(&mut con, &module).unwrap();
     let _: () = redis::cmd("MODULE")
         .arg(&["UNLOAD", "redis-cell"])
         .query(&mut con)
         .unwrap();
-    harness::module_load(&mut con, &module).unwrap();
+    crate::harness::module_load(&mut con, &module).unwrap();
 
     let info: redis::Value = redis::cmd("COMMAND")
         .arg(&["INFO", "cl.throttle"])

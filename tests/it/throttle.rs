@@ -1,9 +1,7 @@
 //! What is particular to CL.THROTTLE, on real Redis 7.0 and Valkey 9 servers with the module
 //! loaded. The contract all three commands share is in contract.rs.
 
-mod harness;
-
-use harness::{error_of, limiter, server_now_ns, snapshot, Flavor, Server};
+use crate::harness::{error_of, limiter, server_now_ns, snapshot, Flavor, Server};
 
 both_servers!(
     the_worked_example_replies_exactly,

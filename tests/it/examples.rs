@@ -1,11 +1,9 @@
 //! The client examples in examples/, run against a real server and checked line by line.
 
-mod harness;
-
 use std::path::PathBuf;
 use std::process::Command;
 
-use harness::{Flavor, Server};
+use crate::harness::{Flavor, Server};
 
 both_servers!(
     the_rust_example_honours_retry_after,

@@ -1,9 +1,7 @@
 //! What is particular to CL.FIXED, on real Redis 7.0 and Valkey 9 servers. The contract all
 //! three commands share is in contract.rs.
 
-mod harness;
-
-use harness::{error_of, limiter, server_now_ns, snapshot, Flavor, Server};
+use crate::harness::{error_of, limiter, server_now_ns, snapshot, Flavor, Server};
 
 both_servers!(
     the_key_holds_the_count_and_expires_at_the_window_end,

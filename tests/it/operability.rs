@@ -1,9 +1,7 @@
 //! How the module presents itself to operators and tools: INFO counters, CONFIG RESETSTAT,
 //! COMMAND DOCS, ACL categories and its version, on Redis 7.0 and Valkey 9.
 
-mod harness;
-
-use harness::{error_of, limiter, stats_line, Flavor, Options, Server, ServerKind};
+use crate::harness::{error_of, limiter, stats_line, Flavor, Options, Server, ServerKind};
 use redis::Value;
 
 both_servers!(
@@ -413,14 +411,14 @@ fn a_resetstat_among_cl_all_calls_in_a_transaction_is_seen(flavor: Flavor) {
 }
 
 fn replayed_calls_are_not_counted(flavor: Flavor) {
-    let primary = Server::start_with(flavor, harness::aof_options(None));
+    let primary = Server::start_with(flavor, crate::harness::aof_options(None));
     let replica = Server::start(flavor);
-    harness::replicate(&replica, &primary);
+    crate::harness::replicate(&replica, &primary);
     let mut con = primary.connection();
     limiter(&mut con, "CL.THROTTLE", &["t", "5", "1", "60"]);
     limiter(&mut con, "CL.FIXED", &["f", "5", "60"]);
     limiter(&mut con, "CL.WINDOW", &["w", "5", "60"]);
-    harness::wait_for_replica(&mut con);
+    crate::harness::wait_for_replica(&mut con);
     let zero = "calls=0,allowed=0,denied=0,peeks=0,errors=0";
     let mut on_replica = replica.connection();
     for command in ["cl_throttle", "cl_fixed", "cl_window"] {
@@ -432,7 +430,7 @@ fn replayed_calls_are_not_counted(flavor: Flavor) {
         );
     }
     let dir = primary.shutdown();
-    let restarted = Server::start_with(flavor, harness::aof_options(Some(dir)));
+    let restarted = Server::start_with(flavor, crate::harness::aof_options(Some(dir)));
     let mut con = restarted.connection();
     let keys: i64 = redis::cmd("DBSIZE").query(&mut con).unwrap();
     assert_eq!(keys, 3, "the AOF was replayed");
@@ -460,7 +458,7 @@ fn module_list_reports_the_crate_version(flavor: Flavor) {
 
 #[test]
 fn the_changelog_covers_this_version() {
-    let changelog = include_str!("../CHANGELOG.md");
+    let changelog = include_str!("../../CHANGELOG.md");
     let heading = format!("## {}", env!("CARGO_PKG_VERSION"));
     assert!(
         changelog.lines().any(|line| line.starts_with(&heading)),

@@ -1,0 +1,546 @@
+//! Waiting inside the server for capacity (`BLOCK`). A call that asked to wait and was denied
+//! is parked as a blocked client and stands in the line of each of its keys (lines.rs). A
+//! module timer looks again at the instant its units fit, when it is first in all its lines,
+//! and at its deadline. When they fit, the client is unblocked, and the call takes its units
+//! in the reply callback, as the reply goes out: it runs exactly as an immediate call does
+//! (the command body decides, writes and propagates), and only for a client still there to be
+//! answered, as blocked.c hands a client back to the command it was running. Waiting itself
+//! writes and propagates nothing. The server reaches this file only through the entry layer,
+//! which guards every callback.
+
+use std::collections::VecDeque;
+use std::ops::Range;
+use std::os::raw::c_void;
+
+use redis_module::raw;
+
+use crate::clock;
+use crate::command::Command;
+use crate::commands;
+use crate::commands::answer::{self, Answer, Wait};
+use crate::counters::{self, Counted, Waited, WAITS};
+use crate::error::Error;
+use crate::fault::{self, Fault};
+use crate::ffi::{api, context_flags, string_bytes, succeeded};
+use crate::lines::{self, line_key, Turn, Waiter};
+use crate::queue::Place;
+use crate::redirect::{self, Serving};
+use crate::strings::Held;
+use crate::time::{ms_rounded_up, NANOS_PER_MILLI};
+
+/// The server's ways back into this module for a waiter, which the entry layer guards: the
+/// blocked client's callbacks and the waiters' timer.
+pub struct Callbacks {
+    pub reply: raw::RedisModuleCmdFunc,
+    /// `None` where CLIENT UNBLOCK must not reach a waiter (see `unblock_callback`).
+    pub timeout: raw::RedisModuleCmdFunc,
+    pub free: Option<unsafe extern "C" fn(*mut raw::RedisModuleCtx, *mut c_void)>,
+    pub disconnect: raw::RedisModuleDisconnectFunc,
+    pub timer: raw::RedisModuleTimerProc,
+}
+
+/// Parks a call that asked to wait: blocks its client, puts it at the end of its keys' lines,
+/// and sets its timer. An error comes before the client is blocked, which is then answered at
+/// once; after that, nothing fails.
+pub fn park(
+    ctx: *mut raw::RedisModuleCtx,
+    command: Command,
+    argv: &[*mut raw::RedisModuleString],
+    wait: &Wait,
+    callbacks: &Callbacks,
+) -> Result<(), Error> {
+    let now_ns = clock::now_ns()?;
+    let mut keys = Vec::with_capacity(wait.keys.len());
+    for position in wait.keys.clone() {
+        let key = *argv.get(position).ok_or(Error::Internal)?;
+        if cfg!(debug_assertions) {
+            // SAFETY: key is a live argument string.
+            fault::inject(
+                Fault::Park,
+                unsafe { string_bytes(key) }.unwrap_or_default(),
+            );
+        }
+        keys.push(line_key(ctx, key)?);
+    }
+    let deadline_ms = (wait.timeout_ms > 0)
+        .then(|| (now_ns / NANOS_PER_MILLI).checked_add(wait.timeout_ms))
+        .map(|deadline| deadline.ok_or(Error::TooLarge("timeout")))
+        .transpose()?;
+    let (block, disconnect, selected) = (
+        api(unsafe { raw::RedisModule_BlockClient })?,
+        api(unsafe { raw::RedisModule_SetDisconnectCallback })?,
+        api(unsafe { raw::RedisModule_GetSelectedDb })?,
+    );
+    api(unsafe { raw::RedisModule_CreateTimer })?;
+    api(unsafe { raw::RedisModule_UnblockClient })?;
+    let mut shared = lines::lock()?;
+    // SAFETY: ctx is the running command's context, which may block (the caller checked the
+    // context's flags); the callbacks are this module's and live as long as it is loaded, which
+    // the server ensures while it has blocked clients. The server's own timeout is off (0):
+    // the module's timers keep the deadline, to the millisecond.
+    let (client, db) = unsafe {
+        let client = block(
+            ctx,
+            callbacks.reply,
+            unblock_callback(callbacks),
+            callbacks.free,
+            0,
+        );
+        if client.is_null() {
+            return Err(Error::Internal);
+        }
+        disconnect(client, callbacks.disconnect);
+        (client, selected(ctx))
+    };
+    let waiter = Waiter {
+        client,
+        command,
+        argv: Held::new(argv),
+        keys: wait.keys.clone(),
+        db,
+        deadline_ms,
+        timer: None,
+        due_ns: None,
+        admitting: false,
+    };
+    let (place, first) = shared.get().join(keys, waiter);
+    drop(shared);
+    WAITS.record(Waited::Parked);
+    let try_at = first.then(|| now_ns.saturating_add(wait.fits_in_ns));
+    if let Err(error) = arm(ctx, place, try_at, now_ns, callbacks) {
+        finish(ctx, place, Err(error), Waited::TimedOut);
+    }
+    Ok(())
+}
+
+/// CLIENT UNBLOCK reaches a module's blocked client only through its timeout callback. Redis
+/// before 7.4 (and Valkey before 8) runs that callback even for a client the module has just
+/// unblocked, and then sends no reply (7.0) or stops on an assertion (7.2); those servers get
+/// none, and CLIENT UNBLOCK leaves their waiters alone. Redis 7.4 and Valkey 8 are told apart
+/// by an API they added, RedisModule_AddACLCategory.
+fn unblock_callback(callbacks: &Callbacks) -> raw::RedisModuleCmdFunc {
+    // SAFETY: reads an API pointer, filled in once at load.
+    unsafe { raw::RedisModule_AddACLCategory }.and(callbacks.timeout)
+}
+
+/// Sets the waiter's one timer for the earlier of `try_at_ns` and its deadline (none when it
+/// has neither), replacing the one it had.
+fn arm(
+    ctx: *mut raw::RedisModuleCtx,
+    place: Place,
+    try_at_ns: Option<i64>,
+    now_ns: i64,
+    callbacks: &Callbacks,
+) -> Result<(), Error> {
+    let (old, at_ns) = {
+        let mut shared = lines::lock()?;
+        let Some(waiter) = shared.get().waiter(place) else {
+            return Ok(());
+        };
+        let deadline_ns = waiter
+            .deadline_ms
+            .map(|ms| ms.saturating_mul(NANOS_PER_MILLI));
+        waiter.due_ns = try_at_ns;
+        let at_ns = match (try_at_ns, deadline_ns) {
+            (Some(try_at), Some(deadline)) => Some(try_at.min(deadline)),
+            (try_at, deadline) => try_at.or(deadline),
+        };
+        (waiter.timer.take(), at_ns)
+    };
+    stop_timer(ctx, old);
+    let Some(at_ns) = at_ns else {
+        return Ok(());
+    };
+    let period_ms = period_until(at_ns, now_ns);
+    let create = api(unsafe { raw::RedisModule_CreateTimer })?;
+    // SAFETY: ctx is a live module context; the data is the waiter's place, not a pointer.
+    let timer = unsafe {
+        create(
+            ctx,
+            period_ms,
+            callbacks.timer,
+            place as usize as *mut c_void,
+        )
+    };
+    if let Some(waiter) = lines::lock()?.get().waiter(place) {
+        waiter.timer = Some(timer);
+    }
+    Ok(())
+}
+
+/// A timer's period, in whole milliseconds, to fire at the first reading of the server's clock
+/// at or after `at_ns`, never before. The clock reads in steps (on Redis 7.0, whole
+/// milliseconds), so that reading comes at the step at or after `at_ns`; the timer counts from
+/// the precise time now, not from the last step.
+fn period_until(at_ns: i64, now_ns: i64) -> i64 {
+    let step = clock::resolution_ns();
+    let at_ns = at_ns.saturating_add(step - 1) / step * step;
+    let now_ns = clock::precise_now_ns().unwrap_or(now_ns).max(now_ns);
+    // Rounded up: a module timer never fires early.
+    ms_rounded_up(at_ns.saturating_sub(now_ns).max(0))
+}
+
+fn stop_timer(ctx: *mut raw::RedisModuleCtx, timer: Option<raw::RedisModuleTimerID>) {
+    if let (Some(timer), Some(stop)) = (timer, unsafe { raw::RedisModule_StopTimer }) {
+        let mut data = std::ptr::null_mut();
+        // SAFETY: ctx is a live module context; the timer is this module's.
+        unsafe { stop(ctx, timer, &mut data) };
+    }
+}
+
+/// A waiter's timer fired (its data is the waiter's place): its units should fit now, or its
+/// deadline has come. Tries it, then every waiter its leaving makes first in all its lines,
+/// in this one timer's context.
+pub fn timer_fired(ctx: *mut raw::RedisModuleCtx, data: *mut c_void, callbacks: &Callbacks) {
+    let place = data as usize as Place;
+    if let Ok(mut shared) = lines::lock() {
+        if let Some(waiter) = shared.get().waiter(place) {
+            waiter.timer = None;
+        }
+    }
+    let mut work = VecDeque::from([place]);
+    while let Some(place) = work.pop_front() {
+        work.extend(attempt(ctx, place, callbacks));
+    }
+}
+
+/// One look at a waiter, from its timer: its units fit (it is unblocked, to take them in
+/// the reply callback), its time is up (it gets the denial), or it waits on. Returns the
+/// waiters its leaving made first.
+fn attempt(ctx: *mut raw::RedisModuleCtx, place: Place, callbacks: &Callbacks) -> Vec<Place> {
+    let Ok(mut shared) = lines::lock() else {
+        return Vec::new();
+    };
+    let lines = shared.get();
+    let first = lines.is_first(place);
+    let Some(waiter) = lines.waiter(place).filter(|waiter| !waiter.admitting) else {
+        return Vec::new();
+    };
+    let (command, argv, keys, db, deadline_ms) = (
+        waiter.command,
+        waiter.argv.again(),
+        waiter.keys.clone(),
+        waiter.db,
+        waiter.deadline_ms,
+    );
+    drop(shared);
+
+    let now_ns = match clock::now_ns() {
+        Ok(now) => now,
+        Err(error) => return finish(ctx, place, Err(error), Waited::TimedOut),
+    };
+    let expired = deadline_ms.is_some_and(|ms| now_ns >= ms.saturating_mul(NANOS_PER_MILLI));
+    if !first && !expired {
+        let _ = arm(ctx, place, None, now_ns, callbacks);
+        return Vec::new();
+    }
+    let retry_soon = |ctx| {
+        let _ = arm(ctx, place, Some(now_ns + RETRY_NS), now_ns, callbacks);
+        Vec::new()
+    };
+    if let Some(select) = unsafe { raw::RedisModule_SelectDb } {
+        // SAFETY: ctx is the timer's context; db is the one the call was made in.
+        unsafe { select(ctx, db) };
+    }
+    // Whether it may take its units now, if they fit; else it can only time out.
+    let mut may_take = first;
+    if first {
+        match writable(ctx, &argv, keys) {
+            Writable::Yes => {}
+            Writable::Never(error) => return finish(ctx, place, error, Waited::Left),
+            Writable::NotNow if expired => may_take = false,
+            Writable::NotNow => return retry_soon(ctx),
+        }
+    }
+    let turn = if may_take {
+        Turn::Checking(place)
+    } else {
+        Turn::Leaving
+    };
+    let result = commands::run(command, ctx, argv.as_ptr(), argv.argc(), false, turn);
+    match &result {
+        Ok(answer) if may_take && answer.admitted() => {
+            if admit(place) {
+                Vec::new()
+            } else {
+                retry_soon(ctx)
+            }
+        }
+        Ok(Answer {
+            wait: Some(wait), ..
+        }) if !expired => {
+            let _ = arm(
+                ctx,
+                place,
+                Some(now_ns.saturating_add(wait.fits_in_ns)),
+                now_ns,
+                callbacks,
+            );
+            Vec::new()
+        }
+        _ => finish(ctx, place, result, Waited::TimedOut),
+    }
+}
+
+/// The waiter's units fit: its client is unblocked, and the reply callback takes them as the
+/// reply goes out. It stays first in its lines meanwhile, so that nothing else takes them.
+/// False if it could not be unblocked: it then waits on.
+fn admit(place: Place) -> bool {
+    let client = {
+        let Ok(mut shared) = lines::lock() else {
+            return false;
+        };
+        let Some(waiter) = shared.get().waiter(place) else {
+            return false;
+        };
+        waiter.admitting = true;
+        waiter.client
+    };
+    if unblock(client, Pending::Admit(place)) {
+        return true;
+    }
+    if let Ok(mut shared) = lines::lock() {
+        if let Some(waiter) = shared.get().waiter(place) {
+            waiter.admitting = false;
+        }
+    }
+    false
+}
+
+/// How soon a waiter held up by a failover's pause or a slot's migration looks again.
+const RETRY_NS: i64 = 10 * NANOS_PER_MILLI;
+
+enum Writable {
+    Yes,
+    /// Not here, ever: the answer the waiter gets instead (a replica's READONLY, a moved
+    /// slot's redirect).
+    Never(Result<Answer, Error>),
+    /// A failover's pause of writes, a slot being migrated, or memory over `maxmemory`: look
+    /// again shortly.
+    NotNow,
+}
+
+/// Whether an admission may write here now, as the server checks a client's write command
+/// before running it: the role, a failover's pause, memory, and in a cluster whether the
+/// slot of the waiter's keys is served here.
+fn writable(ctx: *mut raw::RedisModuleCtx, argv: &Held, keys: Range<usize>) -> Writable {
+    let flags = context_flags(ctx);
+    if flags & raw::REDISMODULE_CTX_FLAGS_MASTER == 0 {
+        return Writable::Never(Err(Error::Readonly));
+    }
+    // SAFETY: a plain query of the server's state.
+    let paused = unsafe { raw::RedisModule_AvoidReplicaTraffic.is_some_and(|avoid| avoid() != 0) };
+    if paused || flags & raw::REDISMODULE_CTX_FLAGS_OOM != 0 {
+        return Writable::NotNow;
+    }
+    if flags & raw::REDISMODULE_CTX_FLAGS_CLUSTER != 0 {
+        match redirect::serving(ctx, argv.get(keys).unwrap_or_default()) {
+            Serving::Here => {}
+            Serving::NotNow => return Writable::NotNow,
+            Serving::Elsewhere(error) => return Writable::Never(Ok(Answer::redirect(error))),
+        }
+    }
+    Writable::Yes
+}
+
+/// Takes a waiter out of its lines and forgets it, stopping its timer. Returns it, and the
+/// waiters this made first.
+fn remove(ctx: *mut raw::RedisModuleCtx, place: Place) -> Option<(Waiter, Vec<Place>)> {
+    let (waiter, promoted) = lines::lock().ok()?.get().remove(place)?;
+    stop_timer(ctx, waiter.timer);
+    Some((waiter, promoted))
+}
+
+/// What a waiter's client gets when the server next runs its reply callback.
+pub enum Pending {
+    /// Its units fit: take them, and answer.
+    Admit(Place),
+    /// Its answer, final: a denial, an error, a redirect.
+    Answer(Result<Answer, Error>),
+    /// Answered.
+    Done,
+}
+
+/// Unblocks a waiter's client; the server runs the reply callback with `pending` when it next
+/// can, unless the client has gone, and then the free callback. False if the server refused.
+fn unblock(client: *mut raw::RedisModuleBlockedClient, pending: Pending) -> bool {
+    let pending = Box::into_raw(Box::new(pending));
+    let unblocked = unsafe { raw::RedisModule_UnblockClient }
+        // SAFETY: the client is blocked by this module and unblocked once, here; the server
+        // hands `pending` back to the reply callback and then to the free callback.
+        .map(|unblock| unsafe { unblock(client, pending.cast()) });
+    if unblocked.is_none_or(|status| succeeded(status).is_err()) {
+        // SAFETY: the server did not take it.
+        drop(unsafe { Box::from_raw(pending) });
+        return false;
+    }
+    true
+}
+
+/// Ends a wait with this answer and unblocks the client. Returns the waiters this made first.
+fn finish(
+    ctx: *mut raw::RedisModuleCtx,
+    place: Place,
+    result: Result<Answer, Error>,
+    how: Waited,
+) -> Vec<Place> {
+    let Some((waiter, promoted)) = remove(ctx, place) else {
+        return Vec::new();
+    };
+    answer::record(waiter.command, &result);
+    WAITS.record(how);
+    unblock(waiter.client, Pending::Answer(result));
+    promoted
+}
+
+/// Lets waiters made first by another's leaving look at once, from a timer of their own.
+fn promote(ctx: *mut raw::RedisModuleCtx, promoted: Vec<Place>, callbacks: &Callbacks) {
+    if let Ok(now_ns) = clock::now_ns() {
+        for next in promoted {
+            let _ = arm(ctx, next, Some(now_ns), now_ns, callbacks);
+        }
+    }
+}
+
+/// Takes a waiter whose client is answered, or gone, out of its lines, counts how its wait
+/// ended, and lets the next waiters look.
+fn depart(
+    ctx: *mut raw::RedisModuleCtx,
+    place: Place,
+    how: Waited,
+    callbacks: &Callbacks,
+) -> Option<Waiter> {
+    let (waiter, promoted) = remove(ctx, place)?;
+    WAITS.record(how);
+    promote(ctx, promoted, callbacks);
+    Some(waiter)
+}
+
+/// Ends a wait whose client the server is unblocking itself (disconnected, CLIENT UNBLOCK, a
+/// role change): frees the module's handle on it, and lets the next waiters look.
+fn leave(
+    ctx: *mut raw::RedisModuleCtx,
+    place: Place,
+    how: Waited,
+    callbacks: &Callbacks,
+) -> Option<Waiter> {
+    let waiter = depart(ctx, place, how, callbacks)?;
+    if let Some(unblock) = unsafe { raw::RedisModule_UnblockClient } {
+        // SAFETY: the server is done with the client; this frees the module's handle on it.
+        unsafe { unblock(waiter.client, std::ptr::null_mut()) };
+    }
+    Some(waiter)
+}
+
+/// The reply callback: the server is about to answer a waiter whose wait ended. An admission
+/// takes its units here, with the client's own context, as an immediate call would.
+pub fn reply(ctx: *mut raw::RedisModuleCtx, callbacks: &Callbacks) {
+    let pending = unsafe { raw::RedisModule_GetBlockedClientPrivateData }
+        // SAFETY: ctx is a blocked client's reply context.
+        .map_or(std::ptr::null_mut(), |get| unsafe { get(ctx) })
+        .cast::<Pending>();
+    // SAFETY: the only private data this module gives the server is a boxed Pending, alive
+    // until the free callback; the server runs these callbacks one at a time.
+    let Some(pending) = (unsafe { pending.as_mut() }) else {
+        return;
+    };
+    match std::mem::replace(pending, Pending::Done) {
+        Pending::Admit(place) => {
+            // Kept until it has taken its units: should it fail halfway, the free callback
+            // still takes the waiter out of its lines.
+            *pending = Pending::Admit(place);
+            take(ctx, place, callbacks);
+            *pending = Pending::Done;
+        }
+        Pending::Answer(result) => answer::send(ctx, result),
+        Pending::Done => {}
+    }
+}
+
+/// An admitted waiter takes its units and gets its reply, then leaves its lines.
+fn take(ctx: *mut raw::RedisModuleCtx, place: Place, callbacks: &Callbacks) {
+    let held = lines::lock().ok().and_then(|mut shared| {
+        let waiter = shared.get().waiter(place)?;
+        Some((waiter.command, waiter.argv.again(), waiter.keys.clone()))
+    });
+    let Some((command, argv, keys)) = held else {
+        answer::send(ctx, Err(Error::Internal));
+        return;
+    };
+    // The server may have run commands since the timer looked (threaded reads, TLS): a pause
+    // of writes, a moved slot, memory over the limit. The client cannot wait again from here:
+    // it gets the denial of this instant, or the error, and takes nothing.
+    let run = |turn| commands::run(command, ctx, argv.as_ptr(), argv.argc(), false, turn);
+    let result = match writable(ctx, &argv, keys) {
+        Writable::Yes => run(Turn::Waiting(place)),
+        Writable::NotNow => run(Turn::Leaving),
+        Writable::Never(answer) => answer,
+    };
+    answer::record(command, &result);
+    let admitted = matches!(&result, Ok(answer) if answer.admitted());
+    answer::send(ctx, result);
+    // Denied only if the key was changed under it (a DEL, a SET) since its units fit.
+    let how = if admitted {
+        Waited::Admitted
+    } else {
+        Waited::TimedOut
+    };
+    depart(ctx, place, how, callbacks);
+}
+
+/// The server is done with a finished wait (`pending` is the reply callback's data). An
+/// admission whose client went away before its reply took nothing: the waiter leaves, and the
+/// next ones look.
+pub fn free(ctx: *mut raw::RedisModuleCtx, pending: Pending, callbacks: &Callbacks) {
+    if let Pending::Admit(place) = pending {
+        if let Some(waiter) = depart(ctx, place, Waited::Left, callbacks) {
+            counters::of(waiter.command).record(Counted::Error);
+        }
+    }
+}
+
+/// `CLIENT UNBLOCK id [TIMEOUT]` (the server's own timeout is off): the denial of this instant,
+/// and nothing taken. Only on servers where it never comes for a waiter already unblocked.
+pub fn unblocked_by_client(ctx: *mut raw::RedisModuleCtx, callbacks: &Callbacks) {
+    let client = unsafe { raw::RedisModule_GetBlockedClientHandle }
+        // SAFETY: ctx is the blocked client's timeout context.
+        .map_or(0, |handle| unsafe { handle(ctx) } as usize);
+    let held = lines::lock().ok().and_then(|mut shared| {
+        let lines = shared.get();
+        let place = lines.waiting_client(client)?;
+        let waiter = lines.waiter(place)?;
+        Some((place, waiter.command, waiter.argv.again()))
+    });
+    let Some((place, command, argv)) = held else {
+        answer::send(ctx, Err(Error::Internal));
+        return;
+    };
+    let result = commands::run(
+        command,
+        ctx,
+        argv.as_ptr(),
+        argv.argc(),
+        false,
+        Turn::Leaving,
+    );
+    answer::record(command, &result);
+    answer::send(ctx, result);
+    leave(ctx, place, Waited::TimedOut, callbacks);
+}
+
+/// The client went away while waiting (disconnected, `CLIENT UNBLOCK id ERROR`, a role
+/// change): it takes nothing. One being admitted is left to the free callback.
+pub fn disconnected(
+    ctx: *mut raw::RedisModuleCtx,
+    client: *mut raw::RedisModuleBlockedClient,
+    callbacks: &Callbacks,
+) {
+    let place = lines::lock()
+        .ok()
+        .and_then(|mut shared| shared.get().waiting_client(client as usize));
+    if let Some(place) = place {
+        if let Some(waiter) = leave(ctx, place, Waited::Left, callbacks) {
+            counters::of(waiter.command).record(Counted::Error);
+        }
+    }
+}

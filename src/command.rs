@@ -1,0 +1,21 @@
+//! Which of this module's commands a call is: the name every layer above knows it by.
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Command {
+    Throttle,
+    Fixed,
+    Window,
+    All,
+}
+
+impl Command {
+    /// The name as the server knows it, and as its errors quote it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Command::Throttle => "cl.throttle",
+            Command::Fixed => "cl.fixed",
+            Command::Window => "cl.window",
+            Command::All => "cl.all",
+        }
+    }
+}

@@ -1,0 +1,211 @@
+//! `CL.ALL`'s body: several limiters decided at one instant, all or nothing (the rule is
+//! all.rs's), each key written as its own command would write it.
+
+use std::os::raw::c_int;
+
+use redis_module::raw;
+
+use crate::all::{self, Combined};
+use crate::args::{self, LimiterArgs};
+use crate::commands::answer::{Answer, Reply, Wait};
+use crate::commands::call::Call;
+use crate::commands::state::{decide_in_line, notify, peek, write};
+use crate::counters::Counted;
+use crate::decimal::parse_i64;
+use crate::error::Error;
+use crate::ffi::{log_warning, string_bytes};
+use crate::fixed::FixedWindow;
+use crate::gcra::Gcra;
+use crate::limiter::{Limiter, Verdict};
+use crate::lines::Turn;
+use crate::outcome::Outcome;
+use crate::propagate::Propagate;
+use crate::store::Key;
+use crate::time::Instant;
+use crate::window::SlidingWindow;
+
+/// The most arguments CL.ALL takes: its name, numkeys, 16 keys, 16 limiters of up to four
+/// words, `QUANTITY quantity`, `MS`, `DETAIL` and `BLOCK milliseconds`.
+pub const MAX_ALL_ARGS: usize = 2 + args::MAX_KEYS * 5 + 6;
+
+/// CL.ALL's body. Every limiter is built, then every key read and decided, and what each
+/// write will propagate gathered, before any key is written: an error on any argument or
+/// key stops the call with nothing changed, and nothing after the first write can.
+pub fn run_all(call: &Call<MAX_ALL_ARGS>, turn: Turn) -> Result<Answer, Error> {
+    let args = args::all(call.args())?;
+    let mut limiters = [None; args::MAX_KEYS];
+    for (limiter, spec) in limiters.iter_mut().zip(&args.limiters) {
+        *limiter = Some(limiter_of(&spec.args)?);
+    }
+    let now = call.instant(None)?;
+    let mut entries = Vec::with_capacity(args.limiters.len());
+    for (index, (spec, limiter)) in args.limiters.iter().zip(&limiters).enumerate() {
+        let limiter = limiter.ok_or(Error::Internal)?;
+        entries.push(Entry::decide(call, &args, index, spec, limiter, now, turn)?);
+    }
+    let combined = all::combine(entries.iter().map(|entry| &entry.verdict), args.unit);
+    let reply = if args.detail {
+        let mut replies = Vec::with_capacity(entries.len());
+        for entry in &entries {
+            let outcome = combined.detail(&entry.verdict, || entry.peek(now))?;
+            replies.push(outcome.to_reply(args.unit));
+        }
+        Reply::Detail(replies)
+    } else {
+        let binding = entries.get(combined.binding).ok_or(Error::Internal)?;
+        Reply::One(binding.verdict.outcome.to_reply(args.unit))
+    };
+    if turn.writes() {
+        write_all(call.ctx, &combined, &mut entries, now);
+    }
+    let fits_in_ns = all::fits_in_ns(entries.iter().map(|entry| &entry.verdict));
+    Ok(Answer {
+        reply,
+        counted: Counted::of(args.quantity, combined.admitted),
+        // The keys follow numkeys.
+        wait: Wait::of(
+            args.block_ms,
+            !combined.admitted,
+            fits_in_ns,
+            2..2 + args.limiters.len(),
+        ),
+    })
+}
+
+/// Writes every key of a CL.ALL call that all its limiters admitted (nothing otherwise), then
+/// fires their events. Once the first key is written the call has taken effect: a write that
+/// fails after it (a defect: every failure on what the keys hold was decided before) does not
+/// stop the others, is logged, and the client gets the decided reply. The events come after
+/// every write, so that no listener runs while keys of the call are still to be written.
+fn write_all(
+    ctx: *mut raw::RedisModuleCtx,
+    combined: &Combined,
+    entries: &mut [Entry],
+    now: Instant,
+) {
+    let mut written = [false; args::MAX_KEYS];
+    for (entry, written) in entries.iter_mut().zip(written.iter_mut()) {
+        if let Some(change) = combined.change(&entry.verdict) {
+            let own_args = entry.own_args.get(..entry.own_len).unwrap_or_default();
+            match write(
+                ctx,
+                &mut entry.key,
+                change,
+                Propagate::WithInstant(own_args),
+                now,
+            ) {
+                Ok(()) => *written = true,
+                Err(error) => log_warning(
+                    ctx,
+                    &format!(
+                        "redis-cell: CL.ALL wrote some keys but not all: {}",
+                        error.message()
+                    ),
+                ),
+            }
+        }
+    }
+    for (entry, &written) in entries.iter().zip(written.iter()) {
+        if let Some(change) = entry.verdict.change.filter(|_| written) {
+            notify(&entry.key, change);
+        }
+    }
+}
+
+/// Tells the server where CL.ALL's keys are: the `numkeys` arguments after `numkeys`. Cluster
+/// routing (and `CROSSSLOT`) asks the command itself, not its key spec, for these. A call
+/// whose `numkeys` is not a count of keys it has reports none, and is then refused when run.
+pub fn report_key_positions(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) {
+    if argv.is_null() || argc < 2 {
+        return;
+    }
+    // SAFETY: the server passes argc live argument strings; the function exists on every
+    // server this module loads on (checked before use).
+    unsafe {
+        let Some(key_at) = raw::RedisModule_KeyAtPosWithFlags else {
+            return;
+        };
+        let Some(text) = string_bytes(*argv.add(1)) else {
+            return;
+        };
+        let numkeys = parse_i64(text);
+        let Some(numkeys) = numkeys
+            .and_then(|n| c_int::try_from(n).ok())
+            .filter(|&n| (1..=args::MAX_KEYS as c_int).contains(&n) && n <= argc - 2)
+        else {
+            return;
+        };
+        let flags = raw::REDISMODULE_CMD_KEY_RW
+            | raw::REDISMODULE_CMD_KEY_ACCESS
+            | raw::REDISMODULE_CMD_KEY_UPDATE;
+        for position in 2..2 + numkeys {
+            key_at(ctx, position, flags as c_int);
+        }
+    }
+}
+
+/// The most arguments a limiter's own command is propagated with: the key, two parameters,
+/// the quantity and MS (a THROTTLE limiter gathers six, unused: it propagates a SET).
+const MAX_OWN_ARGS: usize = 6;
+
+/// One key of a CL.ALL call: its limiter, the open key, the limiter's verdict, and the
+/// arguments its own command would propagate with.
+struct Entry {
+    limiter: Limiter,
+    key: Key,
+    verdict: Verdict,
+    own_args: [*mut raw::RedisModuleString; MAX_OWN_ARGS],
+    own_len: usize,
+}
+
+impl Entry {
+    /// Opens the call's `index`-th key and decides `limiter`, built from `spec`, on it.
+    fn decide(
+        call: &Call<MAX_ALL_ARGS>,
+        args: &args::AllArgs,
+        index: usize,
+        spec: &args::LimiterSpec,
+        limiter: Limiter,
+        now: Instant,
+        turn: Turn,
+    ) -> Result<Entry, Error> {
+        let name = call.arg(index + 1)?;
+        let (key, verdict) = decide_in_line(call.ctx, name, &limiter, args.quantity, now, turn)?;
+        // The key and the limiter's parameters as the client gave them, then the shared
+        // quantity and MS: the arguments of the limiter's own command.
+        let positions = std::iter::once(index + 1)
+            .chain(spec.params_at..spec.params_at + spec.params_len)
+            .chain(args.quantity_at)
+            .chain(args.ms_at);
+        let mut own_args = [std::ptr::null_mut(); MAX_OWN_ARGS];
+        let mut own_len = 0;
+        for position in positions {
+            *own_args.get_mut(own_len).ok_or(Error::Internal)? = call.arg(position)?;
+            own_len += 1;
+        }
+        Ok(Entry {
+            limiter,
+            key,
+            verdict,
+            own_args,
+            own_len,
+        })
+    }
+
+    /// What the limiter answers about its key as it stands.
+    fn peek(&self, now: Instant) -> Result<Outcome, Error> {
+        peek(&self.limiter, &self.key, now)
+    }
+}
+
+fn limiter_of(args: &LimiterArgs) -> Result<Limiter, Error> {
+    Ok(match args {
+        LimiterArgs::Throttle(args) => Limiter::Throttle(Gcra::new(args)?),
+        LimiterArgs::Fixed(args) => Limiter::Fixed(FixedWindow::new(args)),
+        LimiterArgs::Window(args) => Limiter::Window(SlidingWindow::new(args)),
+    })
+}

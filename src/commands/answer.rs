@@ -1,0 +1,110 @@
+//! A call's answer: its reply, what it counts as, and whether it may wait for a better one.
+
+use std::ffi::CString;
+use std::ops::Range;
+
+use redis_module::raw;
+
+use crate::command::Command;
+use crate::counters::{self, Counted};
+use crate::error::Error;
+use crate::outcome::Outcome;
+use crate::reply;
+use crate::time::TimeUnit;
+
+pub struct Answer {
+    pub reply: Reply,
+    pub counted: Counted,
+    /// Set when the call asked to wait (BLOCK), was denied, and can be admitted some day.
+    /// Boxed: only such calls pay for it, and every answer stays small to move.
+    pub wait: Option<Box<Wait>>,
+}
+
+/// How a denied call that asked to wait would wait.
+pub struct Wait {
+    /// BLOCK's timeout: 0 waits as long as it takes.
+    pub timeout_ms: i64,
+    /// How long until its units fit, with nothing else taken meanwhile.
+    pub fits_in_ns: i64,
+    /// Where its keys are among its arguments, the command's name first.
+    pub keys: Range<usize>,
+}
+
+impl Wait {
+    pub fn of(
+        block_ms: Option<i64>,
+        denied: bool,
+        fits_in_ns: Option<i64>,
+        keys: Range<usize>,
+    ) -> Option<Box<Wait>> {
+        match (block_ms, fits_in_ns) {
+            (Some(timeout_ms), Some(fits_in_ns)) if denied => Some(Box::new(Wait {
+                timeout_ms,
+                fits_in_ns,
+                keys,
+            })),
+            _ => None,
+        }
+    }
+}
+
+pub enum Reply {
+    /// `[limited, limit, remaining, retry_after, reset_after]`.
+    One([i64; 5]),
+    /// One such array per limiter.
+    Detail(Vec<[i64; 5]>),
+    /// A waiter's slot moved away: the cluster's redirect, as the server words it.
+    Redirect(CString),
+}
+
+impl Answer {
+    /// A single-key command's answer; its key follows the command's name.
+    #[inline(always)]
+    pub fn single(
+        outcome: Outcome,
+        quantity: i64,
+        unit: TimeUnit,
+        block_ms: Option<i64>,
+    ) -> Answer {
+        Answer {
+            reply: Reply::One(outcome.to_reply(unit)),
+            counted: Counted::of(quantity, !outcome.limited),
+            wait: Wait::of(block_ms, outcome.limited, outcome.retry_after_ns, 1..2),
+        }
+    }
+
+    /// A waiter's answer when its slot has moved away.
+    pub fn redirect(error: CString) -> Answer {
+        Answer {
+            reply: Reply::Redirect(error),
+            counted: Counted::Error,
+            wait: None,
+        }
+    }
+
+    pub fn admitted(&self) -> bool {
+        self.counted == Counted::Allowed
+    }
+}
+
+/// Counts a call's answer in its command's counters.
+#[inline(always)]
+pub fn record(command: Command, result: &Result<Answer, Error>) {
+    counters::of(command).record(match result {
+        Ok(answer) => answer.counted,
+        Err(_) => Counted::Error,
+    });
+}
+
+/// Sends a call's answer.
+#[inline(always)]
+pub fn send(ctx: *mut raw::RedisModuleCtx, result: Result<Answer, Error>) {
+    match result {
+        Ok(answer) => match answer.reply {
+            Reply::One(values) => reply::send(ctx, values),
+            Reply::Detail(replies) => reply::send_all(ctx, &replies),
+            Reply::Redirect(error) => reply::send_error_text(ctx, &error),
+        },
+        Err(error) => reply::send_error(ctx, error),
+    }
+}

@@ -1,0 +1,74 @@
+//! A running command's arguments: as the server holds them, and as bytes.
+
+use std::os::raw::c_int;
+
+use redis_module::raw;
+
+use crate::clock;
+use crate::command::Command;
+use crate::error::Error;
+use crate::ffi::string_bytes;
+use crate::time::Instant;
+
+/// The arguments of a running command, at most `N` of them, its name included.
+pub struct Call<'a, const N: usize> {
+    pub ctx: *mut raw::RedisModuleCtx,
+    /// The command's arguments as the server holds them, its name first.
+    pub argv: &'a [*mut raw::RedisModuleString],
+    /// The arguments after the name, as bytes.
+    rest: [&'a [u8]; N],
+    rest_len: usize,
+    /// Whether the call comes from the primary over the replication link, or from the AOF.
+    replayed: bool,
+}
+
+impl<'a, const N: usize> Call<'a, N> {
+    /// # Safety
+    /// `argv` must point to `argc` live strings that outlive `'a`, as Redis guarantees for the
+    /// duration of a command.
+    pub unsafe fn new(
+        ctx: *mut raw::RedisModuleCtx,
+        argv: *mut *mut raw::RedisModuleString,
+        argc: c_int,
+        command: Command,
+        replayed: bool,
+    ) -> Result<Call<'a, N>, Error> {
+        let wrong_arity = || Error::WrongArity(command.name());
+        let argc = usize::try_from(argc).map_err(|_| wrong_arity())?;
+        if !(2..=N).contains(&argc) || argv.is_null() {
+            return Err(wrong_arity());
+        }
+        let argv = std::slice::from_raw_parts(argv, argc);
+        let mut rest: [&[u8]; N] = [&[]; N];
+        for (slot, &arg) in rest.iter_mut().zip(argv.iter().skip(1)) {
+            *slot = string_bytes(arg).unwrap_or_default();
+        }
+        Ok(Call {
+            ctx,
+            argv,
+            rest,
+            rest_len: argc - 1,
+            replayed,
+        })
+    }
+
+    /// The arguments after the command's name.
+    pub fn args(&self) -> &[&'a [u8]] {
+        self.rest.get(..self.rest_len).unwrap_or(&[])
+    }
+
+    /// The argument at `index` after the command's name, as the server holds it.
+    pub fn arg(&self, index: usize) -> Result<*mut raw::RedisModuleString, Error> {
+        self.argv.get(index + 1).copied().ok_or(Error::Internal)
+    }
+
+    /// The instant to decide at: the server's clock, or the primary's instant carried by a
+    /// replayed call.
+    pub fn instant(&self, at_ms: Option<i64>) -> Result<Instant, Error> {
+        match at_ms {
+            Some(at) if self.replayed => Ok(Instant::from_ms(at)),
+            Some(_) => Err(Error::AtFromClient),
+            None => clock::now_ns().map(Instant::from_ns),
+        }
+    }
+}

@@ -1,0 +1,134 @@
+//! A limiter's state in its key: opened, read, decided in the key's line, written and
+//! propagated as the limiter's own command does, and announced. The steps every command body
+//! takes for each of its keys.
+
+use redis_module::raw;
+
+use crate::error::Error;
+use crate::fault::{self, Fault};
+use crate::ffi::string_bytes;
+use crate::fixed::Window;
+use crate::limiter::{Change, Limiter, Stored, Verdict};
+use crate::lines::{self, Turn};
+use crate::outcome::Outcome;
+use crate::propagate::{replicate_window, Propagate};
+use crate::store::{Access, Event, Expiry, Key};
+use crate::time::Instant;
+
+/// Opens a key and decides `limiter` on it, for a call at `turn` in the key's line: a call
+/// that waiters who came first hold back takes nothing. The one place both single-key calls
+/// and each key of CL.ALL decide.
+#[inline(always)]
+pub fn decide_in_line(
+    ctx: *mut raw::RedisModuleCtx,
+    name: *mut raw::RedisModuleString,
+    limiter: &Limiter,
+    quantity: i64,
+    now: Instant,
+    turn: Turn,
+) -> Result<(Key, Verdict), Error> {
+    if cfg!(debug_assertions) {
+        // SAFETY: name is a live argument string.
+        fault::inject(
+            Fault::Body,
+            unsafe { string_bytes(name) }.unwrap_or_default(),
+        );
+    }
+    let key = Key::open(ctx, name, access_for(quantity))?;
+    let mut verdict = limiter.decide(&read(limiter, &key)?, now)?;
+    if quantity != 0 {
+        if let Some(first_due_in) = lines::held_back(ctx, name, turn)? {
+            verdict = verdict.held_back(first_due_in, || peek(limiter, &key, now))?;
+        }
+    }
+    Ok((key, verdict))
+}
+
+/// What `limiter` answers about its key as it stands.
+pub fn peek(limiter: &Limiter, key: &Key, now: Instant) -> Result<Outcome, Error> {
+    let peek = limiter.peek();
+    Ok(peek.decide(&read(&peek, key)?, now)?.outcome)
+}
+
+/// The key's value read as `limiter`'s state.
+#[inline(always)]
+pub fn read<'k>(limiter: &Limiter, key: &'k Key) -> Result<Stored<'k>, Error> {
+    Ok(match limiter {
+        Limiter::Throttle(_) => Stored::Tat(key.read_integer()?),
+        Limiter::Fixed(_) => Stored::Window(match key.read_integer()? {
+            // A count is never negative, and a window always ends.
+            Some(count) if count >= 0 => Some(Window {
+                count,
+                end_ms: key.expire_at_ms()?.ok_or(Error::CorruptState)?,
+            }),
+            Some(_) => return Err(Error::CorruptState),
+            None => None,
+        }),
+        Limiter::Window(_) => Stored::Log(key.read_bytes()?),
+    })
+}
+
+/// Writes an admission's change into its key as the limiter's own command does, and
+/// propagates it. Everything that can fail on what the key held was decided before: what
+/// fails here is a defect.
+pub fn write(
+    ctx: *mut raw::RedisModuleCtx,
+    key: &mut Key,
+    change: Change,
+    propagate: Propagate,
+    now: Instant,
+) -> Result<(), Error> {
+    match change {
+        // Written as `SET key tat PXAT expiry` would write it, and propagated as that.
+        Change::Tat { tat, expire_at_ms } => key.set_integer(tat, expire_at_ms),
+        Change::Count {
+            count,
+            end_ms,
+            opens,
+        } => {
+            let expiry = if opens {
+                Expiry::At(end_ms)
+            } else {
+                Expiry::Unchanged
+            };
+            key.write_integer(count, expiry)?;
+            replicate_window(ctx, c"CL.FIXED", propagate, now)
+        }
+        Change::Log(append) => {
+            append.apply(key)?;
+            key.expire_at(append.expire_at_ms)?;
+            replicate_window(ctx, c"CL.WINDOW", propagate, now)
+        }
+    }
+}
+
+/// Fires the keyspace events of the commands a change stands in for, after its write and
+/// propagation: `SET … PXAT` for a TAT, INCRBY (and EXPIRE when a window opens) for a count,
+/// and for a log `cl.window` and EXPIRE.
+pub fn notify(key: &Key, change: Change) {
+    match change {
+        Change::Tat { .. } => {
+            key.notify(Event::Set);
+            key.notify(Event::Expire);
+        }
+        Change::Count { opens, .. } => {
+            key.notify(Event::IncrBy);
+            if opens {
+                key.notify(Event::Expire);
+            }
+        }
+        Change::Log(_) => {
+            key.notify(Event::WindowLog);
+            key.notify(Event::Expire);
+        }
+    }
+}
+
+/// A quantity of zero only looks.
+fn access_for(quantity: i64) -> Access {
+    if quantity == 0 {
+        Access::Read
+    } else {
+        Access::Write
+    }
+}

@@ -1,0 +1,152 @@
+//! Per-command counters since load, and the waits' counters: numbers only. resetstat.rs
+//! decides when they are zeroed, info.rs shows them.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::command::Command;
+
+/// What became of one call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Counted {
+    Allowed,
+    Denied,
+    /// A quantity of zero: neither allowed nor denied.
+    Peek,
+    /// An error reply.
+    Error,
+}
+
+/// One command's counters. Commands run on the server's main thread; relaxed atomics make
+/// the statics sound without costing more than a plain increment.
+pub struct Counters {
+    /// The INFO field's name.
+    pub name: &'static str,
+    calls: AtomicU64,
+    allowed: AtomicU64,
+    denied: AtomicU64,
+    peeks: AtomicU64,
+    errors: AtomicU64,
+}
+
+impl Counted {
+    /// A call's count: a peek when it asked for nothing, else whether it was admitted.
+    pub fn of(quantity: i64, admitted: bool) -> Counted {
+        match (quantity, admitted) {
+            (0, _) => Counted::Peek,
+            (_, true) => Counted::Allowed,
+            (_, false) => Counted::Denied,
+        }
+    }
+}
+
+impl Counters {
+    const fn new(name: &'static str) -> Counters {
+        Counters {
+            name,
+            calls: AtomicU64::new(0),
+            allowed: AtomicU64::new(0),
+            denied: AtomicU64::new(0),
+            peeks: AtomicU64::new(0),
+            errors: AtomicU64::new(0),
+        }
+    }
+
+    pub fn record(&self, counted: Counted) {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        let counter = match counted {
+            Counted::Allowed => &self.allowed,
+            Counted::Denied => &self.denied,
+            Counted::Peek => &self.peeks,
+            Counted::Error => &self.errors,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Each counter with its INFO label.
+    pub fn fields(&self) -> [(&'static str, &AtomicU64); 5] {
+        [
+            ("calls", &self.calls),
+            ("allowed", &self.allowed),
+            ("denied", &self.denied),
+            ("peeks", &self.peeks),
+            ("errors", &self.errors),
+        ]
+    }
+}
+
+static THROTTLE: Counters = Counters::new("cl_throttle");
+static FIXED: Counters = Counters::new("cl_fixed");
+static WINDOW: Counters = Counters::new("cl_window");
+static ALL: Counters = Counters::new("cl_all");
+/// Every command's counters, in INFO's order.
+pub static COMMANDS: [&Counters; 4] = [&THROTTLE, &FIXED, &WINDOW, &ALL];
+
+/// A command's counters.
+pub fn of(command: Command) -> &'static Counters {
+    match command {
+        Command::Throttle => &THROTTLE,
+        Command::Fixed => &FIXED,
+        Command::Window => &WINDOW,
+        Command::All => &ALL,
+    }
+}
+
+/// A step in a call's wait (BLOCK).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Waited {
+    /// It began to wait.
+    Parked,
+    /// Its units fitted, and it took them.
+    Admitted,
+    /// Its deadline came first, or `CLIENT UNBLOCK … TIMEOUT` ended it: the denial, nothing
+    /// taken.
+    TimedOut,
+    /// Its client went away (disconnected, `CLIENT UNBLOCK … ERROR`, a role change).
+    Left,
+}
+
+/// The waits, over all commands.
+pub struct Waits {
+    waited: AtomicU64,
+    admitted: AtomicU64,
+    timed_out: AtomicU64,
+    left: AtomicU64,
+}
+
+impl Waits {
+    pub fn record(&self, step: Waited) {
+        let counter = match step {
+            Waited::Parked => &self.waited,
+            Waited::Admitted => &self.admitted,
+            Waited::TimedOut => &self.timed_out,
+            Waited::Left => &self.left,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Each counter with its INFO label.
+    pub fn fields(&self) -> [(&'static str, &AtomicU64); 4] {
+        [
+            ("waited", &self.waited),
+            ("admitted", &self.admitted),
+            ("timed_out", &self.timed_out),
+            ("left", &self.left),
+        ]
+    }
+}
+
+pub static WAITS: Waits = Waits {
+    waited: AtomicU64::new(0),
+    admitted: AtomicU64::new(0),
+    timed_out: AtomicU64::new(0),
+    left: AtomicU64::new(0),
+};
+
+/// Zeroes every counter, as CONFIG RESETSTAT zeroes the server's.
+pub fn reset() {
+    let waits = WAITS.fields();
+    let counters = COMMANDS.iter().flat_map(|counters| counters.fields());
+    for (_, counter) in counters.chain(waits) {
+        counter.store(0, Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,261 @@
+//! Every way the server calls into this module, each behind one guard: the commands, the
+//! waiters' timer and blocked-client callbacks, the command filter and the INFO section.
+//!
+//! The guard settles a pending CONFIG RESETSTAT first, so that nothing is counted or shown
+//! against counters the server has already reset; then it runs the body under
+//! `catch_unwind`, because a panic unwinding into the server would take every client's data
+//! down with it. A command's panic becomes an error reply; a callback's, a line in the log
+//! and nothing else. Here too the command's answer is sent, or its call parked: the one
+//! decision between a command body and blocking.
+
+use std::os::raw::{c_int, c_void};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use redis_module::raw;
+
+use crate::blocking::{self, Callbacks, Pending};
+use crate::command::Command;
+use crate::commands;
+use crate::commands::all::report_key_positions;
+use crate::commands::answer::{self, Answer};
+use crate::counters::{self, Counted};
+use crate::error::Error;
+use crate::ffi::{context_flags, log_warning, REPLAYED};
+use crate::info;
+use crate::lines::{self, Turn};
+use crate::reply;
+use crate::resetstat::{self, Point};
+
+/// Runs `body` for the server: settles a pending RESETSTAT at `point` (none for INFO's crash
+/// report), then the body; a panic is logged and becomes `on_panic`'s value.
+#[inline(always)]
+fn guard<T>(
+    ctx: *mut raw::RedisModuleCtx,
+    point: Option<Point>,
+    body: impl FnOnce() -> T,
+    on_panic: impl FnOnce() -> T,
+) -> T {
+    let run = AssertUnwindSafe(|| {
+        if let Some(point) = point {
+            resetstat::settle(point);
+        }
+        body()
+    });
+    match catch_unwind(run) {
+        Ok(value) => value,
+        Err(_) => caught(ctx, on_panic),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn caught<T>(ctx: *mut raw::RedisModuleCtx, on_panic: impl FnOnce() -> T) -> T {
+    log_warning(
+        ctx,
+        "redis-cell: a defect in the module was caught before it could take the server down",
+    );
+    on_panic()
+}
+
+/// A callback's guard: settles at `Point::Command`, as for a command outside a transaction,
+/// and turns a panic into nothing.
+fn guard_callback(ctx: *mut raw::RedisModuleCtx, body: impl FnOnce()) {
+    guard(
+        ctx,
+        Some(Point::Command {
+            in_transaction: false,
+        }),
+        body,
+        || {},
+    );
+}
+
+/// Where a call may not wait, and answers at once as BLPOP does: in a transaction, a script or
+/// a function, where the server denies blocking (a call from a module), and when replayed.
+const NO_WAITING: u32 = raw::REDISMODULE_CTX_FLAGS_MULTI
+    | raw::REDISMODULE_CTX_FLAGS_LUA
+    | raw::REDISMODULE_CTX_FLAGS_DENY_BLOCKING
+    | REPLAYED;
+
+/// A command call, guarded: its answer sent, or the call parked.
+#[inline(always)]
+fn command(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+    command: Command,
+) -> c_int {
+    let flags = context_flags(ctx);
+    let point = Point::Command {
+        in_transaction: flags & raw::REDISMODULE_CTX_FLAGS_MULTI != 0,
+    };
+    guard(
+        ctx,
+        Some(point),
+        || dispatch(ctx, argv, argc, command, flags),
+        || {
+            if flags & REPLAYED == 0 {
+                counters::of(command).record(Counted::Error);
+            }
+            reply::send_error(ctx, Error::Internal);
+        },
+    );
+    raw::REDISMODULE_OK as c_int
+}
+
+/// Runs a client's call (or a replayed one) and answers it, or parks it when it asked to
+/// wait, was denied, and may wait here.
+#[inline(always)]
+fn dispatch(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+    command: Command,
+    flags: u32,
+) {
+    // A replica or a restart replaying a call may carry the primary's instant, and does not
+    // count it in the counters, which are the clients'.
+    let replayed = flags & REPLAYED != 0;
+    let turn = if replayed {
+        Turn::Replayed
+    } else {
+        Turn::Arriving
+    };
+    let result = commands::run(command, ctx, argv, argc, replayed, turn);
+    if let Ok(Answer {
+        wait: Some(wait), ..
+    }) = &result
+    {
+        // A writable replica answers at once: its waiters could never write.
+        if flags & NO_WAITING == 0 && flags & raw::REDISMODULE_CTX_FLAGS_MASTER != 0 {
+            // SAFETY: the server passes argc live argument strings.
+            let args =
+                unsafe { std::slice::from_raw_parts(argv, usize::try_from(argc).unwrap_or(0)) };
+            if blocking::park(ctx, command, args, wait, &CALLBACKS).is_ok() {
+                return;
+            }
+        }
+    }
+    if !replayed {
+        answer::record(command, &result);
+    }
+    answer::send(ctx, result);
+}
+
+/// `CL.THROTTLE key max_burst count period [quantity] [MS] [BLOCK milliseconds]`
+pub extern "C" fn throttle(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> c_int {
+    command(ctx, argv, argc, Command::Throttle)
+}
+
+/// `CL.FIXED key limit period [quantity] [MS] [BLOCK milliseconds]`, and its replication form
+/// with `AT unix-ms`.
+pub extern "C" fn fixed(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> c_int {
+    command(ctx, argv, argc, Command::Fixed)
+}
+
+/// `CL.WINDOW key limit period [quantity] [MS] [BLOCK milliseconds]`, and its replication form
+/// with `AT unix-ms`.
+pub extern "C" fn window(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> c_int {
+    command(ctx, argv, argc, Command::Window)
+}
+
+/// `CL.ALL numkeys key [key ...] limiter [limiter ...] [QUANTITY quantity] [MS] [DETAIL]
+/// [BLOCK milliseconds]`, and the server's question of where its keys are.
+pub extern "C" fn all(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> c_int {
+    // SAFETY: ctx is the running command's context.
+    if unsafe { raw::RedisModule_IsKeysPositionRequest.is_some_and(|asks| asks(ctx) != 0) } {
+        // The server asks where the keys are (cluster routing), without running the call.
+        guard(ctx, None, || report_key_positions(ctx, argv, argc), || {});
+        return raw::REDISMODULE_OK as c_int;
+    }
+    command(ctx, argv, argc, Command::All)
+}
+
+/// The server's ways back in for a waiter.
+static CALLBACKS: Callbacks = Callbacks {
+    reply: Some(on_reply),
+    timeout: Some(on_unblock),
+    free: Some(free_reply),
+    disconnect: Some(on_disconnect),
+    timer: Some(on_timer),
+};
+
+/// A waiter's timer.
+extern "C" fn on_timer(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
+    guard_callback(ctx, || blocking::timer_fired(ctx, data, &CALLBACKS));
+}
+
+/// The reply callback of a waiter whose wait ended.
+unsafe extern "C" fn on_reply(
+    ctx: *mut raw::RedisModuleCtx,
+    _argv: *mut *mut raw::RedisModuleString,
+    _argc: c_int,
+) -> c_int {
+    guard_callback(ctx, || blocking::reply(ctx, &CALLBACKS));
+    raw::REDISMODULE_OK as c_int
+}
+
+/// The server is done with a finished wait and hands back its data.
+unsafe extern "C" fn free_reply(ctx: *mut raw::RedisModuleCtx, pending: *mut c_void) {
+    if pending.is_null() {
+        return;
+    }
+    // SAFETY: made by Box::into_raw when the client was unblocked, freed once, here.
+    let pending = *unsafe { Box::from_raw(pending.cast::<Pending>()) };
+    guard_callback(ctx, || blocking::free(ctx, pending, &CALLBACKS));
+}
+
+/// The timeout callback, which only `CLIENT UNBLOCK` reaches (the server's timeout is off).
+unsafe extern "C" fn on_unblock(
+    ctx: *mut raw::RedisModuleCtx,
+    _argv: *mut *mut raw::RedisModuleString,
+    _argc: c_int,
+) -> c_int {
+    guard_callback(ctx, || blocking::unblocked_by_client(ctx, &CALLBACKS));
+    raw::REDISMODULE_OK as c_int
+}
+
+/// A waiter's client went away.
+unsafe extern "C" fn on_disconnect(
+    ctx: *mut raw::RedisModuleCtx,
+    client: *mut raw::RedisModuleBlockedClient,
+) {
+    guard_callback(ctx, || blocking::disconnected(ctx, client, &CALLBACKS));
+}
+
+/// The command filter, which sees every command go by (CONFIG RESETSTAT among them).
+pub extern "C" fn filter(filter: *mut raw::RedisModuleCommandFilterCtx) {
+    guard(
+        std::ptr::null_mut(),
+        Some(Point::Filter),
+        || resetstat::observe(filter),
+        || {},
+    );
+}
+
+/// The INFO section; a crash report shows the counters as they are, settling nothing.
+pub extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, for_crash_report: c_int) {
+    let point = (for_crash_report == 0).then_some(Point::Info);
+    guard(
+        std::ptr::null_mut(),
+        point,
+        || info::add_section(ctx, lines::waiting()),
+        || {},
+    );
+}

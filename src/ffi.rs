@@ -1,0 +1,67 @@
+//! The raw module API, wrapped once: functions the server may lack, statuses as results, a
+//! string's bytes, the context's flags and the server's log. Every layer above reaches the
+//! server through these or through the types built on them.
+
+use std::os::raw::c_int;
+
+use redis_module::raw;
+
+use crate::error::Error;
+
+/// A module API function, or `Internal` if this server lacks it. Every one used here exists
+/// on Redis 7.0 and later; the check keeps an unexpected server from crashing.
+pub fn api<F>(function: Option<F>) -> Result<F, Error> {
+    function.ok_or(Error::Internal)
+}
+
+/// A module API call's status as a result: anything but OK is a defect here, since every
+/// call is made on a key and arguments already checked.
+pub fn succeeded(status: c_int) -> Result<(), Error> {
+    if status == raw::REDISMODULE_OK as c_int {
+        Ok(())
+    } else {
+        Err(Error::Internal)
+    }
+}
+
+/// The bytes of a string object, `None` for a null one or where the server cannot say.
+///
+/// # Safety
+/// `string` must be null or a live string object that outlives `'a` and is not modified
+/// meanwhile, as a command's arguments are for the length of the command.
+pub unsafe fn string_bytes<'a>(string: *const raw::RedisModuleString) -> Option<&'a [u8]> {
+    let ptr_len = raw::RedisModule_StringPtrLen?;
+    if string.is_null() {
+        return None;
+    }
+    let mut len = 0usize;
+    let ptr = ptr_len(string, &mut len);
+    if ptr.is_null() {
+        return None;
+    }
+    Some(std::slice::from_raw_parts(ptr.cast::<u8>(), len))
+}
+
+/// The flags of a context (`REDISMODULE_CTX_FLAGS_…`), 0 where the server cannot say.
+pub fn context_flags(ctx: *mut raw::RedisModuleCtx) -> u32 {
+    // SAFETY: ctx is a live context the server passed in.
+    unsafe { raw::RedisModule_GetContextFlags.map_or(0, |flags| flags(ctx) as u32) }
+}
+
+/// A call from the primary over the replication link, or from the AOF.
+pub const REPLAYED: u32 =
+    raw::REDISMODULE_CTX_FLAGS_REPLICATED | raw::REDISMODULE_CTX_FLAGS_LOADING;
+
+/// Writes a warning to the server's log.
+pub fn log_warning(ctx: *mut raw::RedisModuleCtx, message: &str) {
+    let Ok(message) = std::ffi::CString::new(message) else {
+        return;
+    };
+    // SAFETY: ctx is a live context or null (the module's own log line); "%s" takes the one
+    // C string given.
+    unsafe {
+        if let Some(log) = raw::RedisModule_Log {
+            log(ctx, c"warning".as_ptr(), c"%s".as_ptr(), message.as_ptr());
+        }
+    }
+}

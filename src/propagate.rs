@@ -1,0 +1,210 @@
+//! What a write sends to replicas and the AOF: exactly what it changed, deterministically.
+//! CL.THROTTLE's write goes as the `SET … PXAT` it amounts to; a window command goes as
+//! itself with the primary's instant (`AT unix-ms`), so that replicas decide as it did.
+
+use std::ffi::CStr;
+use std::ptr;
+use std::sync::atomic::{AtomicPtr, Ordering};
+
+use redis_module::raw;
+
+use crate::decimal::decimal;
+use crate::error::Error;
+use crate::ffi::{api, succeeded};
+use crate::strings::OwnedString;
+use crate::time::Instant;
+
+/// How a window command's write reaches replicas and the AOF.
+pub enum Propagate<'a> {
+    /// As the call came: it carries its instant already.
+    Verbatim,
+    /// As the command with these arguments after its name, and the instant: `AT <unix-ms>`.
+    WithInstant(&'a [*mut raw::RedisModuleString]),
+}
+
+/// Propagates a window command with the instant it was decided at. Replicas hold the same
+/// state, so they make the same decision, write the same bytes and fire the same events; for
+/// CL.WINDOW that is also far cheaper than sending a long log. The arguments are the
+/// client's own strings, shared, not copied, each named by its own `s` in the format: the
+/// server sizes its argument array by the format, and a vector (`v`) makes it grow that array
+/// again, about 450 instructions a call.
+pub fn replicate_window(
+    ctx: *mut raw::RedisModuleCtx,
+    command: &CStr,
+    propagate: Propagate,
+    now: Instant,
+) -> Result<(), Error> {
+    let args = match propagate {
+        Propagate::Verbatim => {
+            let verbatim = api(unsafe { raw::RedisModule_ReplicateVerbatim })?;
+            // SAFETY: ctx is the running command's context.
+            return succeeded(unsafe { verbatim(ctx) });
+        }
+        Propagate::WithInstant(args) => args,
+    };
+    let replicate = api(unsafe { raw::RedisModule_Replicate })?;
+    let at_word = AT.get()?;
+    let mut digits = [0u8; 20];
+    let at = decimal(now.ms, &mut digits);
+    // The format's letters take, in order: one RedisModuleString per `s`, an array of them
+    // and its length for `v`, the word AT (`s`), and a buffer and its length (`b`).
+    macro_rules! replicate_with {
+        ($format:literal $(, $arg:expr)*) => {
+            replicate(ctx, command.as_ptr(), $format.as_ptr(), $($arg,)* at_word, at.as_ptr(), at.len())
+        };
+    }
+    // SAFETY: each format names exactly the arguments that follow it (see above); the
+    // strings are the command's live arguments.
+    let status = unsafe {
+        match *args {
+            [key, first, second] => replicate_with!(c"ssssb", key, first, second),
+            [key, first, second, third] => replicate_with!(c"sssssb", key, first, second, third),
+            [key, first, second, third, fourth] => {
+                replicate_with!(c"ssssssb", key, first, second, third, fourth)
+            }
+            _ => replicate_with!(c"vsb", args.as_ptr(), args.len()),
+        }
+    };
+    succeeded(status)
+}
+
+/// A word every propagated write of some kind carries, made once at load: made per call, it
+/// costs a string object to build and to free each time. The server only takes references
+/// to it, as it does to its own shared strings.
+pub struct Word {
+    text: &'static CStr,
+    string: AtomicPtr<raw::RedisModuleString>,
+}
+
+impl Word {
+    const fn new(text: &'static CStr) -> Word {
+        Word {
+            text,
+            string: AtomicPtr::new(ptr::null_mut()),
+        }
+    }
+
+    /// The word's string, made at load.
+    pub fn get(&self) -> Result<*mut raw::RedisModuleString, Error> {
+        let string = self.string.load(Ordering::Relaxed);
+        if string.is_null() {
+            Err(Error::Internal)
+        } else {
+            Ok(string)
+        }
+    }
+}
+
+pub static PXAT: Word = Word::new(c"PXAT");
+pub static AT: Word = Word::new(c"AT");
+static WORDS: [&Word; 2] = [&PXAT, &AT];
+
+/// Makes the words, once, from OnLoad.
+pub fn make_words() -> Result<(), String> {
+    for word in WORDS {
+        let string = OwnedString::new(word.text.to_bytes())
+            .map_err(|_| format!("could not make the string {}", word.text.to_string_lossy()))?;
+        // Kept until free_words takes it back.
+        word.string.store(string.into_raw(), Ordering::Relaxed);
+    }
+    Ok(())
+}
+
+/// Frees the words, from OnUnload (and from a failed OnLoad).
+pub fn free_words() {
+    for word in WORDS {
+        let string = word.string.swap(ptr::null_mut(), Ordering::Relaxed);
+        if !string.is_null() {
+            // SAFETY: made by make_words, and swapped out of its word once.
+            drop(unsafe { OwnedString::from_raw(string) });
+        }
+    }
+}
+
+/// A value to propagate: a string object the key holds too, or bytes to copy.
+pub enum Value<'a> {
+    Shared(*mut raw::RedisModuleString),
+    Bytes(&'a [u8]),
+}
+
+pub fn replicate_set_pxat(
+    ctx: *mut raw::RedisModuleCtx,
+    name: *mut raw::RedisModuleString,
+    value: Value,
+    expire_at_ms: i64,
+) -> Result<(), Error> {
+    let replicate = api(unsafe { raw::RedisModule_Replicate })?;
+    // The expiry goes as text formatted here: the server's own long-long argument costs it
+    // two allocations, a buffer one.
+    let mut digits = [0u8; 20];
+    let expire_at = decimal(expire_at_ms, &mut digits);
+    let pxat = PXAT.get()?;
+    // SAFETY: the formats take, in order, a RedisModuleString (the key), the value (a
+    // RedisModuleString for "s", a buffer and its length for "b"), a RedisModuleString, and
+    // a buffer and its length, which is exactly what follows each.
+    let status = unsafe {
+        match value {
+            Value::Shared(string) => replicate(
+                ctx,
+                PROPAGATED_AS.as_ptr(),
+                c"sssb".as_ptr(),
+                name,
+                string,
+                pxat,
+                expire_at.as_ptr(),
+                expire_at.len(),
+            ),
+            Value::Bytes(bytes) => replicate(
+                ctx,
+                PROPAGATED_AS.as_ptr(),
+                c"sbsb".as_ptr(),
+                name,
+                bytes.as_ptr(),
+                bytes.len(),
+                pxat,
+                expire_at.as_ptr(),
+                expire_at.len(),
+            ),
+        }
+    };
+    succeeded(status)
+}
+
+/// What CL.THROTTLE's writes propagate as; the other commands propagate themselves.
+pub const PROPAGATED_AS: &CStr = c"SET";
+
+/// Checks at load time that the command writes are propagated as resolves, so that no write
+/// can be made that replicas and the AOF would never see: `rename-command` in redis.conf
+/// (applied before modules load, and fixed from then on) can rename or disable it. The check
+/// calls it with no arguments, which the server refuses for its arity when the command exists
+/// and as unknown when it does not, running nothing either way; `E` has the refusal come back
+/// as an error reply to read.
+pub fn check_propagation(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
+    let no_api = |_| "the server lacks RedisModule_Call".to_owned();
+    let call = api(unsafe { raw::RedisModule_Call }).map_err(no_api)?;
+    let free = api(unsafe { raw::RedisModule_FreeCallReply }).map_err(no_api)?;
+    let text = api(unsafe { raw::RedisModule_CallReplyStringPtr }).map_err(no_api)?;
+    // SAFETY: called from OnLoad with the module's context; the format "E" takes no arguments.
+    // The reply's text is read while the reply lives, and the reply freed once.
+    let unknown = unsafe {
+        let reply = call(ctx, PROPAGATED_AS.as_ptr(), c"E".as_ptr());
+        if reply.is_null() {
+            return Err("the server refused a probe of its SET command".to_owned());
+        }
+        let mut len = 0usize;
+        let ptr = text(reply, &mut len);
+        let unknown = !ptr.is_null()
+            && std::slice::from_raw_parts(ptr.cast::<u8>(), len)
+                .windows(b"unknown command".len())
+                .any(|w| w.eq_ignore_ascii_case(b"unknown command"));
+        free(reply);
+        unknown
+    };
+    if unknown {
+        let name = PROPAGATED_AS.to_string_lossy();
+        return Err(format!(
+            "the server has no {name} command (renamed or disabled by rename-command?), and CL.THROTTLE's writes reach replicas and the AOF as {name}"
+        ));
+    }
+    Ok(())
+}

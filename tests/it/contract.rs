@@ -1,0 +1,769 @@
+//! The contract every limiter form shares (CL.THROTTLE, CL.FIXED, CL.WINDOW, and CL.ALL
+//! deciding each of their limiters), checked for each form on real servers: peeks and
+//! denials change nothing, bad input changes nothing, keys are binary-safe, replicas and AOF
+//! restarts hold identical state, a transaction or a script decides alike, ACL key patterns
+//! cover every key, writes fire the events of the commands they stand in for, and a cluster
+//! routes every form to its keys' slot.
+
+use std::time::Duration;
+
+use redis::{ConnectionLike, Value};
+
+use crate::forms::{Algorithm, Form, FORMS};
+use crate::harness::cluster::Cluster;
+use crate::harness::{
+    aof_options, dirty, dump, error_of, info_field, keyspace, limiter, replicate, snapshot,
+    wait_for_replica, Flavor, Options, Rng, Server,
+};
+
+both_servers!(
+    a_peek_answers_without_touching_the_key,
+    a_denied_call_changes_nothing,
+    keys_are_binary_safe,
+    keys_of_other_types_get_wrongtype_and_stay_as_they_were,
+    foreign_strings_get_an_error_and_stay_as_they_were,
+    bad_arguments_get_errors_naming_them_and_change_nothing,
+    each_command_is_described_to_the_server,
+    a_replica_holds_identical_state_and_denials_propagate_nothing,
+    an_aof_restart_restores_identical_state,
+    a_random_mix_of_every_form_is_identical_on_a_replica_and_after_an_aof_restart,
+    in_a_transaction_and_a_script_each_form_decides_alike_and_replicas_follow,
+    an_acl_user_reaches_only_its_keys_and_a_refusal_changes_none,
+    writes_fire_the_events_of_the_commands_they_replace,
+    a_cluster_routes_every_form_to_its_slot_through_redirects,
+);
+
+/// A limit of one unit per 60 seconds.
+fn one_per_minute(form: Form) -> Vec<String> {
+    form.algorithm.params(1, "60")
+}
+
+fn del(con: &mut redis::Connection, key: &[u8]) {
+    let _: () = redis::cmd("DEL").arg(key).query(con).unwrap();
+}
+
+fn a_peek_answers_without_touching_the_key(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut con = server.connection();
+    for form in FORMS {
+        let (name, params) = (form.name(), one_per_minute(form));
+        let before = dirty(&mut con);
+        assert_eq!(
+            form.call(&mut con, "peeked", &params, Some("0")),
+            [0, 1, 1, -1, 0],
+            "{name}"
+        );
+        assert_eq!(snapshot(&mut con, b"peeked"), (None, -2), "{name}");
+        assert_eq!(dirty(&mut con), before, "{name}");
+
+        assert_eq!(form.call(&mut con, "peeked", &params, None)[0], 0, "{name}");
+        let state = snapshot(&mut con, b"peeked");
+        let before = dirty(&mut con);
+        assert_eq!(
+            form.call(&mut con, "peeked", &params, Some("0")),
+            [0, 1, 0, -1, 60],
+            "{name}"
+        );
+        assert_eq!(snapshot(&mut con, b"peeked"), state, "{name}");
+        assert_eq!(dirty(&mut con), before, "{name}");
+        del(&mut con, b"peeked");
+    }
+}
+
+fn a_denied_call_changes_nothing(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut con = server.connection();
+    for form in FORMS {
+        let (name, params) = (form.name(), one_per_minute(form));
+        assert_eq!(
+            form.call(&mut con, "d", &params, None),
+            [0, 1, 0, -1, 60],
+            "{name}"
+        );
+        let state = snapshot(&mut con, b"d");
+        let before = dirty(&mut con);
+        for _ in 0..3 {
+            assert_eq!(
+                form.call(&mut con, "d", &params, None),
+                [1, 1, 0, 60, 60],
+                "{name}"
+            );
+        }
+        // More than the limit can never fit: denied, with no retry time.
+        assert_eq!(
+            form.call(&mut con, "d", &params, Some("2")),
+            [1, 1, 0, -1, 60],
+            "{name}"
+        );
+        assert_eq!(snapshot(&mut con, b"d"), state, "{name}");
+        assert_eq!(dirty(&mut con), before, "{name}");
+        del(&mut con, b"d");
+    }
+}
+
+fn keys_are_binary_safe(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut con = server.connection();
+    for form in FORMS {
+        let (name, params) = (form.name(), one_per_minute(form));
+        let key: &[u8] = &[0xff, 0x00, b'k', 0xc3, 0x28];
+        for limited in [0, 1] {
+            let reply: Vec<i64> = form
+                .cmd(&[key], &params, None, &[])
+                .query(&mut con)
+                .unwrap();
+            assert_eq!(reply[..2], [limited, 1], "{name}");
+        }
+        let keys: Vec<Vec<u8>> = redis::cmd("KEYS").arg("*").query(&mut con).unwrap();
+        assert_eq!(keys, vec![key.to_vec()], "{name}");
+        del(&mut con, key);
+    }
+}
+
+fn keys_of_other_types_get_wrongtype_and_stay_as_they_were(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut con = server.connection();
+    let _: () = redis::cmd("RPUSH")
+        .arg("list")
+        .arg(&["a", "b"])
+        .query(&mut con)
+        .unwrap();
+    let _: () = redis::cmd("HSET")
+        .arg("hash")
+        .arg(&["f", "v"])
+        .query(&mut con)
+        .unwrap();
+    for form in FORMS {
+        let (name, params) = (form.name(), one_per_minute(form));
+        for key in ["list", "hash"] {
+            for quantity in ["1", "0"] {
+                let error = form.error(&mut con, key.as_bytes(), &params, Some(quantity));
+                assert!(error.starts_with("WRONGTYPE"), "{name}: {error}");
+            }
+        }
+    }
+    let list: Vec<String> = redis::cmd("LRANGE")
+        .arg(&["list", "0", "-1"])
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(list, ["a", "b"]);
+    let hash: Vec<String> = redis::cmd("HGETALL").arg("hash").query(&mut con).unwrap();
+    assert_eq!(hash, ["f", "v"]);
+}
+
+fn foreign_strings_get_an_error_and_stay_as_they_were(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut con = server.connection();
+    let foreign: [&[u8]; 6] = [
+        b"not a number",
+        b"",
+        b"12.5",
+        b" 1",
+        b"99999999999999999999",
+        &[0xff, 0x31],
+    ];
+    for form in FORMS {
+        let (name, params) = (form.name(), one_per_minute(form));
+        for value in foreign {
+            let _: () = redis::cmd("SET")
+                .arg("bad")
+                .arg(value)
+                .arg(&["PX", "100000"])
+                .query(&mut con)
+                .unwrap();
+            let expiry = snapshot(&mut con, b"bad").1;
+            for quantity in ["1", "0"] {
+                let error = form.error(&mut con, b"bad", &params, Some(quantity));
+                assert!(
+                    error.starts_with("ERR") && error.contains("not a valid state"),
+                    "{name}: {error}"
+                );
+            }
+            assert_eq!(
+                snapshot(&mut con, b"bad"),
+                (Some(value.to_vec()), expiry),
+                "{name}"
+            );
+        }
+    }
+}
+
+fn bad_arguments_get_errors_naming_them_and_change_nothing(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut con = server.connection();
+    let max = "9223372036854775807".as_bytes();
+    for command in ["CL.FIXED", "CL.WINDOW"] {
+        let cases: &[(&[&[u8]], &str)] = &[
+            (&[b"k"], "wrong number of arguments"),
+            (&[b"k", b"1"], "wrong number of arguments"),
+            (
+                &[b"k", b"1", b"1", b"1", b"MS", b"x", b"y", b"z"],
+                "wrong number of arguments",
+            ),
+            (&[b"k", b"x", b"1"], "limit"),
+            (&[b"k", b"0", b"1"], "limit"),
+            (&[b"k", b"-3", b"1"], "limit"),
+            (&[b"k", &[0xff], b"1"], "limit"),
+            (&[b"k", b"1", b"1.5"], "period"),
+            (&[b"k", b"1", b"0"], "period"),
+            (&[b"k", b"1", max], "period"),
+            (&[b"k", b"1", b"1", b"-1"], "quantity"),
+            (&[b"k", b"1", b"1", b""], "quantity"),
+            (&[b"k", b"1", b"1", b"1", b"HOURS"], "syntax error"),
+        ];
+        for (args, named) in cases {
+            let error = error_of(&mut con, command, args);
+            assert!(error.contains(named), "{command} {args:?}: {error}");
+        }
+        // A count at the top of the range is denied, not wrapped.
+        let huge = "9223372036854775807";
+        let full = limiter(&mut con, command, &["huge", huge, "60", huge]);
+        assert_eq!(full[..3], [0, i64::MAX, 0], "{command}");
+        assert_eq!(
+            limiter(&mut con, command, &["huge", huge, "60", "1"])[0],
+            1,
+            "{command}"
+        );
+        let _: () = redis::cmd("DEL").arg("huge").query(&mut con).unwrap();
+    }
+    // The replication form of CL.WINDOW is refused from clients: it would let a caller pick
+    // the instant it is limited at.
+    let error = error_of(
+        &mut con,
+        "CL.WINDOW",
+        &[b"k", b"1", b"1", b"1", b"MS", b"AT", b"1"],
+    );
+    assert!(error.contains("AT is accepted only"), "{error}");
+    let pong: String = redis::cmd("PING").query(&mut con).unwrap();
+    assert_eq!(pong, "PONG");
+    let size: i64 = redis::cmd("DBSIZE").query(&mut con).unwrap();
+    assert_eq!(size, 0);
+}
+
+fn each_command_is_described_to_the_server(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut con = server.connection();
+    for form in FORMS {
+        let (name, params) = (form.name(), one_per_minute(form));
+        let call = form.args(&[b"limits:user"], &params, Some("1"), &["MS"]);
+        let keys: Vec<String> = redis::cmd("COMMAND")
+            .arg(&["GETKEYS", form.command()])
+            .arg(&call)
+            .query(&mut con)
+            .unwrap();
+        assert_eq!(keys, ["limits:user"], "{name}");
+        let info: redis::Value = redis::cmd("COMMAND")
+            .arg(&["INFO", form.command()])
+            .query(&mut con)
+            .unwrap();
+        let text = format!("{info:?}");
+        for flag in ["write", "denyoom", "fast", "blocking", "RW", "update"] {
+            assert!(text.contains(flag), "{name}: {flag} missing from {text}");
+        }
+    }
+}
+
+/// The key a workload gives form `form`'s `i`-th limiter.
+fn workload_key(form: Form, i: usize) -> String {
+    format!("{}:{i}", form.name())
+}
+
+/// A limit of three units per hour.
+fn three_per_hour(form: Form) -> Vec<String> {
+    form.algorithm.params(3, "3600")
+}
+
+/// A mixed workload on a primary: every form on many keys, some calls denied.
+fn workload(con: &mut redis::Connection, keys: usize) {
+    for i in 0..keys {
+        for form in FORMS {
+            for _ in 0..=(i % 5) {
+                form.call(con, &workload_key(form, i), &three_per_hour(form), None);
+            }
+        }
+    }
+}
+
+fn a_replica_holds_identical_state_and_denials_propagate_nothing(flavor: Flavor) {
+    let primary = Server::start(flavor);
+    let replica = Server::start(flavor);
+    replicate(&replica, &primary);
+    let mut con = primary.connection();
+    workload(&mut con, 30);
+
+    let offset = info_field(&mut con, "replication", "master_repl_offset");
+    for i in (3..30).filter(|i| i % 5 >= 3) {
+        for form in FORMS {
+            let (key, params) = (workload_key(form, i), three_per_hour(form));
+            assert_eq!(form.call(&mut con, &key, &params, None)[0], 1, "{key}");
+            form.call(&mut con, &key, &params, Some("0"));
+        }
+    }
+    assert_eq!(
+        info_field(&mut con, "replication", "master_repl_offset"),
+        offset
+    );
+
+    wait_for_replica(&mut con);
+    let mut replica_con = replica.connection();
+    let keys: Vec<Vec<u8>> = redis::cmd("KEYS").arg("*").query(&mut con).unwrap();
+    assert_eq!(keys.len(), 30 * FORMS.len());
+    for key in keys {
+        let on_primary = snapshot(&mut con, &key);
+        assert!(on_primary.1 > 0, "{key:?} has no expiry");
+        assert_eq!(snapshot(&mut replica_con, &key), on_primary, "{key:?}");
+        assert_eq!(
+            dump(&mut replica_con, &key),
+            dump(&mut con, &key),
+            "{key:?}"
+        );
+    }
+}
+
+fn an_aof_restart_restores_identical_state(flavor: Flavor) {
+    let server = Server::start_with(flavor, aof_options(None));
+    let mut con = server.connection();
+    workload(&mut con, 20);
+    let keys: Vec<Vec<u8>> = redis::cmd("KEYS").arg("*").query(&mut con).unwrap();
+    let before: Vec<_> = keys
+        .iter()
+        .map(|k| (snapshot(&mut con, k), dump(&mut con, k)))
+        .collect();
+    let dir = server.shutdown();
+
+    let restarted = Server::start_with(flavor, aof_options(Some(dir.clone())));
+    let mut con = restarted.connection();
+    let after: Vec<_> = keys
+        .iter()
+        .map(|k| (snapshot(&mut con, k), dump(&mut con, k)))
+        .collect();
+    assert_eq!(after, before);
+    // The restored limiters carry on where they were: key 2 of each is full.
+    for form in FORMS {
+        let key = workload_key(form, 2);
+        assert_eq!(
+            form.call(&mut con, &key, &three_per_hour(form), None)[0],
+            1,
+            "{key}"
+        );
+    }
+    drop(restarted);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Random calls over 150 keys, each always of one kind: CL.ALL over 1 to 4 of them, and their
+/// single commands, with random limits, quantities (peeks and too-large ones included), units
+/// and options, in pipelines of 500. Returns how many CL.ALL calls took units and how many
+/// were denied.
+fn mixed_workload(con: &mut redis::Connection, seed: u64, calls: u64) -> (u64, u64) {
+    const KEYS: u64 = 150;
+    let mut rng = Rng::new(seed);
+    let (mut admitted, mut denied) = (0, 0);
+    let mut done = 0;
+    while done < calls {
+        let mut pipe = redis::pipe();
+        // For each call: whether it is a CL.ALL taking units.
+        let mut taking = Vec::new();
+        for _ in 0..500.min(calls - done) {
+            let ms = rng.below(2) == 0;
+            let period = if ms { "3600000" } else { "3600" };
+            let quantity = rng.below(4);
+            let limiter_of = |id: u64, rng: &mut Rng| {
+                let limit = 1 + rng.below(20);
+                match id % 3 {
+                    0 => (
+                        "THROTTLE",
+                        vec![(limit - 1).to_string(), "10".into(), period.to_owned()],
+                    ),
+                    1 => ("FIXED", vec![limit.to_string(), period.to_owned()]),
+                    _ => ("WINDOW", vec![limit.to_string(), period.to_owned()]),
+                }
+            };
+            if rng.below(2) == 0 {
+                let keys = 1 + rng.below(4) as usize;
+                let mut ids: Vec<u64> = Vec::new();
+                while ids.len() < keys {
+                    let id = rng.below(KEYS);
+                    if !ids.contains(&id) {
+                        ids.push(id);
+                    }
+                }
+                let cmd = pipe.cmd("CL.ALL").arg(ids.len());
+                for id in &ids {
+                    cmd.arg(format!("key:{id}"));
+                }
+                for id in &ids {
+                    let (keyword, params) = limiter_of(*id, &mut rng);
+                    cmd.arg(keyword).arg(params);
+                }
+                let mut options = vec![vec!["QUANTITY".to_owned(), quantity.to_string()]];
+                if ms {
+                    options.push(vec!["MS".into()]);
+                }
+                if rng.below(2) == 0 {
+                    options.push(vec!["DETAIL".into()]);
+                }
+                cmd.arg(rng.shuffled(options).concat());
+                taking.push(Some(quantity > 0));
+            } else {
+                let id = rng.below(KEYS);
+                let (keyword, params) = limiter_of(id, &mut rng);
+                pipe.cmd(Algorithm::of(keyword).command())
+                    .arg(format!("key:{id}"))
+                    .arg(params)
+                    .arg(quantity)
+                    .arg(if ms { &["MS"][..] } else { &[] });
+                taking.push(None);
+            }
+            done += 1;
+        }
+        let replies: Vec<Value> = pipe.query(con).unwrap();
+        for (reply, taking) in replies.iter().zip(taking) {
+            let Some(true) = taking else { continue };
+            // Five integers, or with DETAIL five per key.
+            let limited = match reply {
+                Value::Array(items) => match items.first() {
+                    Some(Value::Array(_)) => items.iter().any(|element| {
+                        matches!(element, Value::Array(e) if e.first() == Some(&Value::Int(1)))
+                    }),
+                    first => first == Some(&Value::Int(1)),
+                },
+                other => panic!("not a CL.ALL reply: {other:?}"),
+            };
+            if limited {
+                denied += 1;
+            } else {
+                admitted += 1;
+            }
+        }
+    }
+    (admitted, denied)
+}
+
+fn a_random_mix_of_every_form_is_identical_on_a_replica_and_after_an_aof_restart(flavor: Flavor) {
+    let primary = Server::start_with(flavor, aof_options(None));
+    let replica = Server::start(flavor);
+    replicate(&replica, &primary);
+    let mut con = primary.connection();
+    let (admitted, denied) = mixed_workload(&mut con, 0xa11, 5_000);
+    println!("{flavor:?}: {admitted} CL.ALL calls admitted, {denied} denied");
+    assert!(
+        admitted >= 200 && denied >= 200,
+        "{admitted} admitted, {denied} denied"
+    );
+    wait_for_replica(&mut con);
+    let expected = keyspace(&mut con);
+    assert!(expected.len() > 100, "{} keys", expected.len());
+    assert_eq!(keyspace(&mut replica.connection()), expected, "replica");
+    drop(replica);
+    let dir = primary.shutdown();
+    let restarted = Server::start_with(flavor, aof_options(Some(dir.clone())));
+    assert_eq!(
+        keyspace(&mut restarted.connection()),
+        expected,
+        "AOF restart"
+    );
+    drop(restarted);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Replaces the key placeholder in a script's arguments with `KEYS[1]`, then calls them.
+const SCRIPT: &str = "local args = {} \
+    for i, word in ipairs(ARGV) do args[i] = word == '{key}' and KEYS[1] or word end \
+    return redis.call(unpack(args))";
+
+/// Inside MULTI/EXEC and inside a Lua script every form decides and writes as it does alone,
+/// and its writes reach a replica within the transaction's or the script's own unit.
+fn in_a_transaction_and_a_script_each_form_decides_alike_and_replicas_follow(flavor: Flavor) {
+    let primary = Server::start(flavor);
+    let replica = Server::start(flavor);
+    replicate(&replica, &primary);
+    let mut con = primary.connection();
+    for form in FORMS {
+        let name = form.name();
+        let params = form.algorithm.params(2, "3600");
+        let key = format!("{name}:in-multi");
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        for _ in 0..3 {
+            pipe.add_command(form.cmd(&[key.as_bytes()], &params, None, &[]));
+        }
+        let replies: Vec<Vec<i64>> = pipe.query(&mut con).unwrap();
+        assert_eq!(
+            replies.iter().map(|r| r[..3].to_vec()).collect::<Vec<_>>(),
+            [vec![0, 2, 1], vec![0, 2, 0], vec![1, 2, 0]],
+            "{name}"
+        );
+
+        let key = format!("{name}:in-script");
+        let args = form.args(&[b"{key}"], &params, None, &[]);
+        let script = |con: &mut redis::Connection| -> Vec<i64> {
+            redis::cmd("EVAL")
+                .arg(&[SCRIPT, "1", &key, form.command()])
+                .arg(&args)
+                .query(con)
+                .unwrap_or_else(|e| panic!("{name} in a script: {e}"))
+        };
+        assert_eq!(script(&mut con)[..3], [0, 2, 1], "{name}");
+        assert_eq!(script(&mut con)[..3], [0, 2, 0], "{name}");
+        let state = snapshot(&mut con, key.as_bytes());
+        assert_eq!(script(&mut con)[..3], [1, 2, 0], "{name}");
+        assert_eq!(snapshot(&mut con, key.as_bytes()), state, "{name}");
+    }
+    wait_for_replica(&mut con);
+    let keys = keyspace(&mut con);
+    assert_eq!(keys.len(), 2 * FORMS.len());
+    assert_eq!(keyspace(&mut replica.connection()), keys);
+}
+
+/// Key patterns in ACL rules cover every key of a call: a user reaches its own keys, and a
+/// call naming any other is refused before a key is touched.
+fn an_acl_user_reaches_only_its_keys_and_a_refusal_changes_none(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut admin = server.connection();
+    let _: () = redis::cmd("ACL")
+        .arg(&[
+            "SETUSER",
+            "limiter",
+            "on",
+            ">secret",
+            "+cl.throttle",
+            "+cl.fixed",
+            "+cl.window",
+            "+cl.all",
+            "~limits:*",
+        ])
+        .query(&mut admin)
+        .unwrap();
+    let mut con = server.connection();
+    let _: () = redis::cmd("AUTH")
+        .arg(&["limiter", "secret"])
+        .query(&mut con)
+        .unwrap();
+    for form in FORMS {
+        let name = form.name();
+        let params = form.algorithm.params(5, "60");
+        let own = format!("limits:{name}");
+        assert_eq!(
+            form.call(&mut con, &own, &params, None)[..3],
+            [0, 5, 4],
+            "{name}"
+        );
+        let before = keyspace(&mut admin);
+        let other = format!("other:{name}");
+        let mut refused = vec![vec![other.as_bytes()]];
+        if form.max_keys() > 1 {
+            // One key of its own and one not: the whole call is refused.
+            refused.push(vec![own.as_bytes(), other.as_bytes()]);
+        }
+        for keys in refused {
+            let args = form.args(&keys, &params, None, &[]);
+            let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+            let error = error_of(&mut con, form.command(), &args);
+            assert!(error.starts_with("NOPERM"), "{name}: {error}");
+        }
+        assert_eq!(keyspace(&mut admin), before, "{name}");
+    }
+    let error = error_of(&mut con, "GET", &[b"limits:CL.FIXED"]);
+    assert!(error.starts_with("NOPERM"), "GET: {error}");
+    let keys: Vec<String> = redis::cmd("KEYS").arg("other:*").query(&mut admin).unwrap();
+    assert!(keys.is_empty());
+}
+
+fn notifying(flavor: Flavor) -> Server {
+    Server::start_with(
+        flavor,
+        Options {
+            args: vec!["--notify-keyspace-events".into(), "KEA".into()],
+            ..Options::default()
+        },
+    )
+}
+
+/// Collects `(event, key)` pairs from `__keyevent@0__:*` until the `SET` on `marker` arrives.
+struct Events {
+    con: redis::Connection,
+}
+
+impl Events {
+    fn subscribe(server: &Server) -> Events {
+        let mut con = server.connection();
+        con.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let _: () = redis::cmd("PSUBSCRIBE")
+            .arg("__keyevent@0__:*")
+            .query(&mut con)
+            .unwrap();
+        Events { con }
+    }
+
+    fn until_marker(&mut self, marker: &str) -> Vec<(String, String)> {
+        let mut seen = Vec::new();
+        for _ in 0..1000 {
+            let message = self.con.recv_response().expect("an event in time");
+            let event = match &message {
+                Value::Push { data, .. } => event(data),
+                _ => event(&redis::from_redis_value::<Vec<Value>>(message).unwrap()),
+            };
+            if event.1 == marker {
+                return seen;
+            }
+            seen.push(event);
+        }
+        panic!("no marker among {seen:?}");
+    }
+}
+
+/// `pmessage pattern channel key` as (event, key).
+fn event(items: &[Value]) -> (String, String) {
+    let text = |i: usize| -> String { redis::from_redis_value(items[i].clone()).unwrap() };
+    let channel = text(2);
+    let name = channel.rsplit(':').next().unwrap().to_owned();
+    (name, text(3))
+}
+
+/// Each write fires what the server commands it stands in for fire; peeks, denials and errors
+/// fire nothing; a replica fires the same as its primary.
+fn writes_fire_the_events_of_the_commands_they_replace(flavor: Flavor) {
+    let primary = notifying(flavor);
+    let replica = notifying(flavor);
+    replicate(&replica, &primary);
+    let mut on_primary = Events::subscribe(&primary);
+    let mut on_replica = Events::subscribe(&replica);
+    let mut con = primary.connection();
+    let _: () = redis::cmd("SET")
+        .arg(&["other", "x"])
+        .query(&mut con)
+        .unwrap();
+    let _: () = redis::cmd("RPUSH")
+        .arg(&["list", "x"])
+        .query(&mut con)
+        .unwrap();
+    let mut expected = vec![("set", "other".to_owned()), ("rpush", "list".to_owned())];
+    for form in FORMS {
+        let key = form.name();
+        let (params, fired): (_, &[&str]) = match form.algorithm {
+            Algorithm::Throttle => (form.algorithm.params(1, "60"), &["set", "expire"]),
+            // Opens a window, then counts into it.
+            Algorithm::Fixed => (
+                form.algorithm.params(2, "60"),
+                &["incrby", "expire", "incrby"],
+            ),
+            Algorithm::Window => (form.algorithm.params(1, "60"), &["cl.window", "expire"]),
+        };
+        let calls = if form.algorithm == Algorithm::Fixed {
+            2
+        } else {
+            1
+        };
+        for _ in 0..calls {
+            form.call(&mut con, &key, &params, None);
+        }
+        assert_eq!(
+            form.call(&mut con, &key, &params, None)[0],
+            1,
+            "{key} denies"
+        );
+        form.call(&mut con, &key, &params, Some("0"));
+        expected.extend(fired.iter().map(|event| (*event, key.clone())));
+    }
+    // Errors: a string that is not a state, a list, and the state of another limiter (a TAT
+    // is not a log, a log not a count or a TAT).
+    for form in FORMS {
+        let foreign = match form.algorithm {
+            Algorithm::Window => "CL.THROTTLE",
+            _ => "CL.WINDOW",
+        };
+        let params = form.algorithm.params(1, "60");
+        for other in ["other", "list", foreign] {
+            form.error(&mut con, other.as_bytes(), &params, None);
+        }
+    }
+    let _: () = redis::cmd("SET")
+        .arg(&["marker", "1"])
+        .query(&mut con)
+        .unwrap();
+    let expected: Vec<(String, String)> = expected
+        .into_iter()
+        .map(|(event, key)| (event.to_owned(), key))
+        .collect();
+    assert_eq!(on_primary.until_marker("marker"), expected, "primary");
+    assert_eq!(on_replica.until_marker("marker"), expected, "replica");
+}
+
+/// The keys one call of `form` takes for user `i`: one, or for CL.ALL two under one hash tag.
+fn cluster_keys(form: Form, i: usize) -> Vec<String> {
+    let tag = format!("{{{}:user:{i}}}", form.name());
+    if form.in_all {
+        vec![format!("{tag}:a"), format!("{tag}:b")]
+    } else {
+        vec![tag]
+    }
+}
+
+fn cluster_call(con: &mut impl ConnectionLike, form: Form, i: usize) -> Vec<i64> {
+    let keys = cluster_keys(form, i);
+    let keys: Vec<&[u8]> = keys.iter().map(|key| key.as_bytes()).collect();
+    form.cmd(&keys, &form.algorithm.params(2, "7200"), None, &[])
+        .query(con)
+        .unwrap_or_else(|e| panic!("{} {keys:?}: {e}", form.name()))
+}
+
+/// A cluster client sends each call to its keys' slot through the redirects, and the state
+/// lands on that slot's primary and reaches its replica.
+fn a_cluster_routes_every_form_to_its_slot_through_redirects(flavor: Flavor) {
+    const USERS: usize = 500;
+    let cluster = Cluster::start(flavor);
+    let mut con = cluster.client();
+    for i in 0..USERS {
+        for form in FORMS {
+            assert_eq!(
+                cluster_call(&mut con, form, i)[..3],
+                [0, 2, 1],
+                "{}",
+                form.name()
+            );
+        }
+    }
+    for i in (0..USERS).step_by(7) {
+        for form in FORMS {
+            assert_eq!(
+                cluster_call(&mut con, form, i)[..3],
+                [0, 2, 0],
+                "{}",
+                form.name()
+            );
+            assert_eq!(
+                cluster_call(&mut con, form, i)[..3],
+                [1, 2, 0],
+                "{}",
+                form.name()
+            );
+        }
+    }
+    // Every primary holds a share of the keys.
+    let keys_per_user: usize = FORMS.iter().map(|&form| cluster_keys(form, 0).len()).sum();
+    let mut total = 0;
+    for node in &cluster.nodes {
+        let mut node_con = node.connection();
+        if info_field(&mut node_con, "replication", "role") == "master" {
+            let size: i64 = redis::cmd("DBSIZE").query(&mut node_con).unwrap();
+            assert!(size > 500, "a primary holds only {size} keys");
+            total += size;
+        }
+    }
+    assert_eq!(total as usize, USERS * keys_per_user);
+    // On the slot's primary, and the same on its replica.
+    for form in FORMS {
+        let keys = cluster_keys(form, 42);
+        let primary = cluster.primary_for(&keys[0]);
+        let mut primary_con = primary.connection();
+        wait_for_replica(&mut primary_con);
+        let mut replica_con = cluster.replica_of(primary).connection();
+        let _: () = redis::cmd("READONLY").query(&mut replica_con).unwrap();
+        for key in &keys {
+            let state = snapshot(&mut primary_con, key.as_bytes());
+            assert!(state.0.is_some(), "{key} is not on its slot's primary");
+            assert_eq!(snapshot(&mut replica_con, key.as_bytes()), state, "{key}");
+        }
+    }
+}

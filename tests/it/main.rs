@@ -1,0 +1,22 @@
+//! The integration tests, against real servers with the module loaded: one binary, so that
+//! the harness compiles once. Each module is one subject; contract.rs states what every
+//! limiter form shares, and the others what is particular to one command or one concern.
+
+#[macro_use]
+mod harness;
+
+mod all;
+mod block;
+mod cluster;
+mod contract;
+mod docker;
+mod examples;
+mod fixed;
+mod forms;
+mod guard;
+mod lifecycle;
+mod operability;
+mod randomized;
+mod reliability;
+mod throttle;
+mod window;
