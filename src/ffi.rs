@@ -30,16 +30,39 @@ pub fn succeeded(status: c_int) -> Result<(), Error> {
 /// `string` must be null or a live string object that outlives `'a` and is not modified
 /// meanwhile, as a command's arguments are for the length of the command.
 pub unsafe fn string_bytes<'a>(string: *const raw::RedisModuleString) -> Option<&'a [u8]> {
-    let ptr_len = raw::RedisModule_StringPtrLen?;
-    if string.is_null() {
-        return None;
+    StringReader::get()?.bytes(string)
+}
+
+/// The server's reader of string bytes, looked up once for many strings (a command's
+/// arguments): where `string_bytes` is called in a loop, each call would load it again.
+#[derive(Clone, Copy)]
+pub struct StringReader(
+    unsafe extern "C" fn(*const raw::RedisModuleString, *mut usize) -> *const std::os::raw::c_char,
+);
+
+impl StringReader {
+    #[inline(always)]
+    pub fn get() -> Option<StringReader> {
+        // SAFETY: reads an API pointer, filled in once at load.
+        unsafe { raw::RedisModule_StringPtrLen }.map(StringReader)
     }
-    let mut len = 0usize;
-    let ptr = ptr_len(string, &mut len);
-    if ptr.is_null() {
-        return None;
+
+    /// As `string_bytes`.
+    ///
+    /// # Safety
+    /// As `string_bytes`.
+    #[inline(always)]
+    pub unsafe fn bytes<'a>(self, string: *const raw::RedisModuleString) -> Option<&'a [u8]> {
+        if string.is_null() {
+            return None;
+        }
+        let mut len = 0usize;
+        let ptr = (self.0)(string, &mut len);
+        if ptr.is_null() {
+            return None;
+        }
+        Some(std::slice::from_raw_parts(ptr.cast::<u8>(), len))
     }
-    Some(std::slice::from_raw_parts(ptr.cast::<u8>(), len))
 }
 
 /// The flags of a context (`REDISMODULE_CTX_FLAGS_…`), 0 where the server cannot say.

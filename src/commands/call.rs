@@ -7,7 +7,7 @@ use redis_module::raw;
 use crate::clock;
 use crate::command::Command;
 use crate::error::Error;
-use crate::ffi::string_bytes;
+use crate::ffi::StringReader;
 use crate::time::Instant;
 
 /// The arguments of a running command, at most `N` of them, its name included.
@@ -26,6 +26,7 @@ impl<'a, const N: usize> Call<'a, N> {
     /// # Safety
     /// `argv` must point to `argc` live strings that outlive `'a`, as Redis guarantees for the
     /// duration of a command.
+    #[inline(always)]
     pub unsafe fn new(
         ctx: *mut raw::RedisModuleCtx,
         argv: *mut *mut raw::RedisModuleString,
@@ -39,9 +40,10 @@ impl<'a, const N: usize> Call<'a, N> {
             return Err(wrong_arity());
         }
         let argv = std::slice::from_raw_parts(argv, argc);
+        let reader = StringReader::get().ok_or(Error::Internal)?;
         let mut rest: [&[u8]; N] = [&[]; N];
         for (slot, &arg) in rest.iter_mut().zip(argv.iter().skip(1)) {
-            *slot = string_bytes(arg).unwrap_or_default();
+            *slot = reader.bytes(arg).unwrap_or_default();
         }
         Ok(Call {
             ctx,
