@@ -1,6 +1,8 @@
-//! CL.ALL on real Redis 7.0 and Valkey 9 servers: several limiters decided at one instant,
-//! all or nothing. A random call sequence checked against the single commands on twin keys,
-//! bad input, the reply rules, INFO, the key spec, replication and the AOF, and a cluster.
+//! What belongs to CL.ALL alone, on real servers: several limiters decided at one instant, all
+//! or nothing. A random call sequence checked against the single commands on twin keys, its
+//! grammar (numkeys, limiters, options), the binding rule, DETAIL, INFO, COMMAND GETKEYS, its
+//! AOF transaction, all or nothing on a replica, and CROSSSLOT. What it shares with the single
+//! commands is contract.rs's, over every limiter form.
 
 use crate::harness::cluster::Cluster;
 use crate::harness::{
