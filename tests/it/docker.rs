@@ -1,6 +1,6 @@
 //! The Docker lane: builds the image from the Dockerfile (the official Redis image with the
 //! module loaded) and runs the basic contract against a container of it.
-//! `cargo test --features docker --test docker`; needs a Docker engine.
+//! `cargo test --features docker --test it -- docker::`; needs a Docker engine.
 #![cfg(feature = "docker")]
 
 use testcontainers::core::{IntoContainerPort, WaitFor};
