@@ -72,6 +72,16 @@ def expand(tree):
     return [prefix + leaf for part in parts if part.strip() for leaf in expand(part)]
 
 
+def resolve_relative(module, path):
+    """`super::x` or `self::x` in `module`, as a path from the crate root."""
+    base = [] if module == "crate" else module.split("::")
+    parts = path.split("::")
+    while parts and parts[0] in ("super", "self"):
+        if parts.pop(0) == "super" and base:
+            base.pop()
+    return "::".join(base + parts)
+
+
 def imports(module, text, modules):
     children = set(re.findall(r"^\s*(?:pub(?:\(\w+\))?\s+)?mod (\w+);", text, re.M))
     paths = []
@@ -82,10 +92,16 @@ def imports(module, text, modules):
             head = path.split("::")[0]
             if head == "crate":
                 paths.append(path[len("crate::"):])
+            elif head in ("super", "self"):
+                paths.append(resolve_relative(module, path))
             elif head in children:
                 paths.append((module + "::" if module != "crate" else "") + path)
     code = re.sub(r"\buse\s+[^;]+;", "", text, flags=re.S)
     paths += re.findall(r"(?<![\w:])crate::((?:\w+::)*\w+)", code)
+    paths += [
+        resolve_relative(module, path)
+        for path in re.findall(r"(?<![\w:])((?:super|self)::(?:\w+::)*\w+)", code)
+    ]
     prefix = module + "::" if module != "crate" else ""
     for child in children:
         if re.search(r"(?<![\w:])" + child + r"::", code):
@@ -116,7 +132,15 @@ def main():
         with open(path, encoding="utf-8") as f:
             graph[module] = imports(module, without_tests_and_comments(f.read()), modules)
 
+    # The server's API is called from the FFI layer up, never from a value, a pure core or a
+    # command body (they may name its types, the pointers they hand on).
+    no_raw_calls = {m for name, ms in LAYERS if name in ("values", "pure cores", "commands") for m in ms}
     problems = []
+    for module in sorted(no_raw_calls & modules):
+        with open(files[module], encoding="utf-8") as f:
+            code = without_tests_and_comments(f.read())
+        for call in sorted(set(re.findall(r"\bRedisModule_\w+", code))):
+            problems.append(f"{module} ({LAYERS[layer_of[module]][0]}) calls the server's {call}")
     for module in sorted(modules - set(layer_of)):
         problems.append(f"{module} is in no layer: give it one in scripts/layers.py")
     for module in sorted(set(layer_of) - modules):

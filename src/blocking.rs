@@ -11,6 +11,7 @@
 use std::collections::VecDeque;
 use std::ops::Range;
 use std::os::raw::c_void;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use redis_module::raw;
 
@@ -19,9 +20,9 @@ use crate::command::Command;
 use crate::commands;
 use crate::commands::answer::{self, Answer, Wait};
 use crate::counters::{self, Counted, Waited, WAITS};
-use crate::error::Error;
+use crate::error::{Error, DEFECT_CAUGHT};
 use crate::fault::{self, Fault};
-use crate::ffi::{api, context_flags, string_bytes, succeeded};
+use crate::ffi::{api, context_flags, log_warning, string_bytes, succeeded};
 use crate::lines::{self, line_key, Turn, Waiter};
 use crate::queue::Place;
 use crate::redirect::{self, Serving};
@@ -73,6 +74,7 @@ pub fn park(
     );
     api(unsafe { raw::RedisModule_CreateTimer })?;
     api(unsafe { raw::RedisModule_UnblockClient })?;
+    let argv = Held::new(argv);
     let mut shared = lines::lock()?;
     // SAFETY: ctx is the running command's context, which may block (the caller checked the
     // context's flags); the callbacks are this module's and live as long as it is loaded, which
@@ -92,23 +94,52 @@ pub fn park(
         disconnect(client, callbacks.disconnect);
         (client, selected(ctx))
     };
-    let waiter = Waiter {
-        client,
-        command,
-        argv: Held::new(argv),
-        keys: wait.keys.clone(),
-        db,
-        deadline_ms,
-        timer: None,
-        due_ns: None,
-        admitting: false,
-    };
-    let (place, first) = shared.get().join(keys, waiter);
-    drop(shared);
-    WAITS.record(Waited::Parked);
-    let try_at = first.then(|| now_ns.saturating_add(wait.fits_in_ns));
-    if let Err(error) = arm(ctx, place, try_at, now_ns, callbacks) {
-        finish(ctx, place, Err(error), Waited::TimedOut);
+    // The client is blocked: from here on it gets its one answer through the reply callback,
+    // even should this module fail (the command's own guard must not answer it as well).
+    let mut place = None;
+    let parked = catch_unwind(AssertUnwindSafe(|| {
+        let waiter = Waiter {
+            client,
+            command,
+            argv,
+            keys: wait.keys.clone(),
+            db,
+            deadline_ms,
+            timer: None,
+            due_ns: None,
+            admitting: false,
+        };
+        if cfg!(debug_assertions) {
+            let key = waiter
+                .argv
+                .get(wait.keys.clone())
+                .and_then(|keys| keys.first().copied());
+            if let Some(key) = key {
+                // SAFETY: the key is one of the waiter's held arguments.
+                fault::inject(
+                    Fault::Parked,
+                    unsafe { string_bytes(key) }.unwrap_or_default(),
+                );
+            }
+        }
+        let (joined, first) = shared.get().join(keys, waiter);
+        place = Some(joined);
+        drop(shared);
+        WAITS.record(Waited::Parked);
+        let try_at = first.then(|| now_ns.saturating_add(wait.fits_in_ns));
+        if let Err(error) = arm(ctx, joined, try_at, now_ns, callbacks) {
+            finish(ctx, joined, Err(error), Waited::TimedOut);
+        }
+    }));
+    if parked.is_err() {
+        log_warning(ctx, DEFECT_CAUGHT);
+        match place {
+            Some(place) => drop(finish(ctx, place, Err(Error::Internal), Waited::TimedOut)),
+            None => {
+                counters::of(command).record(Counted::Error);
+                unblock(client, Pending::Answer(Err(Error::Internal)));
+            }
+        }
     }
     Ok(())
 }
@@ -200,8 +231,49 @@ pub fn timer_fired(ctx: *mut raw::RedisModuleCtx, data: *mut c_void, callbacks: 
     }
     let mut work = VecDeque::from([place]);
     while let Some(place) = work.pop_front() {
-        work.extend(attempt(ctx, place, callbacks));
+        // Each look on its own: one that fails still answers its waiter (which no timer would
+        // try again), and the others get their look.
+        match catch_unwind(AssertUnwindSafe(|| attempt(ctx, place, callbacks))) {
+            Ok(next) => work.extend(next),
+            Err(_) => {
+                log_warning(ctx, DEFECT_CAUGHT);
+                work.extend(finish(ctx, place, Err(Error::Internal), Waited::TimedOut));
+            }
+        }
     }
+}
+
+/// Runs a waiter's command body again, at `turn`. A panic in it becomes the error it would
+/// have been at once: the waiter is then answered and leaves its lines, where the callback's
+/// own guard could only log it.
+fn rerun(
+    ctx: *mut raw::RedisModuleCtx,
+    command: Command,
+    argv: &Held,
+    keys: &Range<usize>,
+    turn: Turn,
+) -> Result<Answer, Error> {
+    catch_unwind(AssertUnwindSafe(|| {
+        if cfg!(debug_assertions) {
+            let fault = match turn {
+                Turn::Checking(_) => Some(Fault::Timer),
+                Turn::Waiting(_) => Some(Fault::Reply),
+                _ => None,
+            };
+            let key = argv
+                .get(keys.clone())
+                .and_then(|keys| keys.first().copied());
+            if let (Some(fault), Some(key)) = (fault, key) {
+                // SAFETY: the key is one of the waiter's held arguments.
+                fault::inject(fault, unsafe { string_bytes(key) }.unwrap_or_default());
+            }
+        }
+        commands::run(command, ctx, argv.as_ptr(), argv.argc(), false, turn)
+    }))
+    .unwrap_or_else(|_| {
+        log_warning(ctx, DEFECT_CAUGHT);
+        Err(Error::Internal)
+    })
 }
 
 /// One look at a waiter, from its timer: its units fit (it is unblocked, to take them in
@@ -245,7 +317,7 @@ fn attempt(ctx: *mut raw::RedisModuleCtx, place: Place, callbacks: &Callbacks) -
     // Whether it may take its units now, if they fit; else it can only time out.
     let mut may_take = first;
     if first {
-        match writable(ctx, &argv, keys) {
+        match writable(ctx, &argv, keys.clone()) {
             Writable::Yes => {}
             Writable::Never(error) => return finish(ctx, place, error, Waited::Left),
             Writable::NotNow if expired => may_take = false,
@@ -257,7 +329,7 @@ fn attempt(ctx: *mut raw::RedisModuleCtx, place: Place, callbacks: &Callbacks) -
     } else {
         Turn::Leaving
     };
-    let result = commands::run(command, ctx, argv.as_ptr(), argv.argc(), false, turn);
+    let result = rerun(ctx, command, &argv, &keys, turn);
     match &result {
         Ok(answer) if may_take && answer.admitted() => {
             if admit(place) {
@@ -359,6 +431,22 @@ pub enum Pending {
     Answer(Result<Answer, Error>),
     /// Answered.
     Done,
+}
+
+impl Pending {
+    /// The place of the waiter being admitted, if this is its admission.
+    pub fn admitting(&self) -> Option<Place> {
+        match self {
+            Pending::Admit(place) => Some(*place),
+            _ => None,
+        }
+    }
+}
+
+/// Takes a waiter out of its lines, and nothing else: the last resort when its clean-up
+/// failed, so that it does not hold its keys' lines for good.
+pub fn forget(ctx: *mut raw::RedisModuleCtx, place: Place) {
+    remove(ctx, place);
 }
 
 /// Unblocks a waiter's client; the server runs the reply callback with `pending` when it next
@@ -470,8 +558,8 @@ fn take(ctx: *mut raw::RedisModuleCtx, place: Place, callbacks: &Callbacks) {
     // The server may have run commands since the timer looked (threaded reads, TLS): a pause
     // of writes, a moved slot, memory over the limit. The client cannot wait again from here:
     // it gets the denial of this instant, or the error, and takes nothing.
-    let run = |turn| commands::run(command, ctx, argv.as_ptr(), argv.argc(), false, turn);
-    let result = match writable(ctx, &argv, keys) {
+    let run = |turn| rerun(ctx, command, &argv, &keys, turn);
+    let result = match writable(ctx, &argv, keys.clone()) {
         Writable::Yes => run(Turn::Waiting(place)),
         Writable::NotNow => run(Turn::Leaving),
         Writable::Never(answer) => answer,
@@ -509,20 +597,18 @@ pub fn unblocked_by_client(ctx: *mut raw::RedisModuleCtx, callbacks: &Callbacks)
         let lines = shared.get();
         let place = lines.waiting_client(client)?;
         let waiter = lines.waiter(place)?;
-        Some((place, waiter.command, waiter.argv.again()))
+        Some((
+            place,
+            waiter.command,
+            waiter.argv.again(),
+            waiter.keys.clone(),
+        ))
     });
-    let Some((place, command, argv)) = held else {
+    let Some((place, command, argv, keys)) = held else {
         answer::send(ctx, Err(Error::Internal));
         return;
     };
-    let result = commands::run(
-        command,
-        ctx,
-        argv.as_ptr(),
-        argv.argc(),
-        false,
-        Turn::Leaving,
-    );
+    let result = rerun(ctx, command, &argv, &keys, Turn::Leaving);
     answer::record(command, &result);
     answer::send(ctx, result);
     leave(ctx, place, Waited::TimedOut, callbacks);

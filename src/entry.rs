@@ -13,14 +13,15 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use redis_module::raw;
 
+use crate::args::MAX_KEYS;
 use crate::blocking::{self, Callbacks, Pending};
 use crate::command::Command;
 use crate::commands;
-use crate::commands::all::report_key_positions;
 use crate::commands::answer::{self, Answer};
 use crate::counters::{self, Counted};
-use crate::error::Error;
-use crate::ffi::{context_flags, log_warning, REPLAYED};
+use crate::decimal::parse_i64;
+use crate::error::{Error, DEFECT_CAUGHT};
+use crate::ffi::{context_flags, log_warning, string_bytes, REPLAYED};
 use crate::info;
 use crate::lines::{self, Turn};
 use crate::reply;
@@ -50,24 +51,20 @@ fn guard<T>(
 #[cold]
 #[inline(never)]
 fn caught<T>(ctx: *mut raw::RedisModuleCtx, on_panic: impl FnOnce() -> T) -> T {
-    log_warning(
-        ctx,
-        "redis-cell: a defect in the module was caught before it could take the server down",
-    );
+    log_warning(ctx, DEFECT_CAUGHT);
     on_panic()
 }
 
-/// A callback's guard: settles at `Point::Command`, as for a command outside a transaction,
-/// and turns a panic into nothing.
-fn guard_callback(ctx: *mut raw::RedisModuleCtx, body: impl FnOnce()) {
-    guard(
-        ctx,
-        Some(Point::Command {
-            in_transaction: false,
-        }),
-        body,
-        || {},
-    );
+/// Load and unload, guarded: the module API macro's `RedisModule_OnLoad` and `OnUnload` call
+/// these bodies; a panic in one refuses the load (or the unload), logged.
+pub fn guard_load(ctx: *mut raw::RedisModuleCtx, body: impl FnOnce() -> bool) -> bool {
+    guard(ctx, None, body, || false)
+}
+
+/// A callback's guard: settles what a RESETSTAT already did (`Point::Callback`), and turns a
+/// panic into `on_panic`'s clean-up.
+fn guard_callback(ctx: *mut raw::RedisModuleCtx, body: impl FnOnce(), on_panic: impl FnOnce()) {
+    guard(ctx, Some(Point::Callback), body, on_panic);
 }
 
 /// Where a call may not wait, and answers at once as BLPOP does: in a transaction, a script or
@@ -187,6 +184,42 @@ pub extern "C" fn all(
     command(ctx, argv, argc, Command::All)
 }
 
+/// Tells the server where CL.ALL's keys are: the `numkeys` arguments after `numkeys`. Cluster
+/// routing (and `CROSSSLOT`) asks the command itself, not its key spec, for these. A call
+/// whose `numkeys` is not a count of keys it has reports none, and is then refused when run.
+fn report_key_positions(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) {
+    if argv.is_null() || argc < 2 {
+        return;
+    }
+    // SAFETY: the server passes argc live argument strings; the function exists on every
+    // server this module loads on (checked before use).
+    unsafe {
+        let Some(key_at) = raw::RedisModule_KeyAtPosWithFlags else {
+            return;
+        };
+        let Some(text) = string_bytes(*argv.add(1)) else {
+            return;
+        };
+        let numkeys = parse_i64(text);
+        let Some(numkeys) = numkeys
+            .and_then(|n| c_int::try_from(n).ok())
+            .filter(|&n| (1..=MAX_KEYS as c_int).contains(&n) && n <= argc - 2)
+        else {
+            return;
+        };
+        let flags = raw::REDISMODULE_CMD_KEY_RW
+            | raw::REDISMODULE_CMD_KEY_ACCESS
+            | raw::REDISMODULE_CMD_KEY_UPDATE;
+        for position in 2..2 + numkeys {
+            key_at(ctx, position, flags as c_int);
+        }
+    }
+}
+
 /// The server's ways back in for a waiter.
 static CALLBACKS: Callbacks = Callbacks {
     reply: Some(on_reply),
@@ -198,7 +231,7 @@ static CALLBACKS: Callbacks = Callbacks {
 
 /// A waiter's timer.
 extern "C" fn on_timer(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
-    guard_callback(ctx, || blocking::timer_fired(ctx, data, &CALLBACKS));
+    guard_callback(ctx, || blocking::timer_fired(ctx, data, &CALLBACKS), || {});
 }
 
 /// The reply callback of a waiter whose wait ended.
@@ -207,7 +240,7 @@ unsafe extern "C" fn on_reply(
     _argv: *mut *mut raw::RedisModuleString,
     _argc: c_int,
 ) -> c_int {
-    guard_callback(ctx, || blocking::reply(ctx, &CALLBACKS));
+    guard_callback(ctx, || blocking::reply(ctx, &CALLBACKS), || {});
     raw::REDISMODULE_OK as c_int
 }
 
@@ -218,7 +251,14 @@ unsafe extern "C" fn free_reply(ctx: *mut raw::RedisModuleCtx, pending: *mut c_v
     }
     // SAFETY: made by Box::into_raw when the client was unblocked, freed once, here.
     let pending = *unsafe { Box::from_raw(pending.cast::<Pending>()) };
-    guard_callback(ctx, || blocking::free(ctx, pending, &CALLBACKS));
+    let admitting = pending.admitting();
+    // A waiter whose clean-up failed still leaves its lines: it would hold them for good.
+    let forget = move || {
+        admitting
+            .into_iter()
+            .for_each(|place| blocking::forget(ctx, place))
+    };
+    guard_callback(ctx, || blocking::free(ctx, pending, &CALLBACKS), forget);
 }
 
 /// The timeout callback, which only `CLIENT UNBLOCK` reaches (the server's timeout is off).
@@ -227,7 +267,11 @@ unsafe extern "C" fn on_unblock(
     _argv: *mut *mut raw::RedisModuleString,
     _argc: c_int,
 ) -> c_int {
-    guard_callback(ctx, || blocking::unblocked_by_client(ctx, &CALLBACKS));
+    guard_callback(
+        ctx,
+        || blocking::unblocked_by_client(ctx, &CALLBACKS),
+        || {},
+    );
     raw::REDISMODULE_OK as c_int
 }
 
@@ -236,7 +280,11 @@ unsafe extern "C" fn on_disconnect(
     ctx: *mut raw::RedisModuleCtx,
     client: *mut raw::RedisModuleBlockedClient,
 ) {
-    guard_callback(ctx, || blocking::disconnected(ctx, client, &CALLBACKS));
+    guard_callback(
+        ctx,
+        || blocking::disconnected(ctx, client, &CALLBACKS),
+        || {},
+    );
 }
 
 /// The command filter, which sees every command go by (CONFIG RESETSTAT among them).

@@ -1,5 +1,5 @@
 //! Test-only faults: in a debug build, a call on a key of one of these names panics where the
-//! name says, so that the tests can show the entry layer's guard turning a defect into an error
+//! name says (for a waiter, its first key), so that the tests can show the entry layer's guard turning a defect into an error
 //! reply while the server keeps serving. A release build has no such keys: `inject` is empty.
 
 /// Where a fault strikes.
@@ -9,6 +9,12 @@ pub enum Fault {
     Body,
     /// As a denied call that asked to wait is being parked, before its client is blocked.
     Park,
+    /// Just after a waiter's client was blocked and it joined its lines.
+    Parked,
+    /// As a waiter's timer looks whether its units fit.
+    Timer,
+    /// As an admitted waiter takes its units, in its reply callback.
+    Reply,
 }
 
 impl Fault {
@@ -17,6 +23,9 @@ impl Fault {
         match self {
             Fault::Body => b"redis-cell:test-panic:body",
             Fault::Park => b"redis-cell:test-panic:park",
+            Fault::Parked => b"redis-cell:test-panic:parked",
+            Fault::Timer => b"redis-cell:test-panic:timer",
+            Fault::Reply => b"redis-cell:test-panic:reply",
         }
     }
 }

@@ -1,6 +1,8 @@
-//! The raw module API, wrapped once: functions the server may lack, statuses as results, a
-//! string's bytes, the context's flags and the server's log. Every layer above reaches the
-//! server through these or through the types built on them.
+//! The raw module API's common ground, wrapped once: functions the server may lack, statuses
+//! as results, a string's bytes, the context's flags and the server's log. The layers that
+//! deal with the server (storage, propagation, replies, blocking, the entry points) call its
+//! functions through these; values, pure cores and command bodies call none
+//! (scripts/layers.py checks).
 
 use std::os::raw::c_int;
 

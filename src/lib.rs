@@ -7,7 +7,7 @@ pub mod args;
 pub mod command;
 pub mod decimal;
 pub mod error;
-pub mod fault;
+mod fault;
 pub mod outcome;
 pub mod time;
 
@@ -81,6 +81,25 @@ const fn version_number(version: &str) -> i32 {
 }
 
 fn on_load(ctx: &Context, _args: &[RedisString]) -> Status {
+    status(entry::guard_load(ctx.ctx, || load(ctx) == Status::Ok))
+}
+
+fn on_unload(ctx: &Context) -> Status {
+    status(entry::guard_load(ctx.ctx, || {
+        free_words();
+        true
+    }))
+}
+
+fn status(ok: bool) -> Status {
+    if ok {
+        Status::Ok
+    } else {
+        Status::Err
+    }
+}
+
+fn load(ctx: &Context) -> Status {
     if let Err(refusal) = check_server_version() {
         ctx.log_warning(&refusal);
         return Status::Err;
@@ -150,11 +169,6 @@ fn register_info_and_filter(ctx: *mut raw::RedisModuleCtx) {
             );
         }
     }
-}
-
-fn on_unload(_ctx: &Context) -> Status {
-    free_words();
-    Status::Ok
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ use redis_module::raw;
 use crate::decimal::decimal;
 use crate::error::Error;
 use crate::ffi::{api, succeeded};
+use crate::store::Written;
 use crate::strings::OwnedString;
 use crate::time::Instant;
 
@@ -121,16 +122,12 @@ pub fn free_words() {
     }
 }
 
-/// A value to propagate: a string object the key holds too, or bytes to copy.
-pub enum Value<'a> {
-    Shared(*mut raw::RedisModuleString),
-    Bytes(&'a [u8]),
-}
-
+/// Propagates CL.THROTTLE's write as the `SET key value PXAT expire_at_ms` it amounts to, so
+/// that replicas and the AOF hold identical bytes and expiry whatever their own clocks say.
 pub fn replicate_set_pxat(
     ctx: *mut raw::RedisModuleCtx,
     name: *mut raw::RedisModuleString,
-    value: Value,
+    value: &Written,
     expire_at_ms: i64,
 ) -> Result<(), Error> {
     let replicate = api(unsafe { raw::RedisModule_Replicate })?;
@@ -144,17 +141,17 @@ pub fn replicate_set_pxat(
     // a buffer and its length, which is exactly what follows each.
     let status = unsafe {
         match value {
-            Value::Shared(string) => replicate(
+            Written::Made(string) => replicate(
                 ctx,
                 PROPAGATED_AS.as_ptr(),
                 c"sssb".as_ptr(),
                 name,
-                string,
+                string.as_ptr(),
                 pxat,
                 expire_at.as_ptr(),
                 expire_at.len(),
             ),
-            Value::Bytes(bytes) => replicate(
+            Written::InPlace(bytes) => replicate(
                 ctx,
                 PROPAGATED_AS.as_ptr(),
                 c"sbsb".as_ptr(),

@@ -1,5 +1,5 @@
 //! The line of calls waiting on their keys (BLOCK): first come, first served. Pure: the
-//! waiting machinery (waiting.rs) keeps the blocked clients and the timers.
+//! waiting lines (lines.rs) hold the waiters, and blocking.rs their clients and timers.
 //!
 //! Every waiter has a place, its arrival number, and stands in the line of each of its keys.
 //! A waiter may take units only when it is first in every one of its lines, and a call may

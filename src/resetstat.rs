@@ -11,8 +11,8 @@
 use std::ffi::CStr;
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
-use std::sync::Mutex;
 
+use parking_lot::Mutex;
 use redis_module::raw;
 
 use crate::counters;
@@ -27,6 +27,10 @@ pub enum Point {
     Command { in_transaction: bool },
     /// The INFO section, before it shows the counters.
     Info,
+    /// A waiter's callback or timer, before it counts. The server may run one between the
+    /// filter seeing a RESETSTAT and running it (a client evicted, a pause): a reset already
+    /// made is settled, but nothing else is concluded here.
+    Callback,
 }
 
 /// Nothing to settle.
@@ -103,12 +107,14 @@ pub fn settle(point: Point) {
             Point::Filter => EXEC_SEEN.swap(0, Ordering::Relaxed) == 1,
             Point::Command { in_transaction } => in_transaction,
             Point::Info => true,
+            Point::Callback => false,
         };
         if !may_follow_exec {
             return;
         }
     }
-    let Ok(mut before) = BEFORE.lock() else {
+    // Taken only here and in the filter's notes, never across a call back into the module.
+    let Some(mut before) = BEFORE.try_lock() else {
         return;
     };
     let (Some(then), Some(now)) = (*before, read()) else {
@@ -117,6 +123,9 @@ pub fn settle(point: Point) {
     let reset = now.shows_reset_since(&then);
     if reset {
         counters::reset();
+    }
+    if state == SEEN && point == Point::Callback && !reset && !now.shows_refusal_since(&then) {
+        return;
     }
     if state == SEEN && !reset && !now.shows_refusal_since(&then) {
         // Neither ran nor refused: queued in a transaction, which may be executed, discarded
@@ -182,7 +191,10 @@ fn seen_resetstat(sender: u64) {
     if STATE.load(Ordering::Relaxed) == QUEUED {
         settle(Point::Info);
     }
-    let (Ok(mut before), Some(now)) = (BEFORE.lock(), read()) else {
+    let Some(now) = read() else {
+        return;
+    };
+    let Some(mut before) = BEFORE.try_lock() else {
         return;
     };
     *before = Some(now);
@@ -194,7 +206,7 @@ fn seen_resetstat(sender: u64) {
 /// compare with is taken now, with all that the server counted up to it.
 fn exec_coming() {
     EXEC_SEEN.store(1, Ordering::Relaxed);
-    if let (Ok(mut before), Some(now)) = (BEFORE.lock(), read()) {
+    if let (Some(mut before), Some(now)) = (BEFORE.try_lock(), read()) {
         *before = Some(now);
     }
 }

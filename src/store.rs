@@ -9,7 +9,6 @@ use redis_module::raw;
 use crate::decimal::{decimal, parse_i64};
 use crate::error::Error;
 use crate::ffi::{api, succeeded};
-use crate::propagate::{replicate_set_pxat, Value};
 use crate::strings::OwnedString;
 use crate::window::LogBuffer;
 
@@ -95,19 +94,26 @@ impl Key {
     }
 
     /// CL.THROTTLE's write, made as `SET key value PXAT expire_at_ms` would make it: the value
-    /// in decimal, the absolute expiry, and that very command propagated, so that replicas
-    /// and the AOF hold identical bytes and expiry whatever their own clocks say. Its events
-    /// are the caller's.
-    pub fn set_integer(&mut self, value: i64, expire_at_ms: i64) -> Result<(), Error> {
-        let mut digits = [0u8; 20];
-        let text = decimal(value, &mut digits);
+    /// in decimal (formatted into `digits`) and the absolute expiry. Returns what was written,
+    /// for the `SET` that propagates it; its events are the caller's.
+    pub fn set_integer<'d>(
+        &mut self,
+        value: i64,
+        expire_at_ms: i64,
+        digits: &'d mut [u8; 20],
+    ) -> Result<Written<'d>, Error> {
+        let text = decimal(value, digits);
         let made = self.put(text)?;
         self.expire_at(expire_at_ms)?;
-        let value = match &made {
-            Some(string) => Value::Shared(string.as_ptr()),
-            None => Value::Bytes(text),
-        };
-        replicate_set_pxat(self.ctx, self.name, value, expire_at_ms)
+        Ok(match made {
+            Some(string) => Written::Made(string),
+            None => Written::InPlace(text),
+        })
+    }
+
+    /// The key's name, as the command holds it.
+    pub fn name(&self) -> *mut raw::RedisModuleString {
+        self.name
     }
 
     /// Stores `value` in decimal with the given expiry. Events and propagation are the
@@ -171,6 +177,13 @@ impl Key {
             }
         }
     }
+}
+
+/// A value a write stored, for the command that propagates it: the string object made for an
+/// empty key, which the propagation shares, or the bytes written into the one it held.
+pub enum Written<'a> {
+    Made(OwnedString),
+    InPlace(&'a [u8]),
 }
 
 /// The keyspace events a write fires: those of the server commands it stands in for.

@@ -11,28 +11,10 @@ mod log;
 use crate::args::WindowArgs;
 use crate::error::Error;
 use crate::outcome::Outcome;
-pub use log::{reseal, HEADER_LEN};
+pub use log::{reseal, LogBuffer, HEADER_LEN};
 use log::{AppendPlan, Log};
 
 use crate::time::NANOS_PER_MILLI;
-
-/// A growable byte buffer holding a log: a `Vec<u8>` in tests, the key's string in Redis.
-pub trait LogBuffer {
-    fn bytes_mut(&mut self) -> Result<&mut [u8], Error>;
-    /// Grows (with zero bytes) or shrinks the buffer to exactly `len` bytes.
-    fn resize(&mut self, len: usize) -> Result<(), Error>;
-}
-
-impl LogBuffer for Vec<u8> {
-    fn bytes_mut(&mut self) -> Result<&mut [u8], Error> {
-        Ok(self.as_mut_slice())
-    }
-
-    fn resize(&mut self, len: usize) -> Result<(), Error> {
-        Vec::resize(self, len, 0);
-        Ok(())
-    }
-}
 
 /// One request against a sliding window limiter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,8 +1,6 @@
 //! `CL.ALL`'s body: several limiters decided at one instant, all or nothing (the rule is
 //! all.rs's), each key written as its own command would write it.
 
-use std::os::raw::c_int;
-
 use redis_module::raw;
 
 use crate::all::{self, Combined};
@@ -11,9 +9,8 @@ use crate::commands::answer::{Answer, Reply, Wait};
 use crate::commands::call::Call;
 use crate::commands::state::{decide_in_line, notify, peek, write};
 use crate::counters::Counted;
-use crate::decimal::parse_i64;
 use crate::error::Error;
-use crate::ffi::{log_warning, string_bytes};
+use crate::ffi::log_warning;
 use crate::fixed::FixedWindow;
 use crate::gcra::Gcra;
 use crate::limiter::{Limiter, Verdict};
@@ -108,42 +105,6 @@ fn write_all(
     for (entry, &written) in entries.iter().zip(written.iter()) {
         if let Some(change) = entry.verdict.change.filter(|_| written) {
             notify(&entry.key, change);
-        }
-    }
-}
-
-/// Tells the server where CL.ALL's keys are: the `numkeys` arguments after `numkeys`. Cluster
-/// routing (and `CROSSSLOT`) asks the command itself, not its key spec, for these. A call
-/// whose `numkeys` is not a count of keys it has reports none, and is then refused when run.
-pub fn report_key_positions(
-    ctx: *mut raw::RedisModuleCtx,
-    argv: *mut *mut raw::RedisModuleString,
-    argc: c_int,
-) {
-    if argv.is_null() || argc < 2 {
-        return;
-    }
-    // SAFETY: the server passes argc live argument strings; the function exists on every
-    // server this module loads on (checked before use).
-    unsafe {
-        let Some(key_at) = raw::RedisModule_KeyAtPosWithFlags else {
-            return;
-        };
-        let Some(text) = string_bytes(*argv.add(1)) else {
-            return;
-        };
-        let numkeys = parse_i64(text);
-        let Some(numkeys) = numkeys
-            .and_then(|n| c_int::try_from(n).ok())
-            .filter(|&n| (1..=args::MAX_KEYS as c_int).contains(&n) && n <= argc - 2)
-        else {
-            return;
-        };
-        let flags = raw::REDISMODULE_CMD_KEY_RW
-            | raw::REDISMODULE_CMD_KEY_ACCESS
-            | raw::REDISMODULE_CMD_KEY_UPDATE;
-        for position in 2..2 + numkeys {
-            key_at(ctx, position, flags as c_int);
         }
     }
 }

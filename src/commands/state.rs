@@ -11,7 +11,7 @@ use crate::fixed::Window;
 use crate::limiter::{Change, Limiter, Stored, Verdict};
 use crate::lines::{self, Turn};
 use crate::outcome::Outcome;
-use crate::propagate::{replicate_window, Propagate};
+use crate::propagate::{replicate_set_pxat, replicate_window, Propagate};
 use crate::store::{Access, Event, Expiry, Key};
 use crate::time::Instant;
 
@@ -80,7 +80,11 @@ pub fn write(
 ) -> Result<(), Error> {
     match change {
         // Written as `SET key tat PXAT expiry` would write it, and propagated as that.
-        Change::Tat { tat, expire_at_ms } => key.set_integer(tat, expire_at_ms),
+        Change::Tat { tat, expire_at_ms } => {
+            let mut digits = [0u8; 20];
+            let written = key.set_integer(tat, expire_at_ms, &mut digits)?;
+            replicate_set_pxat(ctx, key.name(), &written, expire_at_ms)
+        }
         Change::Count {
             count,
             end_ms,

@@ -44,8 +44,25 @@
 //! are reclaimed by moving the others down once they are more than half the value, which
 //! costs each appended byte O(1) over time.
 
-use super::LogBuffer;
 use crate::error::Error;
+
+/// A growable byte buffer holding a log: a `Vec<u8>` in tests, the key's string in Redis.
+pub trait LogBuffer {
+    fn bytes_mut(&mut self) -> Result<&mut [u8], Error>;
+    /// Grows (with zero bytes) or shrinks the buffer to exactly `len` bytes.
+    fn resize(&mut self, len: usize) -> Result<(), Error>;
+}
+
+impl LogBuffer for Vec<u8> {
+    fn bytes_mut(&mut self) -> Result<&mut [u8], Error> {
+        Ok(self.as_mut_slice())
+    }
+
+    fn resize(&mut self, len: usize) -> Result<(), Error> {
+        Vec::resize(self, len, 0);
+        Ok(())
+    }
+}
 
 pub const HEADER_LEN: usize = 48;
 const CHECKSUMMED: usize = 44;

@@ -436,7 +436,11 @@ fn a_replica_and_an_aof_restart_hold_the_same_bytes_after_admissions_that_waited
     wait_for_replica(&mut con);
     let mut replica_con = connect(&replica);
     for key in [&b"t"[..], b"f", b"w"] {
-        assert!(dump(&mut con, key).is_some());
+        assert!(
+            dump(&mut con, key).is_some(),
+            "{}",
+            String::from_utf8_lossy(key)
+        );
         assert_eq!(dump(&mut con, key), dump(&mut replica_con, key));
         assert_eq!(snapshot(&mut con, key), snapshot(&mut replica_con, key));
     }

@@ -1,17 +1,23 @@
 //! Every way in is guarded: a panic in the module becomes an error reply, and the server
 //! keeps serving. A debug build of the module (what `cargo test` loads) panics on purpose on
-//! two test-only keys, in a command's body and while a call is being parked; a release build
-//! has no such keys, so this module runs against the debug build only.
+//! test-only keys: in a command's body, while a call is being parked, as a waiter's timer
+//! looks at it, and as an admitted waiter takes its units; a release build has no such keys,
+//! so this module runs against the debug build only.
 
 use crate::harness::{error_of, limiter, log_lines, stats_line, Flavor, Server};
 
 both_servers!(
     a_panic_in_a_command_body_answers_an_error_and_the_server_serves_on,
     a_panic_while_parking_answers_an_error_and_the_server_serves_on,
+    a_panic_while_a_waiter_is_tried_answers_it_an_error_and_its_line_moves_on,
+    a_panic_after_a_client_was_blocked_answers_it_once_and_unblocks_it,
 );
 
 const BODY: &str = "redis-cell:test-panic:body";
 const PARK: &str = "redis-cell:test-panic:park";
+const PARKED: &str = "redis-cell:test-panic:parked";
+const TIMER: &str = "redis-cell:test-panic:timer";
+const REPLY: &str = "redis-cell:test-panic:reply";
 const INTERNAL: &str = "ERR internal error in redis-cell; nothing was changed";
 
 fn error_for(con: &mut redis::Connection, command: &str, args: &[&str]) -> String {
@@ -98,5 +104,61 @@ fn a_panic_while_parking_answers_an_error_and_the_server_serves_on(flavor: Flavo
         )[0],
         0
     );
+    assert_serving(&mut server, &mut con);
+}
+
+fn a_panic_while_a_waiter_is_tried_answers_it_an_error_and_its_line_moves_on(flavor: Flavor) {
+    let mut server = Server::start(flavor);
+    let mut con = server.connection();
+    // One unit per 200 ms. The waiter's timer looks after 200 ms: on TIMER it panics there,
+    // on REPLY once its units fit, as it takes them in its reply callback.
+    for key in [TIMER, REPLY] {
+        let args = [key, "0", "1", "200", "1", "MS"];
+        assert_eq!(limiter(&mut con, "CL.THROTTLE", &args)[0], 0, "{key}");
+        let mut waiting = args.to_vec();
+        waiting.extend(["BLOCK", "5000"]);
+        assert_eq!(
+            error_for(&mut con, "CL.THROTTLE", &waiting),
+            INTERNAL,
+            "{key}"
+        );
+        assert!(
+            stats_line(&mut con, "cl_waiting").starts_with("now=0,"),
+            "{key}: {}",
+            stats_line(&mut con, "cl_waiting")
+        );
+        // It took nothing, and no one stands in the key's line any more.
+        assert_eq!(limiter(&mut con, "CL.THROTTLE", &args)[0], 0, "{key}");
+    }
+    assert_eq!(
+        stats_line(&mut con, "cl_throttle"),
+        "calls=6,allowed=4,denied=0,peeks=0,errors=2"
+    );
+    assert_serving(&mut server, &mut con);
+}
+
+fn a_panic_after_a_client_was_blocked_answers_it_once_and_unblocks_it(flavor: Flavor) {
+    let mut server = Server::start(flavor);
+    let mut con = server.connection();
+    let args = [PARKED, "0", "1", "60"];
+    assert_eq!(limiter(&mut con, "CL.THROTTLE", &args)[0], 0);
+    let mut waiting = args.to_vec();
+    waiting.extend(["BLOCK", "5000"]);
+    // Its client was blocked when the panic struck: it gets one answer, the error, and is
+    // unblocked; the next reply on the connection is its own PING's.
+    assert_eq!(error_for(&mut con, "CL.THROTTLE", &waiting), INTERNAL);
+    let pong: String = redis::cmd("PING").query(&mut con).unwrap();
+    assert_eq!(pong, "PONG");
+    assert_eq!(
+        crate::harness::info_field(&mut con, "clients", "blocked_clients"),
+        "0"
+    );
+    assert!(
+        stats_line(&mut con, "cl_waiting").starts_with("now=0,"),
+        "{}",
+        stats_line(&mut con, "cl_waiting")
+    );
+    // Nothing waits in the key's line: the call is denied for the limiter's own reason.
+    assert_eq!(limiter(&mut con, "CL.THROTTLE", &args)[..4], [1, 1, 0, 60]);
     assert_serving(&mut server, &mut con);
 }
