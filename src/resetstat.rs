@@ -96,12 +96,19 @@ impl Reading {
     }
 }
 
-/// Settles a RESETSTAT seen earlier, if any. Costs one atomic load when there is none.
+/// Settles a RESETSTAT seen earlier, if any. Costs one atomic load when there is none, where
+/// it is called: the filter and every call of the module's commands pass by here.
+#[inline(always)]
 pub fn settle(point: Point) {
     let state = STATE.load(Ordering::Relaxed);
-    if state == IDLE {
-        return;
+    if state != IDLE {
+        settle_seen(state, point);
     }
+}
+
+#[cold]
+#[inline(never)]
+fn settle_seen(state: u8, point: Point) {
     if state == QUEUED {
         let may_follow_exec = match point {
             Point::Filter => EXEC_SEEN.swap(0, Ordering::Relaxed) == 1,
