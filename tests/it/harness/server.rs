@@ -115,7 +115,10 @@ impl Server {
             .args(if options.cluster {
                 &["--cluster-enabled", "yes", "--cluster-node-timeout", "3000"][..]
             } else {
-                &[][..]
+                // A replica's full sync through a snapshot on disk, which starts at once, where
+                // a diskless one waits 5 s for more replicas to share it. Not in a cluster,
+                // whose failovers the tests time with the servers' own defaults.
+                &["--repl-diskless-sync", "no"][..]
             })
             .stdin(Stdio::null())
             .stdout(Stdio::null())
