@@ -26,7 +26,7 @@ both_servers!(
     an_admitted_call_reaches_the_aof_as_one_transaction_of_what_each_single_command_writes,
     denied_and_peeking_calls_propagate_nothing,
     keys_in_different_slots_get_crossslot_and_change_nothing,
-    in_a_script_detail_answers_each_limiter_as_alone_and_replicas_follow,
+    in_a_transaction_and_a_script_the_limiters_decide_together_and_replicas_follow,
 );
 
 /// `CL.ALL` with these arguments: the binding limiter's five integers.
@@ -1101,10 +1101,10 @@ fn keys_in_different_slots_get_crossslot_and_change_nothing(flavor: Flavor) {
     }
 }
 
-/// Inside a Lua script, DETAIL answers each limiter as the call does alone: a limiter that a
-/// denial spared took nothing and answers as a peek, and the replica follows the script.
+/// Inside MULTI/EXEC and inside a Lua script the limiters of a call decide together as they
+/// do alone (DETAIL answering a limiter a denial spared as a peek), and the replica follows.
 /// (That every form decides alike in a transaction and a script is the shared contract's.)
-fn in_a_script_detail_answers_each_limiter_as_alone_and_replicas_follow(flavor: Flavor) {
+fn in_a_transaction_and_a_script_the_limiters_decide_together_and_replicas_follow(flavor: Flavor) {
     let primary = Server::start(flavor);
     let replica = Server::start(flavor);
     replicate(&replica, &primary);
@@ -1112,10 +1112,20 @@ fn in_a_script_detail_answers_each_limiter_as_alone_and_replicas_follow(flavor: 
     let args = [
         "2", "{u}:s", "{u}:d", "THROTTLE", "1", "2", "60", "FIXED", "2", "3600",
     ];
-    // Fills the per-second limiter, and counts two units in the fixed window.
-    for _ in 0..2 {
-        assert_eq!(all(&mut con, &args)[0], 0);
-    }
+    let mut pipe = redis::pipe();
+    pipe.atomic()
+        .cmd("CL.ALL")
+        .arg(&args)
+        .cmd("CL.ALL")
+        .arg(&args)
+        .cmd("CL.ALL")
+        .arg(&args);
+    let replies: Vec<Vec<i64>> = pipe.query(&mut con).unwrap();
+    assert_eq!(
+        replies.iter().map(|r| r[0]).collect::<Vec<_>>(),
+        [0, 0, 1],
+        "{replies:?}"
+    );
     let _: () = redis::cmd("DEL").arg("{u}:d").query(&mut con).unwrap();
     let script = "return redis.call('CL.ALL', '2', KEYS[1], KEYS[2], 'THROTTLE', '1', '2', \
                   '60', 'FIXED', '2', '3600', 'DETAIL')";
@@ -1123,8 +1133,8 @@ fn in_a_script_detail_answers_each_limiter_as_alone_and_replicas_follow(flavor: 
         .arg(&[script, "2", "{u}:s", "{u}:d"])
         .query(&mut con)
         .unwrap();
-    // The per-second limiter is still full: denied, and the fixed window, emptied, left
-    // untouched (it answers as a peek).
+    // The per-second limiter is still full from the transaction: denied, and the fixed
+    // window, emptied, left untouched (it answers as a peek).
     assert_eq!(detail[0][0], 1, "{detail:?}");
     assert_eq!(detail[1], [0, 2, 2, -1, 0], "{detail:?}");
     assert_eq!(snapshot(&mut con, b"{u}:d"), (None, -2));

@@ -752,6 +752,24 @@ fn a_cluster_routes_every_form_to_its_slot_through_redirects(flavor: Flavor) {
         }
     }
     assert_eq!(total as usize, USERS * keys_per_user);
+    // DETAIL through the cluster client: each limiter of a CL.ALL call, in key order.
+    for form in FORMS.iter().filter(|form| form.in_all) {
+        let keys = cluster_keys(*form, 43);
+        let keys: Vec<&[u8]> = keys.iter().map(|key| key.as_bytes()).collect();
+        let detail: Vec<Vec<i64>> = form
+            .cmd(&keys, &form.algorithm.params(2, "7200"), None, &["DETAIL"])
+            .query(&mut con)
+            .unwrap();
+        assert_eq!(
+            detail
+                .iter()
+                .map(|reply| reply[..4].to_vec())
+                .collect::<Vec<_>>(),
+            [vec![0, 2, 0, -1], vec![0, 2, 0, -1]],
+            "{}",
+            form.name()
+        );
+    }
     // On the slot's primary, and the same on its replica.
     for form in FORMS {
         let keys = cluster_keys(form, 42);
