@@ -15,6 +15,7 @@ pub mod time;
 pub mod all;
 pub mod fixed;
 pub mod gcra;
+pub mod lease;
 pub mod limiter;
 pub mod queue;
 pub mod window;

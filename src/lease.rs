@@ -1,0 +1,416 @@
+//! CL.LEASE's pure core: a concurrency limit. At most `limit` holders hold a lease on a key at
+//! once, each until its own end; a holder that calls again while its lease is live renews it.
+//! Time is in integer milliseconds since the Unix epoch. The set's bytes, and how a call
+//! finds its way in them, are in `lease/set.rs`.
+//!
+//! Not yet wired to a command (issue 18): this is the decision and the stored format, tested
+//! against a model.
+
+mod set;
+
+pub use set::{empty, Editor, Found, LeaseSet, HEADER_LEN, MAX_END_MS, MAX_HOLDER};
+
+use crate::error::Error;
+use crate::outcome::Outcome;
+use crate::time::NANOS_PER_MILLI;
+use crate::window::LogBuffer;
+
+/// One holder's call against a concurrency limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lease {
+    pub limit: i64,
+    pub lease_ms: i64,
+}
+
+/// What a call changes, once the leases that ended are dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeaseChange {
+    /// The holder's live lease now ends at `end_ms`.
+    Renew { end_ms: i64 },
+    /// The holder takes a free slot until `end_ms`.
+    Acquire { end_ms: i64 },
+}
+
+/// A call's answer, and its change when admitted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Decision {
+    pub outcome: Outcome,
+    pub change: Option<LeaseChange>,
+}
+
+impl Lease {
+    /// Decides `holder`'s call at `now_ms` against the stored set (`None`: no key).
+    pub fn decide(
+        &self,
+        stored: Option<&[u8]>,
+        holder: &[u8],
+        now_ms: i64,
+    ) -> Result<Decision, Error> {
+        let end_ms = now_ms
+            .checked_add(self.lease_ms)
+            .filter(|&end| end <= MAX_END_MS)
+            .ok_or(Error::TooLarge("lease_time"))?;
+        let view = Live::of(stored, now_ms)?;
+        let own = view.holder_end(holder)?.filter(|&end| end > now_ms);
+        let latest = view.latest_end().max(Some(end_ms));
+        let reset_after = |latest: Option<i64>| ms_to_ns(latest.map_or(0, |end| end - now_ms));
+        if own.is_some() {
+            let outcome = Outcome::allowed(
+                self.limit,
+                self.limit - view.live as i64,
+                reset_after(latest),
+            );
+            return Ok(Decision {
+                outcome,
+                change: Some(LeaseChange::Renew { end_ms }),
+            });
+        }
+        if (view.live as i64) < self.limit {
+            let outcome = Outcome::allowed(
+                self.limit,
+                self.limit - view.live as i64 - 1,
+                reset_after(latest),
+            );
+            return Ok(Decision {
+                outcome,
+                change: Some(LeaseChange::Acquire { end_ms }),
+            });
+        }
+        let retry = view.earliest_end().map(|end| ms_to_ns(end - now_ms));
+        Ok(Decision {
+            outcome: Outcome::denied(self.limit, 0, retry, reset_after(view.latest_end())),
+            change: None,
+        })
+    }
+}
+
+/// Makes an admitted call's change in the set `buffer` holds (an empty key's buffer first
+/// given `empty()`): drops the leases that ended by `now_ms`, then renews or adds the
+/// holder's.
+pub fn apply(
+    buffer: &mut impl LogBuffer,
+    holder: &[u8],
+    change: LeaseChange,
+    now_ms: i64,
+) -> Result<(), Error> {
+    Editor::new(buffer).drop_ended(now_ms)?;
+    match change {
+        LeaseChange::Acquire { end_ms } => Editor::new(buffer).insert(holder, end_ms),
+        LeaseChange::Renew { end_ms } => {
+            let found = LeaseSet::parse(buffer.bytes_mut()?)?
+                .find(holder)?
+                .ok_or(Error::Internal)?;
+            Editor::new(buffer).renew(holder, found, end_ms)
+        }
+    }
+}
+
+/// Frees `holder`'s live lease, if it holds one, dropping the leases that ended by `now_ms`
+/// with it. Returns whether it freed one: a release of nothing writes nothing.
+pub fn release(buffer: &mut impl LogBuffer, holder: &[u8], now_ms: i64) -> Result<bool, Error> {
+    let live = {
+        let set = LeaseSet::parse(buffer.bytes_mut()?)?;
+        set.find(holder)?.is_some_and(|found| found.end_ms > now_ms)
+    };
+    if !live {
+        return Ok(false);
+    }
+    Editor::new(buffer).drop_ended(now_ms)?;
+    let found = LeaseSet::parse(buffer.bytes_mut()?)?
+        .find(holder)?
+        .ok_or(Error::Internal)?;
+    Editor::new(buffer).remove(found)?;
+    Ok(true)
+}
+
+/// The live leases of a stored set at an instant.
+struct Live<'a> {
+    set: Option<LeaseSet<'a>>,
+    /// How many leases end at or before the instant (the first of `by_end`).
+    ended: usize,
+    live: usize,
+}
+
+impl<'a> Live<'a> {
+    fn of(stored: Option<&'a [u8]>, now_ms: i64) -> Result<Live<'a>, Error> {
+        let Some(raw) = stored else {
+            return Ok(Live {
+                set: None,
+                ended: 0,
+                live: 0,
+            });
+        };
+        let set = LeaseSet::parse(raw)?;
+        let ended = set.ended_by(now_ms)?;
+        Ok(Live {
+            set: Some(set),
+            ended,
+            live: set.count() - ended,
+        })
+    }
+
+    fn holder_end(&self, holder: &[u8]) -> Result<Option<i64>, Error> {
+        match &self.set {
+            Some(set) => Ok(set.find(holder)?.map(|found| found.end_ms)),
+            None => Ok(None),
+        }
+    }
+
+    /// The end of the live lease that ends first.
+    fn earliest_end(&self) -> Option<i64> {
+        let set = self.set.as_ref()?;
+        (self.live > 0)
+            .then(|| set.by_end(self.ended).ok().map(|(_, end)| end))
+            .flatten()
+    }
+
+    /// The end of the live lease that ends last.
+    fn latest_end(&self) -> Option<i64> {
+        let set = self.set.as_ref()?;
+        (self.live > 0)
+            .then(|| set.by_end(set.count() - 1).ok().map(|(_, end)| end))
+            .flatten()
+    }
+}
+
+fn ms_to_ns(ms: i64) -> i64 {
+    ms.saturating_mul(NANOS_PER_MILLI)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    const NOW: i64 = 1_900_000_000_000;
+
+    /// The model: each holder's end; a lease is live while its end is after now.
+    #[derive(Default, Debug)]
+    struct Model {
+        ends: BTreeMap<Vec<u8>, i64>,
+    }
+
+    impl Model {
+        fn live(&self, now: i64) -> impl Iterator<Item = (&Vec<u8>, &i64)> {
+            self.ends.iter().filter(move |(_, &end)| end > now)
+        }
+
+        fn lease(&mut self, lease: Lease, holder: &[u8], now: i64) -> [i64; 5] {
+            let end = now + lease.lease_ms;
+            let live = self.live(now).count() as i64;
+            let own = self.ends.get(holder).is_some_and(|&e| e > now);
+            let latest = self.live(now).map(|(_, &e)| e).max();
+            if own || live < lease.limit {
+                self.ends.retain(|_, e| *e > now);
+                self.ends.insert(holder.to_vec(), end);
+                let live_after = self.ends.len() as i64;
+                let reset = latest.map_or(end, |l| l.max(end)) - now;
+                [0, lease.limit, (lease.limit - live_after).max(0), -1, reset]
+            } else {
+                let earliest = self.live(now).map(|(_, &e)| e).min().unwrap_or(now);
+                [
+                    1,
+                    lease.limit,
+                    0,
+                    earliest - now,
+                    latest.unwrap_or(now) - now,
+                ]
+            }
+        }
+
+        fn release(&mut self, holder: &[u8], now: i64) -> bool {
+            if self.ends.get(holder).is_none_or(|&e| e <= now) {
+                return false;
+            }
+            self.ends.retain(|_, e| *e > now);
+            self.ends.remove(holder);
+            true
+        }
+    }
+
+    fn reply(outcome: Outcome) -> [i64; 5] {
+        outcome.to_reply(crate::time::TimeUnit::Milliseconds)
+    }
+
+    /// A key's value, as the module keeps it: nothing until the first lease.
+    #[derive(Default)]
+    struct Key(Option<Vec<u8>>);
+
+    impl Key {
+        fn lease(&mut self, lease: Lease, holder: &[u8], now: i64) -> [i64; 5] {
+            let decision = lease.decide(self.0.as_deref(), holder, now).unwrap();
+            if let Some(change) = decision.change {
+                let buffer = self.0.get_or_insert_with(|| empty().to_vec());
+                apply(buffer, holder, change, now).unwrap();
+            }
+            reply(decision.outcome)
+        }
+
+        fn release(&mut self, holder: &[u8], now: i64) -> bool {
+            match &mut self.0 {
+                Some(buffer) => release(buffer, holder, now).unwrap(),
+                None => false,
+            }
+        }
+
+        /// Every lease the set holds, by holder, and a check of its size.
+        fn contents(&self) -> BTreeMap<Vec<u8>, i64> {
+            let Some(raw) = &self.0 else {
+                return BTreeMap::new();
+            };
+            let set = LeaseSet::parse(raw).unwrap();
+            let mut ends = BTreeMap::new();
+            let mut last = (i64::MIN, Vec::new());
+            for i in 0..set.count() {
+                let (holder, end) = set.by_end(i).unwrap();
+                assert!((end, holder.to_vec()) > last, "by_end out of order");
+                last = (end, holder.to_vec());
+                let found = set.find(holder).unwrap().expect("in by_holder too");
+                assert_eq!((found.by_end, found.end_ms), (i, end));
+                ends.insert(holder.to_vec(), end);
+            }
+            ends
+        }
+    }
+
+    #[test]
+    fn holders_up_to_the_limit_are_admitted_and_renew_their_own() {
+        let lease = Lease {
+            limit: 2,
+            lease_ms: 1_000,
+        };
+        let mut key = Key::default();
+        assert_eq!(key.lease(lease, b"a", NOW), [0, 2, 1, -1, 1_000]);
+        assert_eq!(key.lease(lease, b"b", NOW + 100), [0, 2, 0, -1, 1_000]);
+        assert_eq!(key.lease(lease, b"c", NOW + 200), [1, 2, 0, 800, 900]);
+        // A's renewal moves its end, and takes no other slot.
+        assert_eq!(key.lease(lease, b"a", NOW + 300), [0, 2, 0, -1, 1_000]);
+        assert_eq!(key.lease(lease, b"c", NOW + 400), [1, 2, 0, 700, 900]);
+        // B's lease ends: C takes its slot, and B's entry is dropped.
+        assert_eq!(key.lease(lease, b"c", NOW + 1_100), [0, 2, 0, -1, 1_000]);
+        assert_eq!(
+            key.contents(),
+            BTreeMap::from([(b"a".to_vec(), NOW + 1_300), (b"c".to_vec(), NOW + 2_100)])
+        );
+    }
+
+    #[test]
+    fn a_release_frees_a_live_lease_and_nothing_else() {
+        let lease = Lease {
+            limit: 1,
+            lease_ms: 1_000,
+        };
+        let mut key = Key::default();
+        assert!(!key.release(b"a", NOW));
+        key.lease(lease, b"a", NOW);
+        assert!(!key.release(b"b", NOW));
+        assert!(key.release(b"a", NOW + 10));
+        assert!(!key.release(b"a", NOW + 20));
+        assert_eq!(key.lease(lease, b"b", NOW + 30)[0], 0);
+        // An ended lease is not released: it was over already.
+        assert!(!key.release(b"b", NOW + 1_030));
+    }
+
+    #[test]
+    fn foreign_values_are_refused() {
+        let lease = Lease {
+            limit: 1,
+            lease_ms: 1,
+        };
+        for raw in [
+            &b""[..],
+            b"CLL",
+            b"CLW\x01\0\0\0\0\0\0\0\0\0\0\0\0",
+            &[0u8; 16],
+        ] {
+            assert_eq!(lease.decide(Some(raw), b"a", NOW), Err(Error::CorruptState));
+        }
+        let mut longer = empty().to_vec();
+        longer.push(0);
+        assert_eq!(
+            lease.decide(Some(&longer), b"a", NOW),
+            Err(Error::CorruptState)
+        );
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Lease {
+            holder: u8,
+            limit: i64,
+            lease_ms: i64,
+        },
+        Release {
+            holder: u8,
+        },
+        Wait {
+            ms: i64,
+        },
+    }
+
+    fn ops() -> impl Strategy<Value = Vec<Op>> {
+        let op = prop_oneof![
+            4 => (0..40u8, 1..8i64, 1..500i64)
+                .prop_map(|(holder, limit, lease_ms)| Op::Lease { holder, limit, lease_ms }),
+            1 => (0..40u8).prop_map(|holder| Op::Release { holder }),
+            2 => (0..300i64).prop_map(|ms| Op::Wait { ms }),
+        ];
+        prop::collection::vec(op, 1..300)
+    }
+
+    /// Holder names of many lengths, so that entries and holes come in many sizes.
+    fn name(holder: u8) -> Vec<u8> {
+        std::iter::repeat_n(b'a' + holder % 26, 1 + (holder as usize * 37) % 255).collect()
+    }
+
+    proptest! {
+        #[test]
+        fn leases_answer_and_store_exactly_as_the_model(ops in ops()) {
+            let (mut key, mut model, mut now) = (Key::default(), Model::default(), NOW);
+            for op in ops {
+                match op {
+                    Op::Lease { holder, limit, lease_ms } => {
+                        let lease = Lease { limit, lease_ms };
+                        let name = name(holder);
+                        prop_assert_eq!(key.lease(lease, &name, now), model.lease(lease, &name, now));
+                    }
+                    Op::Release { holder } => {
+                        let name = name(holder);
+                        prop_assert_eq!(key.release(&name, now), model.release(&name, now));
+                    }
+                    Op::Wait { ms } => now += ms,
+                }
+                let stored = key.contents();
+                let live: BTreeMap<_, _> = stored.iter().filter(|(_, &e)| e > now).collect();
+                let expected: BTreeMap<_, _> = model.live(now).collect();
+                prop_assert_eq!(live, expected);
+                if let Some(raw) = &key.0 {
+                    let set = LeaseSet::parse(raw).unwrap();
+                    let in_use: usize = stored.keys().map(|h| h.len() + 7).sum();
+                    // The holes never outweigh the entries in use.
+                    prop_assert!(raw.len() - HEADER_LEN - 8 * set.count() <= 2 * in_use.max(1));
+                }
+            }
+        }
+
+        #[test]
+        fn any_stored_bytes_are_decided_without_panicking(
+            raw in prop::collection::vec(any::<u8>(), 0..200),
+            holder in prop::collection::vec(any::<u8>(), 1..8),
+        ) {
+            let mut raw = raw;
+            if raw.len() >= 4 && raw[0] % 2 == 0 {
+                // Mostly a sound header, so that the entries and indexes get read.
+                raw[..4].copy_from_slice(b"CLL\x01");
+            }
+            let lease = Lease { limit: 3, lease_ms: 100 };
+            if let Ok(decision) = lease.decide(Some(&raw), &holder, NOW) {
+                if let Some(change) = decision.change {
+                    let _ = apply(&mut raw.clone(), &holder, change, NOW);
+                }
+            }
+            let _ = release(&mut raw, &holder, NOW);
+        }
+    }
+}
