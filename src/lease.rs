@@ -46,18 +46,23 @@ impl Lease {
         holder: &[u8],
         now_ms: i64,
     ) -> Result<Decision, Error> {
+        // The parser's checks, again: a limit below 1 or an empty holder is a defect here.
+        if self.limit < 1 || self.lease_ms < 1 || !(1..=MAX_HOLDER).contains(&holder.len()) {
+            return Err(Error::Internal);
+        }
         let end_ms = now_ms
             .checked_add(self.lease_ms)
             .filter(|&end| end <= MAX_END_MS)
             .ok_or(Error::TooLarge("lease_time"))?;
         let view = Live::of(stored, now_ms)?;
-        let own = view.holder_end(holder)?.filter(|&end| end > now_ms);
-        let latest = view.latest_end().max(Some(end_ms));
+        let live = i64::try_from(view.live).map_err(|_| Error::CorruptState)?;
         let reset_after = |latest: Option<i64>| ms_to_ns(latest.map_or(0, |end| end - now_ms));
-        if own.is_some() {
+        if view.holder_end(holder)?.is_some_and(|end| end > now_ms) {
+            // The holder's own lease ends at `end_ms` now, whatever it was.
+            let latest = view.latest_end_but(holder)?.max(Some(end_ms));
             let outcome = Outcome::allowed(
                 self.limit,
-                self.limit - view.live as i64,
+                self.limit.saturating_sub(live),
                 reset_after(latest),
             );
             return Ok(Decision {
@@ -65,20 +70,17 @@ impl Lease {
                 change: Some(LeaseChange::Renew { end_ms }),
             });
         }
-        if (view.live as i64) < self.limit {
-            let outcome = Outcome::allowed(
-                self.limit,
-                self.limit - view.live as i64 - 1,
-                reset_after(latest),
-            );
+        if live < self.limit {
+            let latest = view.latest_end()?.max(Some(end_ms));
+            let outcome = Outcome::allowed(self.limit, self.limit - live - 1, reset_after(latest));
             return Ok(Decision {
                 outcome,
                 change: Some(LeaseChange::Acquire { end_ms }),
             });
         }
-        let retry = view.earliest_end().map(|end| ms_to_ns(end - now_ms));
+        let retry = view.earliest_end()?.map(|end| ms_to_ns(end - now_ms));
         Ok(Decision {
-            outcome: Outcome::denied(self.limit, 0, retry, reset_after(view.latest_end())),
+            outcome: Outcome::denied(self.limit, 0, retry, reset_after(view.latest_end()?)),
             change: None,
         })
     }
@@ -119,7 +121,7 @@ pub fn release(buffer: &mut impl LogBuffer, holder: &[u8], now_ms: i64) -> Resul
     let found = LeaseSet::parse(buffer.bytes_mut()?)?
         .find(holder)?
         .ok_or(Error::Internal)?;
-    Editor::new(buffer).remove(found)?;
+    Editor::new(buffer).remove(holder, found)?;
     Ok(true)
 }
 
@@ -157,19 +159,33 @@ impl<'a> Live<'a> {
     }
 
     /// The end of the live lease that ends first.
-    fn earliest_end(&self) -> Option<i64> {
-        let set = self.set.as_ref()?;
-        (self.live > 0)
-            .then(|| set.by_end(self.ended).ok().map(|(_, end)| end))
-            .flatten()
+    fn earliest_end(&self) -> Result<Option<i64>, Error> {
+        match &self.set {
+            Some(set) if self.live > 0 => Ok(Some(set.by_end(self.ended)?.1)),
+            _ => Ok(None),
+        }
     }
 
     /// The end of the live lease that ends last.
-    fn latest_end(&self) -> Option<i64> {
-        let set = self.set.as_ref()?;
-        (self.live > 0)
-            .then(|| set.by_end(set.count() - 1).ok().map(|(_, end)| end))
-            .flatten()
+    fn latest_end(&self) -> Result<Option<i64>, Error> {
+        match &self.set {
+            Some(set) if self.live > 0 => Ok(Some(set.by_end(set.count() - 1)?.1)),
+            _ => Ok(None),
+        }
+    }
+
+    /// The end of the live lease that ends last, leaving out `holder`'s.
+    fn latest_end_but(&self, holder: &[u8]) -> Result<Option<i64>, Error> {
+        let Some(set) = &self.set else {
+            return Ok(None);
+        };
+        for i in (self.ended..set.count()).rev().take(2) {
+            let (other, end) = set.by_end(i)?;
+            if other != holder {
+                return Ok(Some(end));
+            }
+        }
+        Ok(None)
     }
 }
 
@@ -205,7 +221,7 @@ mod tests {
                 self.ends.retain(|_, e| *e > now);
                 self.ends.insert(holder.to_vec(), end);
                 let live_after = self.ends.len() as i64;
-                let reset = latest.map_or(end, |l| l.max(end)) - now;
+                let reset = self.ends.values().max().copied().unwrap_or(now) - now;
                 [0, lease.limit, (lease.limit - live_after).max(0), -1, reset]
             } else {
                 let earliest = self.live(now).map(|(_, &e)| e).min().unwrap_or(now);
@@ -270,6 +286,21 @@ mod tests {
                 assert_eq!((found.by_end, found.end_ms), (i, end));
                 ends.insert(holder.to_vec(), end);
             }
+            // by_holder holds the same leases, in the order of their holders.
+            let by_holder: Vec<Vec<u8>> = (0..set.count())
+                .map(|i| set.by_holder(i).unwrap().0.to_vec())
+                .collect();
+            assert!(
+                by_holder.windows(2).all(|pair| pair[0] < pair[1]),
+                "by_holder out of order"
+            );
+            assert_eq!(by_holder, ends.keys().cloned().collect::<Vec<_>>());
+            // The holes are exactly the entries' bytes no lease uses.
+            let field =
+                |at: usize| u32::from_le_bytes(raw[at..at + 4].try_into().unwrap()) as usize;
+            let in_use: usize = ends.keys().map(|holder| holder.len() + 7).sum();
+            assert_eq!(field(8) - field(12), in_use, "holes miscounted");
+            assert_eq!(raw.len(), HEADER_LEN + field(8) + 8 * set.count());
             ends
         }
     }
@@ -334,6 +365,54 @@ mod tests {
         );
     }
 
+    /// A sound header over indexes whose slots all name one entry: refused, not packed.
+    #[test]
+    fn a_set_whose_slots_alias_one_entry_is_refused_before_any_write() {
+        let mut raw = empty().to_vec();
+        let end = (NOW + 1_000).to_le_bytes();
+        let heap: Vec<u8> = [&[2u8][..], b"ab", &end[..6]].concat();
+        raw[4..8].copy_from_slice(&11u32.to_le_bytes());
+        raw[8..12].copy_from_slice(&(heap.len() as u32).to_le_bytes());
+        raw.extend_from_slice(&heap);
+        raw.extend(std::iter::repeat_n(0u8, 22 * 4));
+        let before = raw.clone();
+        assert!(release(&mut raw, b"ab", NOW).is_err());
+        assert!(lease_after_drop(&mut raw).is_err());
+        assert_eq!(raw, before);
+    }
+
+    fn lease_after_drop(raw: &mut Vec<u8>) -> Result<(), Error> {
+        apply(
+            raw,
+            b"zz",
+            LeaseChange::Acquire {
+                end_ms: NOW + 5_000,
+            },
+            NOW + 2_000,
+        )
+    }
+
+    /// A renewal that shortens the holder's own lease: the reset is the longest of the others.
+    #[test]
+    fn a_shortened_renewal_resets_at_the_last_other_lease() {
+        let mut key = Key::default();
+        let long = Lease {
+            limit: 2,
+            lease_ms: 1_000,
+        };
+        let short = Lease {
+            limit: 2,
+            lease_ms: 100,
+        };
+        key.lease(long, b"a", NOW);
+        key.lease(short, b"b", NOW);
+        let renewal = Lease {
+            limit: 2,
+            lease_ms: 50,
+        };
+        assert_eq!(key.lease(renewal, b"a", NOW + 10), [0, 2, 0, -1, 90]);
+    }
+
     #[derive(Debug, Clone)]
     enum Op {
         Lease {
@@ -351,17 +430,22 @@ mod tests {
 
     fn ops() -> impl Strategy<Value = Vec<Op>> {
         let op = prop_oneof![
-            4 => (0..40u8, 1..8i64, 1..500i64)
+            6 => (0..120u8, prop_oneof![1..8i64, 1..120i64], prop_oneof![1..500i64, Just(100i64)])
                 .prop_map(|(holder, limit, lease_ms)| Op::Lease { holder, limit, lease_ms }),
-            1 => (0..40u8).prop_map(|holder| Op::Release { holder }),
-            2 => (0..300i64).prop_map(|ms| Op::Wait { ms }),
+            1 => (0..120u8).prop_map(|holder| Op::Release { holder }),
+            2 => prop_oneof![0..300i64, Just(0i64)].prop_map(|ms| Op::Wait { ms }),
         ];
-        prop::collection::vec(op, 1..300)
+        prop::collection::vec(op, 1..400)
     }
 
-    /// Holder names of many lengths, so that entries and holes come in many sizes.
+    /// Holder names of many lengths, so that entries and holes come in many sizes, and names
+    /// that share a prefix and differ in their last bytes.
     fn name(holder: u8) -> Vec<u8> {
-        std::iter::repeat_n(b'a' + holder % 26, 1 + (holder as usize * 37) % 255).collect()
+        if holder % 2 == 0 {
+            std::iter::repeat_n(b'a' + holder % 26, 1 + (holder as usize * 37) % 255).collect()
+        } else {
+            format!("worker:{:03}", holder).into_bytes()
+        }
     }
 
     proptest! {
@@ -391,6 +475,35 @@ mod tests {
                     // The holes never outweigh the entries in use.
                     prop_assert!(raw.len() - HEADER_LEN - 8 * set.count() <= 2 * in_use.max(1));
                 }
+            }
+        }
+
+        #[test]
+        fn damaged_sets_with_a_sound_header_get_an_answer_or_an_error_never_a_panic(
+            count in 0..12usize,
+            heap in prop::collection::vec(any::<u8>(), 0..120),
+            slots in prop::collection::vec(0..130u32, 24),
+            holes in any::<u32>(),
+            holder in prop_oneof![Just(b"a".to_vec()), prop::collection::vec(any::<u8>(), 1..4)],
+        ) {
+            let mut raw = empty().to_vec();
+            raw[4..8].copy_from_slice(&(count as u32).to_le_bytes());
+            raw[8..12].copy_from_slice(&(heap.len() as u32).to_le_bytes());
+            let holes = holes % (heap.len() as u32 + 1);
+            raw[12..16].copy_from_slice(&holes.to_le_bytes());
+            raw.extend_from_slice(&heap);
+            for slot in &slots[..2 * count] {
+                raw.extend_from_slice(&slot.to_le_bytes());
+            }
+            prop_assert!(LeaseSet::parse(&raw).is_ok());
+            for now in [NOW - 1_000_000, NOW, i64::from(u32::MAX)] {
+                let lease = Lease { limit: 2, lease_ms: 100 };
+                if let Ok(decision) = lease.decide(Some(&raw), &holder, now) {
+                    if let Some(change) = decision.change {
+                        let _ = apply(&mut raw.clone(), &holder, change, now);
+                    }
+                }
+                let _ = release(&mut raw.clone(), &holder, now);
             }
         }
 

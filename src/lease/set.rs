@@ -134,7 +134,7 @@ impl<'a> LeaseSet<'a> {
         self.entry(self.slot(self.by_end_at(), i)?)
     }
 
-    fn by_holder(&self, i: usize) -> Result<(&'a [u8], i64), Error> {
+    pub(super) fn by_holder(&self, i: usize) -> Result<(&'a [u8], i64), Error> {
         self.entry(self.slot(self.by_holder_at(), i)?)
     }
 
@@ -254,6 +254,7 @@ impl<'b, B: LogBuffer> Editor<'b, B> {
             (at_holder, at_end)
         };
         let entry_len = ENTRY_OVERHEAD + holder.len();
+        fits(count + 1, heap_len + entry_len, holes)?;
         let offset = u32::try_from(heap_len).map_err(|_| Error::LogTooLong)?;
         let old_len = HEADER_LEN + heap_len + 2 * SLOT * count;
         let new_len = old_len + entry_len + 2 * SLOT;
@@ -297,6 +298,9 @@ impl<'b, B: LogBuffer> Editor<'b, B> {
         let (offset, at_end) = {
             let set = LeaseSet::parse(self.buffer.bytes_mut()?)?;
             let offset = set.slot(set.by_end_at(), found.by_end)?;
+            if set.entry(offset)?.0 != holder {
+                return Err(Error::Internal);
+            }
             // Where it goes among the others, counted as if it had left its place.
             let at = set.search_end(end_ms, holder)?.unwrap_or_else(|at| at);
             (offset, if at > found.by_end { at - 1 } else { at })
@@ -322,84 +326,139 @@ impl<'b, B: LogBuffer> Editor<'b, B> {
     }
 
     /// Takes the lease `found` names out of the set.
-    pub fn remove(&mut self, found: Found) -> Result<(), Error> {
+    pub fn remove(&mut self, holder: &[u8], found: Found) -> Result<(), Error> {
         let (count, heap_len, holes) = self.header()?;
-        let entry_len = {
+        {
             let set = LeaseSet::parse(self.buffer.bytes_mut()?)?;
-            set.by_holder(found.by_holder)?.0.len() + ENTRY_OVERHEAD
-        };
-        self.cut(count, heap_len, &[found.by_holder], &[found.by_end])?;
-        self.write_header(count - 1, heap_len, holes + entry_len)?;
+            let offset = set.slot(set.by_holder_at(), found.by_holder)?;
+            let same = set.slot(set.by_end_at(), found.by_end)? == offset
+                && set.entry(offset)?.0 == holder;
+            if !same {
+                return Err(Error::Internal);
+            }
+        }
+        let freed = ENTRY_OVERHEAD + holder.len();
+        self.cut(
+            count,
+            heap_len,
+            holes,
+            freed,
+            &[found.by_holder],
+            &[found.by_end],
+        )?;
         self.pack_if_sparse()
     }
 
     /// Drops every lease that ended at or before `now_ms`. Returns how many it dropped.
     pub fn drop_ended(&mut self, now_ms: i64) -> Result<usize, Error> {
         let (count, heap_len, holes) = self.header()?;
-        let (ended, by_holder, freed) = {
+        let (by_holder, freed) = {
             let set = LeaseSet::parse(self.buffer.bytes_mut()?)?;
             let ended = set.ended_by(now_ms)?;
-            let mut by_holder = Vec::with_capacity(ended);
-            let mut freed = 0;
-            for i in 0..ended {
-                let (holder, _) = set.by_end(i)?;
-                let at = set
-                    .search_holder(holder)?
-                    .map_err(|_| Error::CorruptState)?;
-                by_holder.push(at);
-                freed += ENTRY_OVERHEAD + holder.len();
+            if ended == 0 {
+                return Ok(0);
             }
-            by_holder.sort_unstable();
-            (ended, by_holder, freed)
+            let mut offsets = Vec::with_capacity(ended);
+            let mut freed = 0usize;
+            for i in 0..ended {
+                let offset = set.slot(set.by_end_at(), i)?;
+                freed += ENTRY_OVERHEAD + set.entry(offset)?.0.len();
+                offsets.push(offset);
+            }
+            offsets.sort_unstable();
+            if offsets.windows(2).any(|pair| pair[0] == pair[1]) {
+                return Err(Error::CorruptState);
+            }
+            // One pass over the holder index, reading offsets only.
+            let mut by_holder = Vec::with_capacity(ended);
+            for i in 0..count {
+                if offsets
+                    .binary_search(&set.slot(set.by_holder_at(), i)?)
+                    .is_ok()
+                {
+                    by_holder.push(i);
+                }
+            }
+            if by_holder.len() != ended {
+                return Err(Error::CorruptState);
+            }
+            (by_holder, freed)
         };
-        if ended == 0 {
-            return Ok(0);
-        }
+        let ended = by_holder.len();
         let by_end: Vec<usize> = (0..ended).collect();
-        self.cut(count, heap_len, &by_holder, &by_end)?;
-        self.write_header(count - ended, heap_len, holes + freed)?;
+        self.cut(count, heap_len, holes, freed, &by_holder, &by_end)?;
         self.pack_if_sparse()?;
         Ok(ended)
     }
 
-    /// Takes the slots at the given (ascending) indexes out of both indexes, and shortens the
-    /// value by their bytes. The header is the caller's.
+    /// Takes the slots at the given indexes (strictly ascending, as many in each) out of both
+    /// indexes, whose entries free `freed` bytes. The value keeps its length: the indexes move
+    /// to its end, and the bytes they free join the entries as holes, so that a write that
+    /// removes and one that adds do not shrink and grow the string in turn (the server would
+    /// reallocate it each time).
     fn cut(
         &mut self,
         count: usize,
         heap_len: usize,
+        holes: usize,
+        freed: usize,
         by_holder: &[usize],
         by_end: &[usize],
     ) -> Result<(), Error> {
         let cut = by_holder.len();
+        let ascending = |indexes: &[usize]| {
+            indexes.windows(2).all(|pair| pair[0] < pair[1])
+                && indexes.last().is_none_or(|&last| last < count)
+        };
+        if by_end.len() != cut || !ascending(by_holder) || !ascending(by_end) || cut == 0 {
+            return Err(Error::Internal);
+        }
+        let new_heap_len = heap_len + 2 * SLOT * cut;
+        let new_holes = holes
+            .checked_add(freed)
+            .map(|holes| holes + 2 * SLOT * cut)
+            .filter(|&holes| holes <= new_heap_len)
+            .ok_or(Error::CorruptState)?;
+        fits(count, new_heap_len, new_holes)?;
+        if new_holes * 2 > new_heap_len {
+            // The entries will be packed next: what could refuse that is checked now, before
+            // the first byte moves.
+            let set = LeaseSet::parse(self.buffer.bytes_mut()?)?;
+            let mut kept = Vec::with_capacity(count - cut);
+            let mut skip = by_holder.iter().peekable();
+            for i in 0..count {
+                if skip.next_if(|&&index| index == i).is_none() {
+                    kept.push(set.slot(set.by_holder_at(), i)?);
+                }
+            }
+            check_entries(&set, kept, new_heap_len - new_holes)?;
+        }
         let raw = self.buffer.bytes_mut()?;
         let holder_at = HEADER_LEN + heap_len;
         let end_at = holder_at + SLOT * count;
-        // by_holder keeps its start; by_end starts `cut` slots earlier.
-        let mut to = holder_at;
-        let mut next = 0;
-        for (i, skip) in [(holder_at, by_holder), (end_at, by_end)] {
-            let mut from = i;
-            for &index in skip.iter() {
-                let at = i + SLOT * index;
-                if at < from {
-                    return Err(Error::Internal);
-                }
-                raw.copy_within(from..at, to);
-                to += at - from;
-                from = at + SLOT;
-            }
-            let section_end = i + SLOT * count;
-            raw.copy_within(from..section_end, to);
-            to += section_end - from;
-            next += 1;
-        }
-        debug_assert_eq!(next, 2);
-        let new_len = HEADER_LEN + heap_len + 2 * SLOT * (count - cut);
-        if to != new_len {
+        let total = end_at + SLOT * count;
+        if raw.len() != total {
             return Err(Error::Internal);
         }
-        self.buffer.resize(new_len)
+        // Each index's kept runs, moved right from the last one back: by_end to end at the
+        // value's end, then by_holder to end where by_end now starts.
+        let mut to = total;
+        for (at, skip) in [(end_at, by_end), (holder_at, by_holder)] {
+            let mut run_end = at + SLOT * count;
+            for &index in skip.iter().rev() {
+                let run_start = at + SLOT * (index + 1);
+                let len = run_end - run_start;
+                raw.copy_within(run_start..run_end, to - len);
+                to -= len;
+                run_end = at + SLOT * index;
+            }
+            raw.copy_within(at..run_end, to - (run_end - at));
+            to -= run_end - at;
+        }
+        if to != HEADER_LEN + new_heap_len {
+            return Err(Error::Internal);
+        }
+        self.write_header(count - cut, new_heap_len, new_holes)
     }
 
     /// Packs the entries again once holes outweigh the bytes in use.
@@ -416,11 +475,19 @@ impl<'b, B: LogBuffer> Editor<'b, B> {
                 .collect::<Result<_, _>>()?;
             offsets.sort_unstable();
             let mut moved = Vec::with_capacity(count);
-            let mut packed = 0;
+            let (mut packed, mut free_from) = (0, 0);
             for &offset in &offsets {
                 let len = ENTRY_OVERHEAD + set.entry(offset)?.0.len();
+                // Entries of a sound set do not overlap, and the holes are the rest.
+                if offset < free_from {
+                    return Err(Error::CorruptState);
+                }
+                free_from = offset + len;
                 moved.push((offset, packed, len));
                 packed += len;
+            }
+            if packed + holes != heap_len {
+                return Err(Error::CorruptState);
             }
             let new_of = |offset: usize| -> Result<usize, Error> {
                 let i = moved
@@ -451,6 +518,41 @@ impl<'b, B: LogBuffer> Editor<'b, B> {
         }
         self.buffer.resize(index_at + SLOT * 2 * count)?;
         self.write_header(count, packed, 0)
+    }
+}
+
+/// Checks that the entries at `offsets` can be packed: none overlaps another, and together
+/// they are the `in_use` bytes the header counts.
+fn check_entries(set: &LeaseSet, mut offsets: Vec<usize>, in_use: usize) -> Result<(), Error> {
+    offsets.sort_unstable();
+    let (mut total, mut free_from) = (0, 0);
+    for offset in offsets {
+        if offset < free_from {
+            return Err(Error::CorruptState);
+        }
+        let len = ENTRY_OVERHEAD + set.entry(offset)?.0.len();
+        free_from = offset + len;
+        total += len;
+    }
+    if total == in_use {
+        Ok(())
+    } else {
+        Err(Error::CorruptState)
+    }
+}
+
+/// Whether a header can hold these fields.
+fn fits(count: usize, heap_len: usize, holes: usize) -> Result<(), Error> {
+    let total = HEADER_LEN
+        .checked_add(heap_len)
+        .and_then(|len| len.checked_add(count.checked_mul(2 * SLOT)?));
+    if [count, heap_len, holes, total.unwrap_or(usize::MAX)]
+        .iter()
+        .all(|&field| u32::try_from(field).is_ok())
+    {
+        Ok(())
+    } else {
+        Err(Error::LogTooLong)
     }
 }
 
