@@ -11,7 +11,6 @@
 use std::collections::VecDeque;
 use std::ops::Range;
 use std::os::raw::c_void;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use redis_module::raw;
 
@@ -20,9 +19,9 @@ use crate::command::Command;
 use crate::commands;
 use crate::commands::answer::{self, Answer, Wait};
 use crate::counters::{self, Counted, Waited, WAITS};
-use crate::error::{Error, DEFECT_CAUGHT};
+use crate::error::Error;
 use crate::fault::{self, Fault};
-use crate::ffi::{api, context_flags, log_warning, string_bytes, succeeded};
+use crate::ffi::{api, catch_defect, context_flags, string_bytes, succeeded};
 use crate::lines::{self, line_key, Turn, Waiter};
 use crate::queue::Place;
 use crate::redirect::{self, Serving};
@@ -97,7 +96,7 @@ pub fn park(
     // The client is blocked: from here on it gets its one answer through the reply callback,
     // even should this module fail (the command's own guard must not answer it as well).
     let mut place = None;
-    let parked = catch_unwind(AssertUnwindSafe(|| {
+    let parked = catch_defect(ctx, || {
         let waiter = Waiter {
             client,
             command,
@@ -109,19 +108,7 @@ pub fn park(
             due_ns: None,
             admitting: false,
         };
-        if cfg!(debug_assertions) {
-            let key = waiter
-                .argv
-                .get(wait.keys.clone())
-                .and_then(|keys| keys.first().copied());
-            if let Some(key) = key {
-                // SAFETY: the key is one of the waiter's held arguments.
-                fault::inject(
-                    Fault::Parked,
-                    unsafe { string_bytes(key) }.unwrap_or_default(),
-                );
-            }
-        }
+        inject(Fault::Parked, &waiter.argv, &waiter.keys);
         let (joined, first) = shared.get().join(keys, waiter);
         place = Some(joined);
         drop(shared);
@@ -130,14 +117,14 @@ pub fn park(
         if let Err(error) = arm(ctx, joined, try_at, now_ns, callbacks) {
             finish(ctx, joined, Err(error), Waited::TimedOut);
         }
-    }));
-    if parked.is_err() {
-        log_warning(ctx, DEFECT_CAUGHT);
+    });
+    if parked.is_none() {
         match place {
             Some(place) => drop(finish(ctx, place, Err(Error::Internal), Waited::TimedOut)),
             None => {
-                counters::of(command).record(Counted::Error);
-                unblock(client, Pending::Answer(Err(Error::Internal)));
+                let result = Err(Error::Internal);
+                answer::record(command, &result);
+                unblock(client, Pending::Answer(result));
             }
         }
     }
@@ -233,12 +220,9 @@ pub fn timer_fired(ctx: *mut raw::RedisModuleCtx, data: *mut c_void, callbacks: 
     while let Some(place) = work.pop_front() {
         // Each look on its own: one that fails still answers its waiter (which no timer would
         // try again), and the others get their look.
-        match catch_unwind(AssertUnwindSafe(|| attempt(ctx, place, callbacks))) {
-            Ok(next) => work.extend(next),
-            Err(_) => {
-                log_warning(ctx, DEFECT_CAUGHT);
-                work.extend(finish(ctx, place, Err(Error::Internal), Waited::TimedOut));
-            }
+        match catch_defect(ctx, || attempt(ctx, place, callbacks)) {
+            Some(next) => work.extend(next),
+            None => work.extend(finish(ctx, place, Err(Error::Internal), Waited::TimedOut)),
         }
     }
 }
@@ -253,27 +237,28 @@ fn rerun(
     keys: &Range<usize>,
     turn: Turn,
 ) -> Result<Answer, Error> {
-    catch_unwind(AssertUnwindSafe(|| {
-        if cfg!(debug_assertions) {
-            let fault = match turn {
-                Turn::Checking(_) => Some(Fault::Timer),
-                Turn::Waiting(_) => Some(Fault::Reply),
-                _ => None,
-            };
-            let key = argv
-                .get(keys.clone())
-                .and_then(|keys| keys.first().copied());
-            if let (Some(fault), Some(key)) = (fault, key) {
-                // SAFETY: the key is one of the waiter's held arguments.
-                fault::inject(fault, unsafe { string_bytes(key) }.unwrap_or_default());
-            }
+    catch_defect(ctx, || {
+        match turn {
+            Turn::Checking(_) => inject(Fault::Timer, argv, keys),
+            Turn::Waiting(_) => inject(Fault::Reply, argv, keys),
+            _ => {}
         }
         commands::run(command, ctx, argv.as_ptr(), argv.argc(), false, turn)
-    }))
-    .unwrap_or_else(|_| {
-        log_warning(ctx, DEFECT_CAUGHT);
-        Err(Error::Internal)
     })
+    .unwrap_or(Err(Error::Internal))
+}
+
+/// In a debug build, strikes `fault` when the waiter's first key is the fault's key.
+fn inject(fault: Fault, argv: &Held, keys: &Range<usize>) {
+    if cfg!(debug_assertions) {
+        if let Some(key) = argv
+            .get(keys.clone())
+            .and_then(|keys| keys.first().copied())
+        {
+            // SAFETY: the key is one of the waiter's held arguments.
+            fault::inject(fault, unsafe { string_bytes(key) }.unwrap_or_default());
+        }
+    }
 }
 
 /// One look at a waiter, from its timer: its units fit (it is unblocked, to take them in

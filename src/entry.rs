@@ -9,7 +9,6 @@
 //! decision between a command body and blocking.
 
 use std::os::raw::{c_int, c_void};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use redis_module::raw;
 
@@ -18,13 +17,11 @@ use crate::blocking::{self, Callbacks, Pending};
 use crate::command::Command;
 use crate::commands;
 use crate::commands::answer::{self, Answer};
-use crate::counters::{self, Counted};
 use crate::decimal::parse_i64;
-use crate::error::{Error, DEFECT_CAUGHT};
-use crate::ffi::{context_flags, log_warning, string_bytes, REPLAYED};
+use crate::error::Error;
+use crate::ffi::{catch_defect, context_flags, string_bytes, REPLAYED};
 use crate::info;
 use crate::lines::{self, Turn};
-use crate::reply;
 use crate::resetstat::{self, Point};
 
 /// Runs `body` for the server: settles a pending RESETSTAT at `point` (none for INFO's crash
@@ -36,23 +33,13 @@ fn guard<T>(
     body: impl FnOnce() -> T,
     on_panic: impl FnOnce() -> T,
 ) -> T {
-    let run = AssertUnwindSafe(|| {
+    catch_defect(ctx, || {
         if let Some(point) = point {
             resetstat::settle(point);
         }
         body()
-    });
-    match catch_unwind(run) {
-        Ok(value) => value,
-        Err(_) => caught(ctx, on_panic),
-    }
-}
-
-#[cold]
-#[inline(never)]
-fn caught<T>(ctx: *mut raw::RedisModuleCtx, on_panic: impl FnOnce() -> T) -> T {
-    log_warning(ctx, DEFECT_CAUGHT);
-    on_panic()
+    })
+    .unwrap_or_else(on_panic)
 }
 
 /// Load and unload, guarded: the module API macro's `RedisModule_OnLoad` and `OnUnload` call
@@ -90,12 +77,7 @@ fn command(
         ctx,
         Some(point),
         || dispatch(ctx, argv, argc, command, flags),
-        || {
-            if flags & REPLAYED == 0 {
-                counters::of(command).record(Counted::Error);
-            }
-            reply::send_error(ctx, Error::Internal);
-        },
+        || answer_now(ctx, command, flags, Err(Error::Internal)),
     );
     raw::REDISMODULE_OK as c_int
 }
@@ -133,7 +115,18 @@ fn dispatch(
             }
         }
     }
-    if !replayed {
+    answer_now(ctx, command, flags, result);
+}
+
+/// Counts a call's answer (unless replayed: the counters are the clients') and sends it.
+#[inline(always)]
+fn answer_now(
+    ctx: *mut raw::RedisModuleCtx,
+    command: Command,
+    flags: u32,
+    result: Result<Answer, Error>,
+) {
+    if flags & REPLAYED == 0 {
         answer::record(command, &result);
     }
     answer::send(ctx, result);

@@ -2,10 +2,6 @@
 
 use std::ffi::CString;
 
-/// The log line for a panic caught before it could unwind into the server.
-pub const DEFECT_CAUGHT: &str =
-    "redis-cell: a defect in the module was caught before it could take the server down";
-
 /// Why a command was refused. Each variant becomes one Redis error reply; the command layer
 /// guarantees that nothing was written when one is returned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

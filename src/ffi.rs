@@ -5,6 +5,7 @@
 //! (scripts/layers.py checks).
 
 use std::os::raw::c_int;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use redis_module::raw;
 
@@ -89,4 +90,26 @@ pub fn log_warning(ctx: *mut raw::RedisModuleCtx, message: &str) {
             log(ctx, c"warning".as_ptr(), c"%s".as_ptr(), message.as_ptr());
         }
     }
+}
+
+/// Runs `body`, catching a panic before it can unwind into the server: logged, and `None`.
+/// Every catch in the module is this one.
+#[inline(always)]
+pub fn catch_defect<T>(ctx: *mut raw::RedisModuleCtx, body: impl FnOnce() -> T) -> Option<T> {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(value) => Some(value),
+        Err(_) => {
+            log_defect(ctx);
+            None
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn log_defect(ctx: *mut raw::RedisModuleCtx) {
+    log_warning(
+        ctx,
+        "redis-cell: a defect in the module was caught before it could take the server down",
+    );
 }

@@ -431,7 +431,7 @@ impl<'b, B: LogBuffer> Editor<'b, B> {
                     kept.push(set.slot(set.by_holder_at(), i)?);
                 }
             }
-            check_entries(&set, kept, new_heap_len - new_holes)?;
+            entries_in_use(&set, kept, new_heap_len - new_holes)?;
         }
         let raw = self.buffer.bytes_mut()?;
         let holder_at = HEADER_LEN + heap_len;
@@ -470,24 +470,14 @@ impl<'b, B: LogBuffer> Editor<'b, B> {
         // The entries in use, in heap order, where each moves, and every slot's new offset.
         let (moved, slots, packed) = {
             let set = LeaseSet::parse(self.buffer.bytes_mut()?)?;
-            let mut offsets: Vec<usize> = (0..count)
+            let offsets: Vec<usize> = (0..count)
                 .map(|i| set.slot(set.by_holder_at(), i))
                 .collect::<Result<_, _>>()?;
-            offsets.sort_unstable();
             let mut moved = Vec::with_capacity(count);
-            let (mut packed, mut free_from) = (0, 0);
-            for &offset in &offsets {
-                let len = ENTRY_OVERHEAD + set.entry(offset)?.0.len();
-                // Entries of a sound set do not overlap, and the holes are the rest.
-                if offset < free_from {
-                    return Err(Error::CorruptState);
-                }
-                free_from = offset + len;
+            let mut packed = 0;
+            for (offset, len) in entries_in_use(&set, offsets, heap_len - holes)? {
                 moved.push((offset, packed, len));
                 packed += len;
-            }
-            if packed + holes != heap_len {
-                return Err(Error::CorruptState);
             }
             let new_of = |offset: usize| -> Result<usize, Error> {
                 let i = moved
@@ -521,10 +511,15 @@ impl<'b, B: LogBuffer> Editor<'b, B> {
     }
 }
 
-/// Checks that the entries at `offsets` can be packed: none overlaps another, and together
-/// they are the `in_use` bytes the header counts.
-fn check_entries(set: &LeaseSet, mut offsets: Vec<usize>, in_use: usize) -> Result<(), Error> {
+/// The entries at `offsets`, in heap order with their lengths, once checked to be packable:
+/// none overlaps another, and together they are the `in_use` bytes the header counts.
+fn entries_in_use(
+    set: &LeaseSet,
+    mut offsets: Vec<usize>,
+    in_use: usize,
+) -> Result<Vec<(usize, usize)>, Error> {
     offsets.sort_unstable();
+    let mut entries = Vec::with_capacity(offsets.len());
     let (mut total, mut free_from) = (0, 0);
     for offset in offsets {
         if offset < free_from {
@@ -533,9 +528,10 @@ fn check_entries(set: &LeaseSet, mut offsets: Vec<usize>, in_use: usize) -> Resu
         let len = ENTRY_OVERHEAD + set.entry(offset)?.0.len();
         free_from = offset + len;
         total += len;
+        entries.push((offset, len));
     }
     if total == in_use {
-        Ok(())
+        Ok(entries)
     } else {
         Err(Error::CorruptState)
     }
