@@ -25,7 +25,7 @@ LAYERS = [
     (
         "commands",
         ["commands", "commands::call", "commands::answer", "commands::state",
-         "commands::single", "commands::all"],
+         "commands::single", "commands::release", "commands::all"],
     ),
     ("blocking", ["blocking"]),
     ("entry", ["entry"]),

@@ -24,7 +24,7 @@ pub struct Combined {
 
 /// Adds up the verdicts of every limiter on one request, in key order, comparing answers in
 /// `unit`.
-pub fn combine<'a>(verdicts: impl Iterator<Item = &'a Verdict>, unit: TimeUnit) -> Combined {
+pub fn combine<'a>(verdicts: impl Iterator<Item = &'a Verdict<'a>>, unit: TimeUnit) -> Combined {
     // The first of the fewest remaining, and the first of the longest denials.
     let mut fewest: Option<(usize, i64)> = None;
     let mut longest: Option<(usize, i64)> = None;
@@ -59,7 +59,7 @@ pub fn combine<'a>(verdicts: impl Iterator<Item = &'a Verdict>, unit: TimeUnit) 
 
 /// How long until every limiter that denied a request would admit it: the longest of their
 /// waits, `None` when one never will, 0 when none denied.
-pub fn fits_in_ns<'a>(verdicts: impl Iterator<Item = &'a Verdict>) -> Option<i64> {
+pub fn fits_in_ns<'a>(verdicts: impl Iterator<Item = &'a Verdict<'a>>) -> Option<i64> {
     verdicts
         .filter(|verdict| !verdict.admitted())
         .try_fold(0, |longest: i64, verdict| {
@@ -85,7 +85,7 @@ impl Combined {
 
     /// What to write for one limiter: its change when every limiter admitted, nothing when
     /// any denied.
-    pub fn change(&self, verdict: &Verdict) -> Option<Change> {
+    pub fn change<'a>(&self, verdict: &Verdict<'a>) -> Option<Change<'a>> {
         verdict.change.filter(|_| self.admitted)
     }
 }
@@ -104,13 +104,18 @@ mod tests {
     /// One request over several keys, as the command layer makes it: every limiter decides,
     /// the verdicts are combined, and the detail is filled in with peeks.
     struct Call {
-        verdicts: Vec<Verdict>,
+        verdicts: Vec<Verdict<'static>>,
         combined: Combined,
         detail: Vec<Outcome>,
     }
 
     impl Call {
-        fn new(limiters: &[Limiter], stored: &[Stored], now: Instant, unit: TimeUnit) -> Call {
+        fn new(
+            limiters: &[Limiter<'static>],
+            stored: &[Stored],
+            now: Instant,
+            unit: TimeUnit,
+        ) -> Call {
             let verdicts: Vec<Verdict> = limiters
                 .iter()
                 .zip(stored)
@@ -139,7 +144,7 @@ mod tests {
             self.verdicts[self.combined.binding].outcome.to_reply(unit)
         }
 
-        fn changes(&self) -> Vec<(usize, Change)> {
+        fn changes(&self) -> Vec<(usize, Change<'static>)> {
             self.verdicts
                 .iter()
                 .enumerate()
@@ -158,6 +163,7 @@ mod tests {
         Tat(Option<i64>),
         Window(Option<Window>),
         Log(Option<Vec<u8>>),
+        Leases(Option<Vec<u8>>),
     }
 
     impl Key {
@@ -166,6 +172,7 @@ mod tests {
                 Limiter::Throttle(_) => Key::Tat(None),
                 Limiter::Fixed(_) => Key::Window(None),
                 Limiter::Window(_) => Key::Log(None),
+                Limiter::Lease(..) => Key::Leases(None),
             }
         }
 
@@ -174,10 +181,11 @@ mod tests {
                 Key::Tat(tat) => Stored::Tat(*tat),
                 Key::Window(window) => Stored::Window(*window),
                 Key::Log(log) => Stored::Log(log.as_deref()),
+                Key::Leases(set) => Stored::Leases(set.as_deref()),
             }
         }
 
-        fn write(&mut self, change: Change) {
+        fn write(&mut self, change: Change, now: Instant) {
             match (self, change) {
                 (Key::Tat(tat), Change::Tat { tat: new, .. }) => *tat = Some(new),
                 (Key::Window(window), Change::Count { count, end_ms, .. }) => {
@@ -188,22 +196,29 @@ mod tests {
                     append.apply(&mut buffer).unwrap();
                     *log = Some(buffer);
                 }
+                (Key::Leases(set), Change::Lease { holder, change, .. }) => {
+                    let mut buffer = set.take().unwrap_or_default();
+                    crate::lease::apply(&mut buffer, holder, change, now.ms).unwrap();
+                    *set = Some(buffer);
+                }
                 (key, change) => panic!("{change:?} written to {key:?}"),
             }
         }
 
         /// The limiter's own command: decide, and write what an admission changes.
-        fn single(&mut self, limiter: &Limiter, now: Instant) -> Verdict {
+        fn single(&mut self, limiter: &Limiter<'static>, now: Instant) -> Verdict<'static> {
             let verdict = limiter.decide(&self.stored(), now).unwrap();
             if let Some(change) = verdict.change {
-                self.write(change);
+                self.write(change, now);
             }
             verdict
         }
     }
 
     /// Small limits, so that a few calls fill them, with periods of up to a few seconds.
-    fn limiter(kind: u8, limit: i64, period_ms: i64, quantity: i64) -> Limiter {
+    /// Kind 3 is a lease, held by one holder (its renewals always admitted), lasting the
+    /// period.
+    fn limiter(kind: u8, limit: i64, period_ms: i64, quantity: i64) -> Limiter<'static> {
         let window = WindowArgs {
             limit,
             period_ms,
@@ -223,11 +238,18 @@ mod tests {
                 .unwrap(),
             ),
             1 => Limiter::Fixed(FixedWindow::new(&window)),
-            _ => Limiter::Window(SlidingWindow::new(&window)),
+            2 => Limiter::Window(SlidingWindow::new(&window)),
+            _ => Limiter::Lease(
+                crate::lease::Lease {
+                    limit,
+                    lease_ms: period_ms,
+                },
+                (quantity != 0).then_some(b"job".as_slice()),
+            ),
         }
     }
 
-    fn limiters(shape: &[(u8, i64, i64)], quantity: i64) -> Vec<Limiter> {
+    fn limiters(shape: &[(u8, i64, i64)], quantity: i64) -> Vec<Limiter<'static>> {
         shape
             .iter()
             .map(|&(kind, limit, period_ms)| limiter(kind, limit, period_ms, quantity))
@@ -235,7 +257,7 @@ mod tests {
     }
 
     fn shape() -> impl Strategy<Value = Vec<(u8, i64, i64)>> {
-        prop::collection::vec((0u8..3, 1i64..5, 1i64..4_000), 1..5)
+        prop::collection::vec((0u8..4, 1i64..5, 1i64..4_000), 1..5)
     }
 
     /// Calls as (milliseconds since the previous one, quantity, which limiters it goes to).
@@ -356,7 +378,7 @@ mod tests {
                     (call.combined.admitted, call.changes())
                 };
                 for (i, change) in changes {
-                    keys[i].write(change);
+                    keys[i].write(change, now);
                 }
                 if admitted {
                     for (twin, limiter) in twins.iter_mut().zip(&combined) {

@@ -122,6 +122,122 @@ fn limit_and_period(
     })
 }
 
+/// A concurrency limit's parameters: `limit lease_time`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeaseParams {
+    pub limit: i64,
+    /// The lease time converted to milliseconds.
+    pub lease_ms: i64,
+}
+
+/// `CL.LEASE key limit lease_time holder [MS] [BLOCK milliseconds]`, after the key, and in its
+/// replication form `AT unix-ms`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeaseArgs<'a> {
+    pub params: LeaseParams,
+    pub holder: &'a [u8],
+    pub unit: TimeUnit,
+    /// Where `MS` is among the arguments after the key, if given.
+    pub ms_at: Option<usize>,
+    pub at_ms: Option<i64>,
+    pub block_ms: Option<i64>,
+}
+
+/// Parses the arguments of `CL.LEASE` that follow the key. The holder is always the third,
+/// so a holder named like a keyword (`MS`, `BLOCK`) is still the holder; the options after it
+/// come in any order, each once.
+pub fn lease<'a>(args: &[&'a [u8]]) -> Result<LeaseArgs<'a>, Error> {
+    const COMMAND: &str = "cl.lease";
+    let [limit, lease_time, holder, options @ ..] = args else {
+        return Err(Error::WrongArity(COMMAND));
+    };
+    let (mut ms_at, mut at_at, mut block_at) = (None, None, None);
+    let mut at = 0;
+    while let Some(option) = options.get(at) {
+        let (seen, takes_value) = if is_ms(option) {
+            (&mut ms_at, false)
+        } else if option.eq_ignore_ascii_case(b"AT") {
+            (&mut at_at, true)
+        } else if option.eq_ignore_ascii_case(b"BLOCK") {
+            (&mut block_at, true)
+        } else {
+            return Err(Error::Syntax);
+        };
+        if seen.is_some() || (takes_value && at + 1 >= options.len()) {
+            return Err(Error::Syntax);
+        }
+        *seen = Some(at);
+        at += 1 + usize::from(takes_value);
+    }
+    let unit = if ms_at.is_some() {
+        TimeUnit::Milliseconds
+    } else {
+        TimeUnit::Seconds
+    };
+    let params = lease_params(limit, lease_time, unit)?;
+    // An option's value follows its keyword.
+    let value = |at: Option<usize>| at.and_then(|at| options.get(at + 1).copied());
+    Ok(LeaseArgs {
+        params,
+        holder: holder_name(holder)?,
+        unit,
+        // The options follow the three parameters.
+        ms_at: ms_at.map(|at| at + 3),
+        at_ms: value(at_at).map(|at| integer(at, "AT", 0)).transpose()?,
+        block_ms: value(block_at).map(block_timeout).transpose()?,
+    })
+}
+
+/// `CL.RELEASE key holder`, after the key: the holder, and in the replication form the
+/// instant (`AT unix-ms`). It never waits: BLOCK is refused by name.
+pub fn release<'a>(args: &[&'a [u8]]) -> Result<(&'a [u8], Option<i64>), Error> {
+    const COMMAND: &str = "cl.release";
+    let [holder, options @ ..] = args else {
+        return Err(Error::WrongArity(COMMAND));
+    };
+    let holder = holder_name(holder)?;
+    match options {
+        [] => Ok((holder, None)),
+        [keyword, at] if keyword.eq_ignore_ascii_case(b"AT") => {
+            Ok((holder, Some(integer(at, "AT", 0)?)))
+        }
+        _ if options
+            .iter()
+            .step_by(2)
+            .any(|word| word.eq_ignore_ascii_case(b"BLOCK")) =>
+        {
+            Err(Error::NoBlock(COMMAND))
+        }
+        _ => Err(Error::Syntax),
+    }
+}
+
+/// `limit lease_time`, in this unit.
+fn lease_params(limit: &[u8], lease_time: &[u8], unit: TimeUnit) -> Result<LeaseParams, Error> {
+    let limit = integer(limit, "limit", 1)?;
+    let lease_time = integer(lease_time, "lease_time", 1)?;
+    let lease_ms = lease_time
+        .checked_mul(unit.millis())
+        .filter(|ms| {
+            ms.checked_mul(NANOS_PER_MILLI)
+                .is_some_and(|ns| ns <= MAX_SPAN_NS)
+        })
+        .ok_or(Error::TooLarge("lease_time"))?;
+    Ok(LeaseParams { limit, lease_ms })
+}
+
+/// A holder's name: 1 to 255 bytes, any bytes.
+fn holder_name(holder: &[u8]) -> Result<&[u8], Error> {
+    if (1..=MAX_HOLDER).contains(&holder.len()) {
+        Ok(holder)
+    } else {
+        Err(Error::HolderLength)
+    }
+}
+
+/// The longest holder name.
+pub const MAX_HOLDER: usize = 255;
+
 /// The longest BLOCK timeout, in milliseconds: the span a limiter may look ahead.
 pub const MAX_BLOCK_MS: i64 = MAX_SPAN_NS / NANOS_PER_MILLI;
 
@@ -157,6 +273,7 @@ pub enum LimiterArgs {
     Throttle(ThrottleArgs),
     Fixed(WindowArgs),
     Window(WindowArgs),
+    Lease(LeaseParams),
 }
 
 /// One limiter of a CL.ALL call, and where its parameters are among the call's arguments.
@@ -168,11 +285,13 @@ pub struct LimiterSpec {
 }
 
 /// `CL.ALL numkeys key [key ...] limiter [limiter ...] [QUANTITY quantity] [MS] [DETAIL]
-/// [BLOCK milliseconds]`, after the command's name: the keys are at positions `1..=limiters.len()`, and every position
-/// indexes that same list of arguments.
+/// [HOLDER holder] [BLOCK milliseconds]`, after the command's name: the keys are at positions
+/// `1..=limiters.len()`, and every position indexes that same list of arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AllArgs {
+pub struct AllArgs<'a> {
     pub limiters: Vec<LimiterSpec>,
+    /// The holder every LEASE limiter's lease is held under, and where it was given.
+    pub holder: Option<(&'a [u8], usize)>,
     pub quantity: i64,
     pub unit: TimeUnit,
     pub detail: bool,
@@ -189,6 +308,7 @@ enum Kind {
     Throttle,
     Fixed,
     Window,
+    Lease,
 }
 
 impl Kind {
@@ -197,6 +317,7 @@ impl Kind {
             (&b"THROTTLE"[..], Kind::Throttle),
             (b"FIXED", Kind::Fixed),
             (b"WINDOW", Kind::Window),
+            (b"LEASE", Kind::Lease),
         ]
         .into_iter()
         .find_map(|(name, kind)| keyword.eq_ignore_ascii_case(name).then_some(kind))
@@ -205,7 +326,7 @@ impl Kind {
     fn params(self) -> usize {
         match self {
             Kind::Throttle => 3,
-            Kind::Fixed | Kind::Window => 2,
+            Kind::Fixed | Kind::Window | Kind::Lease => 2,
         }
     }
 }
@@ -213,7 +334,7 @@ impl Kind {
 /// Parses CL.ALL's arguments: first their shape (keys, one limiter per key, options), then
 /// each limiter's numbers with the shared quantity and unit, exactly as its own command
 /// parses them, so that the errors are the same.
-pub fn all(args: &[&[u8]]) -> Result<AllArgs, Error> {
+pub fn all<'a>(args: &[&'a [u8]]) -> Result<AllArgs<'a>, Error> {
     const COMMAND: &str = "cl.all";
     let [numkeys, ..] = args else {
         return Err(Error::WrongArity(COMMAND));
@@ -255,6 +376,7 @@ pub fn all(args: &[&[u8]]) -> Result<AllArgs, Error> {
     }
 
     let (mut quantity_at, mut ms_at, mut detail, mut block_at) = (None, None, false, None);
+    let mut holder_at = None;
     while let Some(option) = args.get(at) {
         if option.eq_ignore_ascii_case(b"QUANTITY") && quantity_at.is_none() {
             quantity_at = Some(at + 1);
@@ -267,6 +389,9 @@ pub fn all(args: &[&[u8]]) -> Result<AllArgs, Error> {
             at += 1;
         } else if option.eq_ignore_ascii_case(b"BLOCK") && block_at.is_none() {
             block_at = Some(at + 1);
+            at += 2;
+        } else if option.eq_ignore_ascii_case(b"HOLDER") && holder_at.is_none() {
+            holder_at = Some(at + 1);
             at += 2;
         } else if Kind::of(option).is_some() {
             return Err(Error::ExtraLimiter);
@@ -287,6 +412,19 @@ pub fn all(args: &[&[u8]]) -> Result<AllArgs, Error> {
     } else {
         TimeUnit::Seconds
     };
+    let holder = match holder_at {
+        Some(at) => Some((holder_name(args.get(at).ok_or(Error::Syntax)?)?, at)),
+        None => None,
+    };
+    let leases = shapes
+        .iter()
+        .take(numkeys)
+        .any(|&(kind, _)| kind == Kind::Lease);
+    match (leases, holder) {
+        (true, None) => return Err(Error::NoHolder),
+        (false, Some(_)) => return Err(Error::HolderWithoutLease),
+        _ => {}
+    }
 
     // Then each limiter's numbers, as its own command reads them.
     let mut limiters = Vec::with_capacity(numkeys);
@@ -306,6 +444,7 @@ pub fn all(args: &[&[u8]]) -> Result<AllArgs, Error> {
             Kind::Window => {
                 LimiterArgs::Window(limit_and_period(param(0), param(1), quantity, unit)?)
             }
+            Kind::Lease => LimiterArgs::Lease(lease_params(param(0), param(1), unit)?),
         };
         limiters.push(LimiterSpec {
             args,
@@ -315,6 +454,7 @@ pub fn all(args: &[&[u8]]) -> Result<AllArgs, Error> {
     }
     Ok(AllArgs {
         limiters,
+        holder,
         quantity,
         unit,
         detail,
@@ -326,7 +466,7 @@ pub fn all(args: &[&[u8]]) -> Result<AllArgs, Error> {
 
 /// An option that may follow CL.ALL's limiters.
 fn is_option(arg: &[u8]) -> bool {
-    [&b"QUANTITY"[..], b"MS", b"DETAIL", b"BLOCK"]
+    [&b"QUANTITY"[..], b"MS", b"DETAIL", b"HOLDER", b"BLOCK"]
         .iter()
         .any(|option| arg.eq_ignore_ascii_case(option))
 }
@@ -493,6 +633,116 @@ mod tests {
         assert_eq!(fixed(&[b"5", b"60", b"AT", b"17"]).unwrap().at_ms, Some(17));
         assert_eq!(
             throttle(&[b"0", b"5", b"60", b"AT", b"17"]),
+            Err(Error::Syntax)
+        );
+    }
+
+    fn words(args: &str) -> Vec<&[u8]> {
+        args.split(' ').map(str::as_bytes).collect()
+    }
+
+    #[test]
+    fn the_holder_is_the_third_argument_whatever_it_is_called() {
+        let parsed = lease(&words("3 30 MS")).unwrap();
+        assert_eq!(parsed.holder, b"MS");
+        assert_eq!((parsed.unit, parsed.ms_at), (TimeUnit::Seconds, None));
+        assert_eq!(parsed.params.lease_ms, 30_000);
+        let parsed = lease(&words("3 30 BLOCK BLOCK 100 ms")).unwrap();
+        assert_eq!(parsed.holder, b"BLOCK");
+        assert_eq!((parsed.block_ms, parsed.ms_at), (Some(100), Some(5)));
+        assert_eq!(parsed.params.lease_ms, 30);
+        let parsed = lease(&words("3 30 AT MS AT 17")).unwrap();
+        assert_eq!((parsed.holder, parsed.at_ms), (&b"AT"[..], Some(17)));
+        assert_eq!(parsed.ms_at, Some(3));
+    }
+
+    #[test]
+    fn lease_and_release_name_what_is_wrong() {
+        for (args, error) in [
+            ("3 30", Error::WrongArity("cl.lease")),
+            (
+                "0 30 h",
+                Error::BelowMinimum {
+                    arg: "limit",
+                    min: 1,
+                },
+            ),
+            (
+                "3 0 h",
+                Error::BelowMinimum {
+                    arg: "lease_time",
+                    min: 1,
+                },
+            ),
+            ("3 x h", Error::NotAnInteger("lease_time")),
+            ("3 9223372036854775807 h", Error::TooLarge("lease_time")),
+            ("3 30 ", Error::HolderLength),
+            ("3 30 h MS MS", Error::Syntax),
+            ("3 30 h BLOCK", Error::Syntax),
+            ("3 30 h 5", Error::Syntax),
+            (
+                "3 30 h BLOCK -1",
+                Error::BelowMinimum {
+                    arg: "timeout",
+                    min: 0,
+                },
+            ),
+        ] {
+            assert_eq!(lease(&words(args)).map(|_| ()), Err(error), "{args}");
+        }
+        let long = vec![b'x'; 256];
+        assert_eq!(
+            lease(&[b"3", b"30", &long]).map(|_| ()),
+            Err(Error::HolderLength)
+        );
+        assert!(lease(&[b"3", b"30", &long[..255]]).is_ok());
+
+        assert_eq!(release(&words("h")), Ok((&b"h"[..], None)));
+        assert_eq!(release(&words("BLOCK")), Ok((&b"BLOCK"[..], None)));
+        assert_eq!(release(&words("h at 9")), Ok((&b"h"[..], Some(9))));
+        assert_eq!(
+            release(&words("h BLOCK 100")),
+            Err(Error::NoBlock("cl.release"))
+        );
+        assert_eq!(
+            release(&words("h AT 1 BLOCK 5")),
+            Err(Error::NoBlock("cl.release"))
+        );
+        assert_eq!(release(&words("h x")), Err(Error::Syntax));
+        assert_eq!(release(&[b""]), Err(Error::HolderLength));
+        assert_eq!(release(&[]), Err(Error::WrongArity("cl.release")));
+    }
+
+    #[test]
+    fn cl_all_holds_its_leases_under_one_holder() {
+        let parsed = all_of("2 a b LEASE 3 30 FIXED 5 60 HOLDER MS MS").unwrap();
+        assert_eq!(
+            parsed.limiters[0].args,
+            LimiterArgs::Lease(LeaseParams {
+                limit: 3,
+                lease_ms: 30
+            })
+        );
+        assert_eq!(parsed.holder, Some((&b"MS"[..], 10)));
+        assert_eq!(parsed.unit, TimeUnit::Milliseconds);
+        assert_eq!(all_of("1 a LEASE 3 30").map(|_| ()), Err(Error::NoHolder));
+        assert_eq!(
+            all_of("1 a FIXED 3 30 HOLDER h").map(|_| ()),
+            Err(Error::HolderWithoutLease)
+        );
+        assert_eq!(
+            all_of("1 a LEASE 3 30 HOLDER h HOLDER g").map(|_| ()),
+            Err(Error::Syntax)
+        );
+        assert_eq!(
+            all_of("1 a LEASE 0 30 HOLDER h").map(|_| ()),
+            Err(Error::BelowMinimum {
+                arg: "limit",
+                min: 1
+            })
+        );
+        assert_eq!(
+            all_of("1 a LEASE 3 30 HOLDER").map(|_| ()),
             Err(Error::Syntax)
         );
     }

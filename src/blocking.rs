@@ -475,6 +475,29 @@ fn promote(ctx: *mut raw::RedisModuleCtx, promoted: Vec<Place>, callbacks: &Call
     }
 }
 
+/// A slot on `key` was freed (CL.RELEASE): the first waiter in its line, when first in all
+/// its lines, looks at once. Its timer, due now, fires in this same turn of the event loop,
+/// after the clients' commands, and its reply goes out before the server next sleeps.
+pub fn freed(
+    ctx: *mut raw::RedisModuleCtx,
+    key: *mut raw::RedisModuleString,
+    callbacks: &Callbacks,
+) {
+    if lines::waiting() == 0 {
+        return;
+    }
+    let Ok(line) = line_key(ctx, key) else {
+        return;
+    };
+    let first = lines::lock().ok().and_then(|mut shared| {
+        let lines = shared.get();
+        lines.first_on(&line).filter(|&first| lines.is_first(first))
+    });
+    if let Some(first) = first {
+        promote(ctx, vec![first], callbacks);
+    }
+}
+
 /// Takes a waiter whose client is answered, or gone, out of its lines, counts how its wait
 /// ended, and lets the next waiters look.
 fn depart(

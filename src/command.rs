@@ -6,6 +6,8 @@ pub enum Command {
     Fixed,
     Window,
     All,
+    Lease,
+    Release,
 }
 
 impl Command {
@@ -16,6 +18,8 @@ impl Command {
             Command::Fixed => "cl.fixed",
             Command::Window => "cl.window",
             Command::All => "cl.all",
+            Command::Lease => "cl.lease",
+            Command::Release => "cl.release",
         }
     }
 }

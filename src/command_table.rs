@@ -13,12 +13,14 @@ use crate::entry;
 type Handler =
     extern "C" fn(*mut raw::RedisModuleCtx, *mut *mut raw::RedisModuleString, c_int) -> c_int;
 
-/// Every command writes, must not run out of memory, and is O(1): CL.ALL too, bounded at 16
-/// keys. With BLOCK, a call may wait (as XREAD's BLOCK, which also leaves it O(1) to run).
-/// CL.ALL also answers where its keys are, which cluster routing asks the command itself (a
-/// key spec alone is not consulted there).
+/// Every limiter writes, must not run out of memory, and is fast: O(1), CL.ALL too, bounded
+/// at 16 keys, and CL.LEASE O(log N). With BLOCK, a call may wait (as XREAD's BLOCK, which
+/// also leaves it fast to run). CL.ALL also answers where its keys are, which cluster
+/// routing asks the command itself (a key spec alone is not consulted there). CL.RELEASE
+/// only frees, and never waits: as SREM, it may run when memory is full.
 const FLAGS: &CStr = c"write deny-oom fast blocking";
 const FLAGS_COUNTED_KEYS: &CStr = c"write deny-oom fast blocking getkeys-api";
+const FLAGS_RELEASE: &CStr = c"write fast";
 /// The ACL category the commands join, on servers that let modules add one (Redis 7.4+,
 /// Valkey).
 const ACL_CATEGORY: &CStr = c"ratelimit";
@@ -26,6 +28,8 @@ const ACL_CATEGORY: &CStr = c"ratelimit";
 /// puts module commands in @all only.
 const CATEGORIES: &CStr = c"write fast blocking";
 const CATEGORIES_WITH_OWN: &CStr = c"write fast blocking ratelimit";
+const CATEGORIES_RELEASE: &CStr = c"write fast";
+const CATEGORIES_RELEASE_WITH_OWN: &CStr = c"write fast ratelimit";
 const SINCE: &CStr = c"0.1.0";
 
 struct Command {
@@ -43,6 +47,8 @@ struct Command {
 enum Keys {
     /// The first argument.
     First,
+    /// The first argument, which the command only removes from (CL.RELEASE).
+    FirstRemoved,
     /// `numkeys key [key ...]` from the first argument, as EVAL and ZUNION have them.
     Counted,
 }
@@ -50,6 +56,7 @@ enum Keys {
 enum ArgType {
     Key,
     Integer,
+    String,
     /// A keyword alone.
     PureToken,
     /// One of the subarguments.
@@ -126,8 +133,23 @@ const MAX_BURST: Arg = required(
 );
 const COUNT: Arg = required(c"count", ArgType::Integer, c"Units per period, sustained.");
 const WINDOW_PARAMS: [Arg; 2] = [LIMIT, PERIOD];
+const SLOTS: Arg = required(
+    c"limit",
+    ArgType::Integer,
+    c"How many holders may hold a lease at once.",
+);
+const LEASE_TIME: Arg = required(
+    c"lease_time",
+    ArgType::Integer,
+    c"How long a lease lasts, in seconds (milliseconds with MS), renewed by each call of its holder.",
+);
+const HOLDER: Arg = required(
+    c"holder",
+    ArgType::String,
+    c"Who holds the lease: 1 to 255 bytes, chosen by the client.",
+);
 
-const COMMANDS: [Command; 4] = [
+const COMMANDS: [Command; 6] = [
     Command {
         name: c"cl.throttle",
         handler: entry::throttle,
@@ -176,8 +198,9 @@ const COMMANDS: [Command; 4] = [
                         block(c"throttle", c"THROTTLE", &[MAX_BURST, COUNT, PERIOD]),
                         block(c"fixed", c"FIXED", &WINDOW_PARAMS),
                         block(c"window", c"WINDOW", &WINDOW_PARAMS),
+                        block(c"lease", c"LEASE", &[SLOTS, LEASE_TIME]),
                     ]),
-                    c"One per key, in key order: GCRA, fixed window or sliding window.",
+                    c"One per key, in key order: GCRA, fixed window, sliding window or concurrency limit.",
                 )
             },
             Arg {
@@ -194,8 +217,48 @@ const COMMANDS: [Command; 4] = [
                     c"Reply with every limiter's answer, in key order.",
                 )
             },
+            Arg {
+                token: Some(c"HOLDER"),
+                optional: true,
+                ..required(
+                    c"holder",
+                    ArgType::String,
+                    c"Who holds the LEASE limiters' leases (required with one): 1 to 255 bytes.",
+                )
+            },
             BLOCK,
         ],
+    },
+    Command {
+        name: c"cl.lease",
+        handler: entry::lease,
+        keys: Keys::First,
+        arity: -5,
+        summary: c"Limits how many holders hold a lease on a key at once; a holder's call renews its own. Replies [limited, limit, remaining, retry_after, reset_after].",
+        complexity: c"O(log N) for N leases on the key, plus O(M) for the M leases that ended and are dropped.",
+        args: &[
+            KEY,
+            SLOTS,
+            LEASE_TIME,
+            HOLDER,
+            Arg {
+                summary: c"The lease time and the waits in the reply are in milliseconds.",
+                ..MS
+            },
+            Arg {
+                summary: c"When denied, wait up to this many milliseconds (0: as long as it takes) for a free slot, behind the calls that waited first.",
+                ..BLOCK
+            },
+        ],
+    },
+    Command {
+        name: c"cl.release",
+        handler: entry::release,
+        keys: Keys::FirstRemoved,
+        arity: -3,
+        summary: c"Frees a holder's lease on a key. Replies 1 when it held a live lease, 0 otherwise.",
+        complexity: c"O(log N) for N leases on the key, plus O(M) for the M leases that ended and are dropped.",
+        args: &[KEY, HOLDER],
     },
 ];
 
@@ -237,6 +300,7 @@ fn register(ctx: *mut raw::RedisModuleCtx, command: &Command) -> Result<(), &'st
         // below describes them.
         let (first_key, flags) = match command.keys {
             Keys::First => (1, FLAGS),
+            Keys::FirstRemoved => (1, FLAGS_RELEASE),
             Keys::Counted => (0, FLAGS_COUNTED_KEYS),
         };
         let status = create(
@@ -266,10 +330,13 @@ fn register(ctx: *mut raw::RedisModuleCtx, command: &Command) -> Result<(), &'st
             // Servers without AddACLCategory log a warning for an unknown category: don't ask.
             let add_category = raw::RedisModule_AddACLCategory;
             let may_have_own = add_category.is_some();
+            let (with_own, without) = match command.keys {
+                Keys::FirstRemoved => (CATEGORIES_RELEASE_WITH_OWN, CATEGORIES_RELEASE),
+                Keys::First | Keys::Counted => (CATEGORIES_WITH_OWN, CATEGORIES),
+            };
             let joined = (may_have_own
-                && set_categories(handle, CATEGORIES_WITH_OWN.as_ptr())
-                    == raw::REDISMODULE_OK as c_int)
-                || set_categories(handle, CATEGORIES.as_ptr()) == raw::REDISMODULE_OK as c_int;
+                && set_categories(handle, with_own.as_ptr()) == raw::REDISMODULE_OK as c_int)
+                || set_categories(handle, without.as_ptr()) == raw::REDISMODULE_OK as c_int;
             if !joined {
                 return Err("SetCommandACLCategories failed");
             }
@@ -278,12 +345,19 @@ fn register(ctx: *mut raw::RedisModuleCtx, command: &Command) -> Result<(), &'st
             return Ok(());
         };
         let find_keys = match command.keys {
-            Keys::First => FindKeys::new_range(0, 1, 0),
+            Keys::First | Keys::FirstRemoved => FindKeys::new_range(0, 1, 0),
             Keys::Counted => FindKeys::new_keys_num(0, 1, 1),
+        };
+        // As SREM's: it removes from what the key holds.
+        let key_flags = match command.keys {
+            Keys::FirstRemoved => KeySpecFlags::READ_WRITE | KeySpecFlags::DELETE,
+            Keys::First | Keys::Counted => {
+                KeySpecFlags::READ_WRITE | KeySpecFlags::ACCESS | KeySpecFlags::UPDATE
+            }
         };
         let key_specs = get_redis_key_spec(vec![KeySpec::new(
             None,
-            KeySpecFlags::READ_WRITE | KeySpecFlags::ACCESS | KeySpecFlags::UPDATE,
+            key_flags,
             BeginSearch::new_index(1),
             find_keys,
         )]);
@@ -348,6 +422,10 @@ fn raw_arg(arg: &Arg, subargs: *mut raw::RedisModuleCommandArg) -> raw::RedisMod
         ArgType::Key => (raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_KEY, 0),
         ArgType::Integer => (
             raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_INTEGER,
+            -1,
+        ),
+        ArgType::String => (
+            raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_STRING,
             -1,
         ),
         ArgType::PureToken => (

@@ -78,8 +78,10 @@ static THROTTLE: Counters = Counters::new("cl_throttle");
 static FIXED: Counters = Counters::new("cl_fixed");
 static WINDOW: Counters = Counters::new("cl_window");
 static ALL: Counters = Counters::new("cl_all");
+static LEASE: Counters = Counters::new("cl_lease");
+static RELEASE: Counters = Counters::new("cl_release");
 /// Every command's counters, in INFO's order.
-pub static COMMANDS: [&Counters; 4] = [&THROTTLE, &FIXED, &WINDOW, &ALL];
+pub static COMMANDS: [&Counters; 6] = [&THROTTLE, &FIXED, &WINDOW, &ALL, &LEASE, &RELEASE];
 
 /// A command's counters.
 pub fn of(command: Command) -> &'static Counters {
@@ -88,6 +90,8 @@ pub fn of(command: Command) -> &'static Counters {
         Command::Fixed => &FIXED,
         Command::Window => &WINDOW,
         Command::All => &ALL,
+        Command::Lease => &LEASE,
+        Command::Release => &RELEASE,
     }
 }
 

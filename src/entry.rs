@@ -101,19 +101,27 @@ fn dispatch(
         Turn::Arriving
     };
     let result = commands::run(command, ctx, argv, argc, replayed, turn);
-    if let Ok(Answer {
-        wait: Some(wait), ..
-    }) = &result
-    {
-        // A writable replica answers at once: its waiters could never write.
-        if flags & NO_WAITING == 0 && flags & raw::REDISMODULE_CTX_FLAGS_MASTER != 0 {
-            // SAFETY: the server passes argc live argument strings.
-            let args =
-                unsafe { std::slice::from_raw_parts(argv, usize::try_from(argc).unwrap_or(0)) };
-            if blocking::park(ctx, command, args, wait, &CALLBACKS).is_ok() {
+    // SAFETY: the server passes argc live argument strings.
+    let args = || unsafe { std::slice::from_raw_parts(argv, usize::try_from(argc).unwrap_or(0)) };
+    match &result {
+        Ok(Answer {
+            wait: Some(wait), ..
+        }) => {
+            // A writable replica answers at once: its waiters could never write.
+            if flags & NO_WAITING == 0
+                && flags & raw::REDISMODULE_CTX_FLAGS_MASTER != 0
+                && blocking::park(ctx, command, args(), wait, &CALLBACKS).is_ok()
+            {
                 return;
             }
         }
+        // The key follows the command's name.
+        Ok(Answer { frees: true, .. }) => {
+            if let Some(&key) = args().get(1) {
+                blocking::freed(ctx, key, &CALLBACKS);
+            }
+        }
+        _ => {}
     }
     answer_now(ctx, command, flags, result);
 }
@@ -161,8 +169,27 @@ pub extern "C" fn window(
     command(ctx, argv, argc, Command::Window)
 }
 
+/// `CL.LEASE key limit lease_time holder [MS] [BLOCK milliseconds]`, and its replication form
+/// with `AT unix-ms`.
+pub extern "C" fn lease(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> c_int {
+    command(ctx, argv, argc, Command::Lease)
+}
+
+/// `CL.RELEASE key holder`, and its replication form with `AT unix-ms`.
+pub extern "C" fn release(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> c_int {
+    command(ctx, argv, argc, Command::Release)
+}
+
 /// `CL.ALL numkeys key [key ...] limiter [limiter ...] [QUANTITY quantity] [MS] [DETAIL]
-/// [BLOCK milliseconds]`, and the server's question of where its keys are.
+/// [HOLDER holder] [BLOCK milliseconds]`, and the server's question of where its keys are.
 pub extern "C" fn all(
     ctx: *mut raw::RedisModuleCtx,
     argv: *mut *mut raw::RedisModuleString,

@@ -22,8 +22,16 @@ pub enum Error {
     MissingLimiter(usize),
     /// CL.ALL: more limiters than `numkeys`.
     ExtraLimiter,
-    /// CL.ALL: the limiter at this position (from 1) is not THROTTLE, FIXED or WINDOW.
+    /// CL.ALL: the limiter at this position (from 1) is not THROTTLE, FIXED, WINDOW or LEASE.
     UnknownLimiter(usize),
+    /// CL.ALL: a LEASE limiter, and no `HOLDER holder` to hold it.
+    NoHolder,
+    /// CL.ALL: `HOLDER holder`, and no LEASE limiter for it to hold.
+    HolderWithoutLease,
+    /// A holder name that is empty or longer than 255 bytes.
+    HolderLength,
+    /// The command takes no `BLOCK` (CL.RELEASE never waits).
+    NoBlock(&'static str),
     /// The named argument makes the limiter's time arithmetic overflow.
     TooLarge(&'static str),
     /// `count` exceeds the period in nanoseconds: GCRA would need to admit more than one unit
@@ -38,6 +46,8 @@ pub enum Error {
     /// An admitted call would grow a sliding window log past the longest string the server
     /// stores (512 MB): a period far longer than the traffic it logs.
     LogTooLong,
+    /// An admitted call would grow a set of leases past the longest string the server stores.
+    LeaseSetTooLong,
     /// The server's clock reads outside the range this module can represent (before 1970 or
     /// after 2116).
     ClockOutOfRange,
@@ -62,14 +72,22 @@ impl Error {
                 "ERR key {again} is the same as key {first}: each key takes one limiter"
             ),
             Error::MissingLimiter(key) => format!(
-                "ERR no limiter for key {key}: give one THROTTLE, FIXED or WINDOW limiter per key, in key order"
+                "ERR no limiter for key {key}: give one THROTTLE, FIXED, WINDOW or LEASE limiter per key, in key order"
             ),
             Error::ExtraLimiter => {
                 "ERR more limiters than numkeys: give one limiter per key, in key order".to_owned()
             }
             Error::UnknownLimiter(position) => {
-                format!("ERR limiter {position} is not THROTTLE, FIXED or WINDOW")
+                format!("ERR limiter {position} is not THROTTLE, FIXED, WINDOW or LEASE")
             }
+            Error::NoHolder => {
+                "ERR a LEASE limiter needs HOLDER holder: the name the lease is held under".to_owned()
+            }
+            Error::HolderWithoutLease => {
+                "ERR HOLDER is given, but no limiter is a LEASE".to_owned()
+            }
+            Error::HolderLength => "ERR holder must be 1 to 255 bytes".to_owned(),
+            Error::NoBlock(command) => format!("ERR {command} does not wait: BLOCK is not one of its arguments"),
             Error::TooLarge(arg) => {
                 format!("ERR {arg} is too large: the limiter's time span would overflow")
             }
@@ -88,6 +106,9 @@ impl Error {
             }
             Error::LogTooLong => {
                 "ERR the sliding window log would exceed 512 MB: use a shorter period or fewer, larger calls".to_owned()
+            }
+            Error::LeaseSetTooLong => {
+                "ERR the set of leases would exceed 512 MB: use a smaller limit or shorter holder names".to_owned()
             }
             Error::ClockOutOfRange => "ERR the server clock is out of range".to_owned(),
             Error::Readonly => "READONLY You can't write against a read only replica.".to_owned(),
@@ -125,6 +146,11 @@ mod tests {
             Error::MissingLimiter(2),
             Error::ExtraLimiter,
             Error::UnknownLimiter(1),
+            Error::NoHolder,
+            Error::HolderWithoutLease,
+            Error::HolderLength,
+            Error::NoBlock("cl.release"),
+            Error::LeaseSetTooLong,
             Error::TooLarge("period"),
             Error::SubNanosecondInterval,
             Error::AtFromClient,

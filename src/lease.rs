@@ -2,14 +2,12 @@
 //! once, each until its own end; a holder that calls again while its lease is live renews it.
 //! Time is in integer milliseconds since the Unix epoch. The set's bytes, and how a call
 //! finds its way in them, are in `lease/set.rs`.
-//!
-//! Not yet wired to a command (issue 18): this is the decision and the stored format, tested
-//! against a model.
 
 mod set;
 
 pub use set::{empty, Editor, Found, LeaseSet, HEADER_LEN, MAX_END_MS, MAX_HOLDER};
 
+use crate::args::LeaseParams;
 use crate::error::Error;
 use crate::outcome::Outcome;
 use crate::time::NANOS_PER_MILLI;
@@ -36,9 +34,28 @@ pub enum LeaseChange {
 pub struct Decision {
     pub outcome: Outcome,
     pub change: Option<LeaseChange>,
+    /// When admitted, the end of the last lease the set then holds: the key's expiry.
+    pub last_end_ms: Option<i64>,
+}
+
+/// What a release did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Released {
+    /// The holder held no live lease: nothing changed.
+    Nothing,
+    /// Its lease was freed; the set's last lease now ends at this instant, or, `None`, the
+    /// set holds none.
+    Freed { last_end_ms: Option<i64> },
 }
 
 impl Lease {
+    pub fn new(params: &LeaseParams) -> Lease {
+        Lease {
+            limit: params.limit,
+            lease_ms: params.lease_ms,
+        }
+    }
+
     /// Decides `holder`'s call at `now_ms` against the stored set (`None`: no key).
     pub fn decide(
         &self,
@@ -68,26 +85,48 @@ impl Lease {
             return Ok(Decision {
                 outcome,
                 change: Some(LeaseChange::Renew { end_ms }),
+                last_end_ms: latest,
             });
         }
         if live < self.limit {
+            if view.set.is_some_and(|set| !set.has_room_for(holder)) {
+                return Err(Error::LeaseSetTooLong);
+            }
             let latest = view.latest_end()?.max(Some(end_ms));
             let outcome = Outcome::allowed(self.limit, self.limit - live - 1, reset_after(latest));
             return Ok(Decision {
                 outcome,
                 change: Some(LeaseChange::Acquire { end_ms }),
+                last_end_ms: latest,
             });
         }
         let retry = view.earliest_end()?.map(|end| ms_to_ns(end - now_ms));
         Ok(Decision {
             outcome: Outcome::denied(self.limit, 0, retry, reset_after(view.latest_end()?)),
             change: None,
+            last_end_ms: None,
         })
+    }
+
+    /// What a call would learn of the set without taking a slot (a look, as a quantity of 0
+    /// is for the rate limiters): admitted, the free slots, and when the last lease ends.
+    pub fn look(&self, stored: Option<&[u8]>, now_ms: i64) -> Result<Outcome, Error> {
+        if self.limit < 1 {
+            return Err(Error::Internal);
+        }
+        let view = Live::of(stored, now_ms)?;
+        let live = i64::try_from(view.live).map_err(|_| Error::CorruptState)?;
+        let reset_after = ms_to_ns(view.latest_end()?.map_or(0, |end| end - now_ms));
+        Ok(Outcome::allowed(
+            self.limit,
+            self.limit.saturating_sub(live).max(0),
+            reset_after,
+        ))
     }
 }
 
-/// Makes an admitted call's change in the set `buffer` holds (an empty key's buffer first
-/// given `empty()`): drops the leases that ended by `now_ms`, then renews or adds the
+/// Makes an admitted call's change in the set `buffer` holds (an empty buffer is an empty
+/// set: a new key's): drops the leases that ended by `now_ms`, then renews or adds the
 /// holder's.
 pub fn apply(
     buffer: &mut impl LogBuffer,
@@ -95,6 +134,14 @@ pub fn apply(
     change: LeaseChange,
     now_ms: i64,
 ) -> Result<(), Error> {
+    if buffer.bytes_mut()?.is_empty() {
+        buffer.resize(HEADER_LEN)?;
+        buffer
+            .bytes_mut()?
+            .get_mut(..HEADER_LEN)
+            .ok_or(Error::Internal)?
+            .copy_from_slice(&empty());
+    }
     Editor::new(buffer).drop_ended(now_ms)?;
     match change {
         LeaseChange::Acquire { end_ms } => Editor::new(buffer).insert(holder, end_ms),
@@ -108,21 +155,27 @@ pub fn apply(
 }
 
 /// Frees `holder`'s live lease, if it holds one, dropping the leases that ended by `now_ms`
-/// with it. Returns whether it freed one: a release of nothing writes nothing.
-pub fn release(buffer: &mut impl LogBuffer, holder: &[u8], now_ms: i64) -> Result<bool, Error> {
+/// with it. A release of nothing writes nothing.
+pub fn release(buffer: &mut impl LogBuffer, holder: &[u8], now_ms: i64) -> Result<Released, Error> {
     let live = {
         let set = LeaseSet::parse(buffer.bytes_mut()?)?;
         set.find(holder)?.is_some_and(|found| found.end_ms > now_ms)
     };
     if !live {
-        return Ok(false);
+        return Ok(Released::Nothing);
     }
     Editor::new(buffer).drop_ended(now_ms)?;
     let found = LeaseSet::parse(buffer.bytes_mut()?)?
         .find(holder)?
         .ok_or(Error::Internal)?;
     Editor::new(buffer).remove(holder, found)?;
-    Ok(true)
+    // Every lease left is live: the ended ones were dropped.
+    let set = LeaseSet::parse(buffer.bytes_mut()?)?;
+    let last_end_ms = match set.count() {
+        0 => None,
+        count => Some(set.by_end(count - 1)?.1),
+    };
+    Ok(Released::Freed { last_end_ms })
 }
 
 /// The live leases of a stored set at an instant.
@@ -257,16 +310,34 @@ mod tests {
         fn lease(&mut self, lease: Lease, holder: &[u8], now: i64) -> [i64; 5] {
             let decision = lease.decide(self.0.as_deref(), holder, now).unwrap();
             if let Some(change) = decision.change {
-                let buffer = self.0.get_or_insert_with(|| empty().to_vec());
+                let buffer = self.0.get_or_insert_with(Vec::new);
                 apply(buffer, holder, change, now).unwrap();
+                assert_eq!(
+                    decision.last_end_ms,
+                    self.contents().values().max().copied(),
+                    "the key's expiry is its last lease's end"
+                );
+                let look = lease.look(self.0.as_deref(), now).unwrap();
+                assert_eq!(
+                    reply(look),
+                    reply(decision.outcome),
+                    "a look sees what the call left"
+                );
             }
             reply(decision.outcome)
         }
 
         fn release(&mut self, holder: &[u8], now: i64) -> bool {
-            match &mut self.0 {
+            let released = match &mut self.0 {
                 Some(buffer) => release(buffer, holder, now).unwrap(),
-                None => false,
+                None => return false,
+            };
+            match released {
+                Released::Nothing => false,
+                Released::Freed { last_end_ms } => {
+                    assert_eq!(last_end_ms, self.contents().values().max().copied());
+                    true
+                }
             }
         }
 

@@ -1,20 +1,24 @@
-//! The three limiters behind one face: each reads a state from its key, decides a request at
-//! an instant, and names the change an admission makes. Pure, like the cores it wraps: the
-//! command layer reads and writes the keys.
+//! The limiters behind one face (the three rate limiters and the concurrency limit): each
+//! reads a state from its key, decides a request at an instant, and names the change an
+//! admission makes. Pure, like the cores it wraps: the command layer reads and writes the
+//! keys.
 
 use crate::error::Error;
 use crate::fixed::{FixedWindow, Window};
 use crate::gcra::Gcra;
+use crate::lease::{Lease, LeaseChange};
 use crate::outcome::Outcome;
 use crate::time::{ceil_ms, Instant};
 use crate::window::{Append, SlidingWindow};
 
 /// One request against one limiter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Limiter {
+pub enum Limiter<'a> {
     Throttle(Gcra),
     Fixed(FixedWindow),
     Window(SlidingWindow),
+    /// A concurrency limit, for this holder; with none, a look that takes no slot.
+    Lease(Lease, Option<&'a [u8]>),
 }
 
 /// What a limiter's key holds, read as that limiter's state; `None` when there is no key.
@@ -26,11 +30,13 @@ pub enum Stored<'a> {
     Window(Option<Window>),
     /// CL.WINDOW: the log's bytes.
     Log(Option<&'a [u8]>),
+    /// CL.LEASE: the set of leases' bytes.
+    Leases(Option<&'a [u8]>),
 }
 
 /// What an admission changes in its key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Change {
+pub enum Change<'a> {
     /// Store the TAT; the key expires at the first whole millisecond at or after it, when
     /// the limiter is empty again.
     Tat { tat: i64, expire_at_ms: i64 },
@@ -43,16 +49,22 @@ pub enum Change {
     },
     /// Append to the log.
     Log(Append),
+    /// Renew or add `holder`'s lease; the key expires when the set's last lease ends.
+    Lease {
+        holder: &'a [u8],
+        change: LeaseChange,
+        expire_at_ms: i64,
+    },
 }
 
 /// A limiter's answer to one request, and its change when admitted (none for a peek).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Verdict {
+pub struct Verdict<'a> {
     pub outcome: Outcome,
-    pub change: Option<Change>,
+    pub change: Option<Change<'a>>,
 }
 
-impl Verdict {
+impl<'a> Verdict<'a> {
     pub fn admitted(&self) -> bool {
         !self.outcome.limited
     }
@@ -60,12 +72,20 @@ impl Verdict {
     /// The verdict on a call that waiters who came before it hold back (BLOCK): it takes
     /// nothing. A denial stands, waiting at least until the first waiter is due; units that
     /// are free now are the waiters', so an admission becomes a denial with none remaining,
-    /// due then too, and the limiter's reset as it stands (`peek`).
+    /// due then too, and the limiter's reset as it stands (`peek`). A holder renewing its
+    /// lease takes no slot of theirs, and is never held back.
     pub fn held_back(
         self,
         first_due_in_ns: i64,
         peek: impl FnOnce() -> Result<Outcome, Error>,
-    ) -> Result<Verdict, Error> {
+    ) -> Result<Verdict<'a>, Error> {
+        if let Some(Change::Lease {
+            change: LeaseChange::Renew { .. },
+            ..
+        }) = self.change
+        {
+            return Ok(self);
+        }
         let outcome = self.outcome;
         let outcome = if outcome.limited {
             Outcome {
@@ -87,12 +107,12 @@ impl Verdict {
     }
 }
 
-impl Limiter {
+impl<'a> Limiter<'a> {
     /// Decides the request at `now` against what the key holds. A state of another limiter is
     /// a defect of the caller, which reads the state for this limiter.
     // Inlined where the limiter is known, a single command's, the match folds away.
     #[inline(always)]
-    pub fn decide(&self, stored: &Stored, now: Instant) -> Result<Verdict, Error> {
+    pub fn decide(&self, stored: &Stored, now: Instant) -> Result<Verdict<'a>, Error> {
         match (self, *stored) {
             (Limiter::Throttle(gcra), Stored::Tat(tat)) => {
                 let decision = gcra.decide(tat, now.ns);
@@ -122,16 +142,37 @@ impl Limiter {
                     change: decision.append.map(Change::Log),
                 })
             }
+            (Limiter::Lease(lease, Some(holder)), Stored::Leases(set)) => {
+                let decision = lease.decide(set, holder, now.ms)?;
+                let change = match (decision.change, decision.last_end_ms) {
+                    (Some(change), Some(expire_at_ms)) => Some(Change::Lease {
+                        holder,
+                        change,
+                        expire_at_ms,
+                    }),
+                    (None, _) => None,
+                    (Some(_), None) => return Err(Error::Internal),
+                };
+                Ok(Verdict {
+                    outcome: decision.outcome,
+                    change,
+                })
+            }
+            (Limiter::Lease(lease, None), Stored::Leases(set)) => Ok(Verdict {
+                outcome: lease.look(set, now.ms)?,
+                change: None,
+            }),
             _ => Err(Error::Internal),
         }
     }
 
     /// The same limiter asked for nothing: what it would answer about its key as it stands.
-    pub fn peek(&self) -> Limiter {
+    pub fn peek(&self) -> Limiter<'a> {
         match self {
             Limiter::Throttle(gcra) => Limiter::Throttle(gcra.peek()),
             Limiter::Fixed(fixed) => Limiter::Fixed(fixed.peek()),
             Limiter::Window(sliding) => Limiter::Window(sliding.peek()),
+            Limiter::Lease(lease, _) => Limiter::Lease(*lease, None),
         }
     }
 }

@@ -126,6 +126,11 @@ impl Lines {
         Some((waiter, promoted))
     }
 
+    /// The first waiter in `line`, if any.
+    pub fn first_on(&self, line: &LineKey) -> Option<Place> {
+        self.queues.first(line)
+    }
+
     pub fn waiter(&mut self, place: Place) -> Option<&mut Waiter> {
         self.waiters.get_mut(&place)
     }

@@ -58,6 +58,7 @@ pub fn replicate_window(
     // strings are the command's live arguments.
     let status = unsafe {
         match *args {
+            [key, first] => replicate_with!(c"sssb", key, first),
             [key, first, second] => replicate_with!(c"ssssb", key, first, second),
             [key, first, second, third] => replicate_with!(c"sssssb", key, first, second, third),
             [key, first, second, third, fourth] => {

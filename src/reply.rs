@@ -1,5 +1,5 @@
 //! Sending replies to the calling client: the five integers, one array of them per limiter,
-//! and error replies.
+//! one integer, and error replies.
 
 use std::ffi::CStr;
 use std::os::raw::{c_long, c_longlong};
@@ -35,6 +35,16 @@ pub(crate) fn send_all(ctx: *mut raw::RedisModuleCtx, replies: &[[i64; 5]]) {
             for &values in replies {
                 send(ctx, values);
             }
+        }
+    }
+}
+
+/// Sends one integer to the calling client.
+pub(crate) fn send_integer(ctx: *mut raw::RedisModuleCtx, value: i64) {
+    // SAFETY: as in `send`.
+    unsafe {
+        if let Some(integer) = raw::RedisModule_ReplyWithLongLong {
+            integer(ctx, value as c_longlong);
         }
     }
 }

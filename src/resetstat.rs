@@ -263,6 +263,8 @@ fn read() -> Option<Reading> {
                 c"cmdstat_cl.fixed",
                 c"cmdstat_cl.window",
                 c"cmdstat_cl.all",
+                c"cmdstat_cl.lease",
+                c"cmdstat_cl.release",
             ]
             .iter()
             .map(|field| command_stat(data, field).calls)

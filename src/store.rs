@@ -157,6 +157,15 @@ impl Key {
         self.signal_modified()
     }
 
+    /// Deletes the key, as the server deletes a container whose last element went.
+    pub fn delete(&mut self) -> Result<(), Error> {
+        let handle = self.handle.ok_or(Error::Internal)?;
+        let delete = api(unsafe { raw::RedisModule_DeleteKey })?;
+        // SAFETY: handle is a key opened for writing.
+        succeeded(unsafe { delete(handle.as_ptr()) })?;
+        self.signal_modified()
+    }
+
     /// Tells the server the key changed (WATCH, client-side caching). Closes every write.
     fn signal_modified(&mut self) -> Result<(), Error> {
         let signal = api(unsafe { raw::RedisModule_SignalModifiedKey })?;
@@ -197,6 +206,11 @@ pub enum Event {
     Expire,
     /// `cl.window`: no server command keeps a sliding window log, so it is named after ours.
     WindowLog,
+    /// `cl.lease` and `cl.release`, for a set of leases, named after ours for the same reason.
+    Lease,
+    Release,
+    /// `del`, as the server fires it for a container whose last element went.
+    Del,
 }
 
 impl Event {
@@ -206,6 +220,9 @@ impl Event {
             Event::IncrBy => (raw::REDISMODULE_NOTIFY_STRING, c"incrby"),
             Event::Expire => (raw::REDISMODULE_NOTIFY_GENERIC, c"expire"),
             Event::WindowLog => (raw::REDISMODULE_NOTIFY_STRING, c"cl.window"),
+            Event::Lease => (raw::REDISMODULE_NOTIFY_STRING, c"cl.lease"),
+            Event::Release => (raw::REDISMODULE_NOTIFY_STRING, c"cl.release"),
+            Event::Del => (raw::REDISMODULE_NOTIFY_GENERIC, c"del"),
         }
     }
 }

@@ -11,7 +11,7 @@ mod log;
 use crate::args::WindowArgs;
 use crate::error::Error;
 use crate::outcome::Outcome;
-pub use log::{reseal, LogBuffer, HEADER_LEN};
+pub use log::{reseal, LogBuffer, HEADER_LEN, MAX_VALUE_LEN};
 use log::{AppendPlan, Log};
 
 use crate::time::NANOS_PER_MILLI;

@@ -13,6 +13,7 @@ use crate::error::Error;
 use crate::ffi::log_warning;
 use crate::fixed::FixedWindow;
 use crate::gcra::Gcra;
+use crate::lease::Lease;
 use crate::limiter::{Limiter, Verdict};
 use crate::lines::Turn;
 use crate::outcome::Outcome;
@@ -22,17 +23,22 @@ use crate::time::Instant;
 use crate::window::SlidingWindow;
 
 /// The most arguments CL.ALL takes: its name, numkeys, 16 keys, 16 limiters of up to four
-/// words, `QUANTITY quantity`, `MS`, `DETAIL` and `BLOCK milliseconds`.
-pub const MAX_ALL_ARGS: usize = 2 + args::MAX_KEYS * 5 + 6;
+/// words, `QUANTITY quantity`, `MS`, `DETAIL`, `HOLDER holder` and `BLOCK milliseconds`.
+pub const MAX_ALL_ARGS: usize = 2 + args::MAX_KEYS * 5 + 8;
 
 /// CL.ALL's body. Every limiter is built, then every key read and decided, and what each
 /// write will propagate gathered, before any key is written: an error on any argument or
 /// key stops the call with nothing changed, and nothing after the first write can.
 pub fn run_all(call: &Call<MAX_ALL_ARGS>, turn: Turn) -> Result<Answer, Error> {
     let args = args::all(call.args())?;
+    // A lease is held by the call's holder; asked for nothing, it only looks.
+    let holder = args
+        .holder
+        .map(|(holder, _)| holder)
+        .filter(|_| args.quantity != 0);
     let mut limiters = [None; args::MAX_KEYS];
     for (limiter, spec) in limiters.iter_mut().zip(&args.limiters) {
-        *limiter = Some(limiter_of(&spec.args)?);
+        *limiter = Some(limiter_of(&spec.args, holder)?);
     }
     let now = call.instant(None)?;
     let mut entries = Vec::with_capacity(args.limiters.len());
@@ -66,6 +72,7 @@ pub fn run_all(call: &Call<MAX_ALL_ARGS>, turn: Turn) -> Result<Answer, Error> {
             fits_in_ns,
             2..2 + args.limiters.len(),
         ),
+        frees: false,
     })
 }
 
@@ -110,37 +117,42 @@ fn write_all(
 }
 
 /// The most arguments a limiter's own command is propagated with: the key, two parameters,
-/// the quantity and MS (a THROTTLE limiter gathers six, unused: it propagates a SET).
+/// the quantity (for a LEASE, the holder) and MS (a THROTTLE limiter gathers six, unused: it
+/// propagates a SET).
 const MAX_OWN_ARGS: usize = 6;
 
 /// One key of a CL.ALL call: its limiter, the open key, the limiter's verdict, and the
 /// arguments its own command would propagate with.
-struct Entry {
-    limiter: Limiter,
+struct Entry<'a> {
+    limiter: Limiter<'a>,
     key: Key,
-    verdict: Verdict,
+    verdict: Verdict<'a>,
     own_args: [*mut raw::RedisModuleString; MAX_OWN_ARGS],
     own_len: usize,
 }
 
-impl Entry {
+impl<'a> Entry<'a> {
     /// Opens the call's `index`-th key and decides `limiter`, built from `spec`, on it.
     fn decide(
         call: &Call<MAX_ALL_ARGS>,
         args: &args::AllArgs,
         index: usize,
         spec: &args::LimiterSpec,
-        limiter: Limiter,
+        limiter: Limiter<'a>,
         now: Instant,
         turn: Turn,
-    ) -> Result<Entry, Error> {
+    ) -> Result<Entry<'a>, Error> {
         let name = call.arg(index + 1)?;
         let (key, verdict) = decide_in_line(call.ctx, name, &limiter, args.quantity, now, turn)?;
         // The key and the limiter's parameters as the client gave them, then the shared
-        // quantity and MS: the arguments of the limiter's own command.
+        // quantity (a lease: the holder) and MS: the arguments of the limiter's own command.
+        let quantity_or_holder = match spec.args {
+            LimiterArgs::Lease(_) => args.holder.map(|(_, at)| at),
+            _ => args.quantity_at,
+        };
         let positions = std::iter::once(index + 1)
             .chain(spec.params_at..spec.params_at + spec.params_len)
-            .chain(args.quantity_at)
+            .chain(quantity_or_holder)
             .chain(args.ms_at);
         let mut own_args = [std::ptr::null_mut(); MAX_OWN_ARGS];
         let mut own_len = 0;
@@ -163,10 +175,11 @@ impl Entry {
     }
 }
 
-fn limiter_of(args: &LimiterArgs) -> Result<Limiter, Error> {
+fn limiter_of<'a>(args: &LimiterArgs, holder: Option<&'a [u8]>) -> Result<Limiter<'a>, Error> {
     Ok(match args {
         LimiterArgs::Throttle(args) => Limiter::Throttle(Gcra::new(args)?),
         LimiterArgs::Fixed(args) => Limiter::Fixed(FixedWindow::new(args)),
         LimiterArgs::Window(args) => Limiter::Window(SlidingWindow::new(args)),
+        LimiterArgs::Lease(params) => Limiter::Lease(Lease::new(params), holder),
     })
 }

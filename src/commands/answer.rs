@@ -18,6 +18,9 @@ pub struct Answer {
     /// Set when the call asked to wait (BLOCK), was denied, and can be admitted some day.
     /// Boxed: only such calls pay for it, and every answer stays small to move.
     pub wait: Option<Box<Wait>>,
+    /// Set when the call freed a slot on its key (CL.RELEASE): the first waiter there may
+    /// take it now.
+    pub frees: bool,
 }
 
 /// How a denied call that asked to wait would wait.
@@ -55,6 +58,8 @@ pub enum Reply {
     Detail(Vec<[i64; 5]>),
     /// A waiter's slot moved away: the cluster's redirect, as the server words it.
     Redirect(CString),
+    /// One integer (CL.RELEASE's 1 or 0).
+    Integer(i64),
 }
 
 impl Answer {
@@ -70,6 +75,22 @@ impl Answer {
             reply: Reply::One(outcome.to_reply(unit)),
             counted: Counted::of(quantity, !outcome.limited),
             wait: Wait::of(block_ms, outcome.limited, outcome.retry_after_ns, 1..2),
+            frees: false,
+        }
+    }
+
+    /// CL.RELEASE's answer: 1 when it freed a lease, counted as allowed; 0 when there was
+    /// none to free, counted as denied.
+    pub fn released(freed: bool) -> Answer {
+        Answer {
+            reply: Reply::Integer(i64::from(freed)),
+            counted: if freed {
+                Counted::Allowed
+            } else {
+                Counted::Denied
+            },
+            wait: None,
+            frees: freed,
         }
     }
 
@@ -79,6 +100,7 @@ impl Answer {
             reply: Reply::Redirect(error),
             counted: Counted::Error,
             wait: None,
+            frees: false,
         }
     }
 
@@ -104,6 +126,7 @@ pub fn send(ctx: *mut raw::RedisModuleCtx, result: Result<Answer, Error>) {
             Reply::One(values) => reply::send(ctx, values),
             Reply::Detail(replies) => reply::send_all(ctx, &replies),
             Reply::Redirect(error) => reply::send_error_text(ctx, &error),
+            Reply::Integer(value) => reply::send_integer(ctx, value),
         },
         Err(error) => reply::send_error(ctx, error),
     }

@@ -5,6 +5,7 @@
 pub mod all;
 pub mod answer;
 pub mod call;
+pub mod release;
 pub mod single;
 pub mod state;
 
@@ -17,7 +18,8 @@ use crate::command::Command;
 use crate::commands::all::run_all;
 use crate::commands::answer::Answer;
 use crate::commands::call::Call;
-use crate::commands::single::{run_throttle, run_window};
+use crate::commands::release::run_release;
+use crate::commands::single::{run_lease, run_throttle, run_window};
 use crate::error::Error;
 use crate::fixed::FixedWindow;
 use crate::limiter::Limiter;
@@ -58,5 +60,10 @@ pub fn run(
             &unsafe { Call::new(ctx, argv, argc, command, replayed) }?,
             turn,
         ),
+        Command::Lease => run_lease(
+            &unsafe { Call::new(ctx, argv, argc, command, replayed) }?,
+            turn,
+        ),
+        Command::Release => run_release(&unsafe { Call::new(ctx, argv, argc, command, replayed) }?),
     }
 }

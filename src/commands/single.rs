@@ -1,5 +1,5 @@
-//! The single-key commands' bodies: `CL.THROTTLE`, `CL.FIXED` and `CL.WINDOW`, each parse →
-//! read → decide → write → propagate → notify on its one key.
+//! The single-key limiters' bodies: `CL.THROTTLE`, `CL.FIXED`, `CL.WINDOW` and `CL.LEASE`,
+//! each parse → read → decide → write → propagate → notify on its one key.
 
 use crate::args::{self, WindowArgs};
 use crate::commands::answer::Answer;
@@ -7,6 +7,7 @@ use crate::commands::call::Call;
 use crate::commands::state::{decide_in_line, notify, write};
 use crate::error::Error;
 use crate::gcra::Gcra;
+use crate::lease::Lease;
 use crate::limiter::Limiter;
 use crate::lines::Turn;
 use crate::outcome::Outcome;
@@ -22,7 +23,7 @@ pub const MAX_ARGS: usize = 9;
 pub type SingleCall<'a> = Call<'a, MAX_ARGS>;
 
 impl SingleCall<'_> {
-    fn params(&self) -> &[&[u8]] {
+    pub fn params(&self) -> &[&[u8]] {
         self.args().get(1..).unwrap_or(&[])
     }
 }
@@ -59,6 +60,30 @@ pub fn run_window(
     };
     let outcome = single(call, limiter(&args), args.quantity, now, propagate, turn)?;
     Ok(Answer::single(outcome, args.quantity, args.unit, block_ms))
+}
+
+/// `CL.LEASE key limit lease_time holder [MS] [BLOCK milliseconds]`, and its replication form
+/// with `AT unix-ms`. It propagates as the window commands do: as itself, without BLOCK, with
+/// its instant.
+pub fn run_lease(call: &SingleCall, turn: Turn) -> Result<Answer, Error> {
+    let args = args::lease(call.params())?;
+    let now = call.instant(args.at_ms)?;
+    // The key, the parameters and the holder, then MS wherever the client put it.
+    let mut own = [std::ptr::null_mut(); 5];
+    let positions = (0..4).chain(args.ms_at.map(|at| at + 1));
+    let mut own_len = 0;
+    for (slot, position) in own.iter_mut().zip(positions) {
+        *slot = call.arg(position)?;
+        own_len += 1;
+    }
+    let propagate = if args.at_ms.is_some() {
+        Propagate::Verbatim
+    } else {
+        Propagate::WithInstant(own.get(..own_len).ok_or(Error::Internal)?)
+    };
+    let limiter = Limiter::Lease(Lease::new(&args.params), Some(args.holder));
+    let outcome = single(call, limiter, 1, now, propagate, turn)?;
+    Ok(Answer::single(outcome, 1, args.unit, args.block_ms))
 }
 
 /// One limiter on the call's key: read, decide, and write what an admission changes, unless

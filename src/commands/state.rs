@@ -8,6 +8,7 @@ use crate::error::Error;
 use crate::fault::{self, Fault};
 use crate::ffi::string_bytes;
 use crate::fixed::Window;
+use crate::lease;
 use crate::limiter::{Change, Limiter, Stored, Verdict};
 use crate::lines::{self, Turn};
 use crate::outcome::Outcome;
@@ -19,14 +20,14 @@ use crate::time::Instant;
 /// that waiters who came first hold back takes nothing. The one place both single-key calls
 /// and each key of CL.ALL decide.
 #[inline(always)]
-pub fn decide_in_line(
+pub fn decide_in_line<'a>(
     ctx: *mut raw::RedisModuleCtx,
     name: *mut raw::RedisModuleString,
-    limiter: &Limiter,
+    limiter: &Limiter<'a>,
     quantity: i64,
     now: Instant,
     turn: Turn,
-) -> Result<(Key, Verdict), Error> {
+) -> Result<(Key, Verdict<'a>), Error> {
     if cfg!(debug_assertions) {
         // SAFETY: name is a live argument string.
         fault::inject(
@@ -65,6 +66,7 @@ pub fn read<'k>(limiter: &Limiter, key: &'k Key) -> Result<Stored<'k>, Error> {
             None => None,
         }),
         Limiter::Window(_) => Stored::Log(key.read_bytes()?),
+        Limiter::Lease(..) => Stored::Leases(key.read_bytes()?),
     })
 }
 
@@ -103,12 +105,21 @@ pub fn write(
             key.expire_at(append.expire_at_ms)?;
             replicate_window(ctx, c"CL.WINDOW", propagate, now)
         }
+        Change::Lease {
+            holder,
+            change,
+            expire_at_ms,
+        } => {
+            lease::apply(key, holder, change, now.ms)?;
+            key.expire_at(expire_at_ms)?;
+            replicate_window(ctx, c"CL.LEASE", propagate, now)
+        }
     }
 }
 
 /// Fires the keyspace events of the commands a change stands in for, after its write and
 /// propagation: `SET … PXAT` for a TAT, INCRBY (and EXPIRE when a window opens) for a count,
-/// and for a log `cl.window` and EXPIRE.
+/// for a log `cl.window` and EXPIRE, and for a lease `cl.lease` and EXPIRE.
 pub fn notify(key: &Key, change: Change) {
     match change {
         Change::Tat { .. } => {
@@ -123,6 +134,10 @@ pub fn notify(key: &Key, change: Change) {
         }
         Change::Log(_) => {
             key.notify(Event::WindowLog);
+            key.notify(Event::Expire);
+        }
+        Change::Lease { .. } => {
+            key.notify(Event::Lease);
             key.notify(Event::Expire);
         }
     }

@@ -33,7 +33,7 @@
 use std::cmp::Ordering;
 
 use crate::error::Error;
-use crate::window::LogBuffer;
+use crate::window::{LogBuffer, MAX_VALUE_LEN};
 
 pub const HEADER_LEN: usize = 16;
 const MAGIC: &[u8; 3] = b"CLL";
@@ -42,8 +42,9 @@ const VERSION: u8 = 1;
 const ENTRY_OVERHEAD: usize = 1 + END_LEN;
 const END_LEN: usize = 6;
 const SLOT: usize = 4;
-/// The longest holder name.
-pub const MAX_HOLDER: usize = 255;
+/// The longest holder name, as the commands take it: its length fits the entry's one byte.
+pub use crate::args::MAX_HOLDER;
+const _: () = assert!(MAX_HOLDER <= u8::MAX as usize);
 /// The latest end an entry can hold: 2^48 ms, in the year 10889.
 pub const MAX_END_MS: i64 = (1 << 48) - 1;
 
@@ -91,6 +92,18 @@ impl<'a> LeaseSet<'a> {
     /// How many leases the set holds, live or not yet dropped.
     pub fn count(&self) -> usize {
         self.count
+    }
+
+    /// Whether a lease for `holder` can be added without the value growing past the longest
+    /// string the server holds (leases that ended are not counted off: a set that large is
+    /// refused a little early, never written past the limit).
+    pub fn has_room_for(&self, holder: &[u8]) -> bool {
+        fits(
+            self.count + 1,
+            self.heap_len + ENTRY_OVERHEAD + holder.len(),
+            self.holes,
+        )
+        .is_ok()
     }
 
     fn by_holder_at(&self) -> usize {
@@ -229,7 +242,7 @@ impl<'b, B: LogBuffer> Editor<'b, B> {
     fn write_header(&mut self, count: usize, heap_len: usize, holes: usize) -> Result<(), Error> {
         let fields = [count, heap_len, holes].map(|field| u32::try_from(field).ok());
         let [Some(count), Some(heap_len), Some(holes)] = fields else {
-            return Err(Error::LogTooLong);
+            return Err(Error::LeaseSetTooLong);
         };
         let raw = self.buffer.bytes_mut()?;
         let header = raw.get_mut(..HEADER_LEN).ok_or(Error::Internal)?;
@@ -255,7 +268,7 @@ impl<'b, B: LogBuffer> Editor<'b, B> {
         };
         let entry_len = ENTRY_OVERHEAD + holder.len();
         fits(count + 1, heap_len + entry_len, holes)?;
-        let offset = u32::try_from(heap_len).map_err(|_| Error::LogTooLong)?;
+        let offset = u32::try_from(heap_len).map_err(|_| Error::LeaseSetTooLong)?;
         let old_len = HEADER_LEN + heap_len + 2 * SLOT * count;
         let new_len = old_len + entry_len + 2 * SLOT;
         self.buffer.resize(new_len)?;
@@ -538,17 +551,15 @@ fn entries_in_use(
 }
 
 /// Whether a header can hold these fields.
+/// Whether a set of these sizes is a string the server can hold.
 fn fits(count: usize, heap_len: usize, holes: usize) -> Result<(), Error> {
     let total = HEADER_LEN
         .checked_add(heap_len)
         .and_then(|len| len.checked_add(count.checked_mul(2 * SLOT)?));
-    if [count, heap_len, holes, total.unwrap_or(usize::MAX)]
-        .iter()
-        .all(|&field| u32::try_from(field).is_ok())
-    {
+    if total.is_some_and(|total| total <= MAX_VALUE_LEN) && holes <= heap_len {
         Ok(())
     } else {
-        Err(Error::LogTooLong)
+        Err(Error::LeaseSetTooLong)
     }
 }
 

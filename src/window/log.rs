@@ -80,8 +80,8 @@ const MAX_ENTRIES_IN_BLOCK: usize = (BLOCK - BLOCK_HEADER - 1) / 2 + 1;
 const COMPACT_MIN: usize = BLOCK;
 /// The longest string the server stores (its `proto-max-bulk-len` default, and the most
 /// `RedisModule_StringTruncate` makes): a log that would outgrow it is refused before any
-/// byte changes.
-const MAX_VALUE_LEN: usize = 512 * 1024 * 1024;
+/// byte changes. The lease sets keep within it too.
+pub const MAX_VALUE_LEN: usize = 512 * 1024 * 1024;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Header {
