@@ -747,7 +747,7 @@ mod tests {
         );
     }
 
-    fn all_of(args: &str) -> Result<AllArgs, Error> {
+    fn all_of(args: &str) -> Result<AllArgs<'_>, Error> {
         let words: Vec<&[u8]> = args.split(' ').map(str::as_bytes).collect();
         all(&words)
     }

@@ -104,16 +104,14 @@ fn dispatch(
     // SAFETY: the server passes argc live argument strings.
     let args = || unsafe { std::slice::from_raw_parts(argv, usize::try_from(argc).unwrap_or(0)) };
     match &result {
+        // A writable replica answers at once: its waiters could never write.
         Ok(Answer {
             wait: Some(wait), ..
-        }) => {
-            // A writable replica answers at once: its waiters could never write.
-            if flags & NO_WAITING == 0
-                && flags & raw::REDISMODULE_CTX_FLAGS_MASTER != 0
-                && blocking::park(ctx, command, args(), wait, &CALLBACKS).is_ok()
-            {
-                return;
-            }
+        }) if flags & NO_WAITING == 0
+            && flags & raw::REDISMODULE_CTX_FLAGS_MASTER != 0
+            && blocking::park(ctx, command, args(), wait, &CALLBACKS).is_ok() =>
+        {
+            return;
         }
         // The key follows the command's name.
         Ok(Answer { frees: true, .. }) => {
