@@ -2,9 +2,9 @@
 //! and Valkey 9 servers. Waits run on the real clock, with bounds generous enough for a
 //! loaded machine; every wait is bounded.
 
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::harness::waiting::{connect, ms_between, waiting_field, Waiter};
 use crate::harness::{
     aof_options, dump, error_of, keyspace, limiter, replicate, snapshot, stats_line,
     wait_for_replica, Flavor, Server, ServerKind,
@@ -26,88 +26,6 @@ both_servers!(
     a_primary_that_becomes_a_replica_sends_its_waiters_away,
     under_a_controlled_clock_admission_and_timeout_come_at_their_instants,
 );
-
-/// Every reply read by a test, however long a wait, comes within this.
-const READ_TIMEOUT: Duration = Duration::from_secs(20);
-
-fn connect(server: &Server) -> redis::Connection {
-    let con = server.connection();
-    con.set_read_timeout(Some(READ_TIMEOUT)).unwrap();
-    con
-}
-
-/// A field of the module's `cl_waiting` INFO line.
-fn waiting_field(con: &mut redis::Connection, field: &str) -> i64 {
-    let line = stats_line(con, "cl_waiting");
-    line.split(',')
-        .find_map(|pair| pair.strip_prefix(&format!("{field}=")))
-        .unwrap_or_else(|| panic!("no {field} in {line}"))
-        .parse()
-        .unwrap()
-}
-
-/// Waits until `count` calls wait in the server.
-fn until_waiting(con: &mut redis::Connection, count: i64) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while waiting_field(con, "now") != count {
-        assert!(Instant::now() < deadline, "never {count} waiting");
-        std::thread::sleep(Duration::from_millis(2));
-    }
-}
-
-/// A call made on its own connection, in its own thread: its reply, and when it came.
-struct Waiter {
-    handle: JoinHandle<(redis::RedisResult<redis::Value>, Instant)>,
-    id: i64,
-}
-
-impl Waiter {
-    fn start(server: &Server, command: &str, args: &[&str]) -> Waiter {
-        let mut con = connect(server);
-        let id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut con).unwrap();
-        let mut cmd = redis::cmd(command);
-        cmd.arg(args);
-        let handle = std::thread::spawn(move || {
-            let reply = cmd.query::<redis::Value>(&mut con);
-            (reply, Instant::now())
-        });
-        Waiter { handle, id }
-    }
-
-    /// Starts a call and waits until the server holds it as the `count`-th waiter.
-    fn parked(
-        server: &Server,
-        watch: &mut redis::Connection,
-        count: i64,
-        command: &str,
-        args: &[&str],
-    ) -> Waiter {
-        let waiter = Waiter::start(server, command, args);
-        until_waiting(watch, count);
-        waiter
-    }
-
-    fn reply(self) -> (Vec<i64>, Instant) {
-        let (reply, at) = self.handle.join().unwrap();
-        let reply = reply.unwrap_or_else(|e| panic!("the waiter got {e}"));
-        (redis::from_redis_value(reply).unwrap(), at)
-    }
-
-    fn error(self) -> String {
-        match self.handle.join().unwrap().0 {
-            Ok(value) => panic!("the waiter got {value:?}"),
-            Err(error) => format!(
-                "{} {}",
-                error.code().unwrap_or_default(),
-                error.detail().unwrap_or_default()
-            ),
-        }
-    }
-}
-
-fn ms_between(earlier: Instant, later: Instant) -> u128 {
-    later.saturating_duration_since(earlier).as_millis()
-}
 
 /// One unit per 200 ms, no burst: `CL.THROTTLE key 0 1 200 quantity MS`.
 const ONE_PER_200_MS: [&str; 3] = ["0", "1", "200"];

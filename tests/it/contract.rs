@@ -5,15 +5,14 @@
 //! cover every key, writes fire the events of the commands they stand in for, and a cluster
 //! routes every form to its keys' slot.
 
-use std::time::Duration;
-
 use redis::{ConnectionLike, Value};
 
 use crate::forms::{Algorithm, Form, FORMS};
 use crate::harness::cluster::Cluster;
+use crate::harness::events::{notifying, Events};
 use crate::harness::{
     aof_options, dirty, dump, error_of, info_field, keyspace, limiter, replicate, snapshot,
-    wait_for_replica, Flavor, Options, Rng, Server,
+    wait_for_replica, Flavor, Rng, Server,
 };
 
 both_servers!(
@@ -568,57 +567,6 @@ fn an_acl_user_reaches_only_its_keys_and_a_refusal_changes_none(flavor: Flavor) 
     assert!(error.starts_with("NOPERM"), "GET: {error}");
     let keys: Vec<String> = redis::cmd("KEYS").arg("other:*").query(&mut admin).unwrap();
     assert!(keys.is_empty());
-}
-
-fn notifying(flavor: Flavor) -> Server {
-    Server::start_with(
-        flavor,
-        Options {
-            args: vec!["--notify-keyspace-events".into(), "KEA".into()],
-            ..Options::default()
-        },
-    )
-}
-
-/// Collects `(event, key)` pairs from `__keyevent@0__:*` until the `SET` on `marker` arrives.
-struct Events {
-    con: redis::Connection,
-}
-
-impl Events {
-    fn subscribe(server: &Server) -> Events {
-        let mut con = server.connection();
-        con.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        let _: () = redis::cmd("PSUBSCRIBE")
-            .arg("__keyevent@0__:*")
-            .query(&mut con)
-            .unwrap();
-        Events { con }
-    }
-
-    fn until_marker(&mut self, marker: &str) -> Vec<(String, String)> {
-        let mut seen = Vec::new();
-        for _ in 0..1000 {
-            let message = self.con.recv_response().expect("an event in time");
-            let event = match &message {
-                Value::Push { data, .. } => event(data),
-                _ => event(&redis::from_redis_value::<Vec<Value>>(message).unwrap()),
-            };
-            if event.1 == marker {
-                return seen;
-            }
-            seen.push(event);
-        }
-        panic!("no marker among {seen:?}");
-    }
-}
-
-/// `pmessage pattern channel key` as (event, key).
-fn event(items: &[Value]) -> (String, String) {
-    let text = |i: usize| -> String { redis::from_redis_value(items[i].clone()).unwrap() };
-    let channel = text(2);
-    let name = channel.rsplit(':').next().unwrap().to_owned();
-    (name, text(3))
 }
 
 /// Each write fires what the server commands it stands in for fire; peeks, denials and errors

@@ -14,6 +14,7 @@ mod examples;
 mod fixed;
 mod forms;
 mod guard;
+mod lease;
 mod lifecycle;
 mod operability;
 mod randomized;

@@ -1,15 +1,18 @@
 //! The shared harness of the integration tests, by subject: the binaries (paths.rs), a server
 //! process (server.rs), its fake clock (clock.rs), calls and readings (query.rs), replicas
-//! and the AOF (replication.rs), a cluster (cluster.rs), seeded randomness (rng.rs).
+//! and the AOF (replication.rs), a cluster (cluster.rs), seeded randomness (rng.rs), calls
+//! that wait (waiting.rs), keyspace events (events.rs).
 #![allow(dead_code)]
 
 pub mod clock;
 pub mod cluster;
+pub mod events;
 pub mod paths;
 pub mod query;
 pub mod replication;
 pub mod rng;
 pub mod server;
+pub mod waiting;
 
 pub use paths::{conflicting_module_path, module_path, Flavor};
 pub use query::{

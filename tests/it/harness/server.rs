@@ -274,6 +274,15 @@ impl Server {
         self.keep_dir = true;
         self.dir.clone()
     }
+
+    /// Kills the server with SIGKILL, as a crash would, and keeps its directory, returning it
+    /// for a restart.
+    pub fn kill(mut self) -> PathBuf {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.keep_dir = true;
+        self.dir.clone()
+    }
 }
 
 impl Drop for Server {

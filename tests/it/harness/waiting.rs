@@ -1,0 +1,89 @@
+//! Calls that wait (BLOCK), each on its own connection and thread, and the module's count of
+//! waiters, which a test watches to know that a call is parked.
+
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use super::{stats_line, Server};
+
+/// Every reply read by a test, however long a wait, comes within this.
+pub const READ_TIMEOUT: Duration = Duration::from_secs(20);
+
+pub fn connect(server: &Server) -> redis::Connection {
+    let con = server.connection();
+    con.set_read_timeout(Some(READ_TIMEOUT)).unwrap();
+    con
+}
+
+/// A field of the module's `cl_waiting` INFO line.
+pub fn waiting_field(con: &mut redis::Connection, field: &str) -> i64 {
+    let line = stats_line(con, "cl_waiting");
+    line.split(',')
+        .find_map(|pair| pair.strip_prefix(&format!("{field}=")))
+        .unwrap_or_else(|| panic!("no {field} in {line}"))
+        .parse()
+        .unwrap()
+}
+
+/// Waits until `count` calls wait in the server.
+pub fn until_waiting(con: &mut redis::Connection, count: i64) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while waiting_field(con, "now") != count {
+        assert!(Instant::now() < deadline, "never {count} waiting");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// A call made on its own connection, in its own thread: its reply, and when it came.
+pub struct Waiter {
+    pub handle: JoinHandle<(redis::RedisResult<redis::Value>, Instant)>,
+    pub id: i64,
+}
+
+impl Waiter {
+    pub fn start(server: &Server, command: &str, args: &[&str]) -> Waiter {
+        let mut con = connect(server);
+        let id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut con).unwrap();
+        let mut cmd = redis::cmd(command);
+        cmd.arg(args);
+        let handle = std::thread::spawn(move || {
+            let reply = cmd.query::<redis::Value>(&mut con);
+            (reply, Instant::now())
+        });
+        Waiter { handle, id }
+    }
+
+    /// Starts a call and waits until the server holds it as the `count`-th waiter.
+    pub fn parked(
+        server: &Server,
+        watch: &mut redis::Connection,
+        count: i64,
+        command: &str,
+        args: &[&str],
+    ) -> Waiter {
+        let waiter = Waiter::start(server, command, args);
+        until_waiting(watch, count);
+        waiter
+    }
+
+    pub fn reply(self) -> (Vec<i64>, Instant) {
+        let (reply, at) = self.handle.join().unwrap();
+        let reply = reply.unwrap_or_else(|e| panic!("the waiter got {e}"));
+        (redis::from_redis_value(reply).unwrap(), at)
+    }
+
+    pub fn error(self) -> String {
+        match self.handle.join().unwrap().0 {
+            Ok(value) => panic!("the waiter got {value:?}"),
+            Err(error) => format!(
+                "{} {}",
+                error.code().unwrap_or_default(),
+                error.detail().unwrap_or_default()
+            ),
+        }
+    }
+}
+
+pub fn ms_between(earlier: Instant, later: Instant) -> u128 {
+    later.saturating_duration_since(earlier).as_millis()
+}

@@ -1,0 +1,733 @@
+//! CL.LEASE and CL.RELEASE, the concurrency limit, on real Redis 7.0 and Valkey 9 servers:
+//! holders up to the limit, renewals, releases, leases that end, waiting for a slot, CL.ALL's
+//! LEASE limiter, replicas, the AOF after a crash, events, bad input and a cluster.
+
+use std::time::{Duration, Instant};
+
+use crate::harness::cluster::Cluster;
+use crate::harness::events::{notifying, Events};
+use crate::harness::waiting::{connect, ms_between, until_waiting, waiting_field, Waiter};
+use crate::harness::{
+    aof_options, dirty, error_of, keyspace, limiter, replicate, snapshot, stats_line,
+    wait_for_replica, Flavor, Rng, Server, ServerKind,
+};
+
+both_servers!(
+    holders_up_to_the_limit_are_admitted_renew_and_release,
+    leases_end_at_their_instant_and_the_key_with_the_last,
+    a_release_admits_the_first_waiter_at_once_first_come_first_served,
+    a_lease_that_ends_admits_the_waiter_at_its_instant,
+    a_renewal_never_waits_behind_waiters,
+    crossed_cl_all_waits_with_leases_both_complete,
+    a_waiter_that_disconnects_takes_no_lease,
+    transactions_and_scripts_answer_at_once,
+    cl_all_holds_a_lease_and_a_rate_limit_in_one_decision,
+    a_random_mix_is_identical_on_a_replica_and_after_a_crash_and_aof_restart,
+    writes_fire_their_events_and_denials_none,
+    bad_input_gets_errors_naming_it_and_changes_nothing,
+    a_cluster_routes_leases_and_releases_to_their_slot,
+);
+
+fn lease(con: &mut redis::Connection, args: &[&str]) -> Vec<i64> {
+    limiter(con, "CL.LEASE", args)
+}
+
+fn release(con: &mut redis::Connection, key: &str, holder: &str) -> i64 {
+    redis::cmd("CL.RELEASE")
+        .arg(&[key, holder])
+        .query(con)
+        .unwrap_or_else(|e| panic!("CL.RELEASE {key} {holder}: {e}"))
+}
+
+fn strlen(con: &mut redis::Connection, key: &str) -> i64 {
+    redis::cmd("STRLEN").arg(key).query(con).unwrap()
+}
+
+fn pttl(con: &mut redis::Connection, key: &str) -> i64 {
+    redis::cmd("PTTL").arg(key).query(con).unwrap()
+}
+
+/// A field of a command's INFO counters line (`cl_lease:calls=…,allowed=…`).
+fn counter(con: &mut redis::Connection, command: &str, field: &str) -> i64 {
+    let line = stats_line(con, command);
+    line.split(',')
+        .find_map(|pair| pair.strip_prefix(&format!("{field}=")))
+        .unwrap_or_else(|| panic!("no {field} in {line}"))
+        .parse()
+        .unwrap()
+}
+
+/// What a set of leases costs: a 16-byte header, and each lease its holder's length plus 15.
+fn set_len(holders: &[&str]) -> i64 {
+    16 + holders.iter().map(|h| h.len() as i64 + 15).sum::<i64>()
+}
+
+fn holders_up_to_the_limit_are_admitted_renew_and_release(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut con = server.connection();
+    assert_eq!(
+        lease(&mut con, &["pool", "2", "60", "job:a"]),
+        [0, 2, 1, -1, 60]
+    );
+    assert_eq!(
+        lease(&mut con, &["pool", "2", "60", "job:b"]),
+        [0, 2, 0, -1, 60]
+    );
+    // Full: a third holder waits for the earliest end; the set is unchanged.
+    let before = snapshot(&mut con, b"pool");
+    let writes = dirty(&mut con);
+    assert_eq!(
+        lease(&mut con, &["pool", "2", "60", "job:c"]),
+        [1, 2, 0, 60, 60]
+    );
+    assert_eq!(snapshot(&mut con, b"pool"), before);
+    assert_eq!(dirty(&mut con), writes, "a denial writes nothing");
+    // A renewal takes no slot: it is admitted while the pool is full.
+    assert_eq!(
+        lease(&mut con, &["pool", "2", "60", "job:a"]),
+        [0, 2, 0, -1, 60]
+    );
+    assert_eq!(strlen(&mut con, "pool"), set_len(&["job:a", "job:b"]));
+    let ttl = pttl(&mut con, "pool");
+    assert!(ttl > 59_000 && ttl <= 60_000, "{ttl}");
+
+    assert_eq!(release(&mut con, "pool", "job:b"), 1);
+    assert_eq!(release(&mut con, "pool", "job:b"), 0, "released already");
+    assert_eq!(release(&mut con, "pool", "job:z"), 0, "never held");
+    assert_eq!(release(&mut con, "nothing", "job:a"), 0, "no key");
+    assert_eq!(
+        lease(&mut con, &["pool", "2", "60", "job:c", "MS"])[..3],
+        [0, 2, 0]
+    );
+    assert_eq!(strlen(&mut con, "pool"), set_len(&["job:a", "job:c"]));
+    // The key expires at its last lease's end: job:a's, a minute away, not job:c's 60 ms.
+    assert!(pttl(&mut con, "pool") > 59_000);
+    // Releasing the last lease deletes the key, as SREM deletes an emptied set.
+    assert_eq!(release(&mut con, "pool", "job:a"), 1);
+    std::thread::sleep(Duration::from_millis(80));
+    assert_eq!(release(&mut con, "pool", "job:c"), 0, "job:c's lease ended");
+    let exists: i64 = redis::cmd("EXISTS").arg("pool").query(&mut con).unwrap();
+    assert_eq!(exists, 0);
+
+    // Holders are any bytes, up to 255 of them.
+    let long = "h".repeat(255);
+    let binary: &[u8] = b"\x00\xff job";
+    let reply: Vec<i64> = redis::cmd("CL.LEASE")
+        .arg("bin")
+        .arg("1")
+        .arg("60")
+        .arg(binary)
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(reply, [0, 1, 0, -1, 60]);
+    assert_eq!(lease(&mut con, &["bin", "1", "60", &long])[0], 1);
+    let freed: i64 = redis::cmd("CL.RELEASE")
+        .arg("bin")
+        .arg(binary)
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(freed, 1);
+    assert_eq!(lease(&mut con, &["bin", "1", "60", &long])[0], 0);
+
+    assert_eq!(counter(&mut con, "cl_lease", "allowed"), 6);
+    assert_eq!(counter(&mut con, "cl_lease", "denied"), 2);
+    assert_eq!(counter(&mut con, "cl_release", "allowed"), 3);
+    assert_eq!(counter(&mut con, "cl_release", "denied"), 4);
+    assert_eq!(counter(&mut con, "cl_release", "calls"), 7);
+}
+
+/// Runs `body` on a server whose clock the test sets, where the server allows it.
+fn with_controlled_clock(flavor: Flavor, base_ms: i64, body: impl FnOnce(&Server)) {
+    if flavor == Flavor::Redis {
+        let server = Server::start(flavor);
+        if !ServerKind::of(&mut server.connection()).module_clock_in_microseconds() {
+            return;
+        }
+    }
+    let server = Server::with_exact_fake_clock(flavor, base_ms);
+    body(&server);
+}
+
+const BASE: i64 = 1_796_083_200_000; // 2026-12-01T00:00:00Z
+
+fn leases_end_at_their_instant_and_the_key_with_the_last(flavor: Flavor) {
+    with_controlled_clock(flavor, BASE, |server| {
+        let mut con = connect(server);
+        assert_eq!(lease(&mut con, &["p", "2", "10", "a"]), [0, 2, 1, -1, 10]);
+        server.set_clock_ms(BASE + 4_000);
+        assert_eq!(lease(&mut con, &["p", "2", "10", "b"]), [0, 2, 0, -1, 10]);
+        let (_, expiry) = snapshot(&mut con, b"p");
+        assert_eq!(expiry, BASE + 14_000, "the key ends with its last lease");
+        server.set_clock_ms(BASE + 9_999);
+        assert_eq!(
+            lease(&mut con, &["p", "2", "10000", "c", "MS"]),
+            [1, 2, 0, 1, 4_001]
+        );
+        // At its end, a's lease frees its slot; c takes it, and a's entry is dropped.
+        server.set_clock_ms(BASE + 10_000);
+        assert_eq!(
+            lease(&mut con, &["p", "2", "10000", "c", "MS"]),
+            [0, 2, 0, -1, 10_000]
+        );
+        assert_eq!(strlen(&mut con, "p"), set_len(&["b", "c"]));
+        assert_eq!(release(&mut con, "p", "a"), 0);
+        // The key goes when the last lease ends (the server keeps a key through its expiry's
+        // millisecond, when the set holds no live lease already).
+        // At BASE + 20 s both have ended: e's is the only lease, and ends the key.
+        server.set_clock_ms(BASE + 20_000);
+        assert_eq!(
+            lease(&mut con, &["p", "9", "10", "e", "MS"]),
+            [0, 9, 8, -1, 10]
+        );
+        assert_eq!(strlen(&mut con, "p"), set_len(&["e"]));
+        assert_eq!(snapshot(&mut con, b"p").1, BASE + 20_010);
+        server.set_clock_ms(BASE + 20_011);
+        let exists: i64 = redis::cmd("EXISTS").arg("p").query(&mut con).unwrap();
+        assert_eq!(exists, 0);
+    });
+}
+
+fn a_release_admits_the_first_waiter_at_once_first_come_first_served(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut con = connect(&server);
+    assert_eq!(lease(&mut con, &["pool", "1", "60", "worker:1"])[0], 0);
+    // Leases of a minute: only a release can admit these waiters within their 10 s.
+    let second = Waiter::parked(
+        &server,
+        &mut con,
+        1,
+        "CL.LEASE",
+        &["pool", "1", "60", "worker:2", "BLOCK", "10000"],
+    );
+    let third = Waiter::parked(
+        &server,
+        &mut con,
+        2,
+        "CL.LEASE",
+        &["pool", "1", "60", "worker:3", "BLOCK", "10000"],
+    );
+    // Behind the waiters, an arriving holder takes nothing.
+    assert_eq!(lease(&mut con, &["pool", "1", "60", "late"])[0], 1);
+    let released = Instant::now();
+    assert_eq!(release(&mut con, "pool", "worker:1"), 1);
+    let (reply, at) = second.reply();
+    assert_eq!(reply, [0, 1, 0, -1, 60]);
+    assert!(ms_between(released, at) < 5_000);
+    until_waiting(&mut con, 1);
+    // The slot is worker:2's now: a late holder still takes nothing.
+    assert_eq!(lease(&mut con, &["pool", "1", "60", "late"])[0], 1);
+    assert_eq!(release(&mut con, "pool", "worker:2"), 1);
+    assert_eq!(third.reply().0, [0, 1, 0, -1, 60]);
+    assert_eq!(release(&mut con, "pool", "worker:3"), 1);
+    assert_eq!(waiting_field(&mut con, "admitted"), 2);
+    assert_eq!(waiting_field(&mut con, "now"), 0);
+}
+
+fn a_lease_that_ends_admits_the_waiter_at_its_instant(flavor: Flavor) {
+    // On the real clock, with any server: the waiter gets the slot when the lease ends.
+    let server = Server::start(flavor);
+    let mut con = connect(&server);
+    assert_eq!(lease(&mut con, &["pool", "1", "300", "dying", "MS"])[0], 0);
+    let waiter = Waiter::parked(
+        &server,
+        &mut con,
+        1,
+        "CL.LEASE",
+        &["pool", "1", "300", "next", "MS", "BLOCK", "10000"],
+    );
+    let (reply, _) = waiter.reply();
+    assert_eq!(reply, [0, 1, 0, -1, 300]);
+    assert_eq!(strlen(&mut con, "pool"), set_len(&["next"]));
+
+    // Under a controlled clock, at exactly its instant.
+    with_controlled_clock(flavor, BASE, |server| {
+        let mut con = connect(server);
+        assert_eq!(lease(&mut con, &["p", "1", "10", "a"])[0], 0);
+        let waiter = Waiter::parked(
+            server,
+            &mut con,
+            1,
+            "CL.LEASE",
+            &["p", "1", "10", "b", "BLOCK", "0"],
+        );
+        server.set_clock_ms(BASE + 9_999);
+        std::thread::sleep(Duration::from_millis(150));
+        assert_eq!(waiting_field(&mut con, "now"), 1);
+        server.set_clock_ms(BASE + 10_000);
+        assert_eq!(waiter.reply().0, [0, 1, 0, -1, 10]);
+        let (_, expiry) = snapshot(&mut con, b"p");
+        assert_eq!(expiry, BASE + 20_000);
+    });
+}
+
+fn a_renewal_never_waits_behind_waiters(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut con = connect(&server);
+    assert_eq!(lease(&mut con, &["pool", "2", "60", "a"])[0], 0);
+    assert_eq!(lease(&mut con, &["pool", "2", "60", "b"])[0], 0);
+    let waiter = Waiter::parked(
+        &server,
+        &mut con,
+        1,
+        "CL.LEASE",
+        &["pool", "2", "60", "c", "BLOCK", "0"],
+    );
+    // Heartbeats while someone waits: admitted, and with BLOCK too, at once.
+    assert_eq!(
+        lease(&mut con, &["pool", "2", "60", "a"]),
+        [0, 2, 0, -1, 60]
+    );
+    assert_eq!(
+        lease(&mut con, &["pool", "2", "30", "b", "BLOCK", "0"]),
+        [0, 2, 0, -1, 60]
+    );
+    assert_eq!(waiting_field(&mut con, "now"), 1);
+    assert_eq!(release(&mut con, "pool", "b"), 1);
+    assert_eq!(waiter.reply().0, [0, 2, 0, -1, 60]);
+}
+
+fn crossed_cl_all_waits_with_leases_both_complete(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut con = connect(&server);
+    assert_eq!(lease(&mut con, &["p1", "1", "60", "x"])[0], 0);
+    assert_eq!(lease(&mut con, &["p2", "1", "60", "y"])[0], 0);
+    let call = |first: &'static str, second: &'static str, holder: &'static str| {
+        vec![
+            "2", first, second, "LEASE", "1", "60", "LEASE", "1", "60", "HOLDER", holder, "BLOCK",
+            "10000",
+        ]
+    };
+    let one = Waiter::parked(&server, &mut con, 1, "CL.ALL", &call("p1", "p2", "w1"));
+    let two = Waiter::parked(&server, &mut con, 2, "CL.ALL", &call("p2", "p1", "w2"));
+    assert_eq!(release(&mut con, "p2", "y"), 1);
+    // The first waiter needs p1 too; the second stands behind it on both.
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(waiting_field(&mut con, "now"), 2);
+    assert_eq!(release(&mut con, "p1", "x"), 1);
+    let (a, a_at) = one.reply();
+    assert_eq!(a, [0, 1, 0, -1, 60]);
+    // w1 holds both; once it lets go of both, w2 takes both.
+    assert_eq!(release(&mut con, "p1", "w1"), 1);
+    assert_eq!(release(&mut con, "p2", "w1"), 1);
+    let (b, b_at) = two.reply();
+    assert_eq!(b, [0, 1, 0, -1, 60]);
+    assert!(a_at <= b_at);
+    assert_eq!(release(&mut con, "p1", "w2"), 1);
+    assert_eq!(release(&mut con, "p2", "w2"), 1);
+}
+
+fn a_waiter_that_disconnects_takes_no_lease(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut con = connect(&server);
+    assert_eq!(lease(&mut con, &["pool", "1", "60", "a"])[0], 0);
+    let gone = Waiter::parked(
+        &server,
+        &mut con,
+        1,
+        "CL.LEASE",
+        &["pool", "1", "60", "gone", "BLOCK", "0"],
+    );
+    let next = Waiter::parked(
+        &server,
+        &mut con,
+        2,
+        "CL.LEASE",
+        &["pool", "1", "60", "next", "BLOCK", "0"],
+    );
+    let _: () = redis::cmd("CLIENT")
+        .arg(&["KILL", "ID", &gone.id.to_string()])
+        .query(&mut con)
+        .unwrap();
+    assert!(gone.handle.join().unwrap().0.is_err());
+    until_waiting(&mut con, 1);
+    assert_eq!(release(&mut con, "pool", "a"), 1);
+    assert_eq!(next.reply().0, [0, 1, 0, -1, 60]);
+    assert_eq!(release(&mut con, "pool", "gone"), 0, "it never held one");
+    assert_eq!(strlen(&mut con, "pool"), set_len(&["next"]));
+    assert_eq!(waiting_field(&mut con, "left"), 1);
+}
+
+fn transactions_and_scripts_answer_at_once(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut con = connect(&server);
+    let started = Instant::now();
+    let (first, denied, freed, again): (Vec<i64>, Vec<i64>, i64, Vec<i64>) = redis::pipe()
+        .atomic()
+        .cmd("CL.LEASE")
+        .arg(&["pool", "1", "60", "a"])
+        .cmd("CL.LEASE")
+        .arg(&["pool", "1", "60", "b", "BLOCK", "0"])
+        .cmd("CL.RELEASE")
+        .arg(&["pool", "a"])
+        .cmd("CL.LEASE")
+        .arg(&["pool", "1", "60", "b"])
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(first, [0, 1, 0, -1, 60]);
+    assert_eq!(denied, [1, 1, 0, 60, 60]);
+    assert_eq!(freed, 1);
+    assert_eq!(again, [0, 1, 0, -1, 60]);
+    let reply: Vec<i64> = redis::cmd("EVAL")
+        .arg(&[
+            "return redis.call('CL.LEASE', KEYS[1], '1', '60', 'c', 'BLOCK', '0')",
+            "1",
+            "pool",
+        ])
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(reply, [1, 1, 0, 60, 60]);
+    let freed: i64 = redis::cmd("EVAL")
+        .arg(&["return redis.call('CL.RELEASE', KEYS[1], 'b')", "1", "pool"])
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(freed, 1);
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(waiting_field(&mut con, "waited"), 0);
+}
+
+fn cl_all_holds_a_lease_and_a_rate_limit_in_one_decision(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut con = connect(&server);
+    let call = |con: &mut redis::Connection, holder: &str, extra: &[&str]| -> Vec<i64> {
+        let mut args = vec![
+            "2", "rate", "pool", "FIXED", "3", "60", "LEASE", "2", "30", "HOLDER", holder,
+        ];
+        args.extend(extra);
+        limiter(con, "CL.ALL", &args)
+    };
+    let detail = |con: &mut redis::Connection, holder: &str, extra: &[&str]| -> Vec<Vec<i64>> {
+        let mut args = vec![
+            "2", "rate", "pool", "FIXED", "3", "60", "LEASE", "2", "30", "HOLDER", holder,
+        ];
+        args.extend(extra);
+        redis::cmd("CL.ALL").arg(&args).query(con).unwrap()
+    };
+    assert_eq!(call(&mut con, "a", &[]), [0, 2, 1, -1, 30]);
+    assert_eq!(call(&mut con, "b", &[]), [0, 2, 0, -1, 30]);
+    // The pool is full: the rate limit takes nothing either.
+    assert_eq!(call(&mut con, "c", &[])[..4], [1, 2, 0, 30]);
+    assert_eq!(
+        limiter(&mut con, "CL.FIXED", &["rate", "3", "60", "0"])[..3],
+        [0, 3, 1]
+    );
+    // A renewal is admitted by the pool, and counts against the rate: the third unit.
+    assert_eq!(
+        detail(&mut con, "a", &["DETAIL"]),
+        [[0, 3, 0, -1, 60], [0, 2, 0, -1, 30]]
+    );
+    // Now the rate denies: the renewal takes nothing.
+    assert_eq!(call(&mut con, "b", &[])[..4], [1, 3, 0, 60]);
+    // A look (QUANTITY 0) takes nothing from either.
+    let looked = detail(&mut con, "z", &["QUANTITY", "0", "DETAIL"]);
+    assert_eq!(looked, [[0, 3, 0, -1, 60], [0, 2, 0, -1, 30]]);
+    assert_eq!(strlen(&mut con, "pool"), set_len(&["a", "b"]));
+    // CL.RELEASE frees what CL.ALL took.
+    assert_eq!(release(&mut con, "pool", "a"), 1);
+    // A holder named like an option is still the holder.
+    let ms = limiter(
+        &mut con,
+        "CL.ALL",
+        &["1", "pool", "LEASE", "2", "30000", "HOLDER", "MS", "MS"],
+    );
+    assert_eq!(ms, [0, 2, 0, -1, 30_000]);
+    assert_eq!(release(&mut con, "pool", "MS"), 1);
+}
+
+fn mixed_calls(con: &mut redis::Connection, seed: u64, calls: u64) {
+    let mut rng = Rng::new(seed);
+    for _ in 0..calls {
+        let key = format!("pool:{}", rng.below(4));
+        let holder = format!("job:{}", rng.below(12));
+        let limit = (1 + rng.below(4)).to_string();
+        match rng.below(6) {
+            0 | 1 => {
+                lease(con, &[&key, &limit, "3600", &holder]);
+            }
+            2 => {
+                lease(
+                    con,
+                    &[
+                        &key,
+                        &limit,
+                        &(50 + rng.below(400)).to_string(),
+                        &holder,
+                        "MS",
+                    ],
+                );
+            }
+            3 => {
+                release(con, &key, &holder);
+            }
+            4 => {
+                limiter(
+                    con,
+                    "CL.ALL",
+                    &[
+                        "2", "rate", &key, "WINDOW", "50", "3600", "LEASE", &limit, "3600",
+                        "HOLDER", &holder,
+                    ],
+                );
+            }
+            _ => {
+                let other = format!("job:{}", rng.below(12));
+                lease(con, &[&key, &limit, "7200", &other]);
+            }
+        }
+        if rng.below(50) == 0 {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+fn a_random_mix_is_identical_on_a_replica_and_after_a_crash_and_aof_restart(flavor: Flavor) {
+    let primary = Server::start_with(flavor, aof_options(None));
+    let replica = Server::start(flavor);
+    replicate(&replica, &primary);
+    let mut con = connect(&primary);
+    mixed_calls(&mut con, 18, 600);
+    wait_for_replica(&mut con);
+    let expected = keyspace(&mut con);
+    assert!(expected.len() >= 3, "{expected:?}");
+    let mut replica_con = connect(&replica);
+    assert_eq!(keyspace(&mut replica_con), expected, "replica");
+    // Every write was acknowledged after its fsync: a crash loses none of them. Leases of
+    // under half a second may end meanwhile; the keys that last the hour are compared.
+    drop(replica);
+    let dir = primary.kill();
+    let restarted = Server::start_with(flavor, aof_options(Some(dir.clone())));
+    let after = keyspace(&mut connect(&restarted));
+    let lasting: Vec<_> = expected
+        .iter()
+        .filter(|(_, (_, expiry), _)| *expiry - now_ms() > 60_000)
+        .collect();
+    assert!(lasting.len() >= 3, "{expected:?}");
+    for record in lasting {
+        assert!(after.contains(record), "{:?} lost in the restart", record.0);
+    }
+    drop(restarted);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+fn writes_fire_their_events_and_denials_none(flavor: Flavor) {
+    let primary = notifying(flavor);
+    let replica = notifying(flavor);
+    replicate(&replica, &primary);
+    let mut on_primary = Events::subscribe(&primary);
+    let mut on_replica = Events::subscribe(&replica);
+    let mut con = primary.connection();
+    lease(&mut con, &["pool", "1", "60", "a"]);
+    lease(&mut con, &["pool", "1", "60", "b"]);
+    release(&mut con, "pool", "b");
+    lease(&mut con, &["pool", "1", "60", "a"]);
+    lease(&mut con, &["other", "1", "60", "a"]);
+    release(&mut con, "pool", "a");
+    limiter(
+        &mut con,
+        "CL.ALL",
+        &[
+            "1", "pool", "LEASE", "1", "60", "HOLDER", "c", "QUANTITY", "0",
+        ],
+    );
+    limiter(
+        &mut con,
+        "CL.ALL",
+        &["1", "pool", "LEASE", "1", "60", "HOLDER", "c"],
+    );
+    let _: () = redis::cmd("SET")
+        .arg(&["marker", "1"])
+        .query(&mut con)
+        .unwrap();
+    let expected: Vec<(String, String)> = [
+        ("cl.lease", "pool"),
+        ("expire", "pool"),
+        ("cl.lease", "pool"),
+        ("expire", "pool"),
+        ("cl.lease", "other"),
+        ("expire", "other"),
+        ("cl.release", "pool"),
+        ("del", "pool"),
+        ("cl.lease", "pool"),
+        ("expire", "pool"),
+    ]
+    .iter()
+    .map(|(event, key)| (event.to_string(), key.to_string()))
+    .collect();
+    assert_eq!(on_primary.until_marker("marker"), expected, "primary");
+    assert_eq!(on_replica.until_marker("marker"), expected, "replica");
+}
+
+/// Every key of any type: its name, DUMP and absolute expiry.
+fn every_key(con: &mut redis::Connection) -> Vec<(Vec<u8>, Option<Vec<u8>>, i64)> {
+    let mut keys: Vec<Vec<u8>> = redis::cmd("KEYS").arg("*").query(con).unwrap();
+    keys.sort();
+    keys.into_iter()
+        .map(|key| {
+            let dumped: Option<Vec<u8>> = redis::cmd("DUMP").arg(&key).query(con).unwrap();
+            let expiry: i64 = redis::cmd("PEXPIRETIME").arg(&key).query(con).unwrap();
+            (key, dumped, expiry)
+        })
+        .collect()
+}
+
+fn bad_input_gets_errors_naming_it_and_changes_nothing(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut con = server.connection();
+    assert_eq!(lease(&mut con, &["pool", "1", "60", "a"])[0], 0);
+    let _: () = redis::cmd("SET")
+        .arg(&["text", "hello"])
+        .query(&mut con)
+        .unwrap();
+    let _: () = redis::cmd("RPUSH")
+        .arg(&["list", "x"])
+        .query(&mut con)
+        .unwrap();
+    let before = every_key(&mut con);
+    let writes = dirty(&mut con);
+    let long = vec![b'h'; 256];
+    let max = b"9223372036854775807";
+    let lease_cases: &[(&[&[u8]], &str)] = &[
+        (&[b"pool", b"1", b"60"], "wrong number of arguments"),
+        (&[b"pool", b"0", b"60", b"b"], "limit must be >= 1"),
+        (&[b"pool", b"x", b"60", b"b"], "limit is not an integer"),
+        (&[b"pool", b"1", b"0", b"b"], "lease_time must be >= 1"),
+        (&[b"pool", b"1", b"-5", b"b"], "lease_time must be >= 1"),
+        (&[b"pool", b"1", max, b"b"], "lease_time is too large"),
+        (
+            &[b"pool", b"1", b"60", b""],
+            "holder must be 1 to 255 bytes",
+        ),
+        (
+            &[b"pool", b"1", b"60", &long],
+            "holder must be 1 to 255 bytes",
+        ),
+        (&[b"pool", b"1", b"60", b"b", b"SECONDS"], "syntax error"),
+        (&[b"pool", b"1", b"60", b"b", b"MS", b"MS"], "syntax error"),
+        (&[b"pool", b"1", b"60", b"b", b"BLOCK"], "syntax error"),
+        (
+            &[b"pool", b"1", b"60", b"b", b"BLOCK", b"-1"],
+            "timeout must be >= 0",
+        ),
+        (
+            &[b"pool", b"1", b"60", b"b", b"AT", b"5"],
+            "AT is accepted only",
+        ),
+        (&[b"text", b"1", b"60", b"b"], "not a valid state"),
+        (&[b"list", b"1", b"60", b"b"], "WRONGTYPE"),
+    ];
+    for (args, named) in lease_cases {
+        let error = error_of(&mut con, "CL.LEASE", args);
+        assert!(error.contains(named), "CL.LEASE {args:?}: {error}");
+    }
+    let release_cases: &[(&[&[u8]], &str)] = &[
+        (&[b"pool"], "wrong number of arguments"),
+        (&[b"pool", b""], "holder must be 1 to 255 bytes"),
+        (&[b"pool", &long], "holder must be 1 to 255 bytes"),
+        (
+            &[b"pool", b"a", b"BLOCK", b"100"],
+            "BLOCK is not one of its arguments",
+        ),
+        (&[b"pool", b"a", b"extra"], "syntax error"),
+        (&[b"pool", b"a", b"AT", b"5"], "AT is accepted only"),
+        (&[b"text", b"a"], "not a valid state"),
+        (&[b"list", b"a"], "WRONGTYPE"),
+    ];
+    for (args, named) in release_cases {
+        let error = error_of(&mut con, "CL.RELEASE", args);
+        assert!(error.contains(named), "CL.RELEASE {args:?}: {error}");
+    }
+    let all_cases: &[(&[&[u8]], &str)] = &[
+        (&[b"1", b"pool", b"LEASE", b"1", b"60"], "needs HOLDER"),
+        (
+            &[b"1", b"pool", b"FIXED", b"1", b"60", b"HOLDER", b"a"],
+            "no limiter is a LEASE",
+        ),
+        (
+            &[b"1", b"pool", b"LEASE", b"0", b"60", b"HOLDER", b"a"],
+            "limit must be >= 1",
+        ),
+        (
+            &[b"1", b"pool", b"LEASE", b"1", b"60", b"HOLDER", b""],
+            "holder must be 1 to 255",
+        ),
+        (
+            &[b"1", b"text", b"LEASE", b"1", b"60", b"HOLDER", b"a"],
+            "not a valid state",
+        ),
+    ];
+    for (args, named) in all_cases {
+        let error = error_of(&mut con, "CL.ALL", args);
+        assert!(error.contains(named), "CL.ALL {args:?}: {error}");
+    }
+    assert_eq!(every_key(&mut con), before);
+    assert_eq!(dirty(&mut con), writes, "an error writes nothing");
+    // A value of another limiter is not a set of leases, nor a set a log.
+    assert_eq!(limiter(&mut con, "CL.WINDOW", &["log", "5", "60"])[0], 0);
+    let log = snapshot(&mut con, b"log");
+    let error = error_of(&mut con, "CL.LEASE", &[b"log", b"1", b"60", b"a"]);
+    assert!(error.contains("not a valid state"), "{error}");
+    let error = error_of(&mut con, "CL.RELEASE", &[b"log", b"a"]);
+    assert!(error.contains("not a valid state"), "{error}");
+    let error = error_of(&mut con, "CL.WINDOW", &[b"pool", b"5", b"60"]);
+    assert!(error.contains("not a valid state"), "{error}");
+    assert_eq!(snapshot(&mut con, b"log"), log);
+    let _: () = redis::cmd("DEL").arg("log").query(&mut con).unwrap();
+    assert_eq!(every_key(&mut con), before);
+}
+
+fn a_cluster_routes_leases_and_releases_to_their_slot(flavor: Flavor) {
+    const POOLS: usize = 200;
+    let cluster = Cluster::start(flavor);
+    let mut con = cluster.client();
+    let call = |con: &mut redis::cluster::ClusterConnection, args: &[&str]| -> Vec<i64> {
+        redis::cmd("CL.LEASE").arg(args).query(con).unwrap()
+    };
+    for i in 0..POOLS {
+        let key = format!("pool:{i}");
+        assert_eq!(call(&mut con, &[&key, "1", "3600", "a"])[0], 0, "{key}");
+        assert_eq!(call(&mut con, &[&key, "1", "3600", "b"])[0], 1, "{key}");
+    }
+    for i in (0..POOLS).step_by(3) {
+        let key = format!("pool:{i}");
+        let freed: i64 = redis::cmd("CL.RELEASE")
+            .arg(&[key.as_str(), "a"])
+            .query(&mut con)
+            .unwrap();
+        assert_eq!(freed, 1, "{key}");
+        assert_eq!(call(&mut con, &[&key, "1", "3600", "b"])[0], 0, "{key}");
+    }
+    // CL.ALL over a rate limit and a pool under one hash tag.
+    let reply: Vec<i64> = redis::cmd("CL.ALL")
+        .arg(&[
+            "2",
+            "{user:1}:rate",
+            "{user:1}:pool",
+            "FIXED",
+            "5",
+            "60",
+            "LEASE",
+            "1",
+            "3600",
+            "HOLDER",
+            "a",
+        ])
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(reply, [0, 1, 0, -1, 3600]);
+    let mut total = 0;
+    for node in &cluster.nodes {
+        let mut node_con = node.connection();
+        if crate::harness::info_field(&mut node_con, "replication", "role") == "master" {
+            let size: i64 = redis::cmd("DBSIZE").query(&mut node_con).unwrap();
+            assert!(size > 20, "a primary holds only {size} keys");
+            total += size;
+        }
+    }
+    assert_eq!(total as usize, POOLS + 2);
+}
