@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Coverage-guided fuzzing (cargo fuzz, libFuzzer) of argument parsing, of decoding every
-# stored state format, and of the lease sets CL.LEASE will store: FUZZ_SECONDS per target
+# stored state format, and of the lease sets CL.LEASE stores: FUZZ_SECONDS per target
 # (default 30). The toolchain is stable;
 # RUSTC_BOOTSTRAP lets it take the sanitizer flags cargo fuzz passes.
 set -euo pipefail

@@ -9,6 +9,7 @@ use redis_cell::decimal::parse_i64;
 use redis_cell::error::Error;
 use redis_cell::fixed::FixedWindow;
 use redis_cell::gcra::Gcra;
+use redis_cell::lease::Lease;
 use redis_cell::limiter::{Limiter, Stored, Verdict};
 use redis_cell::time::Instant;
 use redis_cell::window::SlidingWindow;
@@ -50,6 +51,25 @@ fuzz_target!(|argv: Vec<Vec<u8>>| {
         }
         Err(error) => assert!(error.message().starts_with("ERR ")),
     }
+    match args::lease(&argv) {
+        Ok(parsed) => {
+            assert!((1..=255).contains(&parsed.holder.len()));
+            let decision = Lease::new(&parsed.params).decide(None, parsed.holder, NOW_NS / 1_000_000);
+            match decision {
+                Ok(decision) => {
+                    let reply = decision.outcome.to_reply(parsed.unit);
+                    assert_eq!(reply[0], 0, "an empty set admits");
+                    assert_eq!(reply[2], reply[1] - 1);
+                }
+                Err(error) => assert_eq!(error, Error::TooLarge("lease_time")),
+            }
+        }
+        Err(error) => assert!(error.message().starts_with("ERR ")),
+    }
+    match args::release(&argv) {
+        Ok((holder, _)) => assert!((1..=255).contains(&holder.len())),
+        Err(error) => assert!(error.message().starts_with("ERR ")),
+    }
     match args::all(&argv).and_then(|parsed| all_on_empty_keys(&parsed)) {
         Ok(()) => {}
         Err(error) => assert!(error.message().starts_with("ERR ")),
@@ -70,6 +90,10 @@ fn all_on_empty_keys(parsed: &args::AllArgs) -> Result<(), Error> {
             LimiterArgs::Window(args) => {
                 (Limiter::Window(SlidingWindow::new(args)), Stored::Log(None))
             }
+            LimiterArgs::Lease(params) => (
+                Limiter::Lease(Lease::new(params), parsed.holder.map(|(holder, _)| holder)),
+                Stored::Leases(None),
+            ),
         };
         verdicts.push(limiter.decide(&stored, now)?);
     }

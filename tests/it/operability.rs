@@ -148,6 +148,40 @@ fn command_docs_describe_every_argument(flavor: Flavor) {
             assert_eq!(flags, ["optional"], "{command}");
         }
     }
+    // The concurrency limit: a holder is a string; CL.RELEASE takes nothing more.
+    for (command, expected) in [
+        (
+            "cl.lease",
+            &[
+                ("key", "key"),
+                ("limit", "integer"),
+                ("lease_time", "integer"),
+                ("holder", "string"),
+                ("ms", "pure-token"),
+                ("timeout", "integer"),
+            ][..],
+        ),
+        ("cl.release", &[("key", "key"), ("holder", "string")]),
+    ] {
+        let docs: Value = redis::cmd("COMMAND")
+            .arg(&["DOCS", command])
+            .query(&mut con)
+            .unwrap();
+        let doc = field(&docs, command);
+        assert!(text(field(&doc, "complexity")).starts_with("O(log N)"));
+        let Value::Array(arguments) = field(&doc, "arguments") else {
+            panic!("no argument list for {command}");
+        };
+        let shapes: Vec<(String, String)> = arguments
+            .iter()
+            .map(|a| (text(field(a, "name")), text(field(a, "type"))))
+            .collect();
+        let expected: Vec<(String, String)> = expected
+            .iter()
+            .map(|(name, kind)| (name.to_string(), kind.to_string()))
+            .collect();
+        assert_eq!(shapes, expected, "{command}");
+    }
 }
 
 /// `numkeys`, the keys, then a one-of group of limiter blocks, each led by its keyword, and
@@ -199,6 +233,7 @@ fn command_docs_give_cl_all_its_whole_grammar(flavor: Flavor) {
             owned("quantity", "integer", Some("QUANTITY"), &["optional"]),
             owned("ms", "pure-token", Some("MS"), &["optional"]),
             owned("detail", "pure-token", Some("DETAIL"), &["optional"]),
+            owned("holder", "string", Some("HOLDER"), &["optional"]),
             owned("timeout", "integer", Some("BLOCK"), &["optional"]),
         ]
     );
@@ -230,6 +265,7 @@ fn command_docs_give_cl_all_its_whole_grammar(flavor: Flavor) {
             block("throttle", "THROTTLE", &["max_burst", "count", "period"]),
             block("fixed", "FIXED", &["limit", "period"]),
             block("window", "WINDOW", &["limit", "period"]),
+            block("lease", "LEASE", &["limit", "lease_time"]),
         ]
     );
 }
@@ -242,7 +278,16 @@ fn the_commands_carry_their_acl_categories(flavor: Flavor) {
     // for categories (module commands are in @all only), 7.2 lets modules use the server's,
     // 7.4 and Valkey 8 let them add their own. COMMAND INFO shows them on every server (Redis's
     // ACL CAT leaves module commands out).
-    for command in ["cl.throttle", "cl.fixed", "cl.window", "cl.all"] {
+    for command in [
+        "cl.throttle",
+        "cl.fixed",
+        "cl.window",
+        "cl.all",
+        "cl.lease",
+        "cl.release",
+    ] {
+        // CL.RELEASE never waits.
+        let waits = command != "cl.release";
         let info: Vec<Vec<Value>> = redis::cmd("COMMAND")
             .arg(&["INFO", command])
             .query(&mut con)
@@ -250,10 +295,11 @@ fn the_commands_carry_their_acl_categories(flavor: Flavor) {
         let categories: Vec<String> = redis::from_redis_value(info[0][6].clone()).unwrap();
         let has = |category: &str| categories.iter().any(|c| c == category);
         assert_eq!(
-            has("@write") && has("@fast") && has("@blocking"),
+            has("@write") && has("@fast") && has("@blocking") == waits,
             kind.module_command_categories(),
             "{kind:?} {command} {categories:?}"
         );
+        assert!(!has("@blocking") || waits, "{command} {categories:?}");
         assert_eq!(
             has("@ratelimit"),
             kind.module_own_categories(),
@@ -418,10 +464,18 @@ fn replayed_calls_are_not_counted(flavor: Flavor) {
     limiter(&mut con, "CL.THROTTLE", &["t", "5", "1", "60"]);
     limiter(&mut con, "CL.FIXED", &["f", "5", "60"]);
     limiter(&mut con, "CL.WINDOW", &["w", "5", "60"]);
+    limiter(&mut con, "CL.LEASE", &["l", "5", "60", "a"]);
+    limiter(&mut con, "CL.LEASE", &["l", "5", "60", "b"]);
+    let freed: i64 = redis::cmd("CL.RELEASE")
+        .arg(&["l", "b"])
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(freed, 1);
     crate::harness::wait_for_replica(&mut con);
     let zero = "calls=0,allowed=0,denied=0,peeks=0,errors=0";
     let mut on_replica = replica.connection();
-    for command in ["cl_throttle", "cl_fixed", "cl_window"] {
+    assert!(stats_line(&mut con, "cl_lease").starts_with("calls=2,allowed=2,"));
+    for command in ["cl_throttle", "cl_fixed", "cl_window", "cl_release"] {
         assert!(stats_line(&mut con, command).starts_with("calls=1,allowed=1,"));
         assert_eq!(
             stats_line(&mut on_replica, command),
@@ -433,8 +487,14 @@ fn replayed_calls_are_not_counted(flavor: Flavor) {
     let restarted = Server::start_with(flavor, crate::harness::aof_options(Some(dir)));
     let mut con = restarted.connection();
     let keys: i64 = redis::cmd("DBSIZE").query(&mut con).unwrap();
-    assert_eq!(keys, 3, "the AOF was replayed");
-    for command in ["cl_throttle", "cl_fixed", "cl_window"] {
+    assert_eq!(keys, 4, "the AOF was replayed");
+    for command in [
+        "cl_throttle",
+        "cl_fixed",
+        "cl_window",
+        "cl_lease",
+        "cl_release",
+    ] {
         assert_eq!(stats_line(&mut con, command), zero, "after AOF {command}");
     }
 }
