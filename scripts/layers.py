@@ -25,7 +25,7 @@ LAYERS = [
     (
         "commands",
         ["commands", "commands::call", "commands::answer", "commands::state",
-         "commands::single", "commands::release", "commands::all"],
+         "commands::single", "commands::release", "commands::holders", "commands::all"],
     ),
     ("blocking", ["blocking"]),
     ("entry", ["entry"]),

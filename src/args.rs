@@ -212,6 +212,16 @@ pub fn release<'a>(args: &[&'a [u8]]) -> Result<(&'a [u8], Option<i64>), Error> 
     }
 }
 
+/// `CL.HOLDERS key [MS]`, after the key: the unit of the times left.
+pub fn holders(args: &[&[u8]]) -> Result<TimeUnit, Error> {
+    match args {
+        [] => Ok(TimeUnit::Seconds),
+        [unit] if is_ms(unit) => Ok(TimeUnit::Milliseconds),
+        [_] => Err(Error::Syntax),
+        _ => Err(Error::WrongArity("cl.holders")),
+    }
+}
+
 /// `limit lease_time`, in this unit.
 fn lease_params(limit: &[u8], lease_time: &[u8], unit: TimeUnit) -> Result<LeaseParams, Error> {
     let limit = integer(limit, "limit", 1)?;

@@ -8,6 +8,7 @@ pub enum Command {
     All,
     Lease,
     Release,
+    Holders,
 }
 
 impl Command {
@@ -20,6 +21,7 @@ impl Command {
             Command::All => "cl.all",
             Command::Lease => "cl.lease",
             Command::Release => "cl.release",
+            Command::Holders => "cl.holders",
         }
     }
 }

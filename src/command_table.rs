@@ -13,28 +13,63 @@ use crate::entry;
 type Handler =
     extern "C" fn(*mut raw::RedisModuleCtx, *mut *mut raw::RedisModuleString, c_int) -> c_int;
 
-/// Every limiter writes, must not run out of memory, and is fast: O(1), CL.ALL too, bounded
-/// at 16 keys, and CL.LEASE O(log N). With BLOCK, a call may wait (as XREAD's BLOCK, which
-/// also leaves it fast to run). CL.ALL also answers where its keys are, which cluster
-/// routing asks the command itself (a key spec alone is not consulted there). CL.RELEASE
-/// only frees, and never waits: as SREM, it may run when memory is full.
-const FLAGS: &CStr = c"write deny-oom fast blocking";
-const FLAGS_COUNTED_KEYS: &CStr = c"write deny-oom fast blocking getkeys-api";
-const FLAGS_RELEASE: &CStr = c"write fast";
+/// What a command does with its key, which sets its flags, its ACL categories and its key
+/// spec's flags.
+#[derive(Clone, Copy)]
+enum Access {
+    /// The limiters: they write, must not run out of memory, and are fast (O(1), CL.ALL too,
+    /// bounded at 16 keys, and CL.LEASE O(log N)). With BLOCK, a call may wait (as XREAD's
+    /// BLOCK, which also leaves it fast to run).
+    Decides,
+    /// CL.RELEASE only frees, and never waits: as SREM, it may run when memory is full.
+    Frees,
+    /// CL.HOLDERS only reads, O(N) in the leases it lists, as SMEMBERS.
+    Reads,
+}
+
+impl Access {
+    fn flags(self, keys: &Keys) -> &'static CStr {
+        // CL.ALL also answers where its keys are, which cluster routing asks the command
+        // itself (a key spec alone is not consulted there).
+        match (self, keys) {
+            (Access::Decides, Keys::Counted) => c"write deny-oom fast blocking getkeys-api",
+            (Access::Decides, _) => c"write deny-oom fast blocking",
+            (Access::Frees, _) => c"write fast",
+            (Access::Reads, _) => c"readonly",
+        }
+    }
+
+    /// The ACL categories where modules can set them (Redis 7.2+, Valkey), without and with
+    /// the module's own; Redis 7.0 puts module commands in @all only.
+    fn categories(self) -> (&'static CStr, &'static CStr) {
+        match self {
+            Access::Decides => (c"write fast blocking", c"write fast blocking ratelimit"),
+            Access::Frees => (c"write fast", c"write fast ratelimit"),
+            Access::Reads => (c"read", c"read ratelimit"),
+        }
+    }
+
+    fn key_flags(self) -> KeySpecFlags {
+        match self {
+            Access::Decides => {
+                KeySpecFlags::READ_WRITE | KeySpecFlags::ACCESS | KeySpecFlags::UPDATE
+            }
+            // As SREM's: it removes from what the key holds.
+            Access::Frees => KeySpecFlags::READ_WRITE | KeySpecFlags::DELETE,
+            Access::Reads => KeySpecFlags::READ_ONLY | KeySpecFlags::ACCESS,
+        }
+    }
+}
+
 /// The ACL category the commands join, on servers that let modules add one (Redis 7.4+,
 /// Valkey).
 const ACL_CATEGORY: &CStr = c"ratelimit";
-/// The commands' ACL categories where modules can set them (Redis 7.2+, Valkey); Redis 7.0
-/// puts module commands in @all only.
-const CATEGORIES: &CStr = c"write fast blocking";
-const CATEGORIES_WITH_OWN: &CStr = c"write fast blocking ratelimit";
-const CATEGORIES_RELEASE: &CStr = c"write fast";
-const CATEGORIES_RELEASE_WITH_OWN: &CStr = c"write fast ratelimit";
 const SINCE: &CStr = c"0.1.0";
 
 struct Command {
     name: &'static CStr,
     handler: Handler,
+    access: Access,
     keys: Keys,
     /// Redis's convention: negative means "at least".
     arity: c_int,
@@ -47,8 +82,6 @@ struct Command {
 enum Keys {
     /// The first argument.
     First,
-    /// The first argument, which the command only removes from (CL.RELEASE).
-    FirstRemoved,
     /// `numkeys key [key ...]` from the first argument, as EVAL and ZUNION have them.
     Counted,
 }
@@ -149,10 +182,11 @@ const HOLDER: Arg = required(
     c"Who holds the lease: 1 to 255 bytes, chosen by the client.",
 );
 
-const COMMANDS: [Command; 6] = [
+const COMMANDS: [Command; 7] = [
     Command {
         name: c"cl.throttle",
         handler: entry::throttle,
+        access: Access::Decides,
         keys: Keys::First,
         arity: -5,
         summary: c"Rate limits a key with GCRA: count per period with bursts of max_burst + 1. Replies [limited, limit, remaining, retry_after, reset_after].",
@@ -162,6 +196,7 @@ const COMMANDS: [Command; 6] = [
     Command {
         name: c"cl.fixed",
         handler: entry::fixed,
+        access: Access::Decides,
         keys: Keys::First,
         arity: -4,
         summary: c"Rate limits a key with a fixed window: at most limit units per window of period. Replies [limited, limit, remaining, retry_after, reset_after].",
@@ -171,6 +206,7 @@ const COMMANDS: [Command; 6] = [
     Command {
         name: c"cl.window",
         handler: entry::window,
+        access: Access::Decides,
         keys: Keys::First,
         arity: -4,
         summary: c"Rate limits a key with an exact sliding window: at most limit units in any period. Replies [limited, limit, remaining, retry_after, reset_after].",
@@ -180,6 +216,7 @@ const COMMANDS: [Command; 6] = [
     Command {
         name: c"cl.all",
         handler: entry::all,
+        access: Access::Decides,
         keys: Keys::Counted,
         arity: -6,
         summary: c"Rate limits several keys at once, all or nothing: admitted when every key's limiter admits, and then each takes its units. Replies the binding limiter's [limited, limit, remaining, retry_after, reset_after], or every limiter's with DETAIL.",
@@ -232,6 +269,7 @@ const COMMANDS: [Command; 6] = [
     Command {
         name: c"cl.lease",
         handler: entry::lease,
+        access: Access::Decides,
         keys: Keys::First,
         arity: -5,
         summary: c"Limits how many holders hold a lease on a key at once; a holder's call renews its own. Replies [limited, limit, remaining, retry_after, reset_after].",
@@ -254,11 +292,28 @@ const COMMANDS: [Command; 6] = [
     Command {
         name: c"cl.release",
         handler: entry::release,
-        keys: Keys::FirstRemoved,
+        access: Access::Frees,
+        keys: Keys::First,
         arity: -3,
         summary: c"Frees a holder's lease on a key. Replies 1 when it held a live lease, 0 otherwise.",
         complexity: c"O(log N) for N leases on the key, plus O(M) for the M leases that ended and are dropped.",
         args: &[KEY, HOLDER],
+    },
+    Command {
+        name: c"cl.holders",
+        handler: entry::holders,
+        access: Access::Reads,
+        keys: Keys::First,
+        arity: -2,
+        summary: c"Lists who holds a live lease on a key and for how long yet, the soonest to end first: holder, time left, holder, time left, ...",
+        complexity: c"O(N) for the N leases on the key.",
+        args: &[
+            KEY,
+            Arg {
+                summary: c"The times left are in milliseconds.",
+                ..MS
+            },
+        ],
     },
 ];
 
@@ -298,11 +353,11 @@ fn register(ctx: *mut raw::RedisModuleCtx, command: &Command) -> Result<(), &'st
         let create = raw::RedisModule_CreateCommand.ok_or("no CreateCommand")?;
         // Counted keys have no fixed positions: the command reports them, and the key spec
         // below describes them.
-        let (first_key, flags) = match command.keys {
-            Keys::First => (1, FLAGS),
-            Keys::FirstRemoved => (1, FLAGS_RELEASE),
-            Keys::Counted => (0, FLAGS_COUNTED_KEYS),
+        let first_key = match command.keys {
+            Keys::First => 1,
+            Keys::Counted => 0,
         };
+        let flags = command.access.flags(&command.keys);
         let status = create(
             ctx,
             command.name.as_ptr(),
@@ -330,10 +385,7 @@ fn register(ctx: *mut raw::RedisModuleCtx, command: &Command) -> Result<(), &'st
             // Servers without AddACLCategory log a warning for an unknown category: don't ask.
             let add_category = raw::RedisModule_AddACLCategory;
             let may_have_own = add_category.is_some();
-            let (with_own, without) = match command.keys {
-                Keys::FirstRemoved => (CATEGORIES_RELEASE_WITH_OWN, CATEGORIES_RELEASE),
-                Keys::First | Keys::Counted => (CATEGORIES_WITH_OWN, CATEGORIES),
-            };
+            let (without, with_own) = command.access.categories();
             let joined = (may_have_own
                 && set_categories(handle, with_own.as_ptr()) == raw::REDISMODULE_OK as c_int)
                 || set_categories(handle, without.as_ptr()) == raw::REDISMODULE_OK as c_int;
@@ -345,19 +397,12 @@ fn register(ctx: *mut raw::RedisModuleCtx, command: &Command) -> Result<(), &'st
             return Ok(());
         };
         let find_keys = match command.keys {
-            Keys::First | Keys::FirstRemoved => FindKeys::new_range(0, 1, 0),
+            Keys::First => FindKeys::new_range(0, 1, 0),
             Keys::Counted => FindKeys::new_keys_num(0, 1, 1),
-        };
-        // As SREM's: it removes from what the key holds.
-        let key_flags = match command.keys {
-            Keys::FirstRemoved => KeySpecFlags::READ_WRITE | KeySpecFlags::DELETE,
-            Keys::First | Keys::Counted => {
-                KeySpecFlags::READ_WRITE | KeySpecFlags::ACCESS | KeySpecFlags::UPDATE
-            }
         };
         let key_specs = get_redis_key_spec(vec![KeySpec::new(
             None,
-            key_flags,
+            command.access.key_flags(),
             BeginSearch::new_index(1),
             find_keys,
         )]);

@@ -80,8 +80,10 @@ static WINDOW: Counters = Counters::new("cl_window");
 static ALL: Counters = Counters::new("cl_all");
 static LEASE: Counters = Counters::new("cl_lease");
 static RELEASE: Counters = Counters::new("cl_release");
+static HOLDERS: Counters = Counters::new("cl_holders");
 /// Every command's counters, in INFO's order.
-pub static COMMANDS: [&Counters; 6] = [&THROTTLE, &FIXED, &WINDOW, &ALL, &LEASE, &RELEASE];
+pub static COMMANDS: [&Counters; 7] =
+    [&THROTTLE, &FIXED, &WINDOW, &ALL, &LEASE, &RELEASE, &HOLDERS];
 
 /// A command's counters.
 pub fn of(command: Command) -> &'static Counters {
@@ -92,6 +94,7 @@ pub fn of(command: Command) -> &'static Counters {
         Command::All => &ALL,
         Command::Lease => &LEASE,
         Command::Release => &RELEASE,
+        Command::Holders => &HOLDERS,
     }
 }
 

@@ -186,6 +186,15 @@ pub extern "C" fn release(
     command(ctx, argv, argc, Command::Release)
 }
 
+/// `CL.HOLDERS key [MS]`
+pub extern "C" fn holders(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> c_int {
+    command(ctx, argv, argc, Command::Holders)
+}
+
 /// `CL.ALL numkeys key [key ...] limiter [limiter ...] [QUANTITY quantity] [MS] [DETAIL]
 /// [HOLDER holder] [BLOCK milliseconds]`, and the server's question of where its keys are.
 pub extern "C" fn all(

@@ -178,6 +178,16 @@ pub fn release(buffer: &mut impl LogBuffer, holder: &[u8], now_ms: i64) -> Resul
     Ok(Released::Freed { last_end_ms })
 }
 
+/// The live leases of a stored set at `now_ms`, the soonest to end first: each holder, and
+/// its lease's end.
+pub fn holders(stored: Option<&[u8]>, now_ms: i64) -> Result<Vec<(&[u8], i64)>, Error> {
+    let view = Live::of(stored, now_ms)?;
+    let Some(set) = view.set else {
+        return Ok(Vec::new());
+    };
+    (view.ended..set.count()).map(|i| set.by_end(i)).collect()
+}
+
 /// The live leases of a stored set at an instant.
 struct Live<'a> {
     set: Option<LeaseSet<'a>>,
@@ -540,6 +550,12 @@ mod tests {
                 let live: BTreeMap<_, _> = stored.iter().filter(|(_, &e)| e > now).collect();
                 let expected: BTreeMap<_, _> = model.live(now).collect();
                 prop_assert_eq!(live, expected);
+                // The holders a look lists: the live ones, the soonest to end first.
+                let listed = holders(key.0.as_deref(), now).unwrap();
+                let mut by_end: Vec<(&[u8], i64)> =
+                    model.live(now).map(|(h, &e)| (h.as_slice(), e)).collect();
+                by_end.sort_by_key(|&(h, e)| (e, h));
+                prop_assert_eq!(listed, by_end);
                 if let Some(raw) = &key.0 {
                     let set = LeaseSet::parse(raw).unwrap();
                     let in_use: usize = stored.keys().map(|h| h.len() + 7).sum();

@@ -52,17 +52,10 @@ impl Outcome {
             i64::from(self.limited),
             self.limit,
             self.remaining.clamp(0, self.limit),
-            self.retry_after_ns
-                .map_or(-1, |wait| whole_units_rounded_up(wait, unit)),
-            whole_units_rounded_up(self.reset_after_ns, unit),
+            self.retry_after_ns.map_or(-1, |wait| unit.rounded_up(wait)),
+            unit.rounded_up(self.reset_after_ns),
         ]
     }
-}
-
-fn whole_units_rounded_up(wait_ns: i64, unit: TimeUnit) -> i64 {
-    let wait_ns = wait_ns.max(0);
-    let per_unit = unit.nanos();
-    wait_ns / per_unit + i64::from(wait_ns % per_unit != 0)
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 //! Sending replies to the calling client: the five integers, one array of them per limiter,
-//! one integer, and error replies.
+//! one integer, pairs of names and numbers, and error replies.
 
 use std::ffi::CStr;
 use std::os::raw::{c_long, c_longlong};
@@ -45,6 +45,25 @@ pub(crate) fn send_integer(ctx: *mut raw::RedisModuleCtx, value: i64) {
     unsafe {
         if let Some(integer) = raw::RedisModule_ReplyWithLongLong {
             integer(ctx, value as c_longlong);
+        }
+    }
+}
+
+/// Sends names and numbers in pairs, as one flat array `name, number, name, number, …`, as
+/// ZRANGE … WITHSCORES does.
+pub(crate) fn send_pairs(ctx: *mut raw::RedisModuleCtx, pairs: &[(Vec<u8>, i64)]) {
+    // SAFETY: as in `send`; each buffer outlives the call that copies it.
+    unsafe {
+        if let (Some(array), Some(buffer), Some(integer)) = (
+            raw::RedisModule_ReplyWithArray,
+            raw::RedisModule_ReplyWithStringBuffer,
+            raw::RedisModule_ReplyWithLongLong,
+        ) {
+            array(ctx, (pairs.len() * 2) as c_long);
+            for (name, number) in pairs {
+                buffer(ctx, name.as_ptr().cast(), name.len());
+                integer(ctx, *number as c_longlong);
+            }
         }
     }
 }

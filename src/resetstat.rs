@@ -265,6 +265,7 @@ fn read() -> Option<Reading> {
                 c"cmdstat_cl.all",
                 c"cmdstat_cl.lease",
                 c"cmdstat_cl.release",
+                c"cmdstat_cl.holders",
             ]
             .iter()
             .map(|field| command_stat(data, field).calls)

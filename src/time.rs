@@ -34,6 +34,14 @@ impl TimeUnit {
             TimeUnit::Milliseconds => 1,
         }
     }
+
+    /// A wait as a client reads it: whole units, rounded up, so that waiting that long is
+    /// always enough; a negative wait is none.
+    pub fn rounded_up(self, wait_ns: i64) -> i64 {
+        let wait_ns = wait_ns.max(0);
+        let per_unit = self.nanos();
+        wait_ns / per_unit + i64::from(wait_ns % per_unit != 0)
+    }
 }
 
 /// One instant in both units the limiters keep time in: GCRA's nanoseconds and the windows'

@@ -60,6 +60,8 @@ pub enum Reply {
     Redirect(CString),
     /// One integer (CL.RELEASE's 1 or 0).
     Integer(i64),
+    /// Names and numbers, in pairs (CL.HOLDERS's holders and times left).
+    Pairs(Vec<(Vec<u8>, i64)>),
 }
 
 impl Answer {
@@ -127,6 +129,7 @@ pub fn send(ctx: *mut raw::RedisModuleCtx, result: Result<Answer, Error>) {
             Reply::Detail(replies) => reply::send_all(ctx, &replies),
             Reply::Redirect(error) => reply::send_error_text(ctx, &error),
             Reply::Integer(value) => reply::send_integer(ctx, value),
+            Reply::Pairs(pairs) => reply::send_pairs(ctx, &pairs),
         },
         Err(error) => reply::send_error(ctx, error),
     }

@@ -5,6 +5,7 @@
 pub mod all;
 pub mod answer;
 pub mod call;
+pub mod holders;
 pub mod release;
 pub mod single;
 pub mod state;
@@ -18,6 +19,7 @@ use crate::command::Command;
 use crate::commands::all::run_all;
 use crate::commands::answer::Answer;
 use crate::commands::call::Call;
+use crate::commands::holders::run_holders;
 use crate::commands::release::run_release;
 use crate::commands::single::{run_lease, run_throttle, run_window};
 use crate::error::Error;
@@ -65,5 +67,6 @@ pub fn run(
             turn,
         ),
         Command::Release => run_release(&unsafe { Call::new(ctx, argv, argc, command, replayed) }?),
+        Command::Holders => run_holders(&unsafe { Call::new(ctx, argv, argc, command, replayed) }?),
     }
 }

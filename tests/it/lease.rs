@@ -88,6 +88,27 @@ fn holders_up_to_the_limit_are_admitted_renew_and_release(flavor: Flavor) {
         [0, 2, 0, -1, 60]
     );
     assert_eq!(strlen(&mut con, "pool"), set_len(&["job:a", "job:b"]));
+    // A look lists the holders, the soonest to end first, with their time left.
+    let held: Vec<(String, i64)> = redis::cmd("CL.HOLDERS")
+        .arg("pool")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(held, [("job:b".into(), 60), ("job:a".into(), 60)]);
+    let held: Vec<(String, i64)> = redis::cmd("CL.HOLDERS")
+        .arg(&["pool", "MS"])
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(held.len(), 2);
+    assert!(
+        held.iter()
+            .all(|(_, left)| (59_000..=60_000).contains(left)),
+        "{held:?}"
+    );
+    let none: Vec<(String, i64)> = redis::cmd("CL.HOLDERS")
+        .arg("empty")
+        .query(&mut con)
+        .unwrap();
+    assert!(none.is_empty());
     let ttl = pttl(&mut con, "pool");
     assert!(ttl > 59_000 && ttl <= 60_000, "{ttl}");
 
@@ -134,6 +155,7 @@ fn holders_up_to_the_limit_are_admitted_renew_and_release(flavor: Flavor) {
     assert_eq!(counter(&mut con, "cl_release", "allowed"), 3);
     assert_eq!(counter(&mut con, "cl_release", "denied"), 4);
     assert_eq!(counter(&mut con, "cl_release", "calls"), 7);
+    assert_eq!(counter(&mut con, "cl_holders", "peeks"), 3);
 }
 
 /// Runs `body` on a server whose clock the test sets, where the server allows it.
@@ -641,6 +663,17 @@ fn bad_input_gets_errors_naming_it_and_changes_nothing(flavor: Flavor) {
     for (args, named) in release_cases {
         let error = error_of(&mut con, "CL.RELEASE", args);
         assert!(error.contains(named), "CL.RELEASE {args:?}: {error}");
+    }
+    let holders_cases: &[(&[&[u8]], &str)] = &[
+        (&[], "wrong number of arguments"),
+        (&[b"pool", b"SECONDS"], "syntax error"),
+        (&[b"pool", b"MS", b"MS"], "wrong number of arguments"),
+        (&[b"text"], "not a valid state"),
+        (&[b"list"], "WRONGTYPE"),
+    ];
+    for (args, named) in holders_cases {
+        let error = error_of(&mut con, "CL.HOLDERS", args);
+        assert!(error.contains(named), "CL.HOLDERS {args:?}: {error}");
     }
     let all_cases: &[(&[&[u8]], &str)] = &[
         (&[b"1", b"pool", b"LEASE", b"1", b"60"], "needs HOLDER"),
