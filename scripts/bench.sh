@@ -14,10 +14,14 @@
 #      order, memory per waiter and GET's latency with 10,000 waiting, on a fresh server;
 #   7. the throughput and instruction counts again with one replica attached, as limiters run
 #      in production, the instruction counts with the AOF on (everysec), and MEMORY USAGE of one key of each command on the primary, on the
-#      replica and written by SET.
+#      replica and written by SET;
+#   8. CL.LEASE and CL.RELEASE (bench/lease.py): instructions per call at 10 holders against
+#      the same-arity floor and at 10,000 holders against 10, throughput against the sorted-set
+#      scripts (bench/lease.lua, bench/release.lua), MEMORY USAGE per lease, and how soon a
+#      waiter's reply follows a release.
 # Knobs: REQUESTS, CLIENTS, PIPELINE, ROUNDS, CALLS; PARTS (default "throughput memory
-# waiting instructions aof replicated long-log") to run only some; REDIS_CELL_MODULE to measure a module built
-# elsewhere instead of building this one.
+# waiting instructions aof replicated long-log lease") to run only some; REDIS_CELL_MODULE to
+# measure a module built elsewhere instead of building this one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WITH_BENCH=1 bash scripts/setup.sh
@@ -32,7 +36,7 @@ cargo build --release --quiet --example floor
 floor="${CARGO_TARGET_DIR:-$PWD/target}/release/examples/libfloor.so"
 REQUESTS=${REQUESTS:-400000} CLIENTS=${CLIENTS:-50} PIPELINE=${PIPELINE:-16}
 ROUNDS=${ROUNDS:-5} CALLS=${CALLS:-20000}
-PARTS=${PARTS:-throughput memory waiting instructions aof replicated long-log}
+PARTS=${PARTS:-throughput memory waiting instructions aof replicated long-log lease}
 part() { [[ " $PARTS " == *" $1 "* ]]; }
 
 work=$(mktemp -d)
@@ -307,7 +311,48 @@ if part waiting; then
   wait_ready "$wport"
   taskset -c 1 python3 bench/waiting.py "$wport"
 fi
-part instructions || part aof || part replicated || part long-log || exit 0
+# Leases: throughput on random keys and holders against the sorted-set scripts, MEMORY USAGE
+# per lease, and release-to-reply latency, on the throughput server (its own keys).
+if part lease; then
+  lease_sha=$(redis-cli -p "$port" SCRIPT LOAD "$(cat bench/lease.lua)")
+  release_sha=$(redis-cli -p "$port" SCRIPT LOAD "$(cat bench/release.lua)")
+  # name | command | Lua row it replaces | the run that fills the sets it releases from
+  lease_workloads=(
+    "CL.LEASE, random keys and holders|CL.LEASE pool:__rand_int__ 10 60 h:__rand_int__|ZSET Lua lease, random|"
+    "ZSET Lua lease, random|EVALSHA $lease_sha 1 pool:__rand_int__ 10 60 h:__rand_int__||"
+    "CL.RELEASE, random keys and holders|CL.RELEASE pool:__rand_int__ h:__rand_int__|ZSET Lua release, random|CL.LEASE pool:__rand_int__ 10 60 h:__rand_int__"
+    "ZSET Lua release, random|EVALSHA $release_sha 1 pool:__rand_int__ h:__rand_int__||EVALSHA $lease_sha 1 pool:__rand_int__ 10 60 h:__rand_int__"
+  )
+  declare -A lease_best
+  for _ in $(seq 1 "$ROUNDS"); do
+    for entry in "${lease_workloads[@]}"; do
+      IFS='|' read -r name command _ fill <<<"$entry"
+      redis-cli -p "$port" FLUSHDB >/dev/null
+      if [ -n "$fill" ]; then
+        # shellcheck disable=SC2086
+        taskset -c 1 redis-benchmark -p "$port" -n "$REQUESTS" -c "$CLIENTS" -P "$PIPELINE" -r 100000 -q $fill >/dev/null 2>&1
+      fi
+      # shellcheck disable=SC2086
+      value=$(taskset -c 1 redis-benchmark -p "$port" -n "$REQUESTS" -c "$CLIENTS" -P "$PIPELINE" -r 100000 -q $command 2>/dev/null \
+        | tr '\r' '\n' | grep "requests per second" | tail -1 | sed -E 's/.*: ([0-9.]+) requests per second.*/\1/')
+      lease_best[$name]=$(python3 -c "print(max(${lease_best[$name]:-0}, ${value:-0}))")
+    done
+  done
+  echo
+  echo "CL.LEASE and CL.RELEASE throughput: redis-server $server_version, $REQUESTS requests, $CLIENTS clients, pipeline $PIPELINE, best of $ROUNDS interleaved rounds; leases from an empty database, releases from the sets one run of leases left (vs Lua: how many times the script's rate)"
+  printf '| %-40s | %12s | %8s |\n' "workload" "requests/s" "vs Lua"
+  printf '|%s|%s|%s|\n' "------------------------------------------" "--------------" "----------"
+  for entry in "${lease_workloads[@]}"; do
+    IFS='|' read -r name _ lua _ <<<"$entry"
+    vs_lua=""
+    [ -n "$lua" ] && vs_lua=$(ratio "${lease_best[$name]}" "${lease_best[$lua]}")
+    printf '| %-40s | %12.0f | %8s |\n' "$name" "${lease_best[$name]}" "$vs_lua"
+  done
+  redis-cli -p "$port" FLUSHDB >/dev/null
+  python3 bench/lease.py memory "$port"
+  python3 bench/lease.py latency "$port"
+fi
+part instructions || part aof || part replicated || part long-log || part lease || exit 0
 
 # Instructions: the same server under callgrind, counting only while each workload runs.
 cport=$(free_port)
@@ -315,7 +360,7 @@ start_server "$cport" "$work/callgrind" valgrind --tool=callgrind --instr-atstar
   --callgrind-out-file="$work/callgrind/out.%p"
 cgpid=${pids[-1]}
 # A script's SHA is the digest of its text, so the workloads' EVALSHAs hold here too.
-for script in gcra fixed window all; do
+for script in gcra fixed window all lease release; do
   redis-cli -p "$cport" SCRIPT LOAD "$(cat "bench/$script.lua")" >/dev/null
 done
 per_call() { # COMMAND [DB]: server instructions per call, CALLS calls of it
@@ -400,4 +445,43 @@ if part long-log; then
     long=$(per_call "CL.WINDOW long:100000 $limit $period ${row#*|}" 1)
     printf '| %-33s | %12.0f | %15.0f | %8s |\n' "${row%%|*}" "$short" "$long" "$(ratio "$long" "$short")"
   done
+fi
+
+# Leases by instructions: renewals, and acquisitions each followed by its release, on sets of
+# 10 holders (1,000 keys) and on one set of 10,000, against the floor given the same
+# arguments (4 after the name for CL.LEASE, 2 for CL.RELEASE: a pair averages the two).
+if part lease; then
+  redis-cli -p "$cport" FLUSHDB >/dev/null
+  python3 bench/lease.py fill "$cport"
+  per_call_file() { # KIND: server instructions per call, CALLS calls of it from bench/lease.py
+    python3 bench/lease.py calls "$1" "$CALLS" >"$work/calls.resp"
+    callgrind_control -z "$cgpid" >/dev/null 2>&1
+    callgrind_control -i on "$cgpid" >/dev/null 2>&1
+    redis-cli -p "$cport" --pipe <"$work/calls.resp" >/dev/null
+    callgrind_control -i off "$cgpid" >/dev/null 2>&1
+    rm -f "$work"/callgrind/out.*.[0-9]*
+    callgrind_control -d "$cgpid" >/dev/null 2>&1
+    local dump total
+    dump=$(ls -t "$work"/callgrind/out.* | head -1)
+    total=$(grep '^totals:' "$dump" | awk '{print $2}')
+    python3 -c "print($total / $CALLS)"
+  }
+  floor4=$(per_call "FLOOR.WRITE key:__rand_int__ 1000000 3600 h:7")
+  floor2=$(per_call "FLOOR.WRITE key:__rand_int__ h:7")
+  floor_pair=$(python3 -c "print(($floor4 + $floor2) / 2)")
+  declare -A at
+  for kind in renew pair renew-big pair-big renew-lua pair-lua renew-big-lua pair-big-lua; do
+    at[$kind]=$(per_call_file "$kind")
+  done
+  echo
+  echo "CL.LEASE and CL.RELEASE, server instructions per call (callgrind, $CALLS calls piped; renewals renew h:7, pairs acquire a new holder and release it; 10 holders: 1,000 keys of 10; 10,000: one key; vs Lua: how many times fewer than the sorted-set scripts on the same sets)"
+  printf '| %-40s | %12s | %8s | %8s | %15s | %8s | %8s |\n' "workload" "10 holders" "vs floor" "vs Lua" "10,000 holders" "vs 10" "vs Lua"
+  printf '|%s|%s|%s|%s|%s|%s|%s|\n' "------------------------------------------" "--------------" "----------" "----------" "-----------------" "----------" "----------"
+  for row in "renew|CL.LEASE renewal|$floor4" "pair|CL.LEASE acquire + CL.RELEASE, per call|$floor_pair"; do
+    IFS='|' read -r kind name floor_value <<<"$row"
+    printf '| %-40s | %12.0f | %8s | %8s | %15.0f | %8s | %8s |\n' "$name" "${at[$kind]}" \
+      "$(ratio "${at[$kind]}" "$floor_value")" "$(ratio "${at[$kind-lua]}" "${at[$kind]}")" \
+      "${at[$kind-big]}" "$(ratio "${at[$kind-big]}" "${at[$kind]}")" "$(ratio "${at[$kind-big-lua]}" "${at[$kind-big]}")"
+  done
+  printf '| %-40s | %12.0f | %8s | %8s | %15s | %8s | %8s |\n' "floor, 4 args; 2 args; their mean" "$floor4" "" "" "$(printf '%.0f; %.0f' "$floor2" "$floor_pair")" "" ""
 fi

@@ -23,8 +23,8 @@ pub struct Lease {
 /// What a call changes, once the leases that ended are dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LeaseChange {
-    /// The holder's live lease now ends at `end_ms`.
-    Renew { end_ms: i64 },
+    /// The holder's live lease, `found` where the call read it, now ends at `end_ms`.
+    Renew { end_ms: i64, found: Found },
     /// The holder takes a free slot until `end_ms`.
     Acquire { end_ms: i64 },
 }
@@ -74,7 +74,7 @@ impl Lease {
         let view = Live::of(stored, now_ms)?;
         let live = i64::try_from(view.live).map_err(|_| Error::CorruptState)?;
         let reset_after = |latest: Option<i64>| ms_to_ns(latest.map_or(0, |end| end - now_ms));
-        if view.holder_end(holder)?.is_some_and(|end| end > now_ms) {
+        if let Some(found) = view.holder(holder)?.filter(|found| found.end_ms > now_ms) {
             // The holder's own lease ends at `end_ms` now, whatever it was.
             let latest = view.latest_end_but(holder)?.max(Some(end_ms));
             let outcome = Outcome::allowed(
@@ -84,7 +84,7 @@ impl Lease {
             );
             return Ok(Decision {
                 outcome,
-                change: Some(LeaseChange::Renew { end_ms }),
+                change: Some(LeaseChange::Renew { end_ms, found }),
                 last_end_ms: latest,
             });
         }
@@ -135,20 +135,24 @@ pub fn apply(
     now_ms: i64,
 ) -> Result<(), Error> {
     if buffer.bytes_mut()?.is_empty() {
-        buffer.resize(HEADER_LEN)?;
+        buffer.reallocate(HEADER_LEN)?;
         buffer
             .bytes_mut()?
             .get_mut(..HEADER_LEN)
             .ok_or(Error::Internal)?
             .copy_from_slice(&empty());
     }
-    Editor::new(buffer).drop_ended(now_ms)?;
+    let dropped = Editor::new(buffer).drop_ended(now_ms)?;
     match change {
         LeaseChange::Acquire { end_ms } => Editor::new(buffer).insert(holder, end_ms),
-        LeaseChange::Renew { end_ms } => {
-            let found = LeaseSet::parse(buffer.bytes_mut()?)?
-                .find(holder)?
-                .ok_or(Error::Internal)?;
+        LeaseChange::Renew { end_ms, found } => {
+            // Where the call found the lease, unless dropping the ended ones moved it.
+            let found = match dropped {
+                0 => found,
+                _ => LeaseSet::parse(buffer.bytes_mut()?)?
+                    .find(holder)?
+                    .ok_or(Error::Internal)?,
+            };
             Editor::new(buffer).renew(holder, found, end_ms)
         }
     }
@@ -214,9 +218,9 @@ impl<'a> Live<'a> {
         })
     }
 
-    fn holder_end(&self, holder: &[u8]) -> Result<Option<i64>, Error> {
+    fn holder(&self, holder: &[u8]) -> Result<Option<Found>, Error> {
         match &self.set {
-            Some(set) => Ok(set.find(holder)?.map(|found| found.end_ms)),
+            Some(set) => set.find(holder),
             None => Ok(None),
         }
     }
@@ -381,7 +385,7 @@ mod tests {
                 |at: usize| u32::from_le_bytes(raw[at..at + 4].try_into().unwrap()) as usize;
             let in_use: usize = ends.keys().map(|holder| holder.len() + 7).sum();
             assert_eq!(field(8) - field(12), in_use, "holes miscounted");
-            assert_eq!(raw.len(), HEADER_LEN + field(8) + 8 * set.count());
+            assert_eq!(raw.len(), HEADER_LEN + field(8) + 6 * set.count());
             ends
         }
     }
@@ -455,7 +459,7 @@ mod tests {
         raw[4..8].copy_from_slice(&11u32.to_le_bytes());
         raw[8..12].copy_from_slice(&(heap.len() as u32).to_le_bytes());
         raw.extend_from_slice(&heap);
-        raw.extend(std::iter::repeat_n(0u8, 22 * 4));
+        raw.extend(std::iter::repeat_n(0u8, 22 * 3));
         let before = raw.clone();
         assert!(release(&mut raw, b"ab", NOW).is_err());
         assert!(lease_after_drop(&mut raw).is_err());
@@ -557,10 +561,16 @@ mod tests {
                 by_end.sort_by_key(|&(h, e)| (e, h));
                 prop_assert_eq!(listed, by_end);
                 if let Some(raw) = &key.0 {
-                    let set = LeaseSet::parse(raw).unwrap();
+                    LeaseSet::parse(raw).unwrap();
                     let in_use: usize = stored.keys().map(|h| h.len() + 7).sum();
-                    // The holes never outweigh the entries in use.
-                    prop_assert!(raw.len() - HEADER_LEN - 8 * set.count() <= 2 * in_use.max(1));
+                    let field =
+                        |at: usize| u32::from_le_bytes(raw[at..at + 4].try_into().unwrap()) as usize;
+                    let (heap, tail) = (field(8), field(16));
+                    // The holes between entries never outweigh the entries in use, and the
+                    // tail is never much more than a new value's.
+                    prop_assert!(heap - tail <= 2 * in_use);
+                    let used = raw.len() - tail;
+                    prop_assert!(tail <= 2 * (used / 32).max(64) + 8, "tail {} of {}", tail, raw.len());
                 }
             }
         }
@@ -571,16 +581,20 @@ mod tests {
             heap in prop::collection::vec(any::<u8>(), 0..120),
             slots in prop::collection::vec(0..130u32, 24),
             holes in any::<u32>(),
+            tail in any::<u32>(),
             holder in prop_oneof![Just(b"a".to_vec()), prop::collection::vec(any::<u8>(), 1..4)],
         ) {
+            // A sound header leaves each entry at least 8 bytes.
+            let count = count.min(heap.len() / 8);
             let mut raw = empty().to_vec();
             raw[4..8].copy_from_slice(&(count as u32).to_le_bytes());
             raw[8..12].copy_from_slice(&(heap.len() as u32).to_le_bytes());
-            let holes = holes % (heap.len() as u32 + 1);
+            let holes = holes % ((heap.len() - 8 * count) as u32 + 1);
             raw[12..16].copy_from_slice(&holes.to_le_bytes());
+            raw[16..20].copy_from_slice(&(tail % (holes + 1)).to_le_bytes());
             raw.extend_from_slice(&heap);
             for slot in &slots[..2 * count] {
-                raw.extend_from_slice(&slot.to_le_bytes());
+                raw.extend_from_slice(&slot.to_le_bytes()[..3]);
             }
             prop_assert!(LeaseSet::parse(&raw).is_ok());
             for now in [NOW - 1_000_000, NOW, i64::from(u32::MAX)] {

@@ -266,6 +266,25 @@ impl LogBuffer for Key {
         // the key is empty.
         succeeded(unsafe { truncate(handle.as_ptr(), len) })
     }
+
+    /// A new string of exactly `len` bytes, the value's own first, for the key to hold: the
+    /// server allocates it to its size, where growing the one it holds would double it. It
+    /// takes the key's expiry away, as SET does: the write that follows sets it.
+    fn reallocate(&mut self, len: usize) -> Result<(), Error> {
+        let handle = self.handle.ok_or(Error::Internal)?;
+        let set = api(unsafe { raw::RedisModule_StringSet })?;
+        let mut bytes = vec![0u8; len];
+        let current = self.bytes_mut()?;
+        let kept = current.len().min(len);
+        bytes
+            .get_mut(..kept)
+            .ok_or(Error::Internal)?
+            .copy_from_slice(current.get(..kept).ok_or(Error::Internal)?);
+        let string = OwnedString::new(&bytes)?;
+        // SAFETY: handle is a key opened for writing; the server takes its own reference to
+        // the string.
+        succeeded(unsafe { set(handle.as_ptr(), string.as_ptr()) })
+    }
 }
 
 impl Drop for Key {

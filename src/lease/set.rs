@@ -3,7 +3,7 @@
 //!
 //! # Encoding
 //!
-//! One string value: a 16-byte header, the entries, then two indexes of the entries. Integers
+//! One string value: a 20-byte header, the entries, then two indexes of the entries. Integers
 //! are little-endian.
 //!
 //! | bytes  | header field                                                      |
@@ -11,20 +11,28 @@
 //! | 0..3   | magic `CLL`                                                       |
 //! | 3      | format version, 1                                                 |
 //! | 4..8   | `count`: how many leases the set holds, live or not yet dropped   |
-//! | 8..12  | `heap_len`: the bytes of the entries, holes included              |
-//! | 12..16 | `holes`: the bytes of the entries no lease uses any more          |
+//! | 8..12  | `heap_len`: the bytes of the entries, holes and tail included     |
+//! | 12..16 | `holes`: the bytes of the entries no lease uses, the tail's too   |
+//! | 16..20 | `tail`: the unused bytes that end the entries, where new ones go  |
 //!
 //! Then `heap_len` bytes of entries, each `[len: u8][holder: len bytes][end_ms: u48]`, at the
 //! byte offsets the indexes give (from the start of the entries); then `by_holder`, `count`
-//! offsets (u32) in the order of the holders' bytes; then `by_end`, `count` offsets in the
+//! offsets (u24) in the order of the holders' bytes; then `by_end`, `count` offsets in the
 //! order of the leases' ends (ties by holder). The value is exactly
-//! `16 + heap_len + 8 × count` bytes long.
+//! `20 + heap_len + 6 × count` bytes long. The offsets reach 16 MB of entries: some 600,000
+//! leases of 20-byte holders on one key.
 //!
-//! A lease costs its holder's length plus 15 bytes. Finding a holder, and finding the leases
+//! A lease costs its holder's length plus 13 bytes. Finding a holder, and finding the leases
 //! that end after an instant, are binary searches; an edit moves at most the two indexes
-//! (8 bytes a lease). A released or expired lease leaves a hole among the entries; once the
-//! holes outweigh the entries in use, the entries are packed again, which costs each byte
-//! written O(1) over time.
+//! (6 bytes a lease). A released or expired lease leaves a hole among the entries (or joins the
+//! tail, when it was the last); once the holes outweigh the entries in use, the entries are
+//! packed again, which costs each byte written O(1) over time.
+//!
+//! The value's length changes seldom, and then to exactly what it must hold plus a small
+//! tail: a new lease takes its bytes from the tail, and only when the tail is short is the
+//! value made again, with a tail of a thirty-second of it. The server would grow a string by
+//! doubling it, a set's memory up to twice its bytes; made again, it costs its bytes and the
+//! allocator's rounding, and the copies cost each byte written O(1) over time.
 //!
 //! A value that is not a set of leases (another magic, version or length) is refused. Within a
 //! set whose header is sound, every read is bounds-checked: damaged bytes can give a wrong
@@ -35,13 +43,15 @@ use std::cmp::Ordering;
 use crate::error::Error;
 use crate::window::{LogBuffer, MAX_VALUE_LEN};
 
-pub const HEADER_LEN: usize = 16;
+pub const HEADER_LEN: usize = 20;
 const MAGIC: &[u8; 3] = b"CLL";
 const VERSION: u8 = 1;
 /// The bytes of an entry besides its holder: its length, and its end.
 const ENTRY_OVERHEAD: usize = 1 + END_LEN;
 const END_LEN: usize = 6;
-const SLOT: usize = 4;
+const SLOT: usize = 3;
+/// The entries an offset can reach.
+const MAX_HEAP: usize = 1 << (8 * SLOT);
 /// The longest holder name, as the commands take it: its length fits the entry's one byte.
 pub use crate::args::MAX_HOLDER;
 const _: () = assert!(MAX_HOLDER <= u8::MAX as usize);
@@ -52,9 +62,42 @@ pub const MAX_END_MS: i64 = (1 << 48) - 1;
 #[derive(Debug, Clone, Copy)]
 pub struct LeaseSet<'a> {
     raw: &'a [u8],
+    sizes: Sizes,
+}
+
+/// The header's sizes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Sizes {
     count: usize,
     heap_len: usize,
     holes: usize,
+    tail: usize,
+}
+
+impl Sizes {
+    /// The value's length.
+    fn len(&self) -> usize {
+        HEADER_LEN + self.heap_len + 2 * SLOT * self.count
+    }
+
+    /// Where each index starts.
+    fn by_holder_at(&self) -> usize {
+        HEADER_LEN + self.heap_len
+    }
+
+    fn by_end_at(&self) -> usize {
+        self.by_holder_at() + SLOT * self.count
+    }
+
+    /// The holes between entries, the tail left out.
+    fn gaps(&self) -> usize {
+        self.holes - self.tail
+    }
+
+    /// The bytes the entries in use take.
+    fn in_use(&self) -> usize {
+        self.heap_len - self.holes
+    }
 }
 
 /// Where a holder's lease stands in both indexes.
@@ -71,63 +114,66 @@ impl<'a> LeaseSet<'a> {
         if raw.len() < HEADER_LEN || &raw[0..3] != MAGIC || raw[3] != VERSION {
             return Err(Error::CorruptState);
         }
-        let count = le_u32(raw, 4) as usize;
-        let heap_len = le_u32(raw, 8) as usize;
-        let holes = le_u32(raw, 12) as usize;
-        let expected = count
+        let sizes = Sizes {
+            count: le_u32(raw, 4) as usize,
+            heap_len: le_u32(raw, 8) as usize,
+            holes: le_u32(raw, 12) as usize,
+            tail: le_u32(raw, 16) as usize,
+        };
+        let expected = sizes
+            .count
             .checked_mul(2 * SLOT)
-            .and_then(|indexes| indexes.checked_add(heap_len))
+            .and_then(|indexes| indexes.checked_add(sizes.heap_len))
             .and_then(|body| body.checked_add(HEADER_LEN));
-        if expected != Some(raw.len()) || holes > heap_len {
+        // Every entry takes at least its overhead and one byte of holder.
+        let sound = expected == Some(raw.len())
+            && sizes.tail <= sizes.holes
+            && sizes.holes <= sizes.heap_len
+            && sizes.count.checked_mul(ENTRY_OVERHEAD + 1) <= Some(sizes.in_use());
+        if !sound {
             return Err(Error::CorruptState);
         }
-        Ok(LeaseSet {
-            raw,
-            count,
-            heap_len,
-            holes,
-        })
+        Ok(LeaseSet { raw, sizes })
     }
 
     /// How many leases the set holds, live or not yet dropped.
     pub fn count(&self) -> usize {
-        self.count
+        self.sizes.count
     }
 
     /// Whether a lease for `holder` can be added without the value growing past the longest
     /// string the server holds (leases that ended are not counted off: a set that large is
     /// refused a little early, never written past the limit).
     pub fn has_room_for(&self, holder: &[u8]) -> bool {
-        fits(
-            self.count + 1,
-            self.heap_len + ENTRY_OVERHEAD + holder.len(),
-            self.holes,
-        )
-        .is_ok()
+        let entry_len = ENTRY_OVERHEAD + holder.len();
+        self.sizes.len() - self.sizes.tail + entry_len + 2 * SLOT <= MAX_VALUE_LEN
+            && self.sizes.heap_len - self.sizes.tail + entry_len <= MAX_HEAP
     }
 
     fn by_holder_at(&self) -> usize {
-        HEADER_LEN + self.heap_len
+        self.sizes.by_holder_at()
     }
 
     fn by_end_at(&self) -> usize {
-        self.by_holder_at() + self.count * SLOT
+        self.sizes.by_end_at()
     }
 
     fn slot(&self, index_at: usize, i: usize) -> Result<usize, Error> {
-        if i >= self.count {
+        if i >= self.sizes.count {
             return Err(Error::Internal);
         }
         let at = index_at + i * SLOT;
         let bytes = self.raw.get(at..at + SLOT).ok_or(Error::CorruptState)?;
-        Ok(le_u32(bytes, 0) as usize)
+        let mut word = [0u8; 4];
+        word[..SLOT].copy_from_slice(bytes);
+        Ok(u32::from_le_bytes(word) as usize)
     }
 
     /// The entry at heap offset `offset`: its holder and its end.
     fn entry(&self, offset: usize) -> Result<(&'a [u8], i64), Error> {
         let heap = self
             .raw
-            .get(HEADER_LEN..HEADER_LEN + self.heap_len)
+            .get(HEADER_LEN..HEADER_LEN + self.sizes.heap_len)
             .ok_or(Error::CorruptState)?;
         let len = *heap.get(offset).ok_or(Error::CorruptState)? as usize;
         let holder = heap
@@ -153,7 +199,11 @@ impl<'a> LeaseSet<'a> {
 
     /// How many leases end at or before `now_ms`: those are over, and the first of `by_end`.
     pub fn ended_by(&self, now_ms: i64) -> Result<usize, Error> {
-        let (mut low, mut high) = (0, self.count);
+        // Mostly none has: one look at the first.
+        if self.sizes.count == 0 || self.by_end(0)?.1 > now_ms {
+            return Ok(0);
+        }
+        let (mut low, mut high) = (1, self.sizes.count);
         while low < high {
             let mid = low + (high - low) / 2;
             if self.by_end(mid)?.1 <= now_ms {
@@ -167,7 +217,7 @@ impl<'a> LeaseSet<'a> {
 
     /// The index in `by_holder` where `holder` is or would go, and whether it is there.
     fn search_holder(&self, holder: &[u8]) -> Result<Result<usize, usize>, Error> {
-        let (mut low, mut high) = (0, self.count);
+        let (mut low, mut high) = (0, self.sizes.count);
         while low < high {
             let mid = low + (high - low) / 2;
             match self.by_holder(mid)?.0.cmp(holder) {
@@ -181,7 +231,14 @@ impl<'a> LeaseSet<'a> {
 
     /// The index in `by_end` where a lease ending at `end_ms` held by `holder` is or would go.
     fn search_end(&self, end_ms: i64, holder: &[u8]) -> Result<Result<usize, usize>, Error> {
-        let (mut low, mut high) = (0, self.count);
+        // A new or renewed lease mostly ends last: one look at the last.
+        if let Some(last) = self.sizes.count.checked_sub(1) {
+            let (other, other_end) = self.by_end(last)?;
+            if (other_end, other) < (end_ms, holder) {
+                return Ok(Err(self.sizes.count));
+            }
+        }
+        let (mut low, mut high) = (0, self.sizes.count);
         while low < high {
             let mid = low + (high - low) / 2;
             let (other, other_end) = self.by_end(mid)?;
@@ -233,15 +290,14 @@ impl<'b, B: LogBuffer> Editor<'b, B> {
         Editor { buffer }
     }
 
-    fn header(&mut self) -> Result<(usize, usize, usize), Error> {
-        let raw = self.buffer.bytes_mut()?;
-        let set = LeaseSet::parse(raw)?;
-        Ok((set.count, set.heap_len, set.holes))
+    fn sizes(&mut self) -> Result<Sizes, Error> {
+        Ok(LeaseSet::parse(self.buffer.bytes_mut()?)?.sizes)
     }
 
-    fn write_header(&mut self, count: usize, heap_len: usize, holes: usize) -> Result<(), Error> {
-        let fields = [count, heap_len, holes].map(|field| u32::try_from(field).ok());
-        let [Some(count), Some(heap_len), Some(holes)] = fields else {
+    fn write_sizes(&mut self, sizes: Sizes) -> Result<(), Error> {
+        let fields = [sizes.count, sizes.heap_len, sizes.holes, sizes.tail]
+            .map(|field| u32::try_from(field).ok());
+        let [Some(count), Some(heap_len), Some(holes), Some(tail)] = fields else {
             return Err(Error::LeaseSetTooLong);
         };
         let raw = self.buffer.bytes_mut()?;
@@ -249,15 +305,18 @@ impl<'b, B: LogBuffer> Editor<'b, B> {
         header[4..8].copy_from_slice(&count.to_le_bytes());
         header[8..12].copy_from_slice(&heap_len.to_le_bytes());
         header[12..16].copy_from_slice(&holes.to_le_bytes());
+        header[16..20].copy_from_slice(&tail.to_le_bytes());
         Ok(())
     }
 
-    /// Adds `holder`'s lease, ending at `end_ms`; the set must not hold one for it.
+    /// Adds `holder`'s lease, ending at `end_ms`; the set must not hold one for it. The entry
+    /// and its two slots take their bytes from the tail; when it is too short, the value is
+    /// made again with a new tail.
     pub fn insert(&mut self, holder: &[u8], end_ms: i64) -> Result<(), Error> {
         if holder.is_empty() || holder.len() > MAX_HOLDER || !(0..=MAX_END_MS).contains(&end_ms) {
             return Err(Error::Internal);
         }
-        let (count, heap_len, holes) = self.header()?;
+        let old = self.sizes()?;
         let (at_holder, at_end) = {
             let set = LeaseSet::parse(self.buffer.bytes_mut()?)?;
             let Err(at_holder) = set.search_holder(holder)? else {
@@ -267,39 +326,87 @@ impl<'b, B: LogBuffer> Editor<'b, B> {
             (at_holder, at_end)
         };
         let entry_len = ENTRY_OVERHEAD + holder.len();
-        fits(count + 1, heap_len + entry_len, holes)?;
-        let offset = u32::try_from(heap_len).map_err(|_| Error::LeaseSetTooLong)?;
-        let old_len = HEADER_LEN + heap_len + 2 * SLOT * count;
-        let new_len = old_len + entry_len + 2 * SLOT;
-        self.buffer.resize(new_len)?;
+        let needs = entry_len + 2 * SLOT;
+        // The entry goes where the tail starts.
+        let offset = old.heap_len - old.tail;
+        if offset + entry_len > MAX_HEAP {
+            return Err(Error::LeaseSetTooLong);
+        }
+        let grows = old.tail < needs;
+        let new_len = if grows {
+            // Within what the value, and its entries, may hold.
+            let longest = MAX_VALUE_LEN.min(HEADER_LEN + MAX_HEAP + 2 * SLOT * (old.count + 1));
+            with_tail(old.len() - old.tail + needs, longest)?
+        } else {
+            old.len()
+        };
+        let heap_len = new_len - HEADER_LEN - 2 * SLOT * (old.count + 1);
+        let new = Sizes {
+            count: old.count + 1,
+            heap_len,
+            holes: old.gaps() + (heap_len - offset - entry_len),
+            tail: heap_len - offset - entry_len,
+        };
+        let (holder_at, end_at) = (old.by_holder_at(), old.by_end_at());
+        // Each index in two runs, around its new slot, each run to its new place.
+        let runs = [
+            (holder_at, holder_at + SLOT * at_holder, new.by_holder_at()),
+            (
+                holder_at + SLOT * at_holder,
+                end_at,
+                new.by_holder_at() + SLOT * (at_holder + 1),
+            ),
+            (end_at, end_at + SLOT * at_end, new.by_end_at()),
+            (
+                end_at + SLOT * at_end,
+                old.len(),
+                new.by_end_at() + SLOT * (at_end + 1),
+            ),
+        ];
+        if grows {
+            // Made again: the indexes are copied out first, as they may land where they were.
+            let indexes = self
+                .buffer
+                .bytes_mut()?
+                .get(holder_at..old.len())
+                .ok_or(Error::Internal)?
+                .to_vec();
+            self.buffer.reallocate(new_len)?;
+            let raw = self.buffer.bytes_mut()?;
+            for (from, to, at) in runs {
+                raw.get_mut(at..at + (to - from))
+                    .ok_or(Error::Internal)?
+                    .copy_from_slice(
+                        indexes
+                            .get(from - holder_at..to - holder_at)
+                            .ok_or(Error::Internal)?,
+                    );
+            }
+        } else {
+            // The indexes move towards the start (the first run by two slots, the middle ones
+            // by one), taken in order, so that none lands on bytes not yet moved.
+            let raw = self.buffer.bytes_mut()?;
+            for (from, to, at) in runs {
+                move_down(raw, from..to, at);
+            }
+        }
         let raw = self.buffer.bytes_mut()?;
-        let by_holder = HEADER_LEN + heap_len;
-        let by_end = by_holder + SLOT * count;
-        let new_by_holder = by_holder + entry_len;
-        let new_by_end = new_by_holder + SLOT * (count + 1);
-        // From the end backwards, so that nothing is overwritten before it has moved.
-        let end_split = by_end + SLOT * at_end;
-        raw.copy_within(end_split..old_len, new_by_end + SLOT * (at_end + 1));
-        raw.copy_within(by_end..end_split, new_by_end);
-        let holder_split = by_holder + SLOT * at_holder;
-        raw.copy_within(holder_split..by_end, new_by_holder + SLOT * (at_holder + 1));
-        raw.copy_within(by_holder..holder_split, new_by_holder);
         let entry = raw
-            .get_mut(by_holder..new_by_holder)
+            .get_mut(HEADER_LEN + offset..HEADER_LEN + offset + entry_len)
             .ok_or(Error::Internal)?;
         entry[0] = holder.len() as u8;
         entry[1..1 + holder.len()].copy_from_slice(holder);
         entry[1 + holder.len()..].copy_from_slice(&end_ms.to_le_bytes()[..END_LEN]);
-        let slot = offset.to_le_bytes();
-        let at = new_by_holder + SLOT * at_holder;
-        raw.get_mut(at..at + SLOT)
-            .ok_or(Error::Internal)?
-            .copy_from_slice(&slot);
-        let at = new_by_end + SLOT * at_end;
-        raw.get_mut(at..at + SLOT)
-            .ok_or(Error::Internal)?
-            .copy_from_slice(&slot);
-        self.write_header(count + 1, heap_len + entry_len, holes)
+        let slot = slot_bytes(offset)?;
+        for at in [
+            new.by_holder_at() + SLOT * at_holder,
+            new.by_end_at() + SLOT * at_end,
+        ] {
+            raw.get_mut(at..at + SLOT)
+                .ok_or(Error::Internal)?
+                .copy_from_slice(&slot);
+        }
+        self.write_sizes(new)
     }
 
     /// Moves the end of the lease `found` names to `end_ms`.
@@ -307,7 +414,7 @@ impl<'b, B: LogBuffer> Editor<'b, B> {
         if !(0..=MAX_END_MS).contains(&end_ms) {
             return Err(Error::Internal);
         }
-        let (count, heap_len, _) = self.header()?;
+        let sizes = self.sizes()?;
         let (offset, at_end) = {
             let set = LeaseSet::parse(self.buffer.bytes_mut()?)?;
             let offset = set.slot(set.by_end_at(), found.by_end)?;
@@ -323,10 +430,9 @@ impl<'b, B: LogBuffer> Editor<'b, B> {
         raw.get_mut(end_at..end_at + END_LEN)
             .ok_or(Error::Internal)?
             .copy_from_slice(&end_ms.to_le_bytes()[..END_LEN]);
-        let by_end = HEADER_LEN + heap_len + SLOT * count;
-        let from = by_end + SLOT * found.by_end;
-        let to = by_end + SLOT * at_end;
-        let slot = (offset as u32).to_le_bytes();
+        let from = sizes.by_end_at() + SLOT * found.by_end;
+        let to = sizes.by_end_at() + SLOT * at_end;
+        let slot = slot_bytes(offset)?;
         if to > from {
             raw.copy_within(from + SLOT..to + SLOT, from);
         } else {
@@ -340,8 +446,7 @@ impl<'b, B: LogBuffer> Editor<'b, B> {
 
     /// Takes the lease `found` names out of the set.
     pub fn remove(&mut self, holder: &[u8], found: Found) -> Result<(), Error> {
-        let (count, heap_len, holes) = self.header()?;
-        {
+        let offset = {
             let set = LeaseSet::parse(self.buffer.bytes_mut()?)?;
             let offset = set.slot(set.by_holder_at(), found.by_holder)?;
             let same = set.slot(set.by_end_at(), found.by_end)? == offset
@@ -349,115 +454,121 @@ impl<'b, B: LogBuffer> Editor<'b, B> {
             if !same {
                 return Err(Error::Internal);
             }
-        }
-        let freed = ENTRY_OVERHEAD + holder.len();
-        self.cut(
-            count,
-            heap_len,
-            holes,
-            freed,
-            &[found.by_holder],
-            &[found.by_end],
-        )?;
-        self.pack_if_sparse()
+            offset
+        };
+        let freed = [(offset, ENTRY_OVERHEAD + holder.len())];
+        self.cut(&freed, &[found.by_holder], &[found.by_end])?;
+        self.tidy()
     }
 
     /// Drops every lease that ended at or before `now_ms`. Returns how many it dropped.
     pub fn drop_ended(&mut self, now_ms: i64) -> Result<usize, Error> {
-        let (count, heap_len, holes) = self.header()?;
-        let (by_holder, freed) = {
+        let (freed, by_holder) = {
             let set = LeaseSet::parse(self.buffer.bytes_mut()?)?;
             let ended = set.ended_by(now_ms)?;
             if ended == 0 {
                 return Ok(0);
             }
-            let mut offsets = Vec::with_capacity(ended);
-            let mut freed = 0usize;
+            let mut freed = Vec::with_capacity(ended);
             for i in 0..ended {
                 let offset = set.slot(set.by_end_at(), i)?;
-                freed += ENTRY_OVERHEAD + set.entry(offset)?.0.len();
-                offsets.push(offset);
+                freed.push((offset, ENTRY_OVERHEAD + set.entry(offset)?.0.len()));
             }
-            offsets.sort_unstable();
-            if offsets.windows(2).any(|pair| pair[0] == pair[1]) {
+            freed.sort_unstable();
+            if freed.windows(2).any(|pair| pair[0].0 == pair[1].0) {
                 return Err(Error::CorruptState);
             }
             // One pass over the holder index, reading offsets only.
             let mut by_holder = Vec::with_capacity(ended);
-            for i in 0..count {
-                if offsets
-                    .binary_search(&set.slot(set.by_holder_at(), i)?)
-                    .is_ok()
-                {
+            for i in 0..set.count() {
+                let offset = set.slot(set.by_holder_at(), i)?;
+                if freed.binary_search_by_key(&offset, |&(at, _)| at).is_ok() {
                     by_holder.push(i);
                 }
             }
             if by_holder.len() != ended {
                 return Err(Error::CorruptState);
             }
-            (by_holder, freed)
+            (freed, by_holder)
         };
         let ended = by_holder.len();
         let by_end: Vec<usize> = (0..ended).collect();
-        self.cut(count, heap_len, holes, freed, &by_holder, &by_end)?;
-        self.pack_if_sparse()?;
+        self.cut(&freed, &by_holder, &by_end)?;
+        self.tidy()?;
         Ok(ended)
     }
 
     /// Takes the slots at the given indexes (strictly ascending, as many in each) out of both
-    /// indexes, whose entries free `freed` bytes. The value keeps its length: the indexes move
-    /// to its end, and the bytes they free join the entries as holes, so that a write that
-    /// removes and one that adds do not shrink and grow the string in turn (the server would
-    /// reallocate it each time).
+    /// indexes, whose entries, at the `freed` offsets and lengths (ascending), become holes.
+    /// The value keeps its length: the indexes move to its end, and the bytes they free join
+    /// the tail, as do freed entries that end where it starts, so that a write that removes
+    /// and one that adds do not shrink and grow the string in turn.
     fn cut(
         &mut self,
-        count: usize,
-        heap_len: usize,
-        holes: usize,
-        freed: usize,
+        freed: &[(usize, usize)],
         by_holder: &[usize],
         by_end: &[usize],
     ) -> Result<(), Error> {
+        let old = self.sizes()?;
         let cut = by_holder.len();
         let ascending = |indexes: &[usize]| {
             indexes.windows(2).all(|pair| pair[0] < pair[1])
-                && indexes.last().is_none_or(|&last| last < count)
+                && indexes.last().is_none_or(|&last| last < old.count)
         };
-        if by_end.len() != cut || !ascending(by_holder) || !ascending(by_end) || cut == 0 {
+        if by_end.len() != cut
+            || freed.len() != cut
+            || !ascending(by_holder)
+            || !ascending(by_end)
+            || cut == 0
+        {
             return Err(Error::Internal);
         }
-        let new_heap_len = heap_len + 2 * SLOT * cut;
-        let new_holes = holes
-            .checked_add(freed)
-            .map(|holes| holes + 2 * SLOT * cut)
-            .filter(|&holes| holes <= new_heap_len)
-            .ok_or(Error::CorruptState)?;
-        fits(count, new_heap_len, new_holes)?;
-        if new_holes * 2 > new_heap_len {
+        // The tail takes in the freed entries that end where it starts, the last first.
+        let mut tail_from = old.heap_len - old.tail;
+        for &(offset, len) in freed.iter().rev() {
+            if offset.checked_add(len) == Some(tail_from) {
+                tail_from = offset;
+            }
+        }
+        let freed_len: usize = freed.iter().map(|&(_, len)| len).sum();
+        let heap_len = old.heap_len + 2 * SLOT * cut;
+        let new = Sizes {
+            count: old.count - cut,
+            heap_len,
+            holes: old
+                .holes
+                .checked_add(freed_len)
+                .map(|holes| holes + 2 * SLOT * cut)
+                .filter(|&holes| holes <= heap_len)
+                .ok_or(Error::CorruptState)?,
+            tail: heap_len - tail_from,
+        };
+        if new.tail > new.holes || new.count * (ENTRY_OVERHEAD + 1) > new.in_use() {
+            return Err(Error::CorruptState);
+        }
+        if new.gaps() > new.in_use() {
             // The entries will be packed next: what could refuse that is checked now, before
             // the first byte moves.
             let set = LeaseSet::parse(self.buffer.bytes_mut()?)?;
-            let mut kept = Vec::with_capacity(count - cut);
+            let mut kept = Vec::with_capacity(new.count);
             let mut skip = by_holder.iter().peekable();
-            for i in 0..count {
+            for i in 0..old.count {
                 if skip.next_if(|&&index| index == i).is_none() {
                     kept.push(set.slot(set.by_holder_at(), i)?);
                 }
             }
-            entries_in_use(&set, kept, new_heap_len - new_holes)?;
+            entries_in_use(&set, kept, new.in_use())?;
         }
         let raw = self.buffer.bytes_mut()?;
-        let holder_at = HEADER_LEN + heap_len;
-        let end_at = holder_at + SLOT * count;
-        let total = end_at + SLOT * count;
+        let total = old.len();
         if raw.len() != total {
             return Err(Error::Internal);
         }
         // Each index's kept runs, moved right from the last one back: by_end to end at the
         // value's end, then by_holder to end where by_end now starts.
         let mut to = total;
-        for (at, skip) in [(end_at, by_end), (holder_at, by_holder)] {
-            let mut run_end = at + SLOT * count;
+        for (at, skip) in [(old.by_end_at(), by_end), (old.by_holder_at(), by_holder)] {
+            let mut run_end = at + SLOT * old.count;
             for &index in skip.iter().rev() {
                 let run_start = at + SLOT * (index + 1);
                 let len = run_end - run_start;
@@ -468,18 +579,44 @@ impl<'b, B: LogBuffer> Editor<'b, B> {
             raw.copy_within(at..run_end, to - (run_end - at));
             to -= run_end - at;
         }
-        if to != HEADER_LEN + new_heap_len {
+        if to != new.by_holder_at() {
             return Err(Error::Internal);
         }
-        self.write_header(count - cut, new_heap_len, new_holes)
+        self.write_sizes(new)
     }
 
-    /// Packs the entries again once holes outweigh the bytes in use.
-    fn pack_if_sparse(&mut self) -> Result<(), Error> {
-        let (count, heap_len, holes) = self.header()?;
-        if holes * 2 <= heap_len {
-            return Ok(());
+    /// Packs the entries again once the holes between them outweigh the bytes in use, and
+    /// makes the value again, shorter, once its tail is more than twice what a new one would
+    /// be.
+    fn tidy(&mut self) -> Result<(), Error> {
+        let sizes = self.sizes()?;
+        if sizes.gaps() > sizes.in_use() {
+            self.pack(sizes)?;
         }
+        let sizes = self.sizes()?;
+        let used = sizes.len() - sizes.tail;
+        let shorter = with_tail(used, sizes.len())?;
+        if sizes.tail > 2 * (shorter - used) {
+            // The indexes move down to end the shorter value, and the rest is cut off.
+            let heap_len = shorter - HEADER_LEN - 2 * SLOT * sizes.count;
+            let raw = self.buffer.bytes_mut()?;
+            raw.copy_within(sizes.by_holder_at()..sizes.len(), HEADER_LEN + heap_len);
+            self.buffer.reallocate(shorter)?;
+            let tail = sizes.tail - (sizes.heap_len - heap_len);
+            self.write_sizes(Sizes {
+                heap_len,
+                holes: sizes.gaps() + tail,
+                tail,
+                ..sizes
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Moves the entries in use to the start of the heap, in heap order: every free byte
+    /// joins the tail.
+    fn pack(&mut self, sizes: Sizes) -> Result<(), Error> {
+        let count = sizes.count;
         // The entries in use, in heap order, where each moves, and every slot's new offset.
         let (moved, slots, packed) = {
             let set = LeaseSet::parse(self.buffer.bytes_mut()?)?;
@@ -488,7 +625,7 @@ impl<'b, B: LogBuffer> Editor<'b, B> {
                 .collect::<Result<_, _>>()?;
             let mut moved = Vec::with_capacity(count);
             let mut packed = 0;
-            for (offset, len) in entries_in_use(&set, offsets, heap_len - holes)? {
+            for (offset, len) in entries_in_use(&set, offsets, sizes.in_use())? {
                 moved.push((offset, packed, len));
                 packed += len;
             }
@@ -511,17 +648,54 @@ impl<'b, B: LogBuffer> Editor<'b, B> {
         for &(old, new, len) in &moved {
             raw.copy_within(HEADER_LEN + old..HEADER_LEN + old + len, HEADER_LEN + new);
         }
-        let index_at = HEADER_LEN + packed;
         for (i, slot) in slots.iter().enumerate() {
-            let at = index_at + SLOT * i;
-            let slot = u32::try_from(*slot).map_err(|_| Error::Internal)?;
+            let at = sizes.by_holder_at() + SLOT * i;
             raw.get_mut(at..at + SLOT)
                 .ok_or(Error::Internal)?
-                .copy_from_slice(&slot.to_le_bytes());
+                .copy_from_slice(&slot_bytes(*slot)?);
         }
-        self.buffer.resize(index_at + SLOT * 2 * count)?;
-        self.write_header(count, packed, 0)
+        let free = sizes.heap_len - packed;
+        self.write_sizes(Sizes {
+            holes: free,
+            tail: free,
+            ..sizes
+        })
     }
+}
+
+/// Moves `range` of `raw` down to start at `at` (at or before its start), in blocks of 2 KB
+/// from the first: the C library moves a block that size with vector loads and stores,
+/// where a longer move that overlaps its destination by a few bytes gets a string
+/// instruction, which then goes a byte at a time.
+fn move_down(raw: &mut [u8], range: std::ops::Range<usize>, at: usize) {
+    const BLOCK: usize = 2048;
+    let mut from = range.start;
+    let mut to = at;
+    while from < range.end {
+        let len = BLOCK.min(range.end - from);
+        raw.copy_within(from..from + len, to);
+        from += len;
+        to += len;
+    }
+}
+
+/// The length to make a value of `used` bytes: a tail of a thirty-second more, at least
+/// 64 bytes, and at most `longest`.
+fn with_tail(used: usize, longest: usize) -> Result<usize, Error> {
+    if used > longest {
+        return Err(Error::LeaseSetTooLong);
+    }
+    Ok(used.saturating_add((used / 32).max(64)).min(longest))
+}
+
+/// An offset as an index stores it.
+fn slot_bytes(offset: usize) -> Result<[u8; SLOT], Error> {
+    if offset >= MAX_HEAP {
+        return Err(Error::LeaseSetTooLong);
+    }
+    let mut slot = [0u8; SLOT];
+    slot.copy_from_slice(&(offset as u32).to_le_bytes()[..SLOT]);
+    Ok(slot)
 }
 
 /// The entries at `offsets`, in heap order with their lengths, once checked to be packable:
@@ -547,19 +721,6 @@ fn entries_in_use(
         Ok(entries)
     } else {
         Err(Error::CorruptState)
-    }
-}
-
-/// Whether a header can hold these fields.
-/// Whether a set of these sizes is a string the server can hold.
-fn fits(count: usize, heap_len: usize, holes: usize) -> Result<(), Error> {
-    let total = HEADER_LEN
-        .checked_add(heap_len)
-        .and_then(|len| len.checked_add(count.checked_mul(2 * SLOT)?));
-    if total.is_some_and(|total| total <= MAX_VALUE_LEN) && holes <= heap_len {
-        Ok(())
-    } else {
-        Err(Error::LeaseSetTooLong)
     }
 }
 

@@ -51,6 +51,13 @@ pub trait LogBuffer {
     fn bytes_mut(&mut self) -> Result<&mut [u8], Error>;
     /// Grows (with zero bytes) or shrinks the buffer to exactly `len` bytes.
     fn resize(&mut self, len: usize) -> Result<(), Error>;
+
+    /// As `resize`, with the bytes made again at exactly their new length: where the buffer
+    /// would otherwise keep room to grow (the server doubles a string it grows), for a value
+    /// that seldom changes length.
+    fn reallocate(&mut self, len: usize) -> Result<(), Error> {
+        self.resize(len)
+    }
 }
 
 impl LogBuffer for Vec<u8> {
