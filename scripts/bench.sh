@@ -204,11 +204,16 @@ reset_keys() {
   redis-cli -p "$1" -n 1 COPY tpl:zset:hot hot:zset DB 0 >/dev/null
 }
 
-rps() { # one run, in requests/s
-  reset_keys "$port"
+bench_run() { # one redis-benchmark run of COMMAND, its summary line on stdout
   # shellcheck disable=SC2086
-  taskset -c 1 redis-benchmark -p "$port" -n "$REQUESTS" -c "$CLIENTS" -P "$PIPELINE" -r 100000 -q $1 2>/dev/null \
-    | tr '\r' '\n' | grep "requests per second" | tail -1 | sed -E 's/.*: ([0-9.]+) requests per second.*/\1/'
+  taskset -c 1 redis-benchmark -p "$port" -n "$REQUESTS" -c "$CLIENTS" -P "$PIPELINE" -r 100000 -q $1 2>/dev/null
+}
+
+rps() { # COMMAND [FILL]: one run, in requests/s, on fresh keys (filled by a run of FILL first)
+  reset_keys "$port"
+  if [ -n "${2:-}" ]; then bench_run "$2" >/dev/null; fi
+  bench_run "$1" | tr '\r' '\n' | grep "requests per second" | tail -1 \
+    | sed -E 's/.*: ([0-9.]+) requests per second.*/\1/'
 }
 
 ratio() { python3 -c "print(f'{$1 / $2:.2f}x')"; }
@@ -327,14 +332,7 @@ if part lease; then
   for _ in $(seq 1 "$ROUNDS"); do
     for entry in "${lease_workloads[@]}"; do
       IFS='|' read -r name command _ fill <<<"$entry"
-      redis-cli -p "$port" FLUSHDB >/dev/null
-      if [ -n "$fill" ]; then
-        # shellcheck disable=SC2086
-        taskset -c 1 redis-benchmark -p "$port" -n "$REQUESTS" -c "$CLIENTS" -P "$PIPELINE" -r 100000 -q $fill >/dev/null 2>&1
-      fi
-      # shellcheck disable=SC2086
-      value=$(taskset -c 1 redis-benchmark -p "$port" -n "$REQUESTS" -c "$CLIENTS" -P "$PIPELINE" -r 100000 -q $command 2>/dev/null \
-        | tr '\r' '\n' | grep "requests per second" | tail -1 | sed -E 's/.*: ([0-9.]+) requests per second.*/\1/')
+      value=$(rps "$command" "$fill")
       lease_best[$name]=$(python3 -c "print(max(${lease_best[$name]:-0}, ${value:-0}))")
     done
   done

@@ -104,18 +104,9 @@ fn limit_and_period(
     quantity: i64,
     unit: TimeUnit,
 ) -> Result<WindowArgs, Error> {
-    let limit = integer(limit, "limit", 1)?;
-    let period = integer(period, "period", 1)?;
-    let period_ms = period
-        .checked_mul(unit.millis())
-        .filter(|ms| {
-            ms.checked_mul(NANOS_PER_MILLI)
-                .is_some_and(|ns| ns <= MAX_SPAN_NS)
-        })
-        .ok_or(Error::TooLarge("period"))?;
     Ok(WindowArgs {
-        limit,
-        period_ms,
+        limit: integer(limit, "limit", 1)?,
+        period_ms: span_ms(period, "period", unit)?,
         quantity,
         unit,
         at_ms: None,
@@ -224,16 +215,22 @@ pub fn holders(args: &[&[u8]]) -> Result<TimeUnit, Error> {
 
 /// `limit lease_time`, in this unit.
 fn lease_params(limit: &[u8], lease_time: &[u8], unit: TimeUnit) -> Result<LeaseParams, Error> {
-    let limit = integer(limit, "limit", 1)?;
-    let lease_time = integer(lease_time, "lease_time", 1)?;
-    let lease_ms = lease_time
+    Ok(LeaseParams {
+        limit: integer(limit, "limit", 1)?,
+        lease_ms: span_ms(lease_time, "lease_time", unit)?,
+    })
+}
+
+/// A span of time of at least one `unit`, in milliseconds, within what the limiters can look
+/// ahead.
+fn span_ms(text: &[u8], arg: &'static str, unit: TimeUnit) -> Result<i64, Error> {
+    integer(text, arg, 1)?
         .checked_mul(unit.millis())
         .filter(|ms| {
             ms.checked_mul(NANOS_PER_MILLI)
                 .is_some_and(|ns| ns <= MAX_SPAN_NS)
         })
-        .ok_or(Error::TooLarge("lease_time"))?;
-    Ok(LeaseParams { limit, lease_ms })
+        .ok_or(Error::TooLarge(arg))
 }
 
 /// A holder's name: 1 to 255 bytes, any bytes.
