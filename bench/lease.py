@@ -3,7 +3,8 @@
   lease.py fill PORT            keys pool:0..999 with 10 holders each, and big with 10,000,
                                 and the same as sorted sets (zpool:…, zbig) for the scripts
   lease.py calls KIND N         N calls of a workload, in the Redis protocol, on stdout:
-                                renew, pair, renew-big, pair-big; with -lua, the scripts'
+                                renew, pair, churn, and each on big (renew-big …); with
+                                -lua, the scripts'
   lease.py memory PORT          MEMORY USAGE per lease at 10,000 holders, beside a sorted set
   lease.py latency PORT         how soon a waiter's reply follows a CL.RELEASE, p50 and p99
 
@@ -107,11 +108,22 @@ def calls(kind, n):
             return resp("EVALSHA", sha("release"), 1, pool, holder)
         return resp("CL.RELEASE", pool, holder)
 
+    # Who holds a lease on each set, for churn: a random one of them lets go, a new one comes.
+    held = {}
     pool = holder = None
     for i in range(n):
-        if not kind.startswith("pair") or i % 2 == 0:
+        if not kind.startswith(("pair", "churn")) or i % 2 == 0:
             pool = prefix + ("big" if kind.endswith("big") else "pool:%d" % rng.randrange(POOLS))
-        if kind.startswith("renew"):
+        if kind.startswith("churn"):
+            holders = held.setdefault(pool, ["h:%d" % h for h in range(BIG if pool.endswith("big") else 10)])
+            if i % 2 == 0:
+                at = rng.randrange(len(holders))
+                holders[at], holders[-1] = holders[-1], holders[at]
+                out.write(release(pool, holders.pop()))
+            else:
+                holders.append("new:%d" % i)
+                out.write(lease(pool, holders[-1]))
+        elif kind.startswith("renew"):
             out.write(lease(pool, "h:7"))
         elif kind.startswith("pair"):
             # Half the calls acquire, half release: n calls in all.
@@ -146,6 +158,20 @@ def memory(port):
     dumped = con.call("DUMP", "mem:lease")
     con.call("RESTORE", "mem:exact", 0, dumped, "REPLACE")
     exact = con.call("MEMORY", "USAGE", "mem:exact", "SAMPLES", "0")
+    # Churn: a random holder lets go, and a new one takes its slot, 40,000 times.
+    rng = random.Random(18)
+    churn = []
+    live = list(holders)
+    for i in range(40000):
+        at = rng.randrange(len(live))
+        live[at], live[-1] = live[-1], live[at]
+        churn.append(("CL.RELEASE", "mem:lease", live.pop()))
+        live.append("c:%d" % i)
+        churn.append(("CL.LEASE", "mem:lease", LIMIT, 3600, live[-1]))
+    for start in range(0, len(churn), 1000):
+        con.pipeline(churn[start:start + 1000])
+    churned = con.call("MEMORY", "USAGE", "mem:lease", "SAMPLES", "0")
+    churned_len = sum(len(h) for h in live) / BIG
     holder_len = sum(len(h) for h in holders) / BIG
     print()
     print("MEMORY USAGE of one key holding %d leases, holders h:0 … h:%d (%.2f bytes on average):"
@@ -157,6 +183,8 @@ def memory(port):
                        ("set of leases, as grown by CL.LEASE", grown),
                        ("sorted set of the same (lease.lua)", zset)]:
         print("| %-48s | %10d | %14.2f | %16.2f |" % (name, size, size / BIG, holder_len + 16))
+    print("| %-48s | %10d | %14.2f | %16.2f |" % (
+        "set of leases, after 40,000 random churns", churned, churned / BIG, churned_len + 16))
     con.call("DEL", "mem:lease", "mem:zset", "mem:exact")
 
 

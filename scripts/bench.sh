@@ -468,14 +468,16 @@ if part lease; then
   floor2=$(per_call "FLOOR.WRITE key:__rand_int__ h:7")
   floor_pair=$(python3 -c "print(($floor4 + $floor2) / 2)")
   declare -A at
-  for kind in renew pair renew-big pair-big renew-lua pair-lua renew-big-lua pair-big-lua; do
+  for kind in renew pair churn renew-big pair-big churn-big \
+    renew-lua pair-lua churn-lua renew-big-lua pair-big-lua churn-big-lua; do
     at[$kind]=$(per_call_file "$kind")
   done
   echo
-  echo "CL.LEASE and CL.RELEASE, server instructions per call (callgrind, $CALLS calls piped; renewals renew h:7, pairs acquire a new holder and release it; 10 holders: 1,000 keys of 10; 10,000: one key; vs Lua: how many times fewer than the sorted-set scripts on the same sets)"
+  echo "CL.LEASE and CL.RELEASE, server instructions per call (callgrind, $CALLS calls piped; renewals renew h:7, pairs acquire a new holder and release it, churn releases a random holder and takes a lease for a new one; 10 holders: 1,000 keys of 10; 10,000: one key; vs Lua: how many times fewer than the sorted-set scripts on the same sets)"
   printf '| %-40s | %12s | %8s | %8s | %15s | %8s | %8s |\n' "workload" "10 holders" "vs floor" "vs Lua" "10,000 holders" "vs 10" "vs Lua"
   printf '|%s|%s|%s|%s|%s|%s|%s|\n' "------------------------------------------" "--------------" "----------" "----------" "-----------------" "----------" "----------"
-  for row in "renew|CL.LEASE renewal|$floor4" "pair|CL.LEASE acquire + CL.RELEASE, per call|$floor_pair"; do
+  for row in "renew|CL.LEASE renewal|$floor4" "pair|CL.LEASE acquire + CL.RELEASE, per call|$floor_pair" \
+    "churn|random CL.RELEASE + CL.LEASE, per call|$floor_pair"; do
     IFS='|' read -r kind name floor_value <<<"$row"
     printf '| %-40s | %12.0f | %8s | %8s | %15.0f | %8s | %8s |\n' "$name" "${at[$kind]}" \
       "$(ratio "${at[$kind]}" "$floor_value")" "$(ratio "${at[$kind-lua]}" "${at[$kind]}")" \

@@ -146,17 +146,20 @@ pub fn lease<'a>(args: &[&'a [u8]]) -> Result<LeaseArgs<'a>, Error> {
     let mut at = 0;
     while let Some(option) = options.get(at) {
         let (seen, takes_value) = if is_ms(option) {
-            (&mut ms_at, false)
+            Some((&mut ms_at, false))
         } else if option.eq_ignore_ascii_case(b"AT") {
-            (&mut at_at, true)
+            Some((&mut at_at, true))
         } else if option.eq_ignore_ascii_case(b"BLOCK") {
-            (&mut block_at, true)
+            Some((&mut block_at, true))
         } else {
-            return Err(Error::Syntax);
-        };
-        if seen.is_some() || (takes_value && at + 1 >= options.len()) {
-            return Err(Error::Syntax);
+            None
         }
+        .filter(|(seen, takes_value)| seen.is_none() && (!takes_value || at + 1 < options.len()))
+        .ok_or(Error::BadOption {
+            command: COMMAND,
+            // Counted as the server counts arguments: the key is the first.
+            position: 5 + at,
+        })?;
         *seen = Some(at);
         at += 1 + usize::from(takes_value);
     }
@@ -199,7 +202,10 @@ pub fn release<'a>(args: &[&'a [u8]]) -> Result<(&'a [u8], Option<i64>), Error> 
         {
             Err(Error::NoBlock(COMMAND))
         }
-        _ => Err(Error::Syntax),
+        _ => Err(Error::BadOption {
+            command: COMMAND,
+            position: 3,
+        }),
     }
 }
 
@@ -208,7 +214,10 @@ pub fn holders(args: &[&[u8]]) -> Result<TimeUnit, Error> {
     match args {
         [] => Ok(TimeUnit::Seconds),
         [unit] if is_ms(unit) => Ok(TimeUnit::Milliseconds),
-        [_] => Err(Error::Syntax),
+        [_] => Err(Error::BadOption {
+            command: "cl.holders",
+            position: 2,
+        }),
         _ => Err(Error::WrongArity("cl.holders")),
     }
 }
@@ -428,7 +437,8 @@ pub fn all<'a>(args: &[&'a [u8]]) -> Result<AllArgs<'a>, Error> {
         .take(numkeys)
         .any(|&(kind, _)| kind == Kind::Lease);
     match (leases, holder) {
-        (true, None) => return Err(Error::NoHolder),
+        // A look takes no lease, and needs no one to hold it.
+        (true, None) if quantity != 0 => return Err(Error::NoHolder),
         (false, Some(_)) => return Err(Error::HolderWithoutLease),
         _ => {}
     }
@@ -684,9 +694,27 @@ mod tests {
             ("3 x h", Error::NotAnInteger("lease_time")),
             ("3 9223372036854775807 h", Error::TooLarge("lease_time")),
             ("3 30 ", Error::HolderLength),
-            ("3 30 h MS MS", Error::Syntax),
-            ("3 30 h BLOCK", Error::Syntax),
-            ("3 30 h 5", Error::Syntax),
+            (
+                "3 30 h MS MS",
+                Error::BadOption {
+                    command: "cl.lease",
+                    position: 6,
+                },
+            ),
+            (
+                "3 30 h BLOCK",
+                Error::BadOption {
+                    command: "cl.lease",
+                    position: 5,
+                },
+            ),
+            (
+                "3 30 h 5",
+                Error::BadOption {
+                    command: "cl.lease",
+                    position: 5,
+                },
+            ),
             (
                 "3 30 h BLOCK -1",
                 Error::BelowMinimum {
@@ -715,7 +743,13 @@ mod tests {
             release(&words("h AT 1 BLOCK 5")),
             Err(Error::NoBlock("cl.release"))
         );
-        assert_eq!(release(&words("h x")), Err(Error::Syntax));
+        assert_eq!(
+            release(&words("h x")),
+            Err(Error::BadOption {
+                command: "cl.release",
+                position: 3
+            })
+        );
         assert_eq!(release(&[b""]), Err(Error::HolderLength));
         assert_eq!(release(&[]), Err(Error::WrongArity("cl.release")));
     }
@@ -733,6 +767,10 @@ mod tests {
         assert_eq!(parsed.holder, Some((&b"MS"[..], 10)));
         assert_eq!(parsed.unit, TimeUnit::Milliseconds);
         assert_eq!(all_of("1 a LEASE 3 30").map(|_| ()), Err(Error::NoHolder));
+        assert!(
+            all_of("1 a LEASE 3 30 QUANTITY 0").is_ok(),
+            "a look needs no holder"
+        );
         assert_eq!(
             all_of("1 a FIXED 3 30 HOLDER h").map(|_| ()),
             Err(Error::HolderWithoutLease)

@@ -30,6 +30,12 @@ pub enum Error {
     HolderWithoutLease,
     /// A holder name that is empty or longer than 255 bytes.
     HolderLength,
+    /// The argument at this position (the key first) is not one of the command's options,
+    /// repeats one, or lacks its value.
+    BadOption {
+        command: &'static str,
+        position: usize,
+    },
     /// The command takes no `BLOCK` (CL.RELEASE never waits).
     NoBlock(&'static str),
     /// The named argument makes the limiter's time arithmetic overflow.
@@ -87,6 +93,9 @@ impl Error {
                 "ERR HOLDER is given, but no limiter is a LEASE".to_owned()
             }
             Error::HolderLength => "ERR holder must be 1 to 255 bytes".to_owned(),
+            Error::BadOption { command, position } => format!(
+                "ERR syntax error: argument {position} of '{command}' is not one of its options, repeats one, or lacks its value"
+            ),
             Error::NoBlock(command) => format!("ERR {command} does not wait: BLOCK is not one of its arguments"),
             Error::TooLarge(arg) => {
                 format!("ERR {arg} is too large: the limiter's time span would overflow")
@@ -150,6 +159,10 @@ mod tests {
             Error::HolderWithoutLease,
             Error::HolderLength,
             Error::NoBlock("cl.release"),
+            Error::BadOption {
+                command: "cl.lease",
+                position: 5,
+            },
             Error::LeaseSetTooLong,
             Error::TooLarge("period"),
             Error::SubNanosecondInterval,

@@ -27,6 +27,9 @@ pub enum LeaseChange {
     Renew { end_ms: i64, found: Found },
     /// The holder takes a free slot until `end_ms`.
     Acquire { end_ms: i64 },
+    /// The holder takes a free slot until `end_ms` again: its ended lease, `found`, not
+    /// dropped yet, takes the new end.
+    Retake { end_ms: i64, found: Found },
 }
 
 /// A call's answer, and its change when admitted.
@@ -74,7 +77,8 @@ impl Lease {
         let view = Live::of(stored, now_ms)?;
         let live = i64::try_from(view.live).map_err(|_| Error::CorruptState)?;
         let reset_after = |latest: Option<i64>| ms_to_ns(latest.map_or(0, |end| end - now_ms));
-        if let Some(found) = view.holder(holder)?.filter(|found| found.end_ms > now_ms) {
+        let own = view.holder(holder)?;
+        if let Some(found) = own.filter(|found| found.end_ms > now_ms) {
             // The holder's own lease ends at `end_ms` now, whatever it was.
             let latest = view.latest_end_but(holder)?.max(Some(end_ms));
             let outcome = Outcome::allowed(
@@ -94,9 +98,13 @@ impl Lease {
             }
             let latest = view.latest_end()?.max(Some(end_ms));
             let outcome = Outcome::allowed(self.limit, self.limit - live - 1, reset_after(latest));
+            let change = match own {
+                Some(found) => LeaseChange::Retake { end_ms, found },
+                None => LeaseChange::Acquire { end_ms },
+            };
             return Ok(Decision {
                 outcome,
-                change: Some(LeaseChange::Acquire { end_ms }),
+                change: Some(change),
                 last_end_ms: latest,
             });
         }
@@ -126,59 +134,42 @@ impl Lease {
 }
 
 /// Makes an admitted call's change in the set `buffer` holds (an empty buffer is an empty
-/// set: a new key's): drops the leases that ended by `now_ms`, then renews or adds the
-/// holder's.
+/// set: a new key's): renews or adds the holder's lease, then drops the leases that ended by
+/// `now_ms`. Each edit checks what it relies on before it moves a byte, so a set damaged
+/// where the call's own edit does not look is refused before anything changes; the ended
+/// leases go only if the set lets them go cleanly (they take no slot either way).
 pub fn apply(
     buffer: &mut impl LogBuffer,
     holder: &[u8],
     change: LeaseChange,
     now_ms: i64,
 ) -> Result<(), Error> {
-    if buffer.bytes_mut()?.is_empty() {
-        buffer.reallocate(HEADER_LEN)?;
-        buffer
-            .bytes_mut()?
-            .get_mut(..HEADER_LEN)
-            .ok_or(Error::Internal)?
-            .copy_from_slice(&empty());
-    }
-    let dropped = Editor::new(buffer).drop_ended(now_ms)?;
     match change {
-        LeaseChange::Acquire { end_ms } => Editor::new(buffer).insert(holder, end_ms),
-        LeaseChange::Renew { end_ms, found } => {
-            // Where the call found the lease, unless dropping the ended ones moved it.
-            let found = match dropped {
-                0 => found,
-                _ => LeaseSet::parse(buffer.bytes_mut()?)?
-                    .find(holder)?
-                    .ok_or(Error::Internal)?,
-            };
-            Editor::new(buffer).renew(holder, found, end_ms)
+        LeaseChange::Acquire { end_ms } => Editor::new(buffer).insert(holder, end_ms)?,
+        LeaseChange::Renew { end_ms, found } | LeaseChange::Retake { end_ms, found } => {
+            Editor::new(buffer).renew(holder, found, end_ms)?
         }
     }
+    let _ = Editor::new(buffer).drop_ended(now_ms);
+    Ok(())
 }
 
 /// Frees `holder`'s live lease, if it holds one, dropping the leases that ended by `now_ms`
-/// with it. A release of nothing writes nothing.
+/// with it, as `apply` does. A release of nothing writes nothing.
 pub fn release(buffer: &mut impl LogBuffer, holder: &[u8], now_ms: i64) -> Result<Released, Error> {
-    let live = {
-        let set = LeaseSet::parse(buffer.bytes_mut()?)?;
-        set.find(holder)?.is_some_and(|found| found.end_ms > now_ms)
+    let (found, last_end_ms) = {
+        let view = Live::of(Some(buffer.bytes_mut()?), now_ms)?;
+        let Some(found) = view.holder(holder)?.filter(|found| found.end_ms > now_ms) else {
+            return Ok(Released::Nothing);
+        };
+        let last_end_ms = match view.live {
+            0 | 1 => None,
+            _ => view.latest_end_but(holder)?,
+        };
+        (found, last_end_ms)
     };
-    if !live {
-        return Ok(Released::Nothing);
-    }
-    Editor::new(buffer).drop_ended(now_ms)?;
-    let found = LeaseSet::parse(buffer.bytes_mut()?)?
-        .find(holder)?
-        .ok_or(Error::Internal)?;
     Editor::new(buffer).remove(holder, found)?;
-    // Every lease left is live: the ended ones were dropped.
-    let set = LeaseSet::parse(buffer.bytes_mut()?)?;
-    let last_end_ms = match set.count() {
-        0 => None,
-        count => Some(set.by_end(count - 1)?.1),
-    };
+    let _ = Editor::new(buffer).drop_ended(now_ms);
     Ok(Released::Freed { last_end_ms })
 }
 
@@ -566,11 +557,14 @@ mod tests {
                     let field =
                         |at: usize| u32::from_le_bytes(raw[at..at + 4].try_into().unwrap()) as usize;
                     let (heap, tail) = (field(8), field(16));
-                    // The holes between entries never outweigh the entries in use, and the
-                    // tail is never much more than a new value's.
+                    // The holes between entries never outweigh the entries in use, nor the
+                    // tail (packed holes and a new value's tail) much more than them.
                     prop_assert!(heap - tail <= 2 * in_use);
                     let used = raw.len() - tail;
-                    prop_assert!(tail <= 2 * (used / 32).max(64) + 8, "tail {} of {}", tail, raw.len());
+                    prop_assert!(
+                        tail <= in_use + 2 * (used / 32).max(64) + 8,
+                        "tail {} of {}", tail, raw.len()
+                    );
                 }
             }
         }

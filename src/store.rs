@@ -10,7 +10,7 @@ use crate::decimal::{decimal, parse_i64};
 use crate::error::Error;
 use crate::ffi::{api, succeeded};
 use crate::strings::OwnedString;
-use crate::window::LogBuffer;
+use crate::window::{LogBuffer, MAX_VALUE_LEN};
 
 /// How a command means to use its key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -267,23 +267,19 @@ impl LogBuffer for Key {
         succeeded(unsafe { truncate(handle.as_ptr(), len) })
     }
 
-    /// A new string of exactly `len` bytes, the value's own first, for the key to hold: the
-    /// server allocates it to its size, where growing the one it holds would double it. It
-    /// takes the key's expiry away, as SET does: the write that follows sets it.
+    /// Makes the key's string exactly `len` bytes long, its allocation too: the server grows
+    /// a string to twice what it asks for, and gives the room back only when cutting it
+    /// leaves more than half free. So the string is first grown past twice `len` (when it is
+    /// not that long already), then cut to `len`, which has the server reallocate it to its
+    /// size. The same key and object throughout: its expiry, LRU/LFU and events stay as
+    /// they are.
     fn reallocate(&mut self, len: usize) -> Result<(), Error> {
-        let handle = self.handle.ok_or(Error::Internal)?;
-        let set = api(unsafe { raw::RedisModule_StringSet })?;
-        let mut bytes = vec![0u8; len];
-        let current = self.bytes_mut()?;
-        let kept = current.len().min(len);
-        bytes
-            .get_mut(..kept)
-            .ok_or(Error::Internal)?
-            .copy_from_slice(current.get(..kept).ok_or(Error::Internal)?);
-        let string = OwnedString::new(&bytes)?;
-        // SAFETY: handle is a key opened for writing; the server takes its own reference to
-        // the string.
-        succeeded(unsafe { set(handle.as_ptr(), string.as_ptr()) })
+        let current = self.bytes_mut()?.len();
+        // An empty key is made at its size.
+        if current > 0 && current <= len.saturating_mul(2) {
+            self.resize(len.saturating_mul(2).saturating_add(1).min(MAX_VALUE_LEN))?;
+        }
+        self.resize(len)
     }
 }
 

@@ -316,8 +316,11 @@ impl<'b, B: LogBuffer> Editor<'b, B> {
         if holder.is_empty() || holder.len() > MAX_HOLDER || !(0..=MAX_END_MS).contains(&end_ms) {
             return Err(Error::Internal);
         }
-        let old = self.sizes()?;
-        let (at_holder, at_end) = {
+        // An empty buffer is a new key's: an empty set, made at the size of its first lease.
+        let new_key = self.buffer.bytes_mut()?.is_empty();
+        let (at_holder, at_end) = if new_key {
+            (0, 0)
+        } else {
             let set = LeaseSet::parse(self.buffer.bytes_mut()?)?;
             let Err(at_holder) = set.search_holder(holder)? else {
                 return Err(Error::Internal);
@@ -327,6 +330,23 @@ impl<'b, B: LogBuffer> Editor<'b, B> {
         };
         let entry_len = ENTRY_OVERHEAD + holder.len();
         let needs = entry_len + 2 * SLOT;
+        let mut old = if new_key {
+            Sizes {
+                count: 0,
+                heap_len: 0,
+                holes: 0,
+                tail: 0,
+            }
+        } else {
+            self.sizes()?
+        };
+        // Short of tail, holes worth an eighth of the entries are packed into it rather than
+        // the value grown: so a set under churn stays within about that of its bytes. The
+        // indexes keep their order, and the places found above.
+        if old.tail < needs && old.gaps() >= needs && old.gaps() * 8 >= old.in_use() {
+            self.pack(old)?;
+            old = self.sizes()?;
+        }
         // The entry goes where the tail starts.
         let offset = old.heap_len - old.tail;
         if offset + entry_len > MAX_HEAP {
@@ -365,14 +385,22 @@ impl<'b, B: LogBuffer> Editor<'b, B> {
         ];
         if grows {
             // Made again: the indexes are copied out first, as they may land where they were.
-            let indexes = self
-                .buffer
-                .bytes_mut()?
-                .get(holder_at..old.len())
-                .ok_or(Error::Internal)?
-                .to_vec();
+            let indexes = match new_key {
+                true => Vec::new(),
+                false => self
+                    .buffer
+                    .bytes_mut()?
+                    .get(holder_at..old.len())
+                    .ok_or(Error::Internal)?
+                    .to_vec(),
+            };
             self.buffer.reallocate(new_len)?;
             let raw = self.buffer.bytes_mut()?;
+            if new_key {
+                raw.get_mut(..HEADER_LEN)
+                    .ok_or(Error::Internal)?
+                    .copy_from_slice(&empty());
+            }
             for (from, to, at) in runs {
                 raw.get_mut(at..at + (to - from))
                     .ok_or(Error::Internal)?
@@ -549,15 +577,27 @@ impl<'b, B: LogBuffer> Editor<'b, B> {
         if new.gaps() > new.in_use() {
             // The entries will be packed next: what could refuse that is checked now, before
             // the first byte moves.
+            // Both indexes must name the same entries, as packing maps every slot of each.
             let set = LeaseSet::parse(self.buffer.bytes_mut()?)?;
-            let mut kept = Vec::with_capacity(new.count);
-            let mut skip = by_holder.iter().peekable();
-            for i in 0..old.count {
-                if skip.next_if(|&&index| index == i).is_none() {
-                    kept.push(set.slot(set.by_holder_at(), i)?);
+            let mut kept = [Vec::with_capacity(new.count), Vec::with_capacity(new.count)];
+            for ((index_at, cut_out), kept) in
+                [(set.by_holder_at(), by_holder), (set.by_end_at(), by_end)]
+                    .into_iter()
+                    .zip(kept.iter_mut())
+            {
+                let mut skip = cut_out.iter().peekable();
+                for i in 0..old.count {
+                    if skip.next_if(|&&index| index == i).is_none() {
+                        kept.push(set.slot(index_at, i)?);
+                    }
                 }
+                kept.sort_unstable();
             }
-            entries_in_use(&set, kept, new.in_use())?;
+            let [by_holder_kept, by_end_kept] = kept;
+            if by_holder_kept != by_end_kept {
+                return Err(Error::CorruptState);
+            }
+            entries_in_use(&set, by_holder_kept, new.in_use())?;
         }
         let raw = self.buffer.bytes_mut()?;
         let total = old.len();

@@ -119,7 +119,7 @@ fn holders_up_to_the_limit_are_admitted_renew_and_release(flavor: Flavor) {
     assert!(held[0].1 <= held[1].1, "the soonest to end first: {held:?}");
     assert!(
         held.iter()
-            .all(|(_, left)| (59_000..=60_000).contains(left)),
+            .all(|(_, left)| (50_000..=60_000).contains(left)),
         "{held:?}"
     );
     let none: Vec<(String, i64)> = redis::cmd("CL.HOLDERS")
@@ -128,7 +128,7 @@ fn holders_up_to_the_limit_are_admitted_renew_and_release(flavor: Flavor) {
         .unwrap();
     assert!(none.is_empty());
     let ttl = pttl(&mut con, "pool");
-    assert!(ttl > 59_000 && ttl <= 60_000, "{ttl}");
+    assert!(ttl > 50_000 && ttl <= 60_000, "{ttl}");
 
     assert_eq!(release(&mut con, "pool", "job:b"), 1);
     assert_eq!(release(&mut con, "pool", "job:b"), 0, "released already");
@@ -140,7 +140,7 @@ fn holders_up_to_the_limit_are_admitted_renew_and_release(flavor: Flavor) {
     );
     assert_holds(&mut con, "pool", &["job:a", "job:c"]);
     // The key expires at its last lease's end: job:a's, a minute away, not job:c's 60 ms.
-    assert!(pttl(&mut con, "pool") > 59_000);
+    assert!(pttl(&mut con, "pool") > 50_000);
     // Releasing the last lease deletes the key, as SREM deletes an emptied set.
     assert_eq!(release(&mut con, "pool", "job:a"), 1);
     std::thread::sleep(Duration::from_millis(80));
@@ -567,6 +567,9 @@ fn writes_fire_their_events_and_denials_none(flavor: Flavor) {
     release(&mut con, "pool", "b");
     lease(&mut con, &["pool", "1", "60", "a"]);
     lease(&mut con, &["other", "1", "60", "a"]);
+    // A second slot, taken and given back: the key stays, with a's end as its expiry.
+    lease(&mut con, &["pool", "2", "30", "d"]);
+    release(&mut con, "pool", "d");
     release(&mut con, "pool", "a");
     limiter(
         &mut con,
@@ -591,6 +594,10 @@ fn writes_fire_their_events_and_denials_none(flavor: Flavor) {
         ("expire", "pool"),
         ("cl.lease", "other"),
         ("expire", "other"),
+        ("cl.lease", "pool"),
+        ("expire", "pool"),
+        ("cl.release", "pool"),
+        ("expire", "pool"),
         ("cl.release", "pool"),
         ("del", "pool"),
         ("cl.lease", "pool"),
