@@ -202,6 +202,11 @@ pub fn release<'a>(args: &[&'a [u8]]) -> Result<(&'a [u8], Option<i64>), Error> 
         {
             Err(Error::NoBlock(COMMAND))
         }
+        // After the key and the holder: past `AT unix-ms`, if that is how it starts.
+        [keyword, _, ..] if keyword.eq_ignore_ascii_case(b"AT") => Err(Error::BadOption {
+            command: COMMAND,
+            position: 5,
+        }),
         _ => Err(Error::BadOption {
             command: COMMAND,
             position: 3,
@@ -742,6 +747,13 @@ mod tests {
         assert_eq!(
             release(&words("h AT 1 BLOCK 5")),
             Err(Error::NoBlock("cl.release"))
+        );
+        assert_eq!(
+            release(&words("h AT 1 AT 2")),
+            Err(Error::BadOption {
+                command: "cl.release",
+                position: 5
+            })
         );
         assert_eq!(
             release(&words("h x")),

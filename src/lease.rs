@@ -20,7 +20,7 @@ pub struct Lease {
     pub lease_ms: i64,
 }
 
-/// What a call changes, once the leases that ended are dropped.
+/// What an admitted call changes in the set (the leases that ended are dropped after it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LeaseChange {
     /// The holder's live lease, `found` where the call read it, now ends at `end_ms`.
@@ -93,7 +93,8 @@ impl Lease {
             });
         }
         if live < self.limit {
-            if view.set.is_some_and(|set| !set.has_room_for(holder)) {
+            // A holder retaking its slot reuses its entry: only a new one needs room.
+            if own.is_none() && view.set.is_some_and(|set| !set.has_room_for(holder)) {
                 return Err(Error::LeaseSetTooLong);
             }
             let latest = view.latest_end()?.max(Some(end_ms));
@@ -144,14 +145,32 @@ pub fn apply(
     change: LeaseChange,
     now_ms: i64,
 ) -> Result<(), Error> {
+    if buffer.bytes_mut()?.is_empty() {
+        // A new key's set is made whole first, and then given to the key.
+        let LeaseChange::Acquire { end_ms } = change else {
+            return Err(Error::Internal);
+        };
+        let mut set = Vec::new();
+        Editor::new(&mut set).insert(holder, end_ms)?;
+        return buffer.replace_with(&set);
+    }
     match change {
         LeaseChange::Acquire { end_ms } => Editor::new(buffer).insert(holder, end_ms)?,
         LeaseChange::Renew { end_ms, found } | LeaseChange::Retake { end_ms, found } => {
             Editor::new(buffer).renew(holder, found, end_ms)?
         }
     }
-    let _ = Editor::new(buffer).drop_ended(now_ms);
-    Ok(())
+    drop_ended(buffer, now_ms)
+}
+
+/// Drops the leases that ended by `now_ms`, after a call's own edit, if the set lets them go
+/// cleanly: a set damaged where the call's edit did not look is refused before a byte moves
+/// (and keeps them: they take no slot). Any other failure is the server's, and an error.
+fn drop_ended(buffer: &mut impl LogBuffer, now_ms: i64) -> Result<(), Error> {
+    match Editor::new(buffer).drop_ended(now_ms) {
+        Ok(_) | Err(Error::CorruptState) => Ok(()),
+        Err(error) => Err(error),
+    }
 }
 
 /// Frees `holder`'s live lease, if it holds one, dropping the leases that ended by `now_ms`
@@ -168,8 +187,11 @@ pub fn release(buffer: &mut impl LogBuffer, holder: &[u8], now_ms: i64) -> Resul
         };
         (found, last_end_ms)
     };
-    Editor::new(buffer).remove(holder, found)?;
-    let _ = Editor::new(buffer).drop_ended(now_ms);
+    // The last live lease goes with the key: the set need not be edited.
+    if last_end_ms.is_some() {
+        Editor::new(buffer).remove(holder, found)?;
+        drop_ended(buffer, now_ms)?;
+    }
     Ok(Released::Freed { last_end_ms })
 }
 
@@ -339,6 +361,11 @@ mod tests {
             };
             match released {
                 Released::Nothing => false,
+                // The last live lease went: the command deletes the key.
+                Released::Freed { last_end_ms: None } => {
+                    self.0 = None;
+                    true
+                }
                 Released::Freed { last_end_ms } => {
                     assert_eq!(last_end_ms, self.contents().values().max().copied());
                     true

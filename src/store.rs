@@ -281,6 +281,25 @@ impl LogBuffer for Key {
         }
         self.resize(len)
     }
+
+    /// An empty key is given a string made of `bytes`, so that its `new` keyspace event comes
+    /// with its value; a key holding a string has it replaced in place.
+    fn replace_with(&mut self, bytes: &[u8]) -> Result<(), Error> {
+        if !self.bytes_mut()?.is_empty() {
+            self.reallocate(bytes.len())?;
+            self.bytes_mut()?
+                .get_mut(..bytes.len())
+                .ok_or(Error::Internal)?
+                .copy_from_slice(bytes);
+            return Ok(());
+        }
+        let handle = self.handle.ok_or(Error::Internal)?;
+        let set = api(unsafe { raw::RedisModule_StringSet })?;
+        let string = OwnedString::new(bytes)?;
+        // SAFETY: handle is an empty key opened for writing; the server takes its own
+        // reference to the string.
+        succeeded(unsafe { set(handle.as_ptr(), string.as_ptr()) })
+    }
 }
 
 impl Drop for Key {

@@ -284,8 +284,8 @@ pub struct Editor<'b, B: LogBuffer> {
 }
 
 impl<'b, B: LogBuffer> Editor<'b, B> {
-    /// Edits the set in `buffer`, which must hold one (an empty key's buffer is first given
-    /// `empty()`).
+    /// Edits the set in `buffer`, which must hold one, or be empty (a new key's: `insert`
+    /// makes its set).
     pub fn new(buffer: &'b mut B) -> Editor<'b, B> {
         Editor { buffer }
     }
@@ -627,7 +627,8 @@ impl<'b, B: LogBuffer> Editor<'b, B> {
 
     /// Packs the entries again once the holes between them outweigh the bytes in use, and
     /// makes the value again, shorter, once its tail is more than twice what a new one would
-    /// be.
+    /// be and what an insert packs into it (an eighth of the entries), so that a tail just
+    /// packed is not cut off by the next release.
     fn tidy(&mut self) -> Result<(), Error> {
         let sizes = self.sizes()?;
         if sizes.gaps() > sizes.in_use() {
@@ -636,7 +637,7 @@ impl<'b, B: LogBuffer> Editor<'b, B> {
         let sizes = self.sizes()?;
         let used = sizes.len() - sizes.tail;
         let shorter = with_tail(used, sizes.len())?;
-        if sizes.tail > 2 * (shorter - used) {
+        if sizes.tail > 2 * (shorter - used) + sizes.in_use() / 8 {
             // The indexes move down to end the shorter value, and the rest is cut off.
             let heap_len = shorter - HEADER_LEN - 2 * SLOT * sizes.count;
             let raw = self.buffer.bytes_mut()?;

@@ -58,6 +58,17 @@ pub trait LogBuffer {
     fn reallocate(&mut self, len: usize) -> Result<(), Error> {
         self.resize(len)
     }
+
+    /// Replaces the bytes with `bytes`, made elsewhere whole: for a new key, so that the
+    /// server sees it, and announces it, only with its value.
+    fn replace_with(&mut self, bytes: &[u8]) -> Result<(), Error> {
+        self.reallocate(bytes.len())?;
+        self.bytes_mut()?
+            .get_mut(..bytes.len())
+            .ok_or(Error::Internal)?
+            .copy_from_slice(bytes);
+        Ok(())
+    }
 }
 
 impl LogBuffer for Vec<u8> {
