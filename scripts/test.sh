@@ -21,7 +21,7 @@ cargo clippy --features docker --tests -- -D warnings
 # The release artifact: built, its checksum verified, and loaded by real servers.
 bash scripts/dist.sh
 (cd dist && sha256sum -c ./*.sha256)
-REDIS_CELL_MODULE="$(ls "$PWD"/dist/libredis_cell-*.so | head -1)" cargo test --test it -- operability:: contract::
+REDIS_CELL_MODULE="$(ls "$PWD"/dist/libredis_cell-*.so | head -1)" cargo test --test it -- operability:: contract:: lease::
 
 # Coverage-guided fuzzing, bounded: `make fuzz FUZZ_SECONDS=600` for the long run.
 FUZZ_SECONDS=${FUZZ_SECONDS:-20} bash scripts/fuzz.sh
