@@ -96,6 +96,23 @@ impl FixedWindow {
             },
         }
     }
+
+    /// Gives the request's units back at `now_ms` (REFUND): the open window's count drops by
+    /// them, never below 0; a window that has ended has nothing to give back. Answers as a
+    /// peek at what it leaves, and names a new window only when the count changed. Not yet
+    /// wired to a command (issue 19).
+    pub fn refund(&self, stored: Option<Window>, now_ms: i64) -> Decision {
+        let new_window = stored
+            .filter(|window| now_ms < window.end_ms && window.count > 0 && self.quantity > 0)
+            .map(|window| Window {
+                count: window.count.saturating_sub(self.quantity).max(0),
+                ..window
+            });
+        Decision {
+            outcome: self.peek().decide(new_window.or(stored), now_ms).outcome,
+            new_window,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -268,6 +285,73 @@ mod tests {
                     stored = Some(window);
                 }
                 prop_assert_eq!(decision.outcome.to_reply(TimeUnit::Milliseconds), expected);
+            }
+        }
+    }
+
+    #[test]
+    fn a_refund_lowers_the_open_window_and_never_below_zero() {
+        let open = Some(Window {
+            count: 3,
+            end_ms: NOW + 1_000,
+        });
+        let refund = fixed(5, 1_000, 2).refund(open, NOW + 400);
+        assert_eq!(
+            refund.new_window,
+            Some(Window {
+                count: 1,
+                end_ms: NOW + 1_000
+            })
+        );
+        assert_eq!(
+            refund.outcome.to_reply(TimeUnit::Milliseconds),
+            [0, 5, 4, -1, 600]
+        );
+        let refund = fixed(5, 1_000, 9).refund(open, NOW + 400);
+        assert_eq!(refund.new_window.map(|w| w.count), Some(0));
+        // An ended window, no window, a quantity of 0: nothing to give back, and a peek's
+        // answer.
+        for (stored, now, quantity) in [(open, NOW + 1_000, 2), (None, NOW, 2), (open, NOW, 0)] {
+            let refund = fixed(5, 1_000, quantity).refund(stored, now);
+            assert_eq!(refund.new_window, None);
+            assert_eq!(
+                refund.outcome,
+                fixed(5, 1_000, 0).decide(stored, now).outcome
+            );
+        }
+    }
+
+    proptest! {
+        /// A refund never raises what remains above the limit, and one of what was just
+        /// admitted, at that instant, leaves the window as it was.
+        #[test]
+        fn refunds_undo_admissions_and_give_no_credit(
+            calls in prop::collection::vec((0i64..700, 0i64..4, any::<bool>()), 1..80),
+        ) {
+            let (limit, period) = (5, 1_000);
+            let mut stored: Option<Window> = None;
+            let mut now = NOW;
+            for (gap, quantity, refund) in calls {
+                now += gap;
+                let f = fixed(limit, period, quantity);
+                if refund {
+                    let decision = f.refund(stored, now);
+                    if let Some(window) = decision.new_window {
+                        prop_assert!(window.count >= 0);
+                        prop_assert!(stored.is_some_and(|old| window.count < old.count && window.end_ms == old.end_ms));
+                        stored = Some(window);
+                    }
+                    prop_assert!(!decision.outcome.limited && decision.outcome.remaining <= limit);
+                } else {
+                    let before = f.peek().decide(stored, now).outcome;
+                    let decision = f.decide(stored, now);
+                    if let Some(admitted) = decision.new_window {
+                        let undone = f.refund(Some(admitted), now);
+                        prop_assert_eq!(undone.outcome.remaining, before.remaining);
+                        prop_assert_eq!(undone.new_window.map(|w| w.count), Some(admitted.count - quantity));
+                        stored = Some(admitted);
+                    }
+                }
             }
         }
     }

@@ -99,6 +99,21 @@ impl Gcra {
             }
         }
     }
+
+    /// Gives the request's units back at `now` (REFUND): the TAT moves back by them, but
+    /// never before now, where the limiter is empty, so that no refund leaves more capacity
+    /// than an untouched key has. Answers as a peek at what it leaves, and names a new TAT
+    /// only when it moved. Not yet wired to a command (issue 19).
+    pub fn refund(&self, stored_tat: Option<i64>, now: i64) -> Decision {
+        let new_tat = stored_tat
+            .filter(|&tat| tat > now)
+            .map(|tat| tat.saturating_sub(self.increment).max(now))
+            .filter(|&tat| Some(tat) != stored_tat);
+        Decision {
+            outcome: self.peek().decide(new_tat.or(stored_tat), now).outcome,
+            new_tat,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -340,7 +355,70 @@ mod tests {
         prop::collection::vec((0i64..3 * SECOND, 0i64..8), 1..60)
     }
 
+    #[test]
+    fn a_refund_gives_back_units_but_no_credit_beyond_empty() {
+        // 5 a second, bursts of 5: three taken, two given back.
+        let take = |q| gcra(4, 5, SECOND, q).unwrap();
+        let mut key = Limiter { tat: None };
+        assert_eq!(
+            key.call(take(3), NOW, TimeUnit::Milliseconds),
+            [0, 5, 2, -1, 600]
+        );
+        let refund = take(2).refund(key.tat, NOW);
+        assert_eq!(refund.new_tat, Some(NOW + 200 * MILLI));
+        assert_eq!(
+            refund.outcome.to_reply(TimeUnit::Milliseconds),
+            [0, 5, 4, -1, 200]
+        );
+        // More than was taken: the limiter is empty, not in credit.
+        let refund = take(5).refund(Some(NOW + 200 * MILLI), NOW);
+        assert_eq!(refund.new_tat, Some(NOW));
+        assert_eq!(
+            refund.outcome.to_reply(TimeUnit::Milliseconds),
+            [0, 5, 5, -1, 0]
+        );
+        // Nothing to give back: no key, a drained one, a quantity of 0.
+        for (stored, q) in [(None, 2), (Some(NOW - SECOND), 2), (Some(NOW + SECOND), 0)] {
+            let refund = take(q).refund(stored, NOW);
+            assert_eq!(refund.new_tat, None, "{stored:?} {q}");
+            assert_eq!(refund.outcome, take(0).decide(stored, NOW).outcome);
+        }
+    }
+
     proptest! {
+        /// After any admissions and refunds, a refund never leaves a TAT before now (more than
+        /// an untouched key allows); and a refund of what was just admitted, at that instant,
+        /// leaves the limiter as it was.
+        #[test]
+        fn refunds_undo_admissions_and_give_no_credit(
+            calls in prop::collection::vec((0i64..3_000, 0i64..8, any::<bool>()), 1..60),
+        ) {
+            let mut tat = None;
+            let mut now = NOW;
+            for (gap_ms, quantity, refund) in calls {
+                now += gap_ms * MILLI;
+                let g = gcra(5, 3, SECOND, quantity).unwrap();
+                if refund {
+                    let decision = g.refund(tat, now);
+                    if let Some(new_tat) = decision.new_tat {
+                        prop_assert!(new_tat >= now && tat.is_some_and(|old| new_tat < old));
+                        tat = Some(new_tat);
+                    }
+                    prop_assert_eq!(decision.outcome.limited, false);
+                } else {
+                    let before = g.peek().decide(tat, now).outcome;
+                    let decision = g.decide(tat, now);
+                    if let Some(admitted) = decision.new_tat {
+                        let undone = g.refund(Some(admitted), now);
+                        let restored = undone.new_tat.unwrap_or(admitted);
+                        prop_assert_eq!(restored, tat.map_or(now, |old| old.max(now)));
+                        prop_assert_eq!(undone.outcome, before);
+                        tat = Some(admitted);
+                    }
+                }
+            }
+        }
+
         /// The drop-in promise: at whole-millisecond times, with an emission interval of whole
         /// milliseconds (where redis-cell's own rounding is exact), every reply is
         /// redis-cell's. (Elsewhere the README lists where redis-cell rounds wrongly.)
