@@ -141,6 +141,93 @@ impl SlidingWindow {
         };
         Ok(decision)
     }
+
+    /// Gives the request's units back at `now_ms` (REFUND): up to `quantity` of the newest
+    /// units still in the window leave the log, as if the newest admissions had taken fewer.
+    /// The newest, because they are the ones the refunded request took when it refunds right
+    /// after its admission, and because taking them back leaves every older unit to leave
+    /// when it would have: capacity comes back now, and no later than it would have. Answers
+    /// the state it leaves (admitted), and names a change only when units left. Not yet wired
+    /// to a command (issue 19).
+    pub fn refund(&self, stored: Option<&[u8]>, now_ms: i64) -> Result<Refund, Error> {
+        let log = stored.map(Log::decode).transpose()?;
+        let expired = |at_ms: i64| now_ms.saturating_sub(at_ms) >= self.period_ms;
+        let live = match &log {
+            Some(log) => log.live(expired)?,
+            None => None,
+        };
+        let gone_at = |at_ms: i64| {
+            at_ms
+                .saturating_add(self.period_ms)
+                .saturating_sub(now_ms)
+                .saturating_mul(NANOS_PER_MILLI)
+        };
+        let (Some(log), Some(live)) = (log, live) else {
+            return Ok(Refund {
+                outcome: Outcome::allowed(self.limit, self.limit, 0),
+                change: None,
+            });
+        };
+        if self.quantity == 0 {
+            return Ok(Refund {
+                outcome: Outcome::allowed(
+                    self.limit,
+                    self.limit.saturating_sub(live.total),
+                    gone_at(log.newest_ms()),
+                ),
+                change: None,
+            });
+        }
+        if self.quantity >= live.total {
+            // Every unit in the window goes: the key holds nothing worth keeping.
+            return Ok(Refund {
+                outcome: Outcome::allowed(self.limit, self.limit, 0),
+                change: Some(Trim::Clear),
+            });
+        }
+        let plan = log::plan_trim(&log, &live, self.quantity)?;
+        Ok(Refund {
+            outcome: Outcome::allowed(
+                self.limit,
+                self.limit.saturating_sub(live.total - self.quantity),
+                gone_at(plan.tail_ms),
+            ),
+            change: Some(Trim::Keep {
+                expire_at_ms: plan.tail_ms.saturating_add(self.period_ms),
+                plan,
+            }),
+        })
+    }
+}
+
+/// A refund's answer, and its change when units left the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Refund {
+    pub outcome: Outcome,
+    pub change: Option<Trim>,
+}
+
+/// How a refund changes the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trim {
+    /// The newest units leave; the key expires when the newest left leaves the window.
+    Keep {
+        plan: log::TrimPlan,
+        expire_at_ms: i64,
+    },
+    /// Every unit in the window leaves: the key is deleted.
+    Clear,
+}
+
+impl Trim {
+    /// Writes a `Keep` into `buffer`, which holds the log the refund was decided on; a
+    /// `Clear` is the key's deletion, the caller's.
+    pub fn apply(&self, buffer: &mut impl LogBuffer) -> Result<(), Error> {
+        match self {
+            Trim::Keep { plan, .. } => plan.write(buffer),
+            Trim::Clear => Ok(()),
+        }
+    }
 }
 
 impl Append {
@@ -377,6 +464,144 @@ mod tests {
                     .sum();
                 prop_assert!(in_interval <= limit);
             }
+        }
+    }
+
+    impl Key {
+        /// A refund, as the command layer would make it: the log trimmed, or the key gone.
+        fn refund(&mut self, w: SlidingWindow, now_ms: i64) -> [i64; 5] {
+            let refund = w.refund(self.log.as_deref(), now_ms).unwrap();
+            match refund.change {
+                Some(Trim::Clear) => {
+                    self.log = None;
+                    self.expire_at_ms = None;
+                }
+                Some(trim @ Trim::Keep { expire_at_ms, .. }) => {
+                    let buffer = self.log.as_mut().expect("a log to trim");
+                    trim.apply(buffer).unwrap();
+                    self.expire_at_ms = Some(expire_at_ms);
+                }
+                None => {}
+            }
+            refund.outcome.to_reply(TimeUnit::Milliseconds)
+        }
+    }
+
+    /// The model's refund: the newest live units leave, newest first.
+    fn model_refund(
+        events: &mut Vec<(i64, i64)>,
+        limit: i64,
+        period: i64,
+        mut quantity: i64,
+        now: i64,
+    ) -> [i64; 5] {
+        events.retain(|&(t, _)| now - t < period);
+        while quantity > 0 {
+            let Some(last) = events.last_mut() else { break };
+            let taken = last.1.min(quantity);
+            last.1 -= taken;
+            quantity -= taken;
+            if last.1 == 0 {
+                events.pop();
+            }
+        }
+        let used: i64 = events.iter().map(|&(_, q)| q).sum();
+        let reset = events.last().map_or(0, |&(t, _)| t + period - now);
+        [0, limit, (limit - used).max(0), -1, reset]
+    }
+
+    #[test]
+    fn a_refund_takes_back_the_newest_units_first() {
+        let mut key = Key::default();
+        let w = |q| window(5, 1_000, q);
+        key.call(w(2), NOW);
+        key.call(w(2), NOW + 100);
+        // Three back: the newest two, and one of the first call's.
+        assert_eq!(key.refund(w(3), NOW + 200), [0, 5, 4, -1, 800]);
+        assert_eq!(key.expire_at_ms, Some(NOW + 1_000));
+        // The one left leaves when it would have: at NOW + 1,000.
+        assert_eq!(key.call(w(4), NOW + 999), [0, 5, 0, -1, 1_000]);
+        assert_eq!(key.call(w(1), NOW + 999), [1, 5, 0, 1, 1_000]);
+        // Everything back: the key goes.
+        assert_eq!(key.refund(w(9), NOW + 999), [0, 5, 5, -1, 0]);
+        assert_eq!(key.log, None);
+        // Nothing to give back: no key, a quantity of 0.
+        assert_eq!(key.refund(w(2), NOW + 999), [0, 5, 5, -1, 0]);
+        key.call(w(1), NOW + 2_000);
+        let before = key.log.clone();
+        assert_eq!(key.refund(w(0), NOW + 2_000), [0, 5, 4, -1, 1_000]);
+        assert_eq!(key.log, before);
+    }
+
+    /// Calls and refunds on a key and on the plain model, which must answer alike; after
+    /// each refund a peek checks the log it left.
+    fn refunds_answer_as_the_model(
+        limit: i64,
+        period: i64,
+        calls: Vec<(i64, i64, bool)>,
+    ) -> Result<(), TestCaseError> {
+        let mut key = Key::default();
+        let mut events = Vec::new();
+        let mut now = NOW;
+        for (gap, quantity, refund) in calls {
+            now += gap;
+            let w = window(limit, period, quantity);
+            if refund {
+                let expected = model_refund(&mut events, limit, period, quantity, now);
+                prop_assert_eq!(key.refund(w, now), expected);
+                let peek = model_call(&mut events.clone(), limit, period, 0, now);
+                prop_assert_eq!(key.call(window(limit, period, 0), now), peek);
+            } else {
+                let before = key.call(window(limit, period, 0), now);
+                let logged = key.log.clone();
+                let expected = model_call(&mut events, limit, period, quantity, now);
+                prop_assert_eq!(key.call(w, now), expected);
+                if expected[0] == 0 && quantity > 0 {
+                    // Given back at once, the units leave as if never taken.
+                    let mut undone = Key {
+                        log: key.log.clone(),
+                        expire_at_ms: key.expire_at_ms,
+                    };
+                    undone.refund(w, now);
+                    prop_assert_eq!(undone.call(window(limit, period, 0), now), before);
+                    if logged.is_none() {
+                        prop_assert_eq!(undone.log, None);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #[test]
+        fn refunds_give_back_the_newest_units_as_the_model_does(
+            limit in 1i64..40,
+            period in 1i64..2_000,
+            calls in prop::collection::vec(
+                (prop_oneof![Just(0i64), 0i64..300], 0i64..8, prop::bool::weighted(0.3)),
+                1..150,
+            ),
+        ) {
+            refunds_answer_as_the_model(limit, period, calls)?;
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+
+        #[test]
+        fn refunds_across_many_blocks_answer_as_the_model(
+            calls in prop::collection::vec(
+                (
+                    prop_oneof![30 => Just(0i64), 60 => 1i64..130, 10 => 130i64..1 << 21],
+                    prop_oneof![70 => 0i64..4, 20 => 4i64..200, 10 => 100i64..1 << 15],
+                    prop::bool::weighted(0.15),
+                ),
+                500..2_000,
+            ),
+        ) {
+            refunds_answer_as_the_model(1 << 40, 1 << 40, calls)?;
         }
     }
 
