@@ -152,7 +152,7 @@ pub fn apply(
         };
         let mut set = Vec::new();
         Editor::new(&mut set).insert(holder, end_ms)?;
-        return buffer.replace_with(&set);
+        return buffer.fill_empty(&set);
     }
     match change {
         LeaseChange::Acquire { end_ms } => Editor::new(buffer).insert(holder, end_ms)?,
@@ -329,6 +329,11 @@ mod tests {
         outcome.to_reply(crate::time::TimeUnit::Milliseconds)
     }
 
+    /// The set's header field at byte `at` (count 4, heap 8, holes 12, tail 16).
+    fn header_field(raw: &[u8], at: usize) -> usize {
+        u32::from_le_bytes(raw[at..at + 4].try_into().unwrap()) as usize
+    }
+
     /// A key's value, as the module keeps it: nothing until the first lease.
     #[derive(Default)]
     struct Key(Option<Vec<u8>>);
@@ -399,8 +404,7 @@ mod tests {
             );
             assert_eq!(by_holder, ends.keys().cloned().collect::<Vec<_>>());
             // The holes are exactly the entries' bytes no lease uses.
-            let field =
-                |at: usize| u32::from_le_bytes(raw[at..at + 4].try_into().unwrap()) as usize;
+            let field = |at: usize| header_field(raw, at);
             let in_use: usize = ends.keys().map(|holder| holder.len() + 7).sum();
             assert_eq!(field(8) - field(12), in_use, "holes miscounted");
             assert_eq!(raw.len(), HEADER_LEN + field(8) + 6 * set.count());
@@ -581,8 +585,7 @@ mod tests {
                 if let Some(raw) = &key.0 {
                     LeaseSet::parse(raw).unwrap();
                     let in_use: usize = stored.keys().map(|h| h.len() + 7).sum();
-                    let field =
-                        |at: usize| u32::from_le_bytes(raw[at..at + 4].try_into().unwrap()) as usize;
+                    let field = |at: usize| header_field(raw, at);
                     let (heap, tail) = (field(8), field(16));
                     // The holes between entries never outweigh the entries in use, nor the
                     // tail (packed holes and a new value's tail) much more than them.

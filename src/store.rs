@@ -282,16 +282,11 @@ impl LogBuffer for Key {
         self.resize(len)
     }
 
-    /// An empty key is given a string made of `bytes`, so that its `new` keyspace event comes
-    /// with its value; a key holding a string has it replaced in place.
-    fn replace_with(&mut self, bytes: &[u8]) -> Result<(), Error> {
+    /// The empty key is given a string made of `bytes`, so that its `new` keyspace event
+    /// comes with its value.
+    fn fill_empty(&mut self, bytes: &[u8]) -> Result<(), Error> {
         if !self.bytes_mut()?.is_empty() {
-            self.reallocate(bytes.len())?;
-            self.bytes_mut()?
-                .get_mut(..bytes.len())
-                .ok_or(Error::Internal)?
-                .copy_from_slice(bytes);
-            return Ok(());
+            return Err(Error::Internal);
         }
         let handle = self.handle.ok_or(Error::Internal)?;
         let set = api(unsafe { raw::RedisModule_StringSet })?;

@@ -150,16 +150,12 @@ impl<'a> Entry<'a> {
             LimiterArgs::Lease(_) => args.holder.map(|(_, at)| at),
             _ => args.quantity_at,
         };
-        let positions = std::iter::once(index + 1)
-            .chain(spec.params_at..spec.params_at + spec.params_len)
-            .chain(quantity_or_holder)
-            .chain(args.ms_at);
-        let mut own_args = [std::ptr::null_mut(); MAX_OWN_ARGS];
-        let mut own_len = 0;
-        for position in positions {
-            *own_args.get_mut(own_len).ok_or(Error::Internal)? = call.arg(position)?;
-            own_len += 1;
-        }
+        let (own_args, own_len) = call.args_at::<MAX_OWN_ARGS>(
+            std::iter::once(index + 1)
+                .chain(spec.params_at..spec.params_at + spec.params_len)
+                .chain(quantity_or_holder)
+                .chain(args.ms_at),
+        )?;
         Ok(Entry {
             limiter,
             key,

@@ -64,6 +64,21 @@ impl<'a, const N: usize> Call<'a, N> {
         self.argv.get(index + 1).copied().ok_or(Error::Internal)
     }
 
+    /// The arguments at these positions (after the command's name), as the server holds
+    /// them, gathered for a propagation: at most `M` of them, and how many there are.
+    pub fn args_at<const M: usize>(
+        &self,
+        positions: impl Iterator<Item = usize>,
+    ) -> Result<([*mut raw::RedisModuleString; M], usize), Error> {
+        let mut args = [std::ptr::null_mut(); M];
+        let mut len = 0;
+        for position in positions {
+            *args.get_mut(len).ok_or(Error::Internal)? = self.arg(position)?;
+            len += 1;
+        }
+        Ok((args, len))
+    }
+
     /// The instant to decide at: the server's clock, or the primary's instant carried by a
     /// replayed call.
     pub fn instant(&self, at_ms: Option<i64>) -> Result<Instant, Error> {

@@ -69,13 +69,7 @@ pub fn run_lease(call: &SingleCall, turn: Turn) -> Result<Answer, Error> {
     let args = args::lease(call.params())?;
     let now = call.instant(args.at_ms)?;
     // The key, the parameters and the holder, then MS wherever the client put it.
-    let mut own = [std::ptr::null_mut(); 5];
-    let positions = (0..4).chain(args.ms_at.map(|at| at + 1));
-    let mut own_len = 0;
-    for (slot, position) in own.iter_mut().zip(positions) {
-        *slot = call.arg(position)?;
-        own_len += 1;
-    }
+    let (own, own_len) = call.args_at::<5>((0..4).chain(args.ms_at.map(|at| at + 1)))?;
     let propagate = if args.at_ms.is_some() {
         Propagate::Verbatim
     } else {

@@ -59,9 +59,12 @@ pub trait LogBuffer {
         self.resize(len)
     }
 
-    /// Replaces the bytes with `bytes`, made elsewhere whole: for a new key, so that the
+    /// Fills an empty buffer with `bytes`, made elsewhere whole: for a new key, so that the
     /// server sees it, and announces it, only with its value.
-    fn replace_with(&mut self, bytes: &[u8]) -> Result<(), Error> {
+    fn fill_empty(&mut self, bytes: &[u8]) -> Result<(), Error> {
+        if !self.bytes_mut()?.is_empty() {
+            return Err(Error::Internal);
+        }
         self.reallocate(bytes.len())?;
         self.bytes_mut()?
             .get_mut(..bytes.len())

@@ -8,7 +8,7 @@ use crate::harness::cluster::Cluster;
 use crate::harness::events::Events;
 use crate::harness::waiting::{connect, ms_between, until_waiting, waiting_field, Waiter};
 use crate::harness::{
-    aof_options, dirty, error_of, keyspace, limiter, replicate, snapshot, stats_line,
+    aof_options, dirty, error_of, keyspace, limiter, replicate, snapshot, stats_field,
     wait_for_replica, Flavor, Options, Rng, Server, ServerKind,
 };
 
@@ -45,16 +45,6 @@ fn strlen(con: &mut redis::Connection, key: &str) -> i64 {
 
 fn pttl(con: &mut redis::Connection, key: &str) -> i64 {
     redis::cmd("PTTL").arg(key).query(con).unwrap()
-}
-
-/// A field of a command's INFO counters line (`cl_lease:calls=…,allowed=…`).
-fn counter(con: &mut redis::Connection, command: &str, field: &str) -> i64 {
-    let line = stats_line(con, command);
-    line.split(',')
-        .find_map(|pair| pair.strip_prefix(&format!("{field}=")))
-        .unwrap_or_else(|| panic!("no {field} in {line}"))
-        .parse()
-        .unwrap()
 }
 
 /// What a set of leases holds: a 20-byte header, and each lease its holder's length plus 13.
@@ -170,12 +160,12 @@ fn holders_up_to_the_limit_are_admitted_renew_and_release(flavor: Flavor) {
     assert_eq!(freed, 1);
     assert_eq!(lease(&mut con, &["bin", "1", "60", &long])[0], 0);
 
-    assert_eq!(counter(&mut con, "cl_lease", "allowed"), 6);
-    assert_eq!(counter(&mut con, "cl_lease", "denied"), 2);
-    assert_eq!(counter(&mut con, "cl_release", "allowed"), 3);
-    assert_eq!(counter(&mut con, "cl_release", "denied"), 4);
-    assert_eq!(counter(&mut con, "cl_release", "calls"), 7);
-    assert_eq!(counter(&mut con, "cl_holders", "peeks"), 5);
+    assert_eq!(stats_field(&mut con, "cl_lease", "allowed"), 6);
+    assert_eq!(stats_field(&mut con, "cl_lease", "denied"), 2);
+    assert_eq!(stats_field(&mut con, "cl_release", "allowed"), 3);
+    assert_eq!(stats_field(&mut con, "cl_release", "denied"), 4);
+    assert_eq!(stats_field(&mut con, "cl_release", "calls"), 7);
+    assert_eq!(stats_field(&mut con, "cl_holders", "peeks"), 5);
 }
 
 /// Runs `body` on a server whose clock the test sets, where the server allows it.

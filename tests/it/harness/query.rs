@@ -44,6 +44,16 @@ pub fn stats_line(con: &mut redis::Connection, command: &str) -> String {
         .to_owned()
 }
 
+/// One number of a line of the module's INFO section (`cl_lease`: `calls=…,allowed=…`).
+pub fn stats_field(con: &mut redis::Connection, line_name: &str, field: &str) -> i64 {
+    let line = stats_line(con, line_name);
+    line.split(',')
+        .find_map(|pair| pair.strip_prefix(&format!("{field}=")))
+        .unwrap_or_else(|| panic!("no {field} in {line}"))
+        .parse()
+        .unwrap()
+}
+
 /// Changes since the last save: what a write counts toward RDB save points.
 pub fn dirty(con: &mut redis::Connection) -> i64 {
     info_field(con, "persistence", "rdb_changes_since_last_save")

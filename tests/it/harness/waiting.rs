@@ -4,7 +4,7 @@
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::{stats_line, Server};
+use super::{stats_field, Server};
 
 /// Every reply read by a test, however long a wait, comes within this.
 pub const READ_TIMEOUT: Duration = Duration::from_secs(20);
@@ -17,12 +17,7 @@ pub fn connect(server: &Server) -> redis::Connection {
 
 /// A field of the module's `cl_waiting` INFO line.
 pub fn waiting_field(con: &mut redis::Connection, field: &str) -> i64 {
-    let line = stats_line(con, "cl_waiting");
-    line.split(',')
-        .find_map(|pair| pair.strip_prefix(&format!("{field}=")))
-        .unwrap_or_else(|| panic!("no {field} in {line}"))
-        .parse()
-        .unwrap()
+    stats_field(con, "cl_waiting", field)
 }
 
 /// Waits until `count` calls wait in the server.
