@@ -13,59 +13,28 @@ Holders are `h:0`, `h:1`, …; every lease lasts an hour, so none ends during a 
 
 import hashlib
 import random
-import socket
 import sys
 import time
+
+from resp import Reader, connect, resp
 
 POOLS = 1000
 BIG = 10000
 LIMIT = 1_000_000
 
 
-def resp(*args):
-    out = b"*%d\r\n" % len(args)
-    for arg in args:
-        arg = arg if isinstance(arg, bytes) else str(arg).encode()
-        out += b"$%d\r\n%s\r\n" % (len(arg), arg)
-    return out
-
-
 class Connection:
+    """One connection to the server, for calls one at a time or pipelined."""
+
     def __init__(self, port):
-        self.sock = socket.create_connection(("127.0.0.1", port))
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.buffer = b""
+        self.sock = connect(port)
+        self.reader = Reader(self.sock)
 
     def send(self, *args):
         self.sock.sendall(resp(*args))
 
-    def _line(self):
-        while b"\r\n" not in self.buffer:
-            chunk = self.sock.recv(65536)
-            if not chunk:
-                raise ConnectionError("server closed the connection")
-            self.buffer += chunk
-        line, self.buffer = self.buffer.split(b"\r\n", 1)
-        return line
-
     def reply(self):
-        line = self._line()
-        kind, rest = line[:1], line[1:]
-        if kind == b"*":
-            return [self.reply() for _ in range(int(rest))]
-        if kind == b":":
-            return int(rest)
-        if kind == b"$":
-            size = int(rest)
-            if size < 0:
-                return None
-            while len(self.buffer) < size + 2:
-                self.buffer += self.sock.recv(65536)
-            data, self.buffer = self.buffer[:size], self.buffer[size + 2:]
-            return data
-        if kind == b"-":
-            raise RuntimeError(rest.decode())
-        return rest.decode()
+        return self.reader.reply()
 
     def call(self, *args):
         self.send(*args)

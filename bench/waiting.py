@@ -12,10 +12,11 @@ Usage: waiting.py PORT
 
 import resource
 import selectors
-import socket
 import subprocess
 import sys
 import time
+
+from resp import Reader, connect, resp
 
 PORT = int(sys.argv[1])
 # One descriptor per waiter: as many as the hard limit allows, up to 10,000.
@@ -25,58 +26,7 @@ SCALE = min(10000, HARD - 500)
 NS_PER_MS = 1_000_000
 
 
-def resp(*args):
-    out = b"*%d\r\n" % len(args)
-    for arg in args:
-        arg = str(arg).encode()
-        out += b"$%d\r\n%s\r\n" % (len(arg), arg)
-    return out
-
-
-def connect():
-    sock = socket.create_connection(("127.0.0.1", PORT))
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    return sock
-
-
-class Reader:
-    """A minimal RESP2 reader over one socket."""
-
-    def __init__(self, sock):
-        self.sock, self.buffer = sock, b""
-
-    def line(self):
-        while b"\r\n" not in self.buffer:
-            chunk = self.sock.recv(65536)
-            if not chunk:
-                raise ConnectionError("closed")
-            self.buffer += chunk
-        line, self.buffer = self.buffer.split(b"\r\n", 1)
-        return line
-
-    def exactly(self, n):
-        while len(self.buffer) < n + 2:
-            self.buffer += self.sock.recv(65536)
-        data, self.buffer = self.buffer[:n], self.buffer[n + 2 :]
-        return data
-
-    def reply(self):
-        line = self.line()
-        kind, rest = line[:1], line[1:]
-        if kind == b"+":
-            return rest.decode()
-        if kind == b"-":
-            raise RuntimeError(rest.decode())
-        if kind == b":":
-            return int(rest)
-        if kind == b"$":
-            return None if int(rest) < 0 else self.exactly(int(rest))
-        if kind == b"*":
-            return [self.reply() for _ in range(int(rest))]
-        raise RuntimeError("bad reply %r" % line)
-
-
-control = connect()
+control = connect(PORT)
 reader = Reader(control)
 
 
@@ -130,7 +80,7 @@ def lateness():
     call("SET", "late", start_ns + 100 * NS_PER_MS, "PX", 60000)
     socks = []
     for i in range(waiters):
-        sock = connect()
+        sock = connect(PORT)
         sock.sendall(
             resp("CL.ALL", 2, "late", "own:%d" % i, "THROTTLE", 100, 1000, 1000,
                  "FIXED", 1, 60000, "MS", "BLOCK", 0)
@@ -209,7 +159,7 @@ def scale():
     rows.append(("no one waiting", "", base))
     for shape in ("BLPOP, one key", "one key", "10,000 keys"):
         call("FLUSHALL")
-        socks = [connect() for _ in range(waiters)]
+        socks = [connect(PORT) for _ in range(waiters)]
         # Connected, not waiting: the waits' own cost is what follows.
         time.sleep(0.2)
         before = used_memory()
