@@ -127,12 +127,16 @@ detach_replica() {
 }
 
 port=$(free_port)
+# load_script PORT NAME: loads bench/NAME.lua and prints its SHA (of its text without the
+# final newline, which $(cat) takes off: bench/lease.py names scripts by the same).
+load_script() { redis-cli -p "$1" SCRIPT LOAD "$(cat "bench/$2.lua")"; }
+
 # Server and client on different cores, so that they do not take turns on one.
 start_server "$port" "$work/main" taskset -c 0
-throttle_sha=$(redis-cli -p "$port" SCRIPT LOAD "$(cat bench/gcra.lua)")
-fixed_sha=$(redis-cli -p "$port" SCRIPT LOAD "$(cat bench/fixed.lua)")
-window_sha=$(redis-cli -p "$port" SCRIPT LOAD "$(cat bench/window.lua)")
-all_sha=$(redis-cli -p "$port" SCRIPT LOAD "$(cat bench/all.lua)")
+throttle_sha=$(load_script "$port" gcra)
+fixed_sha=$(load_script "$port" fixed)
+window_sha=$(load_script "$port" window)
+all_sha=$(load_script "$port" all)
 
 # name | command (redis-benchmark puts a random number for __rand_int__) | Lua row it replaces |
 # floor row it is set against. Hot keys admit every call, so every call writes. The CL.WINDOW
@@ -319,8 +323,8 @@ fi
 # Leases: throughput on random keys and holders against the sorted-set scripts, MEMORY USAGE
 # per lease, and release-to-reply latency, on the throughput server (its own keys).
 if part lease; then
-  lease_sha=$(redis-cli -p "$port" SCRIPT LOAD "$(cat bench/lease.lua)")
-  release_sha=$(redis-cli -p "$port" SCRIPT LOAD "$(cat bench/release.lua)")
+  lease_sha=$(load_script "$port" lease)
+  release_sha=$(load_script "$port" release)
   # name | command | Lua row it replaces | the run that fills the sets it releases from
   lease_workloads=(
     "CL.LEASE, random keys and holders|CL.LEASE pool:__rand_int__ 10 60 h:__rand_int__|ZSET Lua lease, random|"
@@ -359,7 +363,7 @@ start_server "$cport" "$work/callgrind" valgrind --tool=callgrind --instr-atstar
 cgpid=${pids[-1]}
 # A script's SHA is the digest of its text, so the workloads' EVALSHAs hold here too.
 for script in gcra fixed window all lease release; do
-  redis-cli -p "$cport" SCRIPT LOAD "$(cat "bench/$script.lua")" >/dev/null
+  load_script "$cport" "$script" >/dev/null
 done
 per_call() { # COMMAND [DB]: server instructions per call, CALLS calls of it
   callgrind_control -z "$cgpid" >/dev/null 2>&1
