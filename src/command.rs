@@ -12,6 +12,17 @@ pub enum Command {
 }
 
 impl Command {
+    /// Every command, in the order INFO shows them.
+    pub const ALL: [Command; 7] = [
+        Command::Throttle,
+        Command::Fixed,
+        Command::Window,
+        Command::All,
+        Command::Lease,
+        Command::Release,
+        Command::Holders,
+    ];
+
     /// The name as the server knows it, and as its errors quote it.
     pub fn name(self) -> &'static str {
         match self {

@@ -19,8 +19,6 @@ pub enum Counted {
 /// One command's counters. Commands run on the server's main thread; relaxed atomics make
 /// the statics sound without costing more than a plain increment.
 pub struct Counters {
-    /// The INFO field's name.
-    pub name: &'static str,
     calls: AtomicU64,
     allowed: AtomicU64,
     denied: AtomicU64,
@@ -40,9 +38,8 @@ impl Counted {
 }
 
 impl Counters {
-    const fn new(name: &'static str) -> Counters {
+    const fn new() -> Counters {
         Counters {
-            name,
             calls: AtomicU64::new(0),
             allowed: AtomicU64::new(0),
             denied: AtomicU64::new(0),
@@ -74,17 +71,13 @@ impl Counters {
     }
 }
 
-static THROTTLE: Counters = Counters::new("cl_throttle");
-static FIXED: Counters = Counters::new("cl_fixed");
-static WINDOW: Counters = Counters::new("cl_window");
-static ALL: Counters = Counters::new("cl_all");
-static LEASE: Counters = Counters::new("cl_lease");
-static RELEASE: Counters = Counters::new("cl_release");
-static HOLDERS: Counters = Counters::new("cl_holders");
-/// Every command's counters, in INFO's order.
-pub static COMMANDS: [&Counters; 7] =
-    [&THROTTLE, &FIXED, &WINDOW, &ALL, &LEASE, &RELEASE, &HOLDERS];
-
+static THROTTLE: Counters = Counters::new();
+static FIXED: Counters = Counters::new();
+static WINDOW: Counters = Counters::new();
+static ALL: Counters = Counters::new();
+static LEASE: Counters = Counters::new();
+static RELEASE: Counters = Counters::new();
+static HOLDERS: Counters = Counters::new();
 /// A command's counters.
 pub fn of(command: Command) -> &'static Counters {
     match command {
@@ -152,7 +145,9 @@ pub static WAITS: Waits = Waits {
 /// Zeroes every counter, as CONFIG RESETSTAT zeroes the server's.
 pub fn reset() {
     let waits = WAITS.fields();
-    let counters = COMMANDS.iter().flat_map(|counters| counters.fields());
+    let counters = Command::ALL
+        .iter()
+        .flat_map(|&command| of(command).fields());
     for (_, counter) in counters.chain(waits) {
         counter.store(0, Ordering::Relaxed);
     }

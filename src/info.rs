@@ -7,7 +7,8 @@ use std::sync::atomic::Ordering;
 
 use redis_module::raw;
 
-use crate::counters::{COMMANDS, WAITS};
+use crate::command::Command;
+use crate::counters::{self, WAITS};
 
 /// Adds the section to the INFO being built; `waiting_now` is how many calls wait now.
 pub fn add_section(ctx: *mut raw::RedisModuleInfoCtx, waiting_now: usize) {
@@ -24,9 +25,10 @@ pub fn add_section(ctx: *mut raw::RedisModuleInfoCtx, waiting_now: usize) {
         };
         let label = |text: &str| CString::new(text).unwrap_or_default();
         section(ctx, c"stats".as_ptr());
-        for counters in COMMANDS {
-            begin(ctx, label(counters.name).as_ptr());
-            for (name, counter) in counters.fields() {
+        for command in Command::ALL {
+            // `cl.throttle`'s line is `cl_throttle`.
+            begin(ctx, label(&command.name().replace('.', "_")).as_ptr());
+            for (name, counter) in counters::of(command).fields() {
                 field(ctx, label(name).as_ptr(), counter.load(Ordering::Relaxed));
             }
             end(ctx);

@@ -8,13 +8,14 @@
 //! comparing a new reading with it: RESETSTAT zeroes the server's statistics too, and nothing
 //! else ever makes them go down.
 
-use std::ffi::CStr;
+use std::ffi::{CStr, CString};
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 
 use parking_lot::Mutex;
 use redis_module::raw;
 
+use crate::command::Command;
 use crate::counters;
 use crate::ffi::string_bytes;
 
@@ -258,18 +259,11 @@ fn read() -> Option<Reading> {
             commands,
             resetstat: command_stat(data, c"cmdstat_config|resetstat"),
             multi_calls: command_stat(data, c"cmdstat_multi").calls,
-            own_calls: [
-                c"cmdstat_cl.throttle",
-                c"cmdstat_cl.fixed",
-                c"cmdstat_cl.window",
-                c"cmdstat_cl.all",
-                c"cmdstat_cl.lease",
-                c"cmdstat_cl.release",
-                c"cmdstat_cl.holders",
-            ]
-            .iter()
-            .map(|field| command_stat(data, field).calls)
-            .fold(0, u64::saturating_add),
+            own_calls: Command::ALL
+                .iter()
+                .filter_map(|command| CString::new(format!("cmdstat_{}", command.name())).ok())
+                .map(|field| command_stat(data, &field).calls)
+                .fold(0, u64::saturating_add),
         })
     })?
 }
