@@ -224,6 +224,7 @@ mod tests {
             period_ms,
             quantity,
             unit: TimeUnit::Milliseconds,
+            refund: false,
             at_ms: None,
         };
         match kind {
@@ -234,6 +235,7 @@ mod tests {
                     period_ns: period_ms * MILLI,
                     quantity,
                     unit: TimeUnit::Milliseconds,
+                    refund: false,
                 })
                 .unwrap(),
             ),

@@ -1,11 +1,11 @@
 //! Strict argument parsing shared by every command: integers the way Redis reads them, the
-//! optional `[quantity] [MS]` tail, and errors that name the offending argument.
+//! optional `[quantity] [MS] [REFUND]` tail, and errors that name the offending argument.
 
 use crate::decimal::parse_i64;
 use crate::error::Error;
 use crate::time::{TimeUnit, MAX_SPAN_NS, NANOS_PER_MILLI};
 
-/// `CL.THROTTLE key max_burst count period [quantity] [MS]`, after the key.
+/// `CL.THROTTLE key max_burst count period [quantity] [MS] [REFUND]`, after the key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ThrottleArgs {
     pub max_burst: i64,
@@ -14,10 +14,12 @@ pub struct ThrottleArgs {
     pub period_ns: i64,
     pub quantity: i64,
     pub unit: TimeUnit,
+    /// The call gives `quantity` back instead of taking it (`REFUND`).
+    pub refund: bool,
 }
 
-/// `CL.FIXED` and `CL.WINDOW`: `key limit period [quantity] [MS]`, after the key, and in
-/// their replication form a final `AT unix-ms`, the instant their replicas decide at.
+/// `CL.FIXED` and `CL.WINDOW`: `key limit period [quantity] [MS] [REFUND]`, after the key,
+/// and in their replication form a final `AT unix-ms`, the instant their replicas decide at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WindowArgs {
     pub limit: i64,
@@ -25,6 +27,8 @@ pub struct WindowArgs {
     pub period_ms: i64,
     pub quantity: i64,
     pub unit: TimeUnit,
+    /// The call gives `quantity` back instead of taking it (`REFUND`).
+    pub refund: bool,
     /// The instant to decide at instead of the server's clock (`AT`).
     pub at_ms: Option<i64>,
 }
@@ -34,30 +38,30 @@ pub fn throttle(args: &[&[u8]]) -> Result<ThrottleArgs, Error> {
     let [max_burst, count, period, tail @ ..] = args else {
         return Err(Error::WrongArity("cl.throttle"));
     };
-    let (quantity, unit) = quantity_and_unit(tail, "cl.throttle")?;
-    throttle_params(max_burst, count, period, quantity, unit)
+    let tail = tail_of(tail, "cl.throttle")?;
+    throttle_params(max_burst, count, period, tail)
 }
 
-/// `max_burst count period`, for this quantity and unit.
+/// `max_burst count period`, with this tail.
 fn throttle_params(
     max_burst: &[u8],
     count: &[u8],
     period: &[u8],
-    quantity: i64,
-    unit: TimeUnit,
+    tail: Tail,
 ) -> Result<ThrottleArgs, Error> {
     let max_burst = integer(max_burst, "max_burst", 0)?;
     let count = integer(count, "count", 1)?;
     let period = integer(period, "period", 1)?;
     let period_ns = period
-        .checked_mul(unit.nanos())
+        .checked_mul(tail.unit.nanos())
         .ok_or(Error::TooLarge("period"))?;
     Ok(ThrottleArgs {
         max_burst,
         count,
         period_ns,
-        quantity,
-        unit,
+        quantity: tail.quantity,
+        unit: tail.unit,
+        refund: tail.refund,
     })
 }
 
@@ -82,7 +86,7 @@ fn window_args(args: &[&[u8]], command: &'static str) -> Result<WindowArgs, Erro
     }
 }
 
-/// `limit period [quantity] [MS]`.
+/// `limit period [quantity] [MS] [REFUND]`.
 fn window_params(
     args: &[&[u8]],
     at_ms: Option<i64>,
@@ -91,24 +95,19 @@ fn window_params(
     let [limit, period, tail @ ..] = args else {
         return Err(Error::WrongArity(command));
     };
-    let (quantity, unit) = quantity_and_unit(tail, command)?;
-    let mut args = limit_and_period(limit, period, quantity, unit)?;
+    let mut args = limit_and_period(limit, period, tail_of(tail, command)?)?;
     args.at_ms = at_ms;
     Ok(args)
 }
 
-/// `limit period`, for this quantity and unit.
-fn limit_and_period(
-    limit: &[u8],
-    period: &[u8],
-    quantity: i64,
-    unit: TimeUnit,
-) -> Result<WindowArgs, Error> {
+/// `limit period`, with this tail.
+fn limit_and_period(limit: &[u8], period: &[u8], tail: Tail) -> Result<WindowArgs, Error> {
     Ok(WindowArgs {
         limit: integer(limit, "limit", 1)?,
-        period_ms: span_ms(period, "period", unit)?,
-        quantity,
-        unit,
+        period_ms: span_ms(period, "period", tail.unit)?,
+        quantity: tail.quantity,
+        unit: tail.unit,
+        refund: tail.refund,
         at_ms: None,
     })
 }
@@ -163,11 +162,7 @@ pub fn lease<'a>(args: &[&'a [u8]]) -> Result<LeaseArgs<'a>, Error> {
         *seen = Some(at);
         at += 1 + usize::from(takes_value);
     }
-    let unit = if ms_at.is_some() {
-        TimeUnit::Milliseconds
-    } else {
-        TimeUnit::Seconds
-    };
+    let unit = unit_of(ms_at.is_some());
     let params = lease_params(limit, lease_time, unit)?;
     // An option's value follows its keyword.
     let value = |at: Option<usize>| at.and_then(|at| options.get(at + 1).copied());
@@ -305,9 +300,9 @@ pub struct LimiterSpec {
     pub params_len: usize,
 }
 
-/// `CL.ALL numkeys key [key ...] limiter [limiter ...] [QUANTITY quantity] [MS] [DETAIL]
-/// [HOLDER holder] [BLOCK milliseconds]`, after the command's name: the keys are at positions
-/// `1..=limiters.len()`, and every position indexes that same list of arguments.
+/// `CL.ALL numkeys key [key ...] limiter [limiter ...] [QUANTITY quantity] [MS] [REFUND]
+/// [DETAIL] [HOLDER holder] [BLOCK milliseconds]`, after the command's name: the keys are at
+/// positions `1..=limiters.len()`, and every position indexes that same list of arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AllArgs<'a> {
     pub limiters: Vec<LimiterSpec>,
@@ -316,9 +311,10 @@ pub struct AllArgs<'a> {
     pub quantity: i64,
     pub unit: TimeUnit,
     pub detail: bool,
-    /// Where the quantity's value and `MS` were given, if they were.
+    /// Where the quantity's value, `MS` and `REFUND` were given, if they were.
     pub quantity_at: Option<usize>,
     pub ms_at: Option<usize>,
+    pub refund_at: Option<usize>,
     /// BLOCK's timeout in milliseconds, when the call asked to wait.
     pub block_ms: Option<i64>,
 }
@@ -397,13 +393,16 @@ pub fn all<'a>(args: &[&'a [u8]]) -> Result<AllArgs<'a>, Error> {
     }
 
     let (mut quantity_at, mut ms_at, mut detail, mut block_at) = (None, None, false, None);
-    let mut holder_at = None;
+    let (mut holder_at, mut refund_at) = (None, None);
     while let Some(option) = args.get(at) {
         if option.eq_ignore_ascii_case(b"QUANTITY") && quantity_at.is_none() {
             quantity_at = Some(at + 1);
             at += 2;
         } else if is_ms(option) && ms_at.is_none() {
             ms_at = Some(at);
+            at += 1;
+        } else if is_refund(option) && refund_at.is_none() {
+            refund_at = Some(at);
             at += 1;
         } else if option.eq_ignore_ascii_case(b"DETAIL") && !detail {
             detail = true;
@@ -428,11 +427,8 @@ pub fn all<'a>(args: &[&'a [u8]]) -> Result<AllArgs<'a>, Error> {
         Some(at) => Some(block_timeout(args.get(at).ok_or(Error::Syntax)?)?),
         None => None,
     };
-    let unit = if ms_at.is_some() {
-        TimeUnit::Milliseconds
-    } else {
-        TimeUnit::Seconds
-    };
+    let tail = Tail::new(quantity, ms_at.is_some(), refund_at.is_some());
+    refund_never_waits(tail.refund, block_ms)?;
     let holder = match holder_at {
         Some(at) => Some((holder_name(args.get(at).ok_or(Error::Syntax)?)?, at)),
         None => None,
@@ -442,8 +438,9 @@ pub fn all<'a>(args: &[&'a [u8]]) -> Result<AllArgs<'a>, Error> {
         .take(numkeys)
         .any(|&(kind, _)| kind == Kind::Lease);
     match (leases, holder) {
-        // A look takes no lease, and needs no one to hold it.
-        (true, None) if quantity != 0 => return Err(Error::NoHolder),
+        // A look takes no lease, nor does a refund (CL.RELEASE gives a lease back): neither
+        // needs anyone to hold it.
+        (true, None) if quantity != 0 && !tail.refund => return Err(Error::NoHolder),
         (false, Some(_)) => return Err(Error::HolderWithoutLease),
         _ => {}
     }
@@ -453,20 +450,12 @@ pub fn all<'a>(args: &[&'a [u8]]) -> Result<AllArgs<'a>, Error> {
     for &(kind, params_at) in shapes.iter().take(numkeys) {
         let param = |offset: usize| args.get(params_at + offset).copied().unwrap_or_default();
         let args = match kind {
-            Kind::Throttle => LimiterArgs::Throttle(throttle_params(
-                param(0),
-                param(1),
-                param(2),
-                quantity,
-                unit,
-            )?),
-            Kind::Fixed => {
-                LimiterArgs::Fixed(limit_and_period(param(0), param(1), quantity, unit)?)
+            Kind::Throttle => {
+                LimiterArgs::Throttle(throttle_params(param(0), param(1), param(2), tail)?)
             }
-            Kind::Window => {
-                LimiterArgs::Window(limit_and_period(param(0), param(1), quantity, unit)?)
-            }
-            Kind::Lease => LimiterArgs::Lease(lease_params(param(0), param(1), unit)?),
+            Kind::Fixed => LimiterArgs::Fixed(limit_and_period(param(0), param(1), tail)?),
+            Kind::Window => LimiterArgs::Window(limit_and_period(param(0), param(1), tail)?),
+            Kind::Lease => LimiterArgs::Lease(lease_params(param(0), param(1), tail.unit)?),
         };
         limiters.push(LimiterSpec {
             args,
@@ -478,33 +467,99 @@ pub fn all<'a>(args: &[&'a [u8]]) -> Result<AllArgs<'a>, Error> {
         limiters,
         holder,
         quantity,
-        unit,
+        unit: tail.unit,
         detail,
         quantity_at,
         ms_at,
+        refund_at,
         block_ms,
     })
 }
 
 /// An option that may follow CL.ALL's limiters.
 fn is_option(arg: &[u8]) -> bool {
-    [&b"QUANTITY"[..], b"MS", b"DETAIL", b"HOLDER", b"BLOCK"]
-        .iter()
-        .any(|option| arg.eq_ignore_ascii_case(option))
+    [
+        &b"QUANTITY"[..],
+        b"MS",
+        b"REFUND",
+        b"DETAIL",
+        b"HOLDER",
+        b"BLOCK",
+    ]
+    .iter()
+    .any(|option| arg.eq_ignore_ascii_case(option))
 }
 
-/// The optional tail `[quantity] [MS]` shared by all commands.
-fn quantity_and_unit(tail: &[&[u8]], command: &'static str) -> Result<(i64, TimeUnit), Error> {
-    match tail {
-        [] => Ok((1, TimeUnit::Seconds)),
-        [unit] if is_ms(unit) => Ok((1, TimeUnit::Milliseconds)),
-        [quantity] => Ok((integer(quantity, "quantity", 0)?, TimeUnit::Seconds)),
-        [quantity, unit] if is_ms(unit) => {
-            Ok((integer(quantity, "quantity", 0)?, TimeUnit::Milliseconds))
+/// What the optional tail of a limiter's parameters says, or CL.ALL's options for every
+/// limiter: how much, in which unit, taken or given back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Tail {
+    quantity: i64,
+    unit: TimeUnit,
+    refund: bool,
+}
+
+impl Tail {
+    fn new(quantity: i64, ms: bool, refund: bool) -> Tail {
+        Tail {
+            quantity,
+            unit: unit_of(ms),
+            refund,
         }
-        [_, _] => Err(Error::Syntax),
-        _ => Err(Error::WrongArity(command)),
     }
+}
+
+/// Seconds, or milliseconds with `MS`.
+fn unit_of(ms: bool) -> TimeUnit {
+    if ms {
+        TimeUnit::Milliseconds
+    } else {
+        TimeUnit::Seconds
+    }
+}
+
+/// The single-key commands' tail, `[quantity] [MS] [REFUND]`: a quantity first if any, then
+/// the flags in any order, each once.
+fn tail_of(tail: &[&[u8]], command: &'static str) -> Result<Tail, Error> {
+    const FLAGS: usize = 2;
+    if tail.len() > 1 + FLAGS {
+        return Err(Error::WrongArity(command));
+    }
+    let (quantity, flags) = match tail {
+        [first, flags @ ..] if !is_ms(first) && !is_refund(first) => (Some(first), flags),
+        _ => (None, tail),
+    };
+    // The shape first, then the quantity's value.
+    let (mut ms, mut refund) = (false, false);
+    for flag in flags {
+        let seen = if is_ms(flag) {
+            &mut ms
+        } else if is_refund(flag) {
+            &mut refund
+        } else {
+            return Err(Error::Syntax);
+        };
+        if *seen {
+            return Err(Error::Syntax);
+        }
+        *seen = true;
+    }
+    let quantity = quantity.map_or(Ok(1), |quantity| integer(quantity, "quantity", 0))?;
+    Ok(Tail::new(quantity, ms, refund))
+}
+
+/// A refund never waits: BLOCK with REFUND is refused, as the server refuses options that
+/// contradict each other.
+pub fn refund_never_waits(refund: bool, block_ms: Option<i64>) -> Result<(), Error> {
+    if refund && block_ms.is_some() {
+        Err(Error::RefundWithBlock)
+    } else {
+        Ok(())
+    }
+}
+
+fn is_refund(arg: &[u8]) -> bool {
+    arg.eq_ignore_ascii_case(b"REFUND")
 }
 
 fn is_ms(arg: &[u8]) -> bool {
@@ -572,7 +627,7 @@ mod tests {
             Err(Error::WrongArity("cl.throttle"))
         );
         assert_eq!(
-            throttle_of(&["x", "30", "60", "1", "MS", "extra"]),
+            throttle_of(&["x", "30", "60", "1", "MS", "REFUND", "extra"]),
             Err(Error::WrongArity("cl.throttle"))
         );
         assert_eq!(fixed(&[b"1"]), Err(Error::WrongArity("cl.fixed")));
@@ -656,6 +711,66 @@ mod tests {
         assert_eq!(
             throttle(&[b"0", b"5", b"60", b"AT", b"17"]),
             Err(Error::Syntax)
+        );
+    }
+
+    #[test]
+    fn refund_is_a_flag_in_the_tail_in_any_order_once() {
+        let refund = throttle_of(&["15", "30", "60", "2", "REFUND"]).unwrap();
+        assert_eq!((refund.quantity, refund.refund), (2, true));
+        let both = throttle_of(&["15", "30", "60", "refund", "ms"]).unwrap();
+        assert_eq!(
+            (both.quantity, both.unit, both.refund),
+            (1, TimeUnit::Milliseconds, true)
+        );
+        let all_three = throttle_of(&["15", "30", "60", "3", "MS", "REFUND"]).unwrap();
+        assert_eq!((all_three.quantity, all_three.refund), (3, true));
+        assert!(!throttle_of(&["15", "30", "60", "3"]).unwrap().refund);
+        let replicated = fixed(&words("5 60 2 REFUND AT 17")).unwrap();
+        assert_eq!(
+            (replicated.quantity, replicated.refund, replicated.at_ms),
+            (2, true, Some(17))
+        );
+        for (tail, error) in [
+            ("REFUND REFUND", Error::Syntax),
+            ("1 REFUND REFUND", Error::Syntax),
+            ("REFUND 2", Error::Syntax),
+            ("x REFUND", Error::NotAnInteger("quantity")),
+            ("1 MS REFUND x", Error::WrongArity("cl.window")),
+        ] {
+            let args: Vec<&[u8]> = words("5 60").into_iter().chain(words(tail)).collect();
+            assert_eq!(window(&args), Err(error), "{tail}");
+        }
+        assert_eq!(
+            refund_never_waits(true, Some(0)),
+            Err(Error::RefundWithBlock)
+        );
+        assert_eq!(refund_never_waits(true, None), Ok(()));
+        assert_eq!(refund_never_waits(false, Some(0)), Ok(()));
+    }
+
+    #[test]
+    fn cl_all_takes_refund_among_its_options() {
+        let parsed = all_of("2 a b FIXED 5 60 THROTTLE 1 2 60 REFUND QUANTITY 2").unwrap();
+        assert_eq!((parsed.refund_at, parsed.quantity_at), (Some(10), Some(12)));
+        assert!(parsed.limiters.iter().all(|spec| match spec.args {
+            LimiterArgs::Fixed(args) => args.refund,
+            LimiterArgs::Throttle(args) => args.refund,
+            _ => false,
+        }));
+        // A refund takes no lease, so it needs no holder.
+        assert!(all_of("1 a LEASE 3 30 REFUND").is_ok());
+        assert_eq!(
+            all_of("1 a FIXED 5 60 REFUND BLOCK 10").map(|_| ()),
+            Err(Error::RefundWithBlock)
+        );
+        assert_eq!(
+            all_of("1 a FIXED 5 60 REFUND REFUND").map(|_| ()),
+            Err(Error::Syntax)
+        );
+        assert_eq!(
+            all_of("2 a b FIXED 5 60 REFUND").map(|_| ()),
+            Err(Error::MissingLimiter(2))
         );
     }
 
@@ -823,6 +938,7 @@ mod tests {
                     period_ns: 60 * NANOS_PER_MILLI,
                     quantity: 3,
                     unit: TimeUnit::Milliseconds,
+                    refund: false,
                 }),
                 params_at: 4,
                 params_len: 3,
@@ -835,6 +951,7 @@ mod tests {
                 period_ms: 10,
                 quantity: 3,
                 unit: TimeUnit::Milliseconds,
+                refund: false,
                 at_ms: None,
             })
         );

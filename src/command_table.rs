@@ -149,6 +149,15 @@ const MS: Arg = Arg {
         c"The period and the waits in the reply are in milliseconds.",
     )
 };
+const REFUND: Arg = Arg {
+    token: Some(c"REFUND"),
+    optional: true,
+    ..required(
+        c"refund",
+        ArgType::PureToken,
+        c"Give quantity units back instead of taking them, for a request admitted that did not run; never with BLOCK.",
+    )
+};
 const BLOCK: Arg = Arg {
     token: Some(c"BLOCK"),
     optional: true,
@@ -191,7 +200,7 @@ const COMMANDS: [Command; 7] = [
         arity: -5,
         summary: c"Rate limits a key with GCRA: count per period with bursts of max_burst + 1. Replies [limited, limit, remaining, retry_after, reset_after].",
         complexity: c"O(1)",
-        args: &[KEY, MAX_BURST, COUNT, PERIOD, QUANTITY, MS, BLOCK],
+        args: &[KEY, MAX_BURST, COUNT, PERIOD, QUANTITY, MS, REFUND, BLOCK],
     },
     Command {
         name: c"cl.fixed",
@@ -201,7 +210,7 @@ const COMMANDS: [Command; 7] = [
         arity: -4,
         summary: c"Rate limits a key with a fixed window: at most limit units per window of period. Replies [limited, limit, remaining, retry_after, reset_after].",
         complexity: c"O(1)",
-        args: &[KEY, LIMIT, PERIOD, QUANTITY, MS, BLOCK],
+        args: &[KEY, LIMIT, PERIOD, QUANTITY, MS, REFUND, BLOCK],
     },
     Command {
         name: c"cl.window",
@@ -211,7 +220,7 @@ const COMMANDS: [Command; 7] = [
         arity: -4,
         summary: c"Rate limits a key with an exact sliding window: at most limit units in any period. Replies [limited, limit, remaining, retry_after, reset_after].",
         complexity: c"O(1) amortized, plus O(N) for the N oldest log entries a call expires or, when denied, waits for.",
-        args: &[KEY, LIMIT, PERIOD, QUANTITY, MS, BLOCK],
+        args: &[KEY, LIMIT, PERIOD, QUANTITY, MS, REFUND, BLOCK],
     },
     Command {
         name: c"cl.all",
@@ -245,6 +254,10 @@ const COMMANDS: [Command; 7] = [
                 ..QUANTITY
             },
             MS,
+            Arg {
+                summary: c"Give quantity units back on every limiter instead of taking them, undoing an admitted call (LEASE limiters only look: CL.RELEASE gives a lease back); never with BLOCK.",
+                ..REFUND
+            },
             Arg {
                 token: Some(c"DETAIL"),
                 optional: true,

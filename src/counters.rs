@@ -4,6 +4,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::command::Command;
+use crate::limiter::Request;
 
 /// What became of one call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -12,6 +13,8 @@ pub enum Counted {
     Denied,
     /// A quantity of zero: neither allowed nor denied.
     Peek,
+    /// Units given back (`REFUND`).
+    Refund,
     /// An error reply.
     Error,
 }
@@ -23,16 +26,22 @@ pub struct Counters {
     allowed: AtomicU64,
     denied: AtomicU64,
     peeks: AtomicU64,
+    refunds: AtomicU64,
     errors: AtomicU64,
 }
 
 impl Counted {
-    /// A call's count: a peek when it asked for nothing, else whether it was admitted.
-    pub fn of(quantity: i64, admitted: bool) -> Counted {
-        match (quantity, admitted) {
-            (0, _) => Counted::Peek,
-            (_, true) => Counted::Allowed,
-            (_, false) => Counted::Denied,
+    /// A call's count: a peek when it asked for nothing, a refund when it gave units back,
+    /// else whether it was admitted.
+    pub fn of(request: Request, admitted: bool) -> Counted {
+        if request.looks() {
+            Counted::Peek
+        } else if request.refund {
+            Counted::Refund
+        } else if admitted {
+            Counted::Allowed
+        } else {
+            Counted::Denied
         }
     }
 }
@@ -44,6 +53,7 @@ impl Counters {
             allowed: AtomicU64::new(0),
             denied: AtomicU64::new(0),
             peeks: AtomicU64::new(0),
+            refunds: AtomicU64::new(0),
             errors: AtomicU64::new(0),
         }
     }
@@ -54,18 +64,20 @@ impl Counters {
             Counted::Allowed => &self.allowed,
             Counted::Denied => &self.denied,
             Counted::Peek => &self.peeks,
+            Counted::Refund => &self.refunds,
             Counted::Error => &self.errors,
         };
         counter.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Each counter with its INFO label.
-    pub fn fields(&self) -> [(&'static str, &AtomicU64); 5] {
+    pub fn fields(&self) -> [(&'static str, &AtomicU64); 6] {
         [
             ("calls", &self.calls),
             ("allowed", &self.allowed),
             ("denied", &self.denied),
             ("peeks", &self.peeks),
+            ("refunds", &self.refunds),
             ("errors", &self.errors),
         ]
     }

@@ -113,9 +113,10 @@ fn dispatch(
         {
             return;
         }
-        // The key follows the command's name.
-        Ok(Answer { frees: true, .. }) => {
-            if let Some(&key) = args().get(1) {
+        Ok(Answer {
+            frees: Some(keys), ..
+        }) => {
+            for &key in args().get(keys.clone()).unwrap_or_default() {
                 blocking::freed(ctx, key, &CALLBACKS);
             }
         }

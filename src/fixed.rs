@@ -98,9 +98,10 @@ impl FixedWindow {
     }
 
     /// Gives the request's units back at `now_ms` (REFUND): the open window's count drops by
-    /// them, never below 0; a window that has ended has nothing to give back. Answers as a
-    /// peek at what it leaves, and names a new window only when the count changed. Not yet
-    /// wired to a command (issue 19).
+    /// them, never below 0; a window that has ended has nothing to give back. Names a new
+    /// window only when the count changed. A count of 0 is an untouched limiter's: the key
+    /// goes, so that the next call opens a window of its own, as it would have had nothing
+    /// been taken; the answer is a peek at what is left.
     pub fn refund(&self, stored: Option<Window>, now_ms: i64) -> Decision {
         let new_window = stored
             .filter(|window| now_ms < window.end_ms && window.count > 0 && self.quantity > 0)
@@ -108,8 +109,13 @@ impl FixedWindow {
                 count: window.count.saturating_sub(self.quantity).max(0),
                 ..window
             });
+        let left = match new_window {
+            Some(window) if window.count == 0 => None,
+            Some(window) => Some(window),
+            None => stored,
+        };
         Decision {
-            outcome: self.peek().decide(new_window.or(stored), now_ms).outcome,
+            outcome: self.peek().decide(left, now_ms).outcome,
             new_window,
         }
     }
@@ -130,6 +136,7 @@ mod tests {
             period_ms,
             quantity,
             unit: TimeUnit::Milliseconds,
+            refund: false,
             at_ms: None,
         })
     }
@@ -307,8 +314,13 @@ mod tests {
             refund.outcome.to_reply(TimeUnit::Milliseconds),
             [0, 5, 4, -1, 600]
         );
+        // Everything given back: an untouched key's answer, the window's end forgotten.
         let refund = fixed(5, 1_000, 9).refund(open, NOW + 400);
         assert_eq!(refund.new_window.map(|w| w.count), Some(0));
+        assert_eq!(
+            refund.outcome.to_reply(TimeUnit::Milliseconds),
+            [0, 5, 5, -1, 0]
+        );
         // An ended window, no window, a quantity of 0: nothing to give back, and a peek's
         // answer.
         for (stored, now, quantity) in [(open, NOW + 1_000, 2), (None, NOW, 2), (open, NOW, 0)] {
@@ -323,7 +335,8 @@ mod tests {
 
     proptest! {
         /// A refund never raises what remains above the limit, and one of what was just
-        /// admitted, at that instant, leaves the window as it was.
+        /// admitted, at that instant, leaves the limiter as it was. A count of 0 goes, as the
+        /// command layer deletes its key.
         #[test]
         fn refunds_undo_admissions_and_give_no_credit(
             calls in prop::collection::vec((0i64..700, 0i64..4, any::<bool>()), 1..80),
@@ -339,7 +352,7 @@ mod tests {
                     if let Some(window) = decision.new_window {
                         prop_assert!(window.count >= 0);
                         prop_assert!(stored.is_some_and(|old| window.count < old.count && window.end_ms == old.end_ms));
-                        stored = Some(window);
+                        stored = Some(window).filter(|window| window.count > 0);
                     }
                     prop_assert!(!decision.outcome.limited && decision.outcome.remaining <= limit);
                 } else {
@@ -347,7 +360,7 @@ mod tests {
                     let decision = f.decide(stored, now);
                     if let Some(admitted) = decision.new_window {
                         let undone = f.refund(Some(admitted), now);
-                        prop_assert_eq!(undone.outcome.remaining, before.remaining);
+                        prop_assert_eq!(undone.outcome, before);
                         prop_assert_eq!(undone.new_window.map(|w| w.count), Some(admitted.count - quantity));
                         stored = Some(admitted);
                     }

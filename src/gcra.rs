@@ -103,7 +103,7 @@ impl Gcra {
     /// Gives the request's units back at `now` (REFUND): the TAT moves back by them, but
     /// never before now, where the limiter is empty, so that no refund leaves more capacity
     /// than an untouched key has. Answers as a peek at what it leaves, and names a new TAT
-    /// only when it moved. Not yet wired to a command (issue 19).
+    /// only when it moved: a TAT at `now` is an empty limiter's, whose key can go.
     pub fn refund(&self, stored_tat: Option<i64>, now: i64) -> Decision {
         let new_tat = stored_tat
             .filter(|&tat| tat > now)
@@ -134,6 +134,7 @@ mod tests {
             period_ns,
             quantity,
             unit: TimeUnit::Seconds,
+            refund: false,
         })
     }
 

@@ -1,6 +1,6 @@
 //! The limiters behind one face (the three rate limiters and the concurrency limit): each
-//! reads a state from its key, decides a request at an instant, and names the change an
-//! admission makes. Pure, like the cores it wraps: the command layer reads and writes the
+//! reads a state from its key, decides a request at an instant, or takes a refund, and names
+//! the change it makes. Pure, like the cores it wraps: the command layer reads and writes the
 //! keys.
 
 use crate::error::Error;
@@ -9,7 +9,27 @@ use crate::gcra::Gcra;
 use crate::lease::{Lease, LeaseChange};
 use crate::outcome::Outcome;
 use crate::time::{ceil_ms, Instant};
-use crate::window::{Append, SlidingWindow};
+use crate::window::{Append, SlidingWindow, Trim, TrimPlan};
+
+/// What a call asks of its limiters: `quantity` units, taken or given back (`REFUND`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Request {
+    pub quantity: i64,
+    pub refund: bool,
+}
+
+impl Request {
+    /// A quantity of zero only looks, taken or given back.
+    pub fn looks(self) -> bool {
+        self.quantity == 0
+    }
+
+    /// Whether waiters who came first may hold the call back: a refund takes nothing of
+    /// theirs.
+    pub fn queues(self) -> bool {
+        !self.looks() && !self.refund
+    }
+}
 
 /// One request against one limiter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,7 +54,7 @@ pub enum Stored<'a> {
     Leases(Option<&'a [u8]>),
 }
 
-/// What an admission changes in its key.
+/// What an admission or a refund changes in its key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Change<'a> {
     /// Store the TAT; the key expires at the first whole millisecond at or after it, when
@@ -47,14 +67,29 @@ pub enum Change<'a> {
         end_ms: i64,
         opens: bool,
     },
+    /// A refund's lower count, in the window that is open: its expiry stays, as DECRBY leaves
+    /// it.
+    CountDown { count: i64 },
     /// Append to the log.
     Log(Append),
+    /// A refund's units leave the log; the key expires when the newest unit left leaves the
+    /// window.
+    Trim { plan: TrimPlan, expire_at_ms: i64 },
+    /// A refund left the limiter as an untouched one: the key is deleted.
+    Clear(Cleared),
     /// Renew or add `holder`'s lease; the key expires when the set's last lease ends.
     Lease {
         holder: &'a [u8],
         change: LeaseChange,
         expire_at_ms: i64,
     },
+}
+
+/// The window a refund cleared, whose command the deletion propagates as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cleared {
+    Count,
+    Log,
 }
 
 /// A limiter's answer to one request, and its change when admitted (none for a peek).
@@ -166,6 +201,64 @@ impl<'a> Limiter<'a> {
         }
     }
 
+    /// Gives the request's units back at `now` (REFUND): what the limiter answers about its
+    /// key after the refund, admitted, and the change, when anything moved. A refund that
+    /// leaves a window as an untouched one clears the key. A lease is not a rate's units:
+    /// CL.RELEASE gives it back, and a refund only looks at it.
+    pub fn refund(&self, stored: &Stored, now: Instant) -> Result<Verdict<'a>, Error> {
+        match (self, *stored) {
+            (Limiter::Throttle(gcra), Stored::Tat(tat)) => {
+                let decision = gcra.refund(tat, now.ns);
+                Ok(Verdict {
+                    outcome: decision.outcome,
+                    // A TAT moved back to now is an untouched limiter's, and its key expires
+                    // at once; it goes as a SET, as every TAT does.
+                    change: decision.new_tat.map(|tat| Change::Tat {
+                        tat,
+                        expire_at_ms: ceil_ms(tat),
+                    }),
+                })
+            }
+            (Limiter::Fixed(fixed), Stored::Window(stored)) => {
+                let decision = fixed.refund(stored, now.ms);
+                Ok(Verdict {
+                    outcome: decision.outcome,
+                    change: decision.new_window.map(|window| match window.count {
+                        0 => Change::Clear(Cleared::Count),
+                        count => Change::CountDown { count },
+                    }),
+                })
+            }
+            (Limiter::Window(sliding), Stored::Log(log)) => {
+                let refund = sliding.refund(log, now.ms)?;
+                Ok(Verdict {
+                    outcome: refund.outcome,
+                    change: refund.change.map(|trim| match trim {
+                        Trim::Keep { plan, expire_at_ms } => Change::Trim { plan, expire_at_ms },
+                        Trim::Clear => Change::Clear(Cleared::Log),
+                    }),
+                })
+            }
+            (Limiter::Lease(..), Stored::Leases(_)) => self.peek().decide(stored, now),
+            _ => Err(Error::Internal),
+        }
+    }
+
+    /// Answers `request` at `now`: decides it, or takes its refund.
+    #[inline(always)]
+    pub fn answer(
+        &self,
+        request: Request,
+        stored: &Stored,
+        now: Instant,
+    ) -> Result<Verdict<'a>, Error> {
+        if request.refund {
+            self.refund(stored, now)
+        } else {
+            self.decide(stored, now)
+        }
+    }
+
     /// The same limiter asked for nothing: what it would answer about its key as it stands.
     pub fn peek(&self) -> Limiter<'a> {
         match self {
@@ -189,6 +282,7 @@ mod tests {
             period_ns: 1_000_000_000,
             quantity: 1,
             unit: crate::time::TimeUnit::Seconds,
+            refund: false,
         })
         .expect("valid parameters");
         let limiter = Limiter::Throttle(gcra);

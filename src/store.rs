@@ -202,6 +202,8 @@ pub enum Event {
     Set,
     /// `incrby`, as INCR and INCRBY fire it.
     IncrBy,
+    /// `decrby`, as DECRBY fires it.
+    DecrBy,
     /// `expire`, as EXPIRE and SET with an expiry fire it.
     Expire,
     /// `cl.window`: no server command keeps a sliding window log, so it is named after ours.
@@ -218,6 +220,7 @@ impl Event {
         match self {
             Event::Set => (raw::REDISMODULE_NOTIFY_STRING, c"set"),
             Event::IncrBy => (raw::REDISMODULE_NOTIFY_STRING, c"incrby"),
+            Event::DecrBy => (raw::REDISMODULE_NOTIFY_STRING, c"decrby"),
             Event::Expire => (raw::REDISMODULE_NOTIFY_GENERIC, c"expire"),
             Event::WindowLog => (raw::REDISMODULE_NOTIFY_STRING, c"cl.window"),
             Event::Lease => (raw::REDISMODULE_NOTIFY_STRING, c"cl.lease"),

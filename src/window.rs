@@ -11,7 +11,7 @@ mod log;
 use crate::args::WindowArgs;
 use crate::error::Error;
 use crate::outcome::Outcome;
-pub use log::{reseal, LogBuffer, HEADER_LEN, MAX_VALUE_LEN};
+pub use log::{reseal, LogBuffer, TrimPlan, HEADER_LEN, MAX_VALUE_LEN};
 use log::{AppendPlan, Log};
 
 use crate::time::NANOS_PER_MILLI;
@@ -147,8 +147,7 @@ impl SlidingWindow {
     /// The newest, because they are the ones the refunded request took when it refunds right
     /// after its admission, and because taking them back leaves every older unit to leave
     /// when it would have: capacity comes back now, and no later than it would have. Answers
-    /// the state it leaves (admitted), and names a change only when units left. Not yet wired
-    /// to a command (issue 19).
+    /// the state it leaves (admitted), and names a change only when units left.
     pub fn refund(&self, stored: Option<&[u8]>, now_ms: i64) -> Result<Refund, Error> {
         let log = stored.map(Log::decode).transpose()?;
         let expired = |at_ms: i64| now_ms.saturating_sub(at_ms) >= self.period_ms;
@@ -219,17 +218,6 @@ pub enum Trim {
     Clear,
 }
 
-impl Trim {
-    /// Writes a `Keep` into `buffer`, which holds the log the refund was decided on; a
-    /// `Clear` is the key's deletion, the caller's.
-    pub fn apply(&self, buffer: &mut impl LogBuffer) -> Result<(), Error> {
-        match self {
-            Trim::Keep { plan, .. } => plan.write(buffer),
-            Trim::Clear => Ok(()),
-        }
-    }
-}
-
 impl Append {
     /// Writes the change into `buffer`, which holds the log the decision was made on (empty
     /// when there was none). Only a defect can make it fail.
@@ -252,6 +240,7 @@ mod tests {
             period_ms,
             quantity,
             unit: TimeUnit::Milliseconds,
+            refund: false,
             at_ms: None,
         })
     }
@@ -476,9 +465,9 @@ mod tests {
                     self.log = None;
                     self.expire_at_ms = None;
                 }
-                Some(trim @ Trim::Keep { expire_at_ms, .. }) => {
+                Some(Trim::Keep { plan, expire_at_ms }) => {
                     let buffer = self.log.as_mut().expect("a log to trim");
-                    trim.apply(buffer).unwrap();
+                    plan.write(buffer).unwrap();
                     self.expire_at_ms = Some(expire_at_ms);
                 }
                 None => {}

@@ -14,7 +14,7 @@ use crate::ffi::log_warning;
 use crate::fixed::FixedWindow;
 use crate::gcra::Gcra;
 use crate::lease::Lease;
-use crate::limiter::{Limiter, Verdict};
+use crate::limiter::{Limiter, Request, Verdict};
 use crate::lines::Turn;
 use crate::outcome::Outcome;
 use crate::propagate::Propagate;
@@ -23,8 +23,9 @@ use crate::time::Instant;
 use crate::window::SlidingWindow;
 
 /// The most arguments CL.ALL takes: its name, numkeys, 16 keys, 16 limiters of up to four
-/// words, `QUANTITY quantity`, `MS`, `DETAIL`, `HOLDER holder` and `BLOCK milliseconds`.
-pub const MAX_ALL_ARGS: usize = 2 + args::MAX_KEYS * 5 + 8;
+/// words, `QUANTITY quantity`, `MS`, `REFUND`, `DETAIL`, `HOLDER holder` and
+/// `BLOCK milliseconds`.
+pub const MAX_ALL_ARGS: usize = 2 + args::MAX_KEYS * 5 + 9;
 
 /// CL.ALL's body. Every limiter is built, then every key read and decided, and what each
 /// write will propagate gathered, before any key is written: an error on any argument or
@@ -58,21 +59,22 @@ pub fn run_all(call: &Call<MAX_ALL_ARGS>, turn: Turn) -> Result<Answer, Error> {
         let binding = entries.get(combined.binding).ok_or(Error::Internal)?;
         Reply::One(binding.verdict.outcome.to_reply(args.unit))
     };
-    if turn.writes() {
+    let changed = turn.writes()
+        && entries
+            .iter()
+            .any(|entry| combined.change(&entry.verdict).is_some());
+    if changed {
         write_all(call.ctx, &combined, &mut entries, now);
     }
     let fits_in_ns = all::fits_in_ns(entries.iter().map(|entry| &entry.verdict));
+    // The keys follow numkeys.
+    let keys = 2..2 + args.limiters.len();
+    let request = request_of(&args);
     Ok(Answer {
         reply,
-        counted: Counted::of(args.quantity, combined.admitted),
-        // The keys follow numkeys.
-        wait: Wait::of(
-            args.block_ms,
-            !combined.admitted,
-            fits_in_ns,
-            2..2 + args.limiters.len(),
-        ),
-        frees: false,
+        counted: Counted::of(request, combined.admitted),
+        wait: Wait::of(args.block_ms, !combined.admitted, fits_in_ns, keys.clone()),
+        frees: (request.refund && changed).then_some(keys),
     })
 }
 
@@ -117,9 +119,9 @@ fn write_all(
 }
 
 /// The most arguments a limiter's own command is propagated with: the key, two parameters,
-/// the quantity (for a LEASE, the holder) and MS (a THROTTLE limiter gathers six, unused: it
-/// propagates a SET).
-const MAX_OWN_ARGS: usize = 6;
+/// the quantity (for a LEASE, the holder), MS and REFUND (a THROTTLE limiter gathers seven,
+/// unused: it propagates a SET).
+const MAX_OWN_ARGS: usize = 7;
 
 /// One key of a CL.ALL call: its limiter, the open key, the limiter's verdict, and the
 /// arguments its own command would propagate with.
@@ -132,7 +134,8 @@ struct Entry<'a> {
 }
 
 impl<'a> Entry<'a> {
-    /// Opens the call's `index`-th key and decides `limiter`, built from `spec`, on it.
+    /// Opens the call's `index`-th key and answers `request` with `limiter`, built from
+    /// `spec`, on it.
     fn decide(
         call: &Call<MAX_ALL_ARGS>,
         args: &args::AllArgs,
@@ -143,9 +146,11 @@ impl<'a> Entry<'a> {
         turn: Turn,
     ) -> Result<Entry<'a>, Error> {
         let name = call.arg(index + 1)?;
-        let (key, verdict) = decide_in_line(call.ctx, name, &limiter, args.quantity, now, turn)?;
+        let request = request_of(args);
+        let (key, verdict) = decide_in_line(call.ctx, name, &limiter, request, now, turn)?;
         // The key and the limiter's parameters as the client gave them, then the shared
-        // quantity (a lease: the holder) and MS: the arguments of the limiter's own command.
+        // quantity (a lease: the holder), MS and REFUND: the arguments of the limiter's own
+        // command. A refund changes no lease, so a LEASE limiter never propagates one.
         let quantity_or_holder = match spec.args {
             LimiterArgs::Lease(_) => args.holder.map(|(_, at)| at),
             _ => args.quantity_at,
@@ -154,7 +159,8 @@ impl<'a> Entry<'a> {
             std::iter::once(index + 1)
                 .chain(spec.params_at..spec.params_at + spec.params_len)
                 .chain(quantity_or_holder)
-                .chain(args.ms_at),
+                .chain(args.ms_at)
+                .chain(args.refund_at),
         )?;
         Ok(Entry {
             limiter,
@@ -168,6 +174,14 @@ impl<'a> Entry<'a> {
     /// What the limiter answers about its key as it stands.
     fn peek(&self, now: Instant) -> Result<Outcome, Error> {
         peek(&self.limiter, &self.key, now)
+    }
+}
+
+/// What a CL.ALL call asks of every limiter.
+fn request_of(args: &args::AllArgs) -> Request {
+    Request {
+        quantity: args.quantity,
+        refund: args.refund_at.is_some(),
     }
 }
 

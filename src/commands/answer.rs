@@ -8,6 +8,7 @@ use redis_module::raw;
 use crate::command::Command;
 use crate::counters::{self, Counted};
 use crate::error::Error;
+use crate::limiter::Request;
 use crate::outcome::Outcome;
 use crate::reply;
 use crate::time::TimeUnit;
@@ -18,9 +19,9 @@ pub struct Answer {
     /// Set when the call asked to wait (BLOCK), was denied, and can be admitted some day.
     /// Boxed: only such calls pay for it, and every answer stays small to move.
     pub wait: Option<Box<Wait>>,
-    /// Set when the call freed a slot on its key (CL.RELEASE): the first waiter there may
-    /// take it now.
-    pub frees: bool,
+    /// Where the keys the call freed room on are among its arguments, the command's name
+    /// first (a release, a refund): the first waiter on each may take it now.
+    pub frees: Option<Range<usize>>,
 }
 
 /// How a denied call that asked to wait would wait.
@@ -65,19 +66,21 @@ pub enum Reply {
 }
 
 impl Answer {
-    /// A single-key command's answer; its key follows the command's name.
+    /// A single-key command's answer; its key follows the command's name. `changed` says
+    /// whether the call wrote its key, which for a refund frees room there.
     #[inline(always)]
     pub fn single(
         outcome: Outcome,
-        quantity: i64,
+        request: Request,
+        changed: bool,
         unit: TimeUnit,
         block_ms: Option<i64>,
     ) -> Answer {
         Answer {
             reply: Reply::One(outcome.to_reply(unit)),
-            counted: Counted::of(quantity, !outcome.limited),
+            counted: Counted::of(request, !outcome.limited),
             wait: Wait::of(block_ms, outcome.limited, outcome.retry_after_ns, 1..2),
-            frees: false,
+            frees: (request.refund && changed).then_some(1..2),
         }
     }
 
@@ -92,7 +95,7 @@ impl Answer {
                 Counted::Denied
             },
             wait: None,
-            frees: freed,
+            frees: freed.then_some(1..2),
         }
     }
 
@@ -102,7 +105,7 @@ impl Answer {
             reply: Reply::Redirect(error),
             counted: Counted::Error,
             wait: None,
-            frees: false,
+            frees: None,
         }
     }
 

@@ -27,6 +27,6 @@ pub fn run_holders(call: &SingleCall) -> Result<Answer, Error> {
         reply: Reply::Pairs(pairs),
         counted: Counted::Peek,
         wait: None,
-        frees: false,
+        frees: None,
     })
 }

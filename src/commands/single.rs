@@ -8,16 +8,17 @@ use crate::commands::state::{decide_in_line, notify, write};
 use crate::error::Error;
 use crate::gcra::Gcra;
 use crate::lease::Lease;
-use crate::limiter::Limiter;
+use crate::limiter::{Limiter, Request};
 use crate::lines::Turn;
 use crate::outcome::Outcome;
 use crate::propagate::Propagate;
 use crate::time::Instant;
 
 /// The most arguments a single-key command takes, its name included
-/// (`CL.THROTTLE key max_burst count period quantity MS BLOCK milliseconds`; the replication
-/// form of the windows, with `AT unix-ms`, never has `BLOCK`).
-pub const MAX_ARGS: usize = 9;
+/// (`CL.THROTTLE key max_burst count period quantity MS REFUND BLOCK milliseconds`, which is
+/// refused for what it says, not for its length; the replication form of the windows, with
+/// `AT unix-ms`, never has `BLOCK`).
+pub const MAX_ARGS: usize = 10;
 
 /// A single-key command's call: its key, and the arguments after it.
 pub type SingleCall<'a> = Call<'a, MAX_ARGS>;
@@ -28,20 +29,27 @@ impl SingleCall<'_> {
     }
 }
 
-/// `CL.THROTTLE key max_burst count period [quantity] [MS] [BLOCK milliseconds]`
+/// `CL.THROTTLE key max_burst count period [quantity] [MS] [REFUND] [BLOCK milliseconds]`
 pub fn run_throttle(call: &SingleCall, turn: Turn) -> Result<Answer, Error> {
     let (params, block_ms) = args::block(call.params())?;
     let args = args::throttle(params)?;
+    args::refund_never_waits(args.refund, block_ms)?;
     let limiter = Limiter::Throttle(Gcra::new(&args)?);
     let now = call.instant(None)?;
+    let request = Request {
+        quantity: args.quantity,
+        refund: args.refund,
+    };
     // Propagated as the SET it amounts to, not as itself.
-    let outcome = single(call, limiter, args.quantity, now, Propagate::Verbatim, turn)?;
-    Ok(Answer::single(outcome, args.quantity, args.unit, block_ms))
+    let (outcome, changed) = single(call, limiter, request, now, Propagate::Verbatim, turn)?;
+    Ok(Answer::single(
+        outcome, request, changed, args.unit, block_ms,
+    ))
 }
 
-/// A window command: `key limit period [quantity] [MS] [AT unix-ms] [BLOCK milliseconds]`,
-/// on one limiter. It propagates as itself with its instant, without BLOCK, or, replayed with
-/// an instant already, as it came.
+/// A window command: `key limit period [quantity] [MS] [REFUND] [AT unix-ms]
+/// [BLOCK milliseconds]`, on one limiter. It propagates as itself with its instant, without
+/// BLOCK, or, replayed with an instant already, as it came.
 #[inline(always)]
 pub fn run_window(
     call: &SingleCall,
@@ -51,15 +59,22 @@ pub fn run_window(
 ) -> Result<Answer, Error> {
     let (params, block_ms) = args::block(call.params())?;
     let args = parse(params)?;
+    args::refund_never_waits(args.refund, block_ms)?;
     let now = call.instant(args.at_ms)?;
     let propagate = if args.at_ms.is_some() {
         Propagate::Verbatim
     } else {
-        // The key and its parameters.
+        // The key and its parameters, REFUND among them.
         Propagate::WithInstant(call.argv.get(1..2 + params.len()).ok_or(Error::Internal)?)
     };
-    let outcome = single(call, limiter(&args), args.quantity, now, propagate, turn)?;
-    Ok(Answer::single(outcome, args.quantity, args.unit, block_ms))
+    let request = Request {
+        quantity: args.quantity,
+        refund: args.refund,
+    };
+    let (outcome, changed) = single(call, limiter(&args), request, now, propagate, turn)?;
+    Ok(Answer::single(
+        outcome, request, changed, args.unit, block_ms,
+    ))
 }
 
 /// `CL.LEASE key limit lease_time holder [MS] [BLOCK milliseconds]`, and its replication form
@@ -76,25 +91,36 @@ pub fn run_lease(call: &SingleCall, turn: Turn) -> Result<Answer, Error> {
         Propagate::WithInstant(own.get(..own_len).ok_or(Error::Internal)?)
     };
     let limiter = Limiter::Lease(Lease::new(&args.params), Some(args.holder));
-    let outcome = single(call, limiter, 1, now, propagate, turn)?;
-    Ok(Answer::single(outcome, 1, args.unit, args.block_ms))
+    let request = Request {
+        quantity: 1,
+        refund: false,
+    };
+    let (outcome, changed) = single(call, limiter, request, now, propagate, turn)?;
+    Ok(Answer::single(
+        outcome,
+        request,
+        changed,
+        args.unit,
+        args.block_ms,
+    ))
 }
 
-/// One limiter on the call's key: read, decide, and write what an admission changes, unless
-/// waiters who came first hold the call back.
+/// One limiter on the call's key: read, answer the request, and write what it changes, unless
+/// waiters who came first hold the call back. Says whether it wrote.
 #[inline(always)]
 fn single(
     call: &SingleCall,
     limiter: Limiter,
-    quantity: i64,
+    request: Request,
     now: Instant,
     propagate: Propagate,
     turn: Turn,
-) -> Result<Outcome, Error> {
-    let (mut key, verdict) = decide_in_line(call.ctx, call.arg(0)?, &limiter, quantity, now, turn)?;
-    if let Some(change) = verdict.change.filter(|_| turn.writes()) {
+) -> Result<(Outcome, bool), Error> {
+    let (mut key, verdict) = decide_in_line(call.ctx, call.arg(0)?, &limiter, request, now, turn)?;
+    let change = verdict.change.filter(|_| turn.writes());
+    if let Some(change) = change {
         write(call.ctx, &mut key, change, propagate, now)?;
         notify(&key, change);
     }
-    Ok(verdict.outcome)
+    Ok((verdict.outcome, change.is_some()))
 }

@@ -9,22 +9,23 @@ use crate::fault::{self, Fault};
 use crate::ffi::string_bytes;
 use crate::fixed::Window;
 use crate::lease;
-use crate::limiter::{Change, Limiter, Stored, Verdict};
+use crate::limiter::{Change, Cleared, Limiter, Request, Stored, Verdict};
 use crate::lines::{self, Turn};
 use crate::outcome::Outcome;
 use crate::propagate::{replicate_set_pxat, replicate_window, Propagate};
 use crate::store::{Access, Event, Expiry, Key};
 use crate::time::Instant;
 
-/// Opens a key and decides `limiter` on it, for a call at `turn` in the key's line: a call
-/// that waiters who came first hold back takes nothing. The one place both single-key calls
-/// and each key of CL.ALL decide.
+/// Opens a key and answers `request` on it with `limiter`, for a call at `turn` in the key's
+/// line: a call that waiters who came first hold back takes nothing, and a refund, which
+/// takes nothing of theirs, is never held back. The one place both single-key calls and each
+/// key of CL.ALL decide.
 #[inline(always)]
 pub fn decide_in_line<'a>(
     ctx: *mut raw::RedisModuleCtx,
     name: *mut raw::RedisModuleString,
     limiter: &Limiter<'a>,
-    quantity: i64,
+    request: Request,
     now: Instant,
     turn: Turn,
 ) -> Result<(Key, Verdict<'a>), Error> {
@@ -35,9 +36,14 @@ pub fn decide_in_line<'a>(
             unsafe { string_bytes(name) }.unwrap_or_default(),
         );
     }
-    let key = Key::open(ctx, name, access_for(quantity))?;
-    let mut verdict = limiter.decide(&read(limiter, &key)?, now)?;
-    if quantity != 0 {
+    let access = if request.looks() {
+        Access::Read
+    } else {
+        Access::Write
+    };
+    let key = Key::open(ctx, name, access)?;
+    let mut verdict = limiter.answer(request, &read(limiter, &key)?, now)?;
+    if request.queues() {
         if let Some(first_due_in) = lines::held_back(ctx, name, turn)? {
             verdict = verdict.held_back(first_due_in, || peek(limiter, &key, now))?;
         }
@@ -70,8 +76,8 @@ pub fn read<'k>(limiter: &Limiter, key: &'k Key) -> Result<Stored<'k>, Error> {
     })
 }
 
-/// Writes an admission's change into its key as the limiter's own command does, and
-/// propagates it. Everything that can fail on what the key held was decided before: what
+/// Writes an admission's or a refund's change into its key as the limiter's own command does,
+/// and propagates it. Everything that can fail on what the key held was decided before: what
 /// fails here is a defect.
 pub fn write(
     ctx: *mut raw::RedisModuleCtx,
@@ -100,10 +106,27 @@ pub fn write(
             key.write_integer(count, expiry)?;
             replicate_window(ctx, c"CL.FIXED", propagate, now)
         }
+        Change::CountDown { count } => {
+            key.write_integer(count, Expiry::Unchanged)?;
+            replicate_window(ctx, c"CL.FIXED", propagate, now)
+        }
         Change::Log(append) => {
             append.apply(key)?;
             key.expire_at(append.expire_at_ms)?;
             replicate_window(ctx, c"CL.WINDOW", propagate, now)
+        }
+        Change::Trim { plan, expire_at_ms } => {
+            plan.write(key)?;
+            key.expire_at(expire_at_ms)?;
+            replicate_window(ctx, c"CL.WINDOW", propagate, now)
+        }
+        Change::Clear(cleared) => {
+            key.delete()?;
+            let command = match cleared {
+                Cleared::Count => c"CL.FIXED",
+                Cleared::Log => c"CL.WINDOW",
+            };
+            replicate_window(ctx, command, propagate, now)
         }
         Change::Lease {
             holder,
@@ -118,8 +141,9 @@ pub fn write(
 }
 
 /// Fires the keyspace events of the commands a change stands in for, after its write and
-/// propagation: `SET … PXAT` for a TAT, INCRBY (and EXPIRE when a window opens) for a count,
-/// for a log `cl.window` and EXPIRE, and for a lease `cl.lease` and EXPIRE.
+/// propagation: `SET … PXAT` for a TAT, INCRBY (and EXPIRE when a window opens) for a count
+/// and DECRBY for a lower one, for a log `cl.window` and EXPIRE, for a lease `cl.lease` and
+/// EXPIRE, and DEL for a window a refund cleared.
 pub fn notify(key: &Key, change: Change) {
     match change {
         Change::Tat { .. } => {
@@ -132,22 +156,15 @@ pub fn notify(key: &Key, change: Change) {
                 key.notify(Event::Expire);
             }
         }
-        Change::Log(_) => {
+        Change::CountDown { .. } => key.notify(Event::DecrBy),
+        Change::Log(_) | Change::Trim { .. } => {
             key.notify(Event::WindowLog);
             key.notify(Event::Expire);
         }
+        Change::Clear(_) => key.notify(Event::Del),
         Change::Lease { .. } => {
             key.notify(Event::Lease);
             key.notify(Event::Expire);
         }
-    }
-}
-
-/// A quantity of zero only looks.
-fn access_for(quantity: i64) -> Access {
-    if quantity == 0 {
-        Access::Read
-    } else {
-        Access::Write
     }
 }

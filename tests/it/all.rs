@@ -819,7 +819,7 @@ fn info_counts_calls_allowed_denied_peeks_and_errors(flavor: Flavor) {
     let mut con = server.connection();
     assert_eq!(
         stats_line(&mut con, "cl_all"),
-        "calls=0,allowed=0,denied=0,peeks=0,errors=0"
+        "calls=0,allowed=0,denied=0,peeks=0,refunds=0,errors=0"
     );
     let args = [
         "2", "k", "j", "FIXED", "1", "60", "THROTTLE", "3", "1", "60",
@@ -838,7 +838,7 @@ fn info_counts_calls_allowed_denied_peeks_and_errors(flavor: Flavor) {
     error_of(&mut con, "CL.ALL", &[b"1", b"list", b"FIXED", b"1", b"60"]);
     assert_eq!(
         stats_line(&mut con, "cl_all"),
-        "calls=6,allowed=1,denied=2,peeks=1,errors=2"
+        "calls=6,allowed=1,denied=2,peeks=1,refunds=0,errors=2"
     );
 }
 

@@ -109,7 +109,7 @@ fn a_timeout_answers_the_denial_of_that_instant_and_takes_nothing(flavor: Flavor
     assert_eq!(waiting_field(&mut con, "timed_out"), 1);
     assert_eq!(
         stats_line(&mut con, "cl_fixed"),
-        "calls=2,allowed=1,denied=1,peeks=0,errors=0"
+        "calls=2,allowed=1,denied=1,peeks=0,refunds=0,errors=0"
     );
 }
 
@@ -457,7 +457,7 @@ fn info_counts_the_waits(flavor: Flavor) {
     );
     assert_eq!(
         stats_line(&mut con, "cl_throttle"),
-        "calls=2,allowed=2,denied=0,peeks=0,errors=0"
+        "calls=2,allowed=2,denied=0,peeks=0,refunds=0,errors=0"
     );
     let _: () = redis::cmd("CONFIG")
         .arg("RESETSTAT")

@@ -64,7 +64,7 @@ fn a_panic_in_a_command_body_answers_an_error_and_the_server_serves_on(flavor: F
     for name in ["cl_throttle", "cl_fixed", "cl_window", "cl_all"] {
         assert_eq!(
             stats_line(&mut con, name),
-            "calls=1,allowed=0,denied=0,peeks=0,errors=1",
+            "calls=1,allowed=0,denied=0,peeks=0,refunds=0,errors=1",
             "{name}"
         );
     }
@@ -132,7 +132,7 @@ fn a_panic_while_a_waiter_is_tried_answers_it_an_error_and_its_line_moves_on(fla
     }
     assert_eq!(
         stats_line(&mut con, "cl_throttle"),
-        "calls=6,allowed=4,denied=0,peeks=0,errors=2"
+        "calls=6,allowed=4,denied=0,peeks=0,refunds=0,errors=2"
     );
     assert_serving(&mut server, &mut con);
 }

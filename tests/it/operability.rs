@@ -23,19 +23,22 @@ fn info_counts_each_outcome_per_command(flavor: Flavor) {
     limiter(&mut con, "CL.THROTTLE", &["k", "0", "1", "60"]);
     limiter(&mut con, "CL.THROTTLE", &["k", "0", "1", "60"]);
     limiter(&mut con, "CL.THROTTLE", &["k", "0", "1", "60", "0"]);
+    limiter(&mut con, "CL.THROTTLE", &["k", "0", "1", "60", "1", "REFUND"]);
+    // A refund of nothing looks, and is counted as the peek it is.
+    limiter(&mut con, "CL.THROTTLE", &["k", "0", "1", "60", "0", "REFUND"]);
     error_of(&mut con, "CL.THROTTLE", &[b"k", b"x", b"1", b"60"]);
     limiter(&mut con, "CL.WINDOW", &["w", "5", "60", "2"]);
     assert_eq!(
         stats_line(&mut con, "cl_throttle"),
-        "calls=4,allowed=1,denied=1,peeks=1,errors=1"
+        "calls=6,allowed=1,denied=1,peeks=2,refunds=1,errors=1"
     );
     assert_eq!(
         stats_line(&mut con, "cl_fixed"),
-        "calls=0,allowed=0,denied=0,peeks=0,errors=0"
+        "calls=0,allowed=0,denied=0,peeks=0,refunds=0,errors=0"
     );
     assert_eq!(
         stats_line(&mut con, "cl_window"),
-        "calls=1,allowed=1,denied=0,peeks=0,errors=0"
+        "calls=1,allowed=1,denied=0,peeks=0,refunds=0,errors=0"
     );
     for section in ["modules", "everything"] {
         let info: String = redis::cmd("INFO").arg(section).query(&mut con).unwrap();
@@ -57,7 +60,7 @@ fn config_resetstat_clears_the_counters(flavor: Flavor) {
         .unwrap();
     assert_eq!(
         stats_line(&mut con, "cl_fixed"),
-        "calls=0,allowed=0,denied=0,peeks=0,errors=0"
+        "calls=0,allowed=0,denied=0,peeks=0,refunds=0,errors=0"
     );
     limiter(&mut con, "CL.FIXED", &["f", "5", "60"]);
     assert!(stats_line(&mut con, "cl_fixed").starts_with("calls=1,allowed=1,"));
@@ -384,7 +387,7 @@ fn a_resetstat_the_server_refuses_or_discards_leaves_the_counters(flavor: Flavor
     let _: redis::Value = redis::cmd("EXEC").query(&mut admin).unwrap();
     assert_eq!(
         counters(&mut admin),
-        "calls=1,allowed=0,denied=0,peeks=1,errors=0"
+        "calls=1,allowed=0,denied=0,peeks=1,refunds=0,errors=0"
     );
 }
 
@@ -457,7 +460,7 @@ fn a_resetstat_among_cl_all_calls_in_a_transaction_is_seen(flavor: Flavor) {
     let _: Value = redis::cmd("EXEC").query(&mut queued).unwrap();
     assert_eq!(
         stats_line(&mut other, "cl_all"),
-        "calls=0,allowed=0,denied=0,peeks=0,errors=0"
+        "calls=0,allowed=0,denied=0,peeks=0,refunds=0,errors=0"
     );
     let _: Value = redis::cmd("CL.ALL").arg(&all).query(&mut other).unwrap();
     assert!(stats_line(&mut other, "cl_all").starts_with("calls=1,allowed=1,"));
@@ -479,7 +482,7 @@ fn replayed_calls_are_not_counted(flavor: Flavor) {
         .unwrap();
     assert_eq!(freed, 1);
     crate::harness::wait_for_replica(&mut con);
-    let zero = "calls=0,allowed=0,denied=0,peeks=0,errors=0";
+    let zero = "calls=0,allowed=0,denied=0,peeks=0,refunds=0,errors=0";
     let mut on_replica = replica.connection();
     assert!(stats_line(&mut con, "cl_lease").starts_with("calls=2,allowed=2,"));
     for command in ["cl_throttle", "cl_fixed", "cl_window", "cl_release"] {
