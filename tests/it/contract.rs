@@ -352,8 +352,8 @@ fn an_aof_restart_restores_identical_state(flavor: Flavor) {
 
 /// Random calls over 150 keys, each always of one kind: CL.ALL over 1 to 4 of them, and their
 /// single commands, with random limits, quantities (peeks and too-large ones included), units
-/// and options, in pipelines of 500. Returns how many CL.ALL calls took units and how many
-/// were denied.
+/// and options, a quarter of them refunds, in pipelines of 500. Returns how many CL.ALL calls
+/// took units and how many were denied.
 fn mixed_workload(con: &mut redis::Connection, seed: u64, calls: u64) -> (u64, u64) {
     const KEYS: u64 = 150;
     let mut rng = Rng::new(seed);
@@ -367,6 +367,7 @@ fn mixed_workload(con: &mut redis::Connection, seed: u64, calls: u64) -> (u64, u
             let ms = rng.below(2) == 0;
             let period = if ms { "3600000" } else { "3600" };
             let quantity = rng.below(4);
+            let refund: &[&str] = if rng.below(4) == 0 { &["REFUND"] } else { &[] };
             let limiter_of = |id: u64, rng: &mut Rng| {
                 let limit = 1 + rng.below(20);
                 match id % 3 {
@@ -402,8 +403,9 @@ fn mixed_workload(con: &mut redis::Connection, seed: u64, calls: u64) -> (u64, u
                 if rng.below(2) == 0 {
                     options.push(vec!["DETAIL".into()]);
                 }
+                options.extend(refund.iter().map(|word| vec![word.to_string()]));
                 cmd.arg(rng.shuffled(options).concat());
-                taking.push(Some(quantity > 0));
+                taking.push(Some(quantity > 0 && refund.is_empty()));
             } else {
                 let id = rng.below(KEYS);
                 let (keyword, params) = limiter_of(id, &mut rng);
@@ -411,7 +413,10 @@ fn mixed_workload(con: &mut redis::Connection, seed: u64, calls: u64) -> (u64, u
                     .arg(format!("key:{id}"))
                     .arg(params)
                     .arg(quantity)
-                    .arg(if ms { &["MS"][..] } else { &[] });
+                    .arg(
+                        rng.shuffled([if ms { &["MS"][..] } else { &[] }, refund].to_vec())
+                            .concat(),
+                    );
                 taking.push(None);
             }
             done += 1;

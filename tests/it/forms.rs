@@ -169,6 +169,19 @@ impl Form {
             .unwrap_or_else(|e| panic!("{} {key}: {e}", self.name()))
     }
 
+    /// Gives `quantity` back on one key (`REFUND`) and returns its five integers.
+    pub fn refund(
+        self,
+        con: &mut impl redis::ConnectionLike,
+        key: &str,
+        params: &[String],
+        quantity: &str,
+    ) -> Vec<i64> {
+        self.cmd(&[key.as_bytes()], params, Some(quantity), &["REFUND"])
+            .query(con)
+            .unwrap_or_else(|e| panic!("{} {key} REFUND: {e}", self.name()))
+    }
+
     /// The error a call on one key answers with; panics if it succeeds.
     pub fn error(
         self,

@@ -18,6 +18,7 @@ mod lease;
 mod lifecycle;
 mod operability;
 mod randomized;
+mod refund;
 mod reliability;
 mod throttle;
 mod window;

@@ -23,9 +23,17 @@ fn info_counts_each_outcome_per_command(flavor: Flavor) {
     limiter(&mut con, "CL.THROTTLE", &["k", "0", "1", "60"]);
     limiter(&mut con, "CL.THROTTLE", &["k", "0", "1", "60"]);
     limiter(&mut con, "CL.THROTTLE", &["k", "0", "1", "60", "0"]);
-    limiter(&mut con, "CL.THROTTLE", &["k", "0", "1", "60", "1", "REFUND"]);
+    limiter(
+        &mut con,
+        "CL.THROTTLE",
+        &["k", "0", "1", "60", "1", "REFUND"],
+    );
     // A refund of nothing looks, and is counted as the peek it is.
-    limiter(&mut con, "CL.THROTTLE", &["k", "0", "1", "60", "0", "REFUND"]);
+    limiter(
+        &mut con,
+        "CL.THROTTLE",
+        &["k", "0", "1", "60", "0", "REFUND"],
+    );
     error_of(&mut con, "CL.THROTTLE", &[b"k", b"x", b"1", b"60"]);
     limiter(&mut con, "CL.WINDOW", &["w", "5", "60", "2"]);
     assert_eq!(

@@ -53,7 +53,8 @@ fn random_arg(rng: &mut Rng) -> Vec<u8> {
             .to_vec(),
         5 => [
             "MS", "ms", "AT", "at", "Ms", "THROTTLE", "fixed", "WINDOW", "QUANTITY", "DETAIL",
-        ][rng.below(10) as usize]
+            "REFUND", "refund",
+        ][rng.below(12) as usize]
             .as_bytes()
             .to_vec(),
         6 => Vec::new(),
@@ -115,6 +116,9 @@ fn random_inputs_get_a_reply_or_an_error_and_never_crash(flavor: Flavor) {
                 cmd.arg(&[limit.as_str(), "60", &rng.below(4).to_string()]);
                 if rng.below(2) == 0 {
                     cmd.arg("MS");
+                }
+                if rng.below(3) == 0 {
+                    cmd.arg("REFUND");
                 }
             } else {
                 // Any arity, any arguments.
@@ -188,6 +192,9 @@ fn all_args(cmd: &mut redis::Cmd, rng: &mut Rng) {
     }
     if rng.below(3) == 0 {
         cmd.arg("DETAIL");
+    }
+    if rng.below(3) == 0 {
+        cmd.arg("REFUND");
     }
 }
 

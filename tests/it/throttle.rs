@@ -106,9 +106,10 @@ fn bad_arguments_get_errors_naming_them_and_change_nothing(flavor: Flavor) {
         (&[b"k"], "wrong number of arguments"),
         (&[b"k", b"1", b"1"], "wrong number of arguments"),
         (
-            &[b"k", b"1", b"1", b"1", b"1", b"MS", b"x"],
+            &[b"k", b"1", b"1", b"1", b"1", b"MS", b"REFUND", b"x"],
             "wrong number of arguments",
         ),
+        (&[b"k", b"1", b"1", b"1", b"1", b"MS", b"x"], "syntax error"),
         (&[b"k", b"x", b"1", b"1"], "max_burst"),
         (&[b"k", b"1", b"1.5", b"1"], "count"),
         (&[b"k", b"1", b"1", b""], "period"),
@@ -126,7 +127,7 @@ fn bad_arguments_get_errors_naming_them_and_change_nothing(flavor: Flavor) {
         (&[b"k", b"1", b"1", b"1", max.as_bytes()], "quantity"),
         (
             &[b"k", b"1", b"1", b"1", b"1", b"MS", b"MS"],
-            "wrong number of arguments",
+            "syntax error",
         ),
         (&[b"k", b"1", b"9223372036854775808", b"1"], "count"),
         (&[b"k", &[0xff, 0xfe], b"1", b"1"], "max_burst"),
