@@ -428,7 +428,6 @@ pub fn all<'a>(args: &[&'a [u8]]) -> Result<AllArgs<'a>, Error> {
         None => None,
     };
     let tail = Tail::new(quantity, ms_at.is_some(), refund_at.is_some());
-    refund_never_waits(tail.refund, block_ms)?;
     let holder = match holder_at {
         Some(at) => Some((holder_name(args.get(at).ok_or(Error::Syntax)?)?, at)),
         None => None,
@@ -463,6 +462,8 @@ pub fn all<'a>(args: &[&'a [u8]]) -> Result<AllArgs<'a>, Error> {
             params_len: kind.params(),
         });
     }
+    // After the limiters' own numbers, as the single commands check it.
+    refund_never_waits(tail.refund, block_ms)?;
     Ok(AllArgs {
         limiters,
         holder,

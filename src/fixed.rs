@@ -115,7 +115,7 @@ impl FixedWindow {
             None => stored,
         };
         Decision {
-            outcome: self.peek().decide(left, now_ms).outcome,
+            outcome: self.peek().decide(left, now_ms).outcome.admitted(),
             new_window,
         }
     }
@@ -331,6 +331,21 @@ mod tests {
                 fixed(5, 1_000, 0).decide(stored, now).outcome
             );
         }
+    }
+
+    #[test]
+    fn a_refund_is_admitted_on_a_window_fuller_than_its_own_limit() {
+        // 10 counted, by the INCR recipe or under a limit since lowered to 5.
+        let over = Some(Window {
+            count: 10,
+            end_ms: NOW + 60_000,
+        });
+        let refund = fixed(5, 60_000, 2).refund(over, NOW);
+        assert_eq!(refund.new_window.map(|w| w.count), Some(8));
+        assert_eq!(
+            refund.outcome.to_reply(TimeUnit::Milliseconds),
+            [0, 5, 0, -1, 60_000]
+        );
     }
 
     proptest! {

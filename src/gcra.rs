@@ -110,7 +110,11 @@ impl Gcra {
             .map(|tat| tat.saturating_sub(self.increment).max(now))
             .filter(|&tat| Some(tat) != stored_tat);
         Decision {
-            outcome: self.peek().decide(new_tat.or(stored_tat), now).outcome,
+            outcome: self
+                .peek()
+                .decide(new_tat.or(stored_tat), now)
+                .outcome
+                .admitted(),
             new_tat,
         }
     }
@@ -384,6 +388,22 @@ mod tests {
             assert_eq!(refund.new_tat, None, "{stored:?} {q}");
             assert_eq!(refund.outcome, take(0).decide(stored, NOW).outcome);
         }
+    }
+
+    #[test]
+    fn a_refund_is_admitted_on_a_key_fuller_than_its_own_limit() {
+        // 16 taken under bursts of 16, given back one under bursts of 5 (a limit lowered
+        // live): the TAT moves, and the answer is none remaining, not a denial.
+        let mut key = Limiter { tat: None };
+        let big = gcra(15, 30, 60 * SECOND, 16).unwrap();
+        assert_eq!(key.call(big, NOW, TimeUnit::Seconds)[..3], [0, 16, 0]);
+        let small = gcra(4, 30, 60 * SECOND, 1).unwrap();
+        let refund = small.refund(key.tat, NOW);
+        assert_eq!(refund.new_tat, key.tat.map(|tat| tat - 2 * SECOND));
+        assert_eq!(
+            refund.outcome.to_reply(TimeUnit::Seconds),
+            [0, 5, 0, -1, 30]
+        );
     }
 
     proptest! {

@@ -5,7 +5,7 @@
 
 use crate::error::Error;
 use crate::fixed::{FixedWindow, Window};
-use crate::gcra::Gcra;
+use crate::gcra::{self, Gcra};
 use crate::lease::{Lease, LeaseChange};
 use crate::outcome::Outcome;
 use crate::time::{ceil_ms, Instant};
@@ -150,14 +150,7 @@ impl<'a> Limiter<'a> {
     pub fn decide(&self, stored: &Stored, now: Instant) -> Result<Verdict<'a>, Error> {
         match (self, *stored) {
             (Limiter::Throttle(gcra), Stored::Tat(tat)) => {
-                let decision = gcra.decide(tat, now.ns);
-                Ok(Verdict {
-                    outcome: decision.outcome,
-                    change: decision.new_tat.map(|tat| Change::Tat {
-                        tat,
-                        expire_at_ms: ceil_ms(tat),
-                    }),
-                })
+                Ok(tat_verdict(gcra.decide(tat, now.ns)))
             }
             (Limiter::Fixed(fixed), Stored::Window(stored)) => {
                 let decision = fixed.decide(stored, now.ms);
@@ -207,17 +200,10 @@ impl<'a> Limiter<'a> {
     /// CL.RELEASE gives it back, and a refund only looks at it.
     pub fn refund(&self, stored: &Stored, now: Instant) -> Result<Verdict<'a>, Error> {
         match (self, *stored) {
+            // A TAT moved back to now is an untouched limiter's, and its key expires at once;
+            // it is written as every TAT is.
             (Limiter::Throttle(gcra), Stored::Tat(tat)) => {
-                let decision = gcra.refund(tat, now.ns);
-                Ok(Verdict {
-                    outcome: decision.outcome,
-                    // A TAT moved back to now is an untouched limiter's, and its key expires
-                    // at once; it goes as a SET, as every TAT does.
-                    change: decision.new_tat.map(|tat| Change::Tat {
-                        tat,
-                        expire_at_ms: ceil_ms(tat),
-                    }),
-                })
+                Ok(tat_verdict(gcra.refund(tat, now.ns)))
             }
             (Limiter::Fixed(fixed), Stored::Window(stored)) => {
                 let decision = fixed.refund(stored, now.ms);
@@ -239,7 +225,13 @@ impl<'a> Limiter<'a> {
                     }),
                 })
             }
-            (Limiter::Lease(..), Stored::Leases(_)) => self.peek().decide(stored, now),
+            (Limiter::Lease(..), Stored::Leases(_)) => {
+                let look = self.peek().decide(stored, now)?;
+                Ok(Verdict {
+                    outcome: look.outcome.admitted(),
+                    change: None,
+                })
+            }
             _ => Err(Error::Internal),
         }
     }
@@ -267,6 +259,18 @@ impl<'a> Limiter<'a> {
             Limiter::Window(sliding) => Limiter::Window(sliding.peek()),
             Limiter::Lease(lease, _) => Limiter::Lease(*lease, None),
         }
+    }
+}
+
+/// GCRA's decision as a verdict: a new TAT is stored, and the key expires at the first whole
+/// millisecond at or after it.
+fn tat_verdict<'a>(decision: gcra::Decision) -> Verdict<'a> {
+    Verdict {
+        outcome: decision.outcome,
+        change: decision.new_tat.map(|tat| Change::Tat {
+            tat,
+            expire_at_ms: ceil_ms(tat),
+        }),
     }
 }
 

@@ -45,6 +45,13 @@ impl Outcome {
         }
     }
 
+    /// The same state, answered as admitted: a refund asks for nothing it could be denied, so
+    /// a key fuller than the call's own limit (lowered live, or left by the INCR recipe) is
+    /// reported with none remaining, not as a denial.
+    pub fn admitted(self) -> Outcome {
+        Outcome::allowed(self.limit, self.remaining, self.reset_after_ns)
+    }
+
     /// `[limited, limit, remaining, retry_after, reset_after]`, waits rounded up to whole units:
     /// a client that waits the reported time is never early.
     pub fn to_reply(self, unit: TimeUnit) -> [i64; 5] {

@@ -120,16 +120,21 @@ fn command_docs_describe_every_argument(flavor: Flavor) {
                 "period",
                 "quantity",
                 "ms",
+                "refund",
                 "timeout",
             ][..],
         ),
         (
             "cl.fixed",
-            &["key", "limit", "period", "quantity", "ms", "timeout"],
+            &[
+                "key", "limit", "period", "quantity", "ms", "refund", "timeout",
+            ],
         ),
         (
             "cl.window",
-            &["key", "limit", "period", "quantity", "ms", "timeout"],
+            &[
+                "key", "limit", "period", "quantity", "ms", "refund", "timeout",
+            ],
         ),
     ] {
         let docs: Value = redis::cmd("COMMAND")
@@ -244,6 +249,7 @@ fn command_docs_give_cl_all_its_whole_grammar(flavor: Flavor) {
             owned("limiter", "oneof", None, &["multiple"]),
             owned("quantity", "integer", Some("QUANTITY"), &["optional"]),
             owned("ms", "pure-token", Some("MS"), &["optional"]),
+            owned("refund", "pure-token", Some("REFUND"), &["optional"]),
             owned("detail", "pure-token", Some("DETAIL"), &["optional"]),
             owned("holder", "string", Some("HOLDER"), &["optional"]),
             owned("timeout", "integer", Some("BLOCK"), &["optional"]),

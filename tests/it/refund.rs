@@ -17,6 +17,7 @@ both_servers!(
     a_refund_admits_the_first_waiter_at_once,
     a_refund_with_bad_arguments_or_on_a_bad_key_changes_nothing,
     cl_all_refunds_every_limiter_and_only_looks_at_leases,
+    a_refund_on_a_key_fuller_than_its_limit_still_gives_back,
     refunds_fire_the_events_of_what_they_change,
     a_replica_follows_refunds_byte_for_byte,
 );
@@ -302,6 +303,36 @@ fn cl_all_refunds_every_limiter_and_only_looks_at_leases(flavor: Flavor) {
         crate::harness::stats_line(&mut con, "cl_all"),
         "calls=4,allowed=1,denied=0,peeks=0,refunds=2,errors=1"
     );
+}
+
+/// A key can hold more than the call's own limit allows (a limit lowered live, the INCR
+/// recipe, a full pool of leases): a refund asks for nothing it could be denied, so it is
+/// admitted there, and in CL.ALL no such key stops the others giving back.
+fn a_refund_on_a_key_fuller_than_its_limit_still_gives_back(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut con = server.connection();
+    let count =
+        |con: &mut redis::Connection| -> String { redis::cmd("GET").arg("f").query(con).unwrap() };
+    assert_eq!(
+        limiter(&mut con, "CL.FIXED", &["f", "10", "60", "10"])[..3],
+        [0, 10, 0]
+    );
+    assert_eq!(
+        limiter(&mut con, "CL.LEASE", &["pool", "1", "60", "job:1"])[0],
+        0
+    );
+    assert_eq!(
+        limiter(&mut con, "CL.FIXED", &["f", "5", "60", "2", "REFUND"]),
+        [0, 5, 0, -1, 60]
+    );
+    assert_eq!(count(&mut con), "8");
+    let detail: Vec<Vec<i64>> = redis::cmd("CL.ALL")
+        .arg(&["2", "f", "pool", "FIXED", "5", "60", "LEASE", "1", "60"])
+        .arg(&["QUANTITY", "2", "REFUND", "DETAIL"])
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(detail, [[0, 5, 0, -1, 60], [0, 1, 0, -1, 60]]);
+    assert_eq!(count(&mut con), "6");
 }
 
 fn refunds_fire_the_events_of_what_they_change(flavor: Flavor) {
