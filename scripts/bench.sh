@@ -18,10 +18,12 @@
 #   8. CL.LEASE and CL.RELEASE (bench/lease.py): instructions per call at 10 holders against
 #      the same-arity floor and at 10,000 holders against 10, throughput against the sorted-set
 #      scripts (bench/lease.lua, bench/release.lua), MEMORY USAGE per lease, and how soon a
-#      waiter's reply follows a release.
+#      waiter's reply follows a release;
+#   9. REFUND: server instructions per refund that gives a unit back, against an admission of
+#      the same command and the floor given the same arguments.
 # Knobs: REQUESTS, CLIENTS, PIPELINE, ROUNDS, CALLS; PARTS (default "throughput memory
-# waiting instructions aof replicated long-log lease") to run only some; REDIS_CELL_MODULE to
-# measure a module built elsewhere instead of building this one.
+# waiting instructions aof replicated long-log lease refund") to run only some;
+# REDIS_CELL_MODULE to measure a module built elsewhere instead of building this one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WITH_BENCH=1 bash scripts/setup.sh
@@ -36,7 +38,7 @@ cargo build --release --quiet --example floor
 floor="${CARGO_TARGET_DIR:-$PWD/target}/release/examples/libfloor.so"
 REQUESTS=${REQUESTS:-400000} CLIENTS=${CLIENTS:-50} PIPELINE=${PIPELINE:-16}
 ROUNDS=${ROUNDS:-5} CALLS=${CALLS:-20000}
-PARTS=${PARTS:-throughput memory waiting instructions aof replicated long-log lease}
+PARTS=${PARTS:-throughput memory waiting instructions aof replicated long-log lease refund}
 part() { [[ " $PARTS " == *" $1 "* ]]; }
 
 work=$(mktemp -d)
@@ -354,7 +356,7 @@ if part lease; then
   python3 bench/lease.py memory "$port"
   python3 bench/lease.py latency "$port"
 fi
-part instructions || part aof || part replicated || part long-log || part lease || exit 0
+part instructions || part aof || part replicated || part long-log || part lease || part refund || exit 0
 
 # Instructions: the same server under callgrind, counting only while each workload runs.
 cport=$(free_port)
@@ -488,4 +490,26 @@ if part lease; then
       "${at[$kind-big]}" "$(ratio "${at[$kind-big]}" "${at[$kind]}")" "$(ratio "${at[$kind-big-lua]}" "${at[$kind-big]}")"
   done
   printf '| %-40s | %12.0f | %8s | %8s | %15s | %8s | %8s |\n' "floor, 4 args; 2 args; their mean" "$floor4" "" "" "$(printf '%.0f; %.0f' "$floor2" "$floor_pair")" "" ""
+fi
+
+# Refunds by instructions: each command on a hot key that always has a unit to give back (one
+# call of 100,000,000 units first: a TAT 100 s ahead, a count, a log of one entry), beside the
+# same command admitting on a hot key and the floor given the refund's arguments.
+if part refund; then
+  redis-cli -p "$cport" -n 2 FLUSHDB >/dev/null
+  big=100000000
+  echo
+  echo "REFUND, server instructions per call (callgrind, $CALLS calls, 1 client, pipeline 16; each refund gives 1 unit back on a hot key holding $big)"
+  printf '| %-12s | %10s | %10s | %12s | %16s | %8s |\n' "command" "admission" "refund" "vs admission" "floor, same args" "vs floor"
+  printf '|%s|%s|%s|%s|%s|%s|\n' "--------------" "------------" "------------" "--------------" "------------------" "----------"
+  for row in "CL.THROTTLE|1000000000 1000000 1" "CL.FIXED|1000000000 3600" "CL.WINDOW|1000000000 3600"; do
+    command=${row%%|*} params=${row#*|}
+    # shellcheck disable=SC2086
+    redis-cli -e -p "$cport" -n 2 "$command" "refund:$command" $params "$big" >/dev/null
+    admit=$(per_call "$command admit:$command $params 1" 2)
+    refund=$(per_call "$command refund:$command $params 1 REFUND" 2)
+    floor_args=$(per_call "FLOOR.WRITE key:__rand_int__ $params 1 REFUND" 2)
+    printf '| %-12s | %10.0f | %10.0f | %12s | %16.0f | %8s |\n' "$command" "$admit" "$refund" \
+      "$(ratio "$refund" "$admit")" "$floor_args" "$(ratio "$refund" "$floor_args")"
+  done
 fi

@@ -153,13 +153,17 @@ fn command_docs_describe_every_argument(flavor: Flavor) {
         assert_eq!(names, expected_args, "{command}");
         assert_eq!(text(field(&arguments[0], "type")), "key");
         assert_eq!(text(field(&arguments[1], "type")), "integer");
-        let ms = &arguments[arguments.len() - 2];
-        assert_eq!(text(field(ms, "type")), "pure-token");
-        assert_eq!(text(field(ms, "token")), "MS");
+        for (flag, token) in arguments[arguments.len() - 3..]
+            .iter()
+            .zip(["MS", "REFUND"])
+        {
+            assert_eq!(text(field(flag, "type")), "pure-token");
+            assert_eq!(text(field(flag, "token")), token);
+        }
         let block = arguments.last().unwrap();
         assert_eq!(text(field(block, "type")), "integer");
         assert_eq!(text(field(block, "token")), "BLOCK");
-        for optional in &arguments[arguments.len() - 3..] {
+        for optional in &arguments[arguments.len() - 4..] {
             let flags: Vec<String> = redis::from_redis_value(field(optional, "flags")).unwrap();
             assert_eq!(flags, ["optional"], "{command}");
         }
