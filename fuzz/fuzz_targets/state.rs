@@ -2,7 +2,8 @@
 //! decided, never a panic, never an out-of-range reply. Values come raw from the input, and
 //! as sliding-window logs built by real calls (up to a few thousand, over many blocks, with
 //! units large enough to lengthen merged entries) and then damaged byte by byte behind a
-//! valid checksum; a log the window admitted into must decode again.
+//! valid checksum; a log the window admitted into, or trimmed for a refund, must decode
+//! again. Every refund is answered as admitted.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -11,7 +12,7 @@ use redis_cell::decimal::parse_i64;
 use redis_cell::time::TimeUnit;
 use redis_cell::fixed::{FixedWindow, Window};
 use redis_cell::gcra::Gcra;
-use redis_cell::window::{reseal, SlidingWindow};
+use redis_cell::window::{reseal, SlidingWindow, Trim};
 
 const START_MS: i64 = 1_795_910_400_000;
 
@@ -34,6 +35,11 @@ fn check(reply: [i64; 5]) {
     assert!(reply[3] == -1 || reply[3] >= 0);
 }
 
+fn check_refund(reply: [i64; 5]) {
+    check(reply);
+    assert_eq!((reply[0], reply[3]), (0, -1), "a refund answered as denied");
+}
+
 fn window(limit: i64, quantity: i64) -> SlidingWindow {
     sliding(limit, 60_000, quantity)
 }
@@ -44,6 +50,7 @@ fn sliding(limit: i64, period_ms: i64, quantity: i64) -> SlidingWindow {
         period_ms,
         quantity,
         unit: TimeUnit::Milliseconds,
+        refund: false,
         at_ms: None,
     })
 }
@@ -67,6 +74,18 @@ fn exercise(log: &[u8], limit: i64, quantity: i64, now_ms: i64, intact: bool) {
             }
         }
     }
+    if let Ok(refund) = sliding.refund(Some(log), now_ms) {
+        check_refund(refund.outcome.to_reply(TimeUnit::Milliseconds));
+        if let Some(Trim::Keep { plan, .. }) = refund.change {
+            let mut written = log.to_vec();
+            if plan.write(&mut written).is_ok() && intact {
+                assert!(
+                    sliding.decide(Some(&written), now_ms).is_ok(),
+                    "an intact log was trimmed unreadable"
+                );
+            }
+        }
+    }
 }
 
 fuzz_target!(|input: Input| {
@@ -81,10 +100,16 @@ fuzz_target!(|input: Input| {
             period_ns: 60_000_000_000,
             quantity,
             unit: TimeUnit::Seconds,
+            refund: false,
         };
         let gcra = Gcra::new(&throttle).expect("valid parameters");
         check(
             gcra.decide(Some(value), now_ms * 1_000_000)
+                .outcome
+                .to_reply(TimeUnit::Seconds),
+        );
+        check_refund(
+            gcra.refund(Some(value), now_ms * 1_000_000)
                 .outcome
                 .to_reply(TimeUnit::Seconds),
         );
@@ -93,6 +118,7 @@ fuzz_target!(|input: Input| {
             period_ms: 60_000,
             quantity,
             unit: TimeUnit::Milliseconds,
+            refund: false,
             at_ms: None,
         });
         let stored = Window {
@@ -102,6 +128,12 @@ fuzz_target!(|input: Input| {
         check(
             fixed
                 .decide(Some(stored), now_ms)
+                .outcome
+                .to_reply(TimeUnit::Milliseconds),
+        );
+        check_refund(
+            fixed
+                .refund(Some(stored), now_ms)
                 .outcome
                 .to_reply(TimeUnit::Milliseconds),
         );
