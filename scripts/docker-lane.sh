@@ -79,6 +79,11 @@ builder_image=${REDIS_CELL_BUILDER_IMAGE:-}
 server_image=${REDIS_CELL_SERVER_IMAGE:-}
 if [ -z "$builder_image" ] && ! timeout 120 docker pull -q rust:1-bookworm >/dev/null 2>&1; then
   echo "docker lane: the official images cannot be pulled; using stand-ins from Debian trixie"
+  if ! command -v debootstrap >/dev/null; then
+    [ "$(id -u)" = 0 ] || skip_or_fail "making the stand-ins needs debootstrap, and installing it root"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
+  fi
   base=redis-cell-lane/debian:trixie
   if ! docker image inspect "$base" >/dev/null 2>&1; then
     rootfs=$(mktemp -d "$home/rootfs.XXXXXX")
@@ -122,10 +127,14 @@ export REDIS_CELL_SERVER_IMAGE=${server_image}
 
 # The crates, vendored into a build context of their own (the checkout's .cargo is not
 # touched): the test adds them to the image's context.
+# Kept while the lock is the same, so that the image's layers can be reused.
 vendor_dir="$home/vendor"
-rm -rf "$vendor_dir"
-mkdir -p "$vendor_dir/.cargo"
-cargo vendor --locked --versioned-dirs --quiet "$vendor_dir/vendor" >/dev/null
+if ! cmp -s Cargo.lock "$vendor_dir/Cargo.lock"; then
+  rm -rf "$vendor_dir"
+  mkdir -p "$vendor_dir/.cargo"
+  cargo vendor --locked --versioned-dirs --quiet "$vendor_dir/vendor" >/dev/null
+  cp Cargo.lock "$vendor_dir/Cargo.lock"
+fi
 # What `cargo vendor` prints, with the directory as the context will hold it.
 cat >"$vendor_dir/.cargo/config.toml" <<'EOF'
 [source.crates-io]
