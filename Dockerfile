@@ -13,6 +13,8 @@ RUN if ! ls /usr/lib/llvm-*/lib/libclang.so* >/dev/null 2>&1; then \
       && rm -rf /var/lib/apt/lists/*; \
     fi
 WORKDIR /src
+# What .dockerignore lets in: the manifest, the lock, the sources, and .cargo (and vendor/
+# when the crates are vendored).
 COPY . .
 # A context that carries vendored crates (vendor/, and the .cargo/config.toml that
 # `cargo vendor` prints) builds offline from them; any other fetches from crates.io.

@@ -3,9 +3,10 @@
 # container of it through testcontainers.
 #
 # - The engine: one that answers already (DOCKER_HOST, or the default socket); otherwise, as
-#   root, Debian's docker.io (with debootstrap) installed if missing and a dockerd of the
-#   lane's own, its data root, exec root, pidfile and socket under the lane's directories,
-#   stopped by its pid at the end. No other engine's state is touched.
+#   root, a dockerd of the lane's own (Debian's docker.io installed when no dockerd is), its
+#   data root, exec root, pidfile, socket, configuration and containerd namespace its own,
+#   stopped by its pid at the end. No other engine's state is touched; the docker0 bridge and
+#   its iptables rules are made as any dockerd makes them.
 # - The base images: the Dockerfile's defaults (the official rust and redis images) where
 #   they can be pulled; otherwise stand-ins made from Debian trixie's packages (debootstrap,
 #   then docker import), passed as the Dockerfile's build arguments, and kept in the lane's
@@ -23,6 +24,7 @@ cd "$(dirname "$0")/.."
 home=${REDIS_CELL_DOCKER_HOME:-/var/tmp/redis-cell-docker}
 exec_root=${REDIS_CELL_DOCKER_EXEC:-/run/redis-cell-docker}
 started=$(date +%s)
+mkdir -p "$home"
 
 skip_or_fail() {
   if [ "${CI:-}" = true ]; then
@@ -39,7 +41,8 @@ own_engine=""
 stop_own_engine() {
   [ -n "$own_engine" ] || return 0
   kill "$own_engine" 2>/dev/null || true
-  for _ in $(seq 1 100); do
+  # dockerd takes up to 15 s to stop its containers.
+  for _ in $(seq 1 250); do
     kill -0 "$own_engine" 2>/dev/null || return 0
     sleep 0.1
   done
@@ -49,15 +52,21 @@ trap stop_own_engine EXIT
 
 if ! command -v docker >/dev/null || ! engine_answers; then
   [ "$(id -u)" = 0 ] || skip_or_fail "no Docker engine answers, and starting one needs root"
-  if ! command -v dockerd >/dev/null || ! command -v debootstrap >/dev/null; then
-    echo "docker lane: installing docker.io and debootstrap"
+  # Only what is missing: docker.io conflicts with Docker CE's packages, whose dockerd serves.
+  if ! command -v dockerd >/dev/null; then
+    echo "docker lane: installing docker.io"
     apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker.io debootstrap >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker.io >/dev/null
   fi
   mkdir -p "$home/data" "$exec_root"
   socket="$home/docker.sock"
-  dockerd --data-root "$home/data" --exec-root "$exec_root" --pidfile "$home/dockerd.pid" \
-    -H "unix://$socket" >"$home/dockerd.log" 2>&1 &
+  # An empty configuration, not /etc/docker/daemon.json, and containerd objects in a
+  # namespace of the lane's own where a system containerd serves.
+  echo '{}' >"$home/daemon.json"
+  dockerd --config-file "$home/daemon.json" --data-root "$home/data" --exec-root "$exec_root" \
+    --pidfile "$home/dockerd.pid" -H "unix://$socket" \
+    --containerd-namespace redis-cell-lane --containerd-plugins-namespace redis-cell-lane-plugins \
+    >"$home/dockerd.log" 2>&1 &
   own_engine=$!
   export DOCKER_HOST="unix://$socket"
   for _ in $(seq 1 300); do
@@ -74,13 +83,19 @@ else
   echo "docker lane: using the engine at ${DOCKER_HOST:-the default socket}"
 fi
 
-# The base images: pulled, or made here.
+# The base images: the official ones, with the builder at the declared rust-version, where
+# both can be pulled; otherwise stand-ins made here.
+rust_version=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
 builder_image=${REDIS_CELL_BUILDER_IMAGE:-}
 server_image=${REDIS_CELL_SERVER_IMAGE:-}
-if [ -z "$builder_image" ] && ! timeout 120 docker pull -q rust:1-bookworm >/dev/null 2>&1; then
+pulled() { timeout 600 docker pull -q "$1" >/dev/null 2>&1; }
+if [ -z "$builder_image" ] && pulled "rust:$rust_version-bookworm" && pulled redis:7.4-bookworm; then
+  builder_image="rust:$rust_version-bookworm"
+elif [ -z "$builder_image" ]; then
   echo "docker lane: the official images cannot be pulled; using stand-ins from Debian trixie"
+  # debootstrap needs root.
+  [ "$(id -u)" = 0 ] || skip_or_fail "the official images cannot be pulled, and making stand-ins needs root"
   if ! command -v debootstrap >/dev/null; then
-    [ "$(id -u)" = 0 ] || skip_or_fail "making the stand-ins needs debootstrap, and installing it root"
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
   fi

@@ -51,11 +51,16 @@ fn image() -> GenericImage {
         .clone()
 }
 
+/// The server's address through the container's mapped port, on the engine's host.
+fn address(container: &Container<GenericImage>) -> Option<String> {
+    let host = container.get_host().ok()?;
+    let port = container.get_host_port_ipv4(6379.tcp()).ok()?;
+    Some(format!("redis://{host}:{port}/"))
+}
+
 fn connect(container: &Container<GenericImage>) -> redis::Connection {
-    let port = container
-        .get_host_port_ipv4(6379.tcp())
-        .expect("a mapped port");
-    let con = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+    let address = address(container).expect("a mapped port");
+    let con = redis::Client::open(address)
         .and_then(|client| client.get_connection())
         .expect("a connection");
     con.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
@@ -74,7 +79,7 @@ fn ready() -> WaitFor {
 }
 
 #[test]
-fn the_image_serves_every_command_as_documented() {
+fn the_image_serves_the_worked_examples_a_wait_and_its_version() {
     let container = image()
         .with_wait_for(ready())
         .with_exposed_port(6379.tcp())
@@ -182,6 +187,9 @@ fn the_server_runs_as_its_own_user_and_keeps_an_aof_in_data_across_a_restart() {
             MODULE,
             "--appendonly",
             "yes",
+            // No RDB at shutdown: what survives the restart is the AOF's.
+            "--save",
+            "",
         ])
         .start()
         .expect("the container starts");
@@ -220,15 +228,11 @@ fn the_server_runs_as_its_own_user_and_keeps_an_aof_in_data_across_a_restart() {
     container.start().expect("the container starts again");
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut con = loop {
-        let answered = container
-            .get_host_port_ipv4(6379.tcp())
-            .ok()
-            .and_then(|port| {
-                let client = redis::Client::open(format!("redis://127.0.0.1:{port}/")).ok()?;
-                let mut con = client.get_connection().ok()?;
-                redis::cmd("PING").query::<String>(&mut con).ok()?;
-                Some(con)
-            });
+        let answered = address(&container).and_then(|address| {
+            let mut con = redis::Client::open(address).ok()?.get_connection().ok()?;
+            redis::cmd("PING").query::<String>(&mut con).ok()?;
+            Some(con)
+        });
         if let Some(con) = answered {
             break con;
         }
@@ -251,6 +255,21 @@ fn the_server_runs_as_its_own_user_and_keeps_an_aof_in_data_across_a_restart() {
         .query(&mut con)
         .unwrap();
     assert_eq!(dir[1], "/data");
+    let info: String = redis::cmd("INFO")
+        .arg("persistence")
+        .query(&mut con)
+        .unwrap();
+    assert!(info.contains("aof_enabled:1"), "{info}");
+    let mut listing = container
+        .exec(ExecCommand::new([
+            "sh",
+            "-c",
+            "ls /data /data/appendonlydir",
+        ]))
+        .expect("exec in the container");
+    let listing = String::from_utf8(listing.stdout_to_vec().unwrap()).unwrap();
+    assert!(listing.contains(".aof"), "no AOF in /data: {listing}");
+    assert!(!listing.contains("dump.rdb"), "an RDB in /data: {listing}");
     // The limiters carry on where they were.
     assert_eq!(
         call(&mut con, "CL.FIXED", &["kept", "5", "3600", "0"])[..3],
