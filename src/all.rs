@@ -225,6 +225,7 @@ mod tests {
             quantity,
             unit: TimeUnit::Milliseconds,
             refund: false,
+            dry_run: false,
             at_ms: None,
         };
         match kind {
@@ -236,6 +237,7 @@ mod tests {
                     quantity,
                     unit: TimeUnit::Milliseconds,
                     refund: false,
+                    dry_run: false,
                 })
                 .unwrap(),
             ),

@@ -1,11 +1,12 @@
 //! Strict argument parsing shared by every command: integers the way Redis reads them, the
-//! optional `[quantity] [MS] [REFUND]` tail, and errors that name the offending argument.
+//! optional `[quantity] [MS] [REFUND] [DRYRUN]` tail, and errors that name the offending
+//! argument.
 
 use crate::decimal::parse_i64;
 use crate::error::Error;
 use crate::time::{TimeUnit, MAX_SPAN_NS, NANOS_PER_MILLI};
 
-/// `CL.THROTTLE key max_burst count period [quantity] [MS] [REFUND]`, after the key.
+/// `CL.THROTTLE key max_burst count period [quantity] [MS] [REFUND] [DRYRUN]`, after the key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ThrottleArgs {
     pub max_burst: i64,
@@ -16,9 +17,11 @@ pub struct ThrottleArgs {
     pub unit: TimeUnit,
     /// The call gives `quantity` back instead of taking it (`REFUND`).
     pub refund: bool,
+    /// The call only answers what it would, and changes nothing (`DRYRUN`).
+    pub dry_run: bool,
 }
 
-/// `CL.FIXED` and `CL.WINDOW`: `key limit period [quantity] [MS] [REFUND]`, after the key,
+/// `CL.FIXED` and `CL.WINDOW`: `key limit period [quantity] [MS] [REFUND] [DRYRUN]`, after the key,
 /// and in their replication form a final `AT unix-ms`, the instant their replicas decide at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WindowArgs {
@@ -29,6 +32,8 @@ pub struct WindowArgs {
     pub unit: TimeUnit,
     /// The call gives `quantity` back instead of taking it (`REFUND`).
     pub refund: bool,
+    /// The call only answers what it would, and changes nothing (`DRYRUN`).
+    pub dry_run: bool,
     /// The instant to decide at instead of the server's clock (`AT`).
     pub at_ms: Option<i64>,
 }
@@ -62,6 +67,7 @@ fn throttle_params(
         quantity: tail.quantity,
         unit: tail.unit,
         refund: tail.refund,
+        dry_run: tail.dry_run,
     })
 }
 
@@ -108,6 +114,7 @@ fn limit_and_period(limit: &[u8], period: &[u8], tail: Tail) -> Result<WindowArg
         quantity: tail.quantity,
         unit: tail.unit,
         refund: tail.refund,
+        dry_run: tail.dry_run,
         at_ms: None,
     })
 }
@@ -120,8 +127,8 @@ pub struct LeaseParams {
     pub lease_ms: i64,
 }
 
-/// `CL.LEASE key limit lease_time holder [MS] [BLOCK milliseconds]`, after the key, and in its
-/// replication form `AT unix-ms`.
+/// `CL.LEASE key limit lease_time holder [MS] [DRYRUN] [BLOCK milliseconds]`, after the key,
+/// and in its replication form `AT unix-ms`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LeaseArgs<'a> {
     pub params: LeaseParams,
@@ -131,6 +138,8 @@ pub struct LeaseArgs<'a> {
     pub ms_at: Option<usize>,
     pub at_ms: Option<i64>,
     pub block_ms: Option<i64>,
+    /// The call only answers what it would, and changes nothing (`DRYRUN`).
+    pub dry_run: bool,
 }
 
 /// Parses the arguments of `CL.LEASE` that follow the key. The holder is always the third,
@@ -141,11 +150,13 @@ pub fn lease<'a>(args: &[&'a [u8]]) -> Result<LeaseArgs<'a>, Error> {
     let [limit, lease_time, holder, options @ ..] = args else {
         return Err(Error::WrongArity(COMMAND));
     };
-    let (mut ms_at, mut at_at, mut block_at) = (None, None, None);
+    let (mut ms_at, mut at_at, mut block_at, mut dry_run_at) = (None, None, None, None);
     let mut at = 0;
     while let Some(option) = options.get(at) {
         let (seen, takes_value) = if is_ms(option) {
             Some((&mut ms_at, false))
+        } else if is_dry_run(option) {
+            Some((&mut dry_run_at, false))
         } else if option.eq_ignore_ascii_case(b"AT") {
             Some((&mut at_at, true))
         } else if option.eq_ignore_ascii_case(b"BLOCK") {
@@ -166,6 +177,8 @@ pub fn lease<'a>(args: &[&'a [u8]]) -> Result<LeaseArgs<'a>, Error> {
     let params = lease_params(limit, lease_time, unit)?;
     // An option's value follows its keyword.
     let value = |at: Option<usize>| at.and_then(|at| options.get(at + 1).copied());
+    let block_ms = value(block_at).map(block_timeout).transpose()?;
+    never_waits(false, dry_run_at.is_some(), block_ms)?;
     Ok(LeaseArgs {
         params,
         holder: holder_name(holder)?,
@@ -173,7 +186,8 @@ pub fn lease<'a>(args: &[&'a [u8]]) -> Result<LeaseArgs<'a>, Error> {
         // The options follow the three parameters.
         ms_at: ms_at.map(|at| at + 3),
         at_ms: value(at_at).map(|at| integer(at, "AT", 0)).transpose()?,
-        block_ms: value(block_at).map(block_timeout).transpose()?,
+        block_ms,
+        dry_run: dry_run_at.is_some(),
     })
 }
 
@@ -301,7 +315,7 @@ pub struct LimiterSpec {
 }
 
 /// `CL.ALL numkeys key [key ...] limiter [limiter ...] [QUANTITY quantity] [MS] [REFUND]
-/// [DETAIL] [HOLDER holder] [BLOCK milliseconds]`, after the command's name: the keys are at
+/// [DRYRUN] [DETAIL] [HOLDER holder] [BLOCK milliseconds]`, after the command's name: the keys are at
 /// positions `1..=limiters.len()`, and every position indexes that same list of arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AllArgs<'a> {
@@ -315,6 +329,8 @@ pub struct AllArgs<'a> {
     pub quantity_at: Option<usize>,
     pub ms_at: Option<usize>,
     pub refund_at: Option<usize>,
+    /// The call only answers what it would, and changes nothing (`DRYRUN`).
+    pub dry_run: bool,
     /// BLOCK's timeout in milliseconds, when the call asked to wait.
     pub block_ms: Option<i64>,
 }
@@ -393,7 +409,7 @@ pub fn all<'a>(args: &[&'a [u8]]) -> Result<AllArgs<'a>, Error> {
     }
 
     let (mut quantity_at, mut ms_at, mut detail, mut block_at) = (None, None, false, None);
-    let (mut holder_at, mut refund_at) = (None, None);
+    let (mut holder_at, mut refund_at, mut dry_run) = (None, None, false);
     while let Some(option) = args.get(at) {
         if option.eq_ignore_ascii_case(b"QUANTITY") && quantity_at.is_none() {
             quantity_at = Some(at + 1);
@@ -403,6 +419,9 @@ pub fn all<'a>(args: &[&'a [u8]]) -> Result<AllArgs<'a>, Error> {
             at += 1;
         } else if is_refund(option) && refund_at.is_none() {
             refund_at = Some(at);
+            at += 1;
+        } else if is_dry_run(option) && !dry_run {
+            dry_run = true;
             at += 1;
         } else if option.eq_ignore_ascii_case(b"DETAIL") && !detail {
             detail = true;
@@ -427,7 +446,12 @@ pub fn all<'a>(args: &[&'a [u8]]) -> Result<AllArgs<'a>, Error> {
         Some(at) => Some(block_timeout(args.get(at).ok_or(Error::Syntax)?)?),
         None => None,
     };
-    let tail = Tail::new(quantity, ms_at.is_some(), refund_at.is_some());
+    let tail = Tail {
+        quantity,
+        unit: unit_of(ms_at.is_some()),
+        refund: refund_at.is_some(),
+        dry_run,
+    };
     let holder = match holder_at {
         Some(at) => Some((holder_name(args.get(at).ok_or(Error::Syntax)?)?, at)),
         None => None,
@@ -463,7 +487,7 @@ pub fn all<'a>(args: &[&'a [u8]]) -> Result<AllArgs<'a>, Error> {
         });
     }
     // After the limiters' own numbers, as the single commands check it.
-    refund_never_waits(tail.refund, block_ms)?;
+    never_waits(tail.refund, tail.dry_run, block_ms)?;
     Ok(AllArgs {
         limiters,
         holder,
@@ -473,6 +497,7 @@ pub fn all<'a>(args: &[&'a [u8]]) -> Result<AllArgs<'a>, Error> {
         quantity_at,
         ms_at,
         refund_at,
+        dry_run,
         block_ms,
     })
 }
@@ -483,6 +508,7 @@ fn is_option(arg: &[u8]) -> bool {
         &b"QUANTITY"[..],
         b"MS",
         b"REFUND",
+        b"DRYRUN",
         b"DETAIL",
         b"HOLDER",
         b"BLOCK",
@@ -498,16 +524,7 @@ struct Tail {
     quantity: i64,
     unit: TimeUnit,
     refund: bool,
-}
-
-impl Tail {
-    fn new(quantity: i64, ms: bool, refund: bool) -> Tail {
-        Tail {
-            quantity,
-            unit: unit_of(ms),
-            refund,
-        }
-    }
+    dry_run: bool,
 }
 
 /// Seconds, or milliseconds with `MS`.
@@ -519,52 +536,77 @@ fn unit_of(ms: bool) -> TimeUnit {
     }
 }
 
-/// The single-key commands' tail, `[quantity] [MS] [REFUND]`: a quantity first if any, then
-/// the flags in any order, each once.
+/// The single-key commands' tail, `[quantity] [MS] [REFUND] [DRYRUN]`: a quantity first if
+/// any, then the flags in any order, each once.
 fn tail_of(tail: &[&[u8]], command: &'static str) -> Result<Tail, Error> {
-    const FLAGS: usize = 2;
-    if tail.len() > 1 + FLAGS {
+    if tail.len() > 1 + FLAGS.len() {
         return Err(Error::WrongArity(command));
     }
     let (quantity, flags) = match tail {
-        [first, flags @ ..] if !is_ms(first) && !is_refund(first) => (Some(first), flags),
+        [first, flags @ ..] if Flag::of(first).is_none() => (Some(first), flags),
         _ => (None, tail),
     };
     // The shape first, then the quantity's value.
-    let (mut ms, mut refund) = (false, false);
+    let mut seen = [false; FLAGS.len()];
     for flag in flags {
-        let seen = if is_ms(flag) {
-            &mut ms
-        } else if is_refund(flag) {
-            &mut refund
-        } else {
-            return Err(Error::Syntax);
-        };
-        if *seen {
-            return Err(Error::Syntax);
-        }
-        *seen = true;
+        let slot = Flag::of(flag)
+            .and_then(|flag| seen.get_mut(flag as usize))
+            .filter(|seen| !**seen)
+            .ok_or(Error::Syntax)?;
+        *slot = true;
     }
     let quantity = quantity.map_or(Ok(1), |quantity| integer(quantity, "quantity", 0))?;
-    Ok(Tail::new(quantity, ms, refund))
+    let [ms, refund, dry_run] = seen;
+    Ok(Tail {
+        quantity,
+        unit: unit_of(ms),
+        refund,
+        dry_run,
+    })
 }
 
-/// A refund never waits: BLOCK with REFUND is refused, as the server refuses options that
-/// contradict each other.
-pub fn refund_never_waits(refund: bool, block_ms: Option<i64>) -> Result<(), Error> {
-    if refund && block_ms.is_some() {
-        Err(Error::RefundWithBlock)
-    } else {
-        Ok(())
+/// The flags a limiter's parameters may be followed by, in any order, each once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flag {
+    Ms,
+    Refund,
+    DryRun,
+}
+
+const FLAGS: [(&[u8], Flag); 3] = [
+    (b"MS", Flag::Ms),
+    (b"REFUND", Flag::Refund),
+    (b"DRYRUN", Flag::DryRun),
+];
+
+impl Flag {
+    fn of(arg: &[u8]) -> Option<Flag> {
+        FLAGS
+            .iter()
+            .find_map(|&(name, flag)| arg.eq_ignore_ascii_case(name).then_some(flag))
+    }
+}
+
+/// A refund and a dry run never wait: BLOCK with either is refused, as the server refuses
+/// options that contradict each other.
+pub fn never_waits(refund: bool, dry_run: bool, block_ms: Option<i64>) -> Result<(), Error> {
+    match (refund, dry_run, block_ms) {
+        (true, _, Some(_)) => Err(Error::NeverWaits("REFUND")),
+        (_, true, Some(_)) => Err(Error::NeverWaits("DRYRUN")),
+        _ => Ok(()),
     }
 }
 
 fn is_refund(arg: &[u8]) -> bool {
-    arg.eq_ignore_ascii_case(b"REFUND")
+    Flag::of(arg) == Some(Flag::Refund)
+}
+
+fn is_dry_run(arg: &[u8]) -> bool {
+    Flag::of(arg) == Some(Flag::DryRun)
 }
 
 fn is_ms(arg: &[u8]) -> bool {
-    arg.eq_ignore_ascii_case(b"MS")
+    Flag::of(arg) == Some(Flag::Ms)
 }
 
 /// An integer argument no smaller than `min`.
@@ -628,7 +670,7 @@ mod tests {
             Err(Error::WrongArity("cl.throttle"))
         );
         assert_eq!(
-            throttle_of(&["x", "30", "60", "1", "MS", "REFUND", "extra"]),
+            throttle_of(&["x", "30", "60", "1", "MS", "REFUND", "DRYRUN", "extra"]),
             Err(Error::WrongArity("cl.throttle"))
         );
         assert_eq!(fixed(&[b"1"]), Err(Error::WrongArity("cl.fixed")));
@@ -737,17 +779,23 @@ mod tests {
             ("1 REFUND REFUND", Error::Syntax),
             ("REFUND 2", Error::Syntax),
             ("x REFUND", Error::NotAnInteger("quantity")),
-            ("1 MS REFUND x", Error::WrongArity("cl.window")),
+            ("1 MS REFUND x", Error::Syntax),
+            ("1 MS REFUND DRYRUN x", Error::WrongArity("cl.window")),
+            ("DRYRUN DRYRUN", Error::Syntax),
         ] {
             let args: Vec<&[u8]> = words("5 60").into_iter().chain(words(tail)).collect();
             assert_eq!(window(&args), Err(error), "{tail}");
         }
         assert_eq!(
-            refund_never_waits(true, Some(0)),
-            Err(Error::RefundWithBlock)
+            never_waits(true, false, Some(0)),
+            Err(Error::NeverWaits("REFUND"))
         );
-        assert_eq!(refund_never_waits(true, None), Ok(()));
-        assert_eq!(refund_never_waits(false, Some(0)), Ok(()));
+        assert_eq!(never_waits(true, true, None), Ok(()));
+        assert_eq!(never_waits(false, false, Some(0)), Ok(()));
+        assert_eq!(
+            never_waits(false, true, Some(5)),
+            Err(Error::NeverWaits("DRYRUN"))
+        );
     }
 
     #[test]
@@ -763,7 +811,7 @@ mod tests {
         assert!(all_of("1 a LEASE 3 30 REFUND").is_ok());
         assert_eq!(
             all_of("1 a FIXED 5 60 REFUND BLOCK 10").map(|_| ()),
-            Err(Error::RefundWithBlock)
+            Err(Error::NeverWaits("REFUND"))
         );
         assert_eq!(
             all_of("1 a FIXED 5 60 REFUND REFUND").map(|_| ()),
@@ -940,6 +988,7 @@ mod tests {
                     quantity: 3,
                     unit: TimeUnit::Milliseconds,
                     refund: false,
+                    dry_run: false,
                 }),
                 params_at: 4,
                 params_len: 3,
@@ -953,6 +1002,7 @@ mod tests {
                 quantity: 3,
                 unit: TimeUnit::Milliseconds,
                 refund: false,
+                dry_run: false,
                 at_ms: None,
             })
         );

@@ -158,6 +158,15 @@ const REFUND: Arg = Arg {
         c"Give quantity units back instead of taking them, for a request admitted that did not run; never with BLOCK.",
     )
 };
+const DRYRUN: Arg = Arg {
+    token: Some(c"DRYRUN"),
+    optional: true,
+    ..required(
+        c"dryrun",
+        ArgType::PureToken,
+        c"Answer what the call would, behind the same waiters, and change nothing; never with BLOCK.",
+    )
+};
 const BLOCK: Arg = Arg {
     token: Some(c"BLOCK"),
     optional: true,
@@ -200,7 +209,7 @@ const COMMANDS: [Command; 7] = [
         arity: -5,
         summary: c"Rate limits a key with GCRA: count per period with bursts of max_burst + 1. Replies [limited, limit, remaining, retry_after, reset_after].",
         complexity: c"O(1)",
-        args: &[KEY, MAX_BURST, COUNT, PERIOD, QUANTITY, MS, REFUND, BLOCK],
+        args: &[KEY, MAX_BURST, COUNT, PERIOD, QUANTITY, MS, REFUND, DRYRUN, BLOCK],
     },
     Command {
         name: c"cl.fixed",
@@ -210,7 +219,7 @@ const COMMANDS: [Command; 7] = [
         arity: -4,
         summary: c"Rate limits a key with a fixed window: at most limit units per window of period. Replies [limited, limit, remaining, retry_after, reset_after].",
         complexity: c"O(1)",
-        args: &[KEY, LIMIT, PERIOD, QUANTITY, MS, REFUND, BLOCK],
+        args: &[KEY, LIMIT, PERIOD, QUANTITY, MS, REFUND, DRYRUN, BLOCK],
     },
     Command {
         name: c"cl.window",
@@ -220,7 +229,7 @@ const COMMANDS: [Command; 7] = [
         arity: -4,
         summary: c"Rate limits a key with an exact sliding window: at most limit units in any period. Replies [limited, limit, remaining, retry_after, reset_after].",
         complexity: c"O(1) amortized, plus O(N) for the N oldest log entries a call expires or, when denied, waits for.",
-        args: &[KEY, LIMIT, PERIOD, QUANTITY, MS, REFUND, BLOCK],
+        args: &[KEY, LIMIT, PERIOD, QUANTITY, MS, REFUND, DRYRUN, BLOCK],
     },
     Command {
         name: c"cl.all",
@@ -258,6 +267,7 @@ const COMMANDS: [Command; 7] = [
                 summary: c"Give quantity units back on every limiter instead of taking them, undoing an admitted call (LEASE limiters only look: CL.RELEASE gives a lease back); never with BLOCK.",
                 ..REFUND
             },
+            DRYRUN,
             Arg {
                 token: Some(c"DETAIL"),
                 optional: true,
@@ -296,6 +306,7 @@ const COMMANDS: [Command; 7] = [
                 summary: c"The lease time and the waits in the reply are in milliseconds.",
                 ..MS
             },
+            DRYRUN,
             Arg {
                 summary: c"When denied, wait up to this many milliseconds (0: as long as it takes) for a free slot, behind the calls that waited first.",
                 ..BLOCK

@@ -38,8 +38,8 @@ pub enum Error {
     },
     /// The command takes no `BLOCK` (CL.RELEASE never waits).
     NoBlock(&'static str),
-    /// `REFUND` with `BLOCK`: a refund never waits.
-    RefundWithBlock,
+    /// `REFUND` or `DRYRUN` with `BLOCK`: neither ever waits.
+    NeverWaits(&'static str),
     /// The named argument makes the limiter's time arithmetic overflow.
     TooLarge(&'static str),
     /// `count` exceeds the period in nanoseconds: GCRA would need to admit more than one unit
@@ -99,9 +99,9 @@ impl Error {
                 "ERR syntax error: argument {position} of '{command}' is not one of its options, repeats one, or lacks its value"
             ),
             Error::NoBlock(command) => format!("ERR {command} does not wait: BLOCK is not one of its arguments"),
-            Error::RefundWithBlock => {
-                "ERR REFUND and BLOCK options at the same time are not compatible: a refund never waits".to_owned()
-            }
+            Error::NeverWaits(option) => format!(
+                "ERR {option} and BLOCK options at the same time are not compatible: a call with {option} never waits"
+            ),
             Error::TooLarge(arg) => {
                 format!("ERR {arg} is too large: the limiter's time span would overflow")
             }
@@ -164,7 +164,7 @@ mod tests {
             Error::HolderWithoutLease,
             Error::HolderLength,
             Error::NoBlock("cl.release"),
-            Error::RefundWithBlock,
+            Error::NeverWaits("REFUND"),
             Error::BadOption {
                 command: "cl.lease",
                 position: 5,

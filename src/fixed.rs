@@ -137,6 +137,7 @@ mod tests {
             quantity,
             unit: TimeUnit::Milliseconds,
             refund: false,
+            dry_run: false,
             at_ms: None,
         })
     }

@@ -139,6 +139,7 @@ mod tests {
             quantity,
             unit: TimeUnit::Seconds,
             refund: false,
+            dry_run: false,
         })
     }
 

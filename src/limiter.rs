@@ -11,17 +11,24 @@ use crate::outcome::Outcome;
 use crate::time::{ceil_ms, Instant};
 use crate::window::{Append, SlidingWindow, Trim, TrimPlan};
 
-/// What a call asks of its limiters: `quantity` units, taken or given back (`REFUND`).
+/// What a call asks of its limiters: `quantity` units, taken or given back (`REFUND`), or
+/// only what that would answer (`DRYRUN`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Request {
     pub quantity: i64,
     pub refund: bool,
+    pub dry_run: bool,
 }
 
 impl Request {
     /// A quantity of zero only looks, taken or given back.
     pub fn looks(self) -> bool {
         self.quantity == 0
+    }
+
+    /// Whether the call may change its keys: a look and a dry run never do.
+    pub fn writes(self) -> bool {
+        !self.looks() && !self.dry_run
     }
 
     /// Whether waiters who came first may hold the call back: a refund takes nothing of
@@ -287,6 +294,7 @@ mod tests {
             quantity: 1,
             unit: crate::time::TimeUnit::Seconds,
             refund: false,
+            dry_run: false,
         })
         .expect("valid parameters");
         let limiter = Limiter::Throttle(gcra);

@@ -51,6 +51,7 @@ fn sliding(limit: i64, period_ms: i64, quantity: i64) -> SlidingWindow {
         quantity,
         unit: TimeUnit::Milliseconds,
         refund: false,
+        dry_run: false,
         at_ms: None,
     })
 }
@@ -101,6 +102,7 @@ fuzz_target!(|input: Input| {
             quantity,
             unit: TimeUnit::Seconds,
             refund: false,
+            dry_run: false,
         };
         let gcra = Gcra::new(&throttle).expect("valid parameters");
         check(
@@ -119,6 +121,7 @@ fuzz_target!(|input: Input| {
             quantity,
             unit: TimeUnit::Milliseconds,
             refund: false,
+            dry_run: false,
             at_ms: None,
         });
         let stored = Window {

@@ -23,9 +23,9 @@ use crate::time::Instant;
 use crate::window::SlidingWindow;
 
 /// The most arguments CL.ALL takes: its name, numkeys, 16 keys, 16 limiters of up to four
-/// words, `QUANTITY quantity`, `MS`, `REFUND`, `DETAIL`, `HOLDER holder` and
+/// words, `QUANTITY quantity`, `MS`, `REFUND`, `DRYRUN`, `DETAIL`, `HOLDER holder` and
 /// `BLOCK milliseconds`.
-pub const MAX_ALL_ARGS: usize = 2 + args::MAX_KEYS * 5 + 9;
+pub const MAX_ALL_ARGS: usize = 2 + args::MAX_KEYS * 5 + 10;
 
 /// CL.ALL's body. Every limiter is built, then every key read and decided, and what each
 /// write will propagate gathered, before any key is written: an error on any argument or
@@ -60,6 +60,7 @@ pub fn run_all(call: &Call<MAX_ALL_ARGS>, turn: Turn) -> Result<Answer, Error> {
         Reply::One(binding.verdict.outcome.to_reply(args.unit))
     };
     let changed = turn.writes()
+        && request_of(&args).writes()
         && entries
             .iter()
             .any(|entry| combined.change(&entry.verdict).is_some());
@@ -182,6 +183,7 @@ fn request_of(args: &args::AllArgs) -> Request {
     Request {
         quantity: args.quantity,
         refund: args.refund_at.is_some(),
+        dry_run: args.dry_run,
     }
 }
 

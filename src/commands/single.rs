@@ -15,10 +15,10 @@ use crate::propagate::Propagate;
 use crate::time::Instant;
 
 /// The most arguments a single-key command takes, its name included
-/// (`CL.THROTTLE key max_burst count period quantity MS REFUND BLOCK milliseconds`, which is
-/// refused for what it says, not for its length; the replication form of the windows, with
-/// `AT unix-ms`, never has `BLOCK`).
-pub const MAX_ARGS: usize = 10;
+/// (`CL.THROTTLE key max_burst count period quantity MS REFUND DRYRUN BLOCK milliseconds`,
+/// which is refused for what it says, not for its length; the replication form of the
+/// windows, with `AT unix-ms`, never has `BLOCK`).
+pub const MAX_ARGS: usize = 11;
 
 /// A single-key command's call: its key, and the arguments after it.
 pub type SingleCall<'a> = Call<'a, MAX_ARGS>;
@@ -29,16 +29,18 @@ impl SingleCall<'_> {
     }
 }
 
-/// `CL.THROTTLE key max_burst count period [quantity] [MS] [REFUND] [BLOCK milliseconds]`
+/// `CL.THROTTLE key max_burst count period [quantity] [MS] [REFUND] [DRYRUN]
+/// [BLOCK milliseconds]`
 pub fn run_throttle(call: &SingleCall, turn: Turn) -> Result<Answer, Error> {
     let (params, block_ms) = args::block(call.params())?;
     let args = args::throttle(params)?;
-    args::refund_never_waits(args.refund, block_ms)?;
+    args::never_waits(args.refund, args.dry_run, block_ms)?;
     let limiter = Limiter::Throttle(Gcra::new(&args)?);
     let now = call.instant(None)?;
     let request = Request {
         quantity: args.quantity,
         refund: args.refund,
+        dry_run: args.dry_run,
     };
     // Propagated as the SET it amounts to, not as itself.
     let (outcome, changed) = single(call, limiter, request, now, Propagate::Verbatim, turn)?;
@@ -47,7 +49,7 @@ pub fn run_throttle(call: &SingleCall, turn: Turn) -> Result<Answer, Error> {
     ))
 }
 
-/// A window command: `key limit period [quantity] [MS] [REFUND] [AT unix-ms]
+/// A window command: `key limit period [quantity] [MS] [REFUND] [DRYRUN] [AT unix-ms]
 /// [BLOCK milliseconds]`, on one limiter. It propagates as itself with its instant, without
 /// BLOCK, or, replayed with an instant already, as it came.
 #[inline(always)]
@@ -59,7 +61,7 @@ pub fn run_window(
 ) -> Result<Answer, Error> {
     let (params, block_ms) = args::block(call.params())?;
     let args = parse(params)?;
-    args::refund_never_waits(args.refund, block_ms)?;
+    args::never_waits(args.refund, args.dry_run, block_ms)?;
     let now = call.instant(args.at_ms)?;
     let propagate = if args.at_ms.is_some() {
         Propagate::Verbatim
@@ -70,6 +72,7 @@ pub fn run_window(
     let request = Request {
         quantity: args.quantity,
         refund: args.refund,
+        dry_run: args.dry_run,
     };
     let (outcome, changed) = single(call, limiter(&args), request, now, propagate, turn)?;
     Ok(Answer::single(
@@ -77,9 +80,9 @@ pub fn run_window(
     ))
 }
 
-/// `CL.LEASE key limit lease_time holder [MS] [BLOCK milliseconds]`, and its replication form
-/// with `AT unix-ms`. It propagates as the window commands do: as itself, without BLOCK, with
-/// its instant.
+/// `CL.LEASE key limit lease_time holder [MS] [DRYRUN] [BLOCK milliseconds]`, and its
+/// replication form with `AT unix-ms`. It propagates as the window commands do: as itself,
+/// without BLOCK, with its instant.
 pub fn run_lease(call: &SingleCall, turn: Turn) -> Result<Answer, Error> {
     let args = args::lease(call.params())?;
     let now = call.instant(args.at_ms)?;
@@ -94,6 +97,7 @@ pub fn run_lease(call: &SingleCall, turn: Turn) -> Result<Answer, Error> {
     let request = Request {
         quantity: 1,
         refund: false,
+        dry_run: args.dry_run,
     };
     let (outcome, changed) = single(call, limiter, request, now, propagate, turn)?;
     Ok(Answer::single(
@@ -117,7 +121,7 @@ fn single(
     turn: Turn,
 ) -> Result<(Outcome, bool), Error> {
     let (mut key, verdict) = decide_in_line(call.ctx, call.arg(0)?, &limiter, request, now, turn)?;
-    let change = verdict.change.filter(|_| turn.writes());
+    let change = verdict.change.filter(|_| turn.writes() && request.writes());
     if let Some(change) = change {
         write(call.ctx, &mut key, change, propagate, now)?;
         notify(&key, change);

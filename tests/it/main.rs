@@ -10,6 +10,7 @@ mod block;
 mod cluster;
 mod contract;
 mod docker;
+mod dryrun;
 mod examples;
 mod fixed;
 mod forms;

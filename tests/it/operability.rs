@@ -121,19 +121,20 @@ fn command_docs_describe_every_argument(flavor: Flavor) {
                 "quantity",
                 "ms",
                 "refund",
+                "dryrun",
                 "timeout",
             ][..],
         ),
         (
             "cl.fixed",
             &[
-                "key", "limit", "period", "quantity", "ms", "refund", "timeout",
+                "key", "limit", "period", "quantity", "ms", "refund", "dryrun", "timeout",
             ],
         ),
         (
             "cl.window",
             &[
-                "key", "limit", "period", "quantity", "ms", "refund", "timeout",
+                "key", "limit", "period", "quantity", "ms", "refund", "dryrun", "timeout",
             ],
         ),
     ] {
@@ -153,9 +154,9 @@ fn command_docs_describe_every_argument(flavor: Flavor) {
         assert_eq!(names, expected_args, "{command}");
         assert_eq!(text(field(&arguments[0], "type")), "key");
         assert_eq!(text(field(&arguments[1], "type")), "integer");
-        for (flag, token) in arguments[arguments.len() - 3..]
+        for (flag, token) in arguments[arguments.len() - 4..]
             .iter()
-            .zip(["MS", "REFUND"])
+            .zip(["MS", "REFUND", "DRYRUN"])
         {
             assert_eq!(text(field(flag, "type")), "pure-token");
             assert_eq!(text(field(flag, "token")), token);
@@ -163,7 +164,7 @@ fn command_docs_describe_every_argument(flavor: Flavor) {
         let block = arguments.last().unwrap();
         assert_eq!(text(field(block, "type")), "integer");
         assert_eq!(text(field(block, "token")), "BLOCK");
-        for optional in &arguments[arguments.len() - 4..] {
+        for optional in &arguments[arguments.len() - 5..] {
             let flags: Vec<String> = redis::from_redis_value(field(optional, "flags")).unwrap();
             assert_eq!(flags, ["optional"], "{command}");
         }
@@ -178,6 +179,7 @@ fn command_docs_describe_every_argument(flavor: Flavor) {
                 ("lease_time", "integer"),
                 ("holder", "string"),
                 ("ms", "pure-token"),
+                ("dryrun", "pure-token"),
                 ("timeout", "integer"),
             ][..],
         ),
@@ -254,6 +256,7 @@ fn command_docs_give_cl_all_its_whole_grammar(flavor: Flavor) {
             owned("quantity", "integer", Some("QUANTITY"), &["optional"]),
             owned("ms", "pure-token", Some("MS"), &["optional"]),
             owned("refund", "pure-token", Some("REFUND"), &["optional"]),
+            owned("dryrun", "pure-token", Some("DRYRUN"), &["optional"]),
             owned("detail", "pure-token", Some("DETAIL"), &["optional"]),
             owned("holder", "string", Some("HOLDER"), &["optional"]),
             owned("timeout", "integer", Some("BLOCK"), &["optional"]),

@@ -106,7 +106,9 @@ fn bad_arguments_get_errors_naming_them_and_change_nothing(flavor: Flavor) {
         (&[b"k"], "wrong number of arguments"),
         (&[b"k", b"1", b"1"], "wrong number of arguments"),
         (
-            &[b"k", b"1", b"1", b"1", b"1", b"MS", b"REFUND", b"x"],
+            &[
+                b"k", b"1", b"1", b"1", b"1", b"MS", b"REFUND", b"DRYRUN", b"x",
+            ],
             "wrong number of arguments",
         ),
         (&[b"k", b"1", b"1", b"1", b"1", b"MS", b"x"], "syntax error"),

@@ -1,0 +1,195 @@
+//! DRYRUN, on every limiter form and CL.LEASE: the answer the call would get, behind the same
+//! waiters, with nothing written, propagated, announced or woken; refused with BLOCK.
+
+use crate::forms::{Form, FORMS};
+use crate::harness::events::{notifying, Events};
+use crate::harness::waiting::{connect, Waiter};
+use crate::harness::{
+    dirty, error_of, info_field, limiter, replicate, snapshot, stats_line, wait_for_replica,
+    Flavor, Server,
+};
+
+both_servers!(
+    a_dry_run_answers_what_the_call_would_and_changes_nothing,
+    a_dry_run_behind_waiters_answers_as_the_call_would,
+    a_dry_run_of_a_refund_answers_what_it_would_leave,
+    cl_lease_and_cl_all_dry_runs_answer_as_their_calls,
+    dry_runs_with_block_or_twice_are_refused,
+);
+
+fn dry_run(
+    con: &mut redis::Connection,
+    form: Form,
+    key: &str,
+    params: &[String],
+    q: &str,
+) -> Vec<i64> {
+    form.cmd(&[key.as_bytes()], params, Some(q), &["DRYRUN"])
+        .query(con)
+        .unwrap_or_else(|e| panic!("{} {key} DRYRUN: {e}", form.name()))
+}
+
+/// What a dry run must leave alone: the key, the changes counter, the replication offset.
+fn untouched(con: &mut redis::Connection, key: &str) -> impl PartialEq + std::fmt::Debug {
+    (
+        snapshot(con, key.as_bytes()),
+        dirty(con),
+        info_field(con, "replication", "master_repl_offset"),
+    )
+}
+
+fn a_dry_run_answers_what_the_call_would_and_changes_nothing(flavor: Flavor) {
+    let primary = notifying(flavor);
+    let replica = Server::start(flavor);
+    replicate(&replica, &primary);
+    let mut events = Events::subscribe(&primary);
+    let mut con = primary.connection();
+    wait_for_replica(&mut con);
+    for form in FORMS {
+        let (key, params) = (form.name(), form.algorithm.params(3, "60"));
+        // Admitted, admitted, denied (one left, two asked), and never (more than the limit).
+        for quantity in ["1", "1", "2", "4", "0", "1"] {
+            let before = untouched(&mut con, &key);
+            let would = dry_run(&mut con, form, &key, &params, quantity);
+            assert_eq!(untouched(&mut con, &key), before, "{key} DRYRUN {quantity}");
+            let got = form.call(&mut con, &key, &params, Some(quantity));
+            assert_eq!(would, got, "{key} {quantity}");
+        }
+    }
+    let _: () = redis::cmd("SET")
+        .arg(&["marker", "1"])
+        .query(&mut con)
+        .unwrap();
+    // Only the real calls fired events: three admissions per form, and nothing more.
+    let fired = events.until_marker("marker");
+    for form in FORMS {
+        let key = form.name();
+        let count = fired.iter().filter(|(_, on)| *on == key).count();
+        let expected = match form.algorithm {
+            // incrby and expire when the window opens, incrby after.
+            crate::forms::Algorithm::Fixed => 4,
+            // set and expire, or cl.window and expire, each time.
+            _ => 6,
+        };
+        assert_eq!(count, expected, "{key}: {fired:?}");
+    }
+    assert_eq!(
+        stats_line(&mut con, "cl_fixed"),
+        "calls=12,allowed=3,denied=2,peeks=7,refunds=0,errors=0"
+    );
+}
+
+fn a_dry_run_behind_waiters_answers_as_the_call_would(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut con = connect(&server);
+    for form in FORMS {
+        let (key, params) = (form.name(), form.algorithm.params(2, "60"));
+        assert_eq!(form.call(&mut con, &key, &params, None)[0], 0, "{key}");
+        // A waiter for two units: one is free, and it is the waiter's to wait for.
+        let args: Vec<String> = form
+            .args(&[key.as_bytes()], &params, Some("2"), &["BLOCK", "10000"])
+            .into_iter()
+            .map(|word| String::from_utf8(word).unwrap())
+            .collect();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let waiter = Waiter::parked(&server, &mut con, 1, form.command(), &args);
+        // A look sees the free unit; a dry run, as the call it stands for, does not.
+        assert_eq!(form.call(&mut con, &key, &params, Some("0"))[2], 1, "{key}");
+        let would = dry_run(&mut con, form, &key, &params, "1");
+        let got = form.call(&mut con, &key, &params, Some("1"));
+        assert_eq!(would[..3], [1, 2, 0], "{key}");
+        assert_eq!(would[..3], got[..3], "{key}");
+        let _: () = redis::cmd("CLIENT")
+            .arg(&["KILL", "ID", &waiter.id.to_string()])
+            .query(&mut con)
+            .unwrap();
+        assert!(waiter.handle.join().unwrap().0.is_err(), "{key}");
+        crate::harness::waiting::until_waiting(&mut con, 0);
+    }
+}
+
+fn a_dry_run_of_a_refund_answers_what_it_would_leave(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut con = server.connection();
+    for form in FORMS {
+        let (key, params) = (form.name(), form.algorithm.params(3, "60"));
+        form.call(&mut con, &key, &params, Some("3"));
+        let before = untouched(&mut con, &key);
+        let would: Vec<i64> = form
+            .cmd(&[key.as_bytes()], &params, Some("2"), &["REFUND", "DRYRUN"])
+            .query(&mut con)
+            .unwrap();
+        assert_eq!(untouched(&mut con, &key), before, "{key}");
+        assert_eq!(would, form.refund(&mut con, &key, &params, "2"), "{key}");
+    }
+}
+
+fn cl_lease_and_cl_all_dry_runs_answer_as_their_calls(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut con = server.connection();
+    let lease = |con: &mut redis::Connection, args: &[&str]| limiter(con, "CL.LEASE", args);
+    assert_eq!(
+        lease(&mut con, &["pool", "1", "60", "a", "DRYRUN"]),
+        [0, 1, 0, -1, 60]
+    );
+    assert_eq!(snapshot(&mut con, b"pool"), (None, -2));
+    assert_eq!(lease(&mut con, &["pool", "1", "60", "a"])[0], 0);
+    let before = untouched(&mut con, "pool");
+    // Another holder would be denied; the holder's renewal would be admitted.
+    assert_eq!(
+        lease(&mut con, &["pool", "1", "60", "b", "DRYRUN"])[..2],
+        [1, 1]
+    );
+    assert_eq!(
+        lease(&mut con, &["pool", "1", "60", "a", "DRYRUN", "MS"])[..3],
+        [0, 1, 0]
+    );
+    assert_eq!(untouched(&mut con, "pool"), before);
+
+    let all = |con: &mut redis::Connection, extra: &[&str]| -> Vec<Vec<i64>> {
+        redis::cmd("CL.ALL")
+            .arg(&["2", "rate", "pool", "FIXED", "2", "60", "LEASE", "1", "60"])
+            .arg(&["HOLDER", "a", "DETAIL"])
+            .arg(extra)
+            .query(con)
+            .unwrap()
+    };
+    for _ in 0..3 {
+        let before = (untouched(&mut con, "rate"), untouched(&mut con, "pool"));
+        let would = all(&mut con, &["DRYRUN"]);
+        assert_eq!(
+            (untouched(&mut con, "rate"), untouched(&mut con, "pool")),
+            before
+        );
+        assert_eq!(would, all(&mut con, &[]));
+    }
+}
+
+fn dry_runs_with_block_or_twice_are_refused(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut con = server.connection();
+    for form in FORMS {
+        let params = form.algorithm.params(3, "60");
+        for (options, named) in [
+            (&["DRYRUN", "BLOCK", "10"][..], "not compatible"),
+            (&["DRYRUN", "DRYRUN"][..], "syntax error"),
+        ] {
+            let args = form.args(&[b"k"], &params, Some("1"), options);
+            let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+            let error = error_of(&mut con, form.command(), &args);
+            assert!(
+                error.contains(named),
+                "{} {options:?}: {error}",
+                form.name()
+            );
+        }
+    }
+    let error = error_of(
+        &mut con,
+        "CL.LEASE",
+        &[b"pool", b"1", b"60", b"a", b"DRYRUN", b"BLOCK", b"0"],
+    );
+    assert!(error.contains("DRYRUN and BLOCK"), "{error}");
+    let size: i64 = redis::cmd("DBSIZE").query(&mut con).unwrap();
+    assert_eq!(size, 0);
+}
