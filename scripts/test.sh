@@ -15,6 +15,11 @@ python3 scripts/layers.py >/dev/null
 cargo build --examples
 # The unit and property tests, then the integration tests: one binary (tests/it/).
 cargo test --all-targets
+# The Python client (clients/python), on both servers, with the module just built.
+for server in "$REDIS_SERVER" "$VALKEY_SERVER"; do
+  (cd clients/python && REDIS_SERVER="$server" REDIS_CELL_MODULE="$PWD/../../target/debug/libredis_cell.so" \
+    PYTHONPATH=. ../../.venv/bin/python -m pytest -q -p no:cacheprovider tests)
+done
 # The Docker lane: the image built from the Dockerfile and tested through testcontainers, on
 # an engine and base images the lane gets itself (docs/reliability.md, "The Docker lane").
 cargo clippy --features docker --tests -- -D warnings

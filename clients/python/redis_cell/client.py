@@ -1,0 +1,230 @@
+"""The module's commands, as functions over a redis-py client (sync) or its asyncio client.
+
+Each function builds the command's arguments (``commands``, shared by both clients) and reads
+its reply into a :class:`Reply`. Errors are redis-py's: a bad argument or a key of another
+type raises ``redis.ResponseError`` with the module's message.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import List, Optional, Sequence, Tuple, Union
+
+KeyT = Union[str, bytes]
+
+
+@dataclass(frozen=True)
+class Reply:
+    """``[limited, limit, remaining, retry_after, reset_after]``.
+
+    ``retry_after`` is ``None`` when the call was admitted, or when its quantity can never
+    fit (the module answers -1 for both); waits are in the call's unit.
+    """
+
+    limited: bool
+    limit: int
+    remaining: int
+    retry_after: Optional[int]
+    reset_after: int
+
+    @property
+    def allowed(self) -> bool:
+        return not self.limited
+
+    @classmethod
+    def of(cls, values: Sequence[int]) -> "Reply":
+        limited, limit, remaining, retry_after, reset_after = (int(v) for v in values)
+        return cls(
+            limited=limited == 1,
+            limit=limit,
+            remaining=remaining,
+            retry_after=None if retry_after < 0 else retry_after,
+            reset_after=reset_after,
+        )
+
+
+@dataclass(frozen=True)
+class Throttle:
+    """A CL.ALL limiter: GCRA, ``count`` per ``period`` with bursts of ``max_burst + 1``."""
+
+    key: KeyT
+    max_burst: int
+    count: int
+    period: int
+
+    def words(self) -> List[object]:
+        return ["THROTTLE", self.max_burst, self.count, self.period]
+
+
+@dataclass(frozen=True)
+class Fixed:
+    """A CL.ALL limiter: at most ``limit`` per fixed window of ``period``."""
+
+    key: KeyT
+    limit: int
+    period: int
+
+    def words(self) -> List[object]:
+        return ["FIXED", self.limit, self.period]
+
+
+@dataclass(frozen=True)
+class Window:
+    """A CL.ALL limiter: at most ``limit`` in any ``period`` (an exact sliding window)."""
+
+    key: KeyT
+    limit: int
+    period: int
+
+    def words(self) -> List[object]:
+        return ["WINDOW", self.limit, self.period]
+
+
+@dataclass(frozen=True)
+class Lease:
+    """A CL.ALL limiter: at most ``limit`` holders at once, leases of ``lease_time``."""
+
+    key: KeyT
+    limit: int
+    lease_time: int
+
+    def words(self) -> List[object]:
+        return ["LEASE", self.limit, self.lease_time]
+
+
+Limiter = Union[Throttle, Fixed, Window, Lease]
+
+
+def _flags(ms: bool, refund: bool, dry_run: bool, block: Optional[int]) -> List[object]:
+    words: List[object] = []
+    if ms:
+        words.append("MS")
+    if refund:
+        words.append("REFUND")
+    if dry_run:
+        words.append("DRYRUN")
+    if block is not None:
+        words += ["BLOCK", block]
+    return words
+
+
+class commands:
+    """Each command's arguments, as redis-py's ``execute_command`` takes them."""
+
+    @staticmethod
+    def throttle(key, max_burst, count, period, quantity=1, *, ms=False, refund=False,
+                 dry_run=False, block=None) -> List[object]:
+        return ["CL.THROTTLE", key, max_burst, count, period, quantity,
+                *_flags(ms, refund, dry_run, block)]
+
+    @staticmethod
+    def fixed(key, limit, period, quantity=1, *, ms=False, refund=False, dry_run=False,
+              block=None) -> List[object]:
+        return ["CL.FIXED", key, limit, period, quantity, *_flags(ms, refund, dry_run, block)]
+
+    @staticmethod
+    def window(key, limit, period, quantity=1, *, ms=False, refund=False, dry_run=False,
+               block=None) -> List[object]:
+        return ["CL.WINDOW", key, limit, period, quantity, *_flags(ms, refund, dry_run, block)]
+
+    @staticmethod
+    def lease(key, limit, lease_time, holder, *, ms=False, dry_run=False,
+              block=None) -> List[object]:
+        return ["CL.LEASE", key, limit, lease_time, holder,
+                *_flags(ms, False, dry_run, block)]
+
+    @staticmethod
+    def all(limiters: Sequence[Limiter], quantity=1, *, ms=False, refund=False, dry_run=False,
+            detail=False, holder=None, block=None) -> List[object]:
+        if not limiters:
+            raise ValueError("CL.ALL takes at least one limiter")
+        words: List[object] = ["CL.ALL", len(limiters), *(l.key for l in limiters)]
+        for limiter in limiters:
+            words += limiter.words()
+        words += ["QUANTITY", quantity]
+        if detail:
+            words.append("DETAIL")
+        if holder is not None:
+            words += ["HOLDER", holder]
+        return words + _flags(ms, refund, dry_run, block)
+
+
+def _all_reply(raw, detail: bool):
+    if detail:
+        return [Reply.of(values) for values in raw]
+    return Reply.of(raw)
+
+
+def _holders(raw) -> List[Tuple[bytes, int]]:
+    items = list(raw)
+    return [(items[i], int(items[i + 1])) for i in range(0, len(items), 2)]
+
+
+class Client:
+    """The module's commands over a redis-py ``Redis`` (or ``RedisCluster``) client."""
+
+    def __init__(self, redis):
+        self.redis = redis
+
+    def throttle(self, key, max_burst, count, period, quantity=1, **options) -> Reply:
+        return Reply.of(self.redis.execute_command(
+            *commands.throttle(key, max_burst, count, period, quantity, **options)))
+
+    def fixed(self, key, limit, period, quantity=1, **options) -> Reply:
+        return Reply.of(self.redis.execute_command(
+            *commands.fixed(key, limit, period, quantity, **options)))
+
+    def window(self, key, limit, period, quantity=1, **options) -> Reply:
+        return Reply.of(self.redis.execute_command(
+            *commands.window(key, limit, period, quantity, **options)))
+
+    def lease(self, key, limit, lease_time, holder, **options) -> Reply:
+        return Reply.of(self.redis.execute_command(
+            *commands.lease(key, limit, lease_time, holder, **options)))
+
+    def release(self, key, holder) -> bool:
+        return int(self.redis.execute_command("CL.RELEASE", key, holder)) == 1
+
+    def holders(self, key, *, ms=False) -> List[Tuple[bytes, int]]:
+        words = ["CL.HOLDERS", key] + (["MS"] if ms else [])
+        return _holders(self.redis.execute_command(*words))
+
+    def all(self, limiters: Sequence[Limiter], quantity=1, *, detail=False, **options):
+        raw = self.redis.execute_command(
+            *commands.all(limiters, quantity, detail=detail, **options))
+        return _all_reply(raw, detail)
+
+
+class AsyncClient:
+    """The same commands over redis-py's asyncio client (``redis.asyncio.Redis``)."""
+
+    def __init__(self, redis):
+        self.redis = redis
+
+    async def throttle(self, key, max_burst, count, period, quantity=1, **options) -> Reply:
+        return Reply.of(await self.redis.execute_command(
+            *commands.throttle(key, max_burst, count, period, quantity, **options)))
+
+    async def fixed(self, key, limit, period, quantity=1, **options) -> Reply:
+        return Reply.of(await self.redis.execute_command(
+            *commands.fixed(key, limit, period, quantity, **options)))
+
+    async def window(self, key, limit, period, quantity=1, **options) -> Reply:
+        return Reply.of(await self.redis.execute_command(
+            *commands.window(key, limit, period, quantity, **options)))
+
+    async def lease(self, key, limit, lease_time, holder, **options) -> Reply:
+        return Reply.of(await self.redis.execute_command(
+            *commands.lease(key, limit, lease_time, holder, **options)))
+
+    async def release(self, key, holder) -> bool:
+        return int(await self.redis.execute_command("CL.RELEASE", key, holder)) == 1
+
+    async def holders(self, key, *, ms=False) -> List[Tuple[bytes, int]]:
+        words = ["CL.HOLDERS", key] + (["MS"] if ms else [])
+        return _holders(await self.redis.execute_command(*words))
+
+    async def all(self, limiters: Sequence[Limiter], quantity=1, *, detail=False, **options):
+        raw = await self.redis.execute_command(
+            *commands.all(limiters, quantity, detail=detail, **options))
+        return _all_reply(raw, detail)

@@ -1,0 +1,59 @@
+"""A real server with the module loaded, on a free loopback port, for each test module."""
+
+import os
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+import redis
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def module_path() -> str:
+    built = os.environ.get("REDIS_CELL_MODULE") or ROOT / "target" / "debug" / "libredis_cell.so"
+    assert Path(built).exists(), f"{built} is missing: build the crate first"
+    return str(built)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server():
+    binary = os.environ.get("REDIS_SERVER", "/usr/bin/redis-server")
+    port = free_port()
+    with tempfile.TemporaryDirectory() as work:
+        process = subprocess.Popen(
+            [binary, "--bind", "127.0.0.1", "--port", str(port), "--save", "",
+             "--dir", work, "--loadmodule", module_path()],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        try:
+            deadline = time.monotonic() + 10
+            while True:
+                try:
+                    redis.Redis(port=port).ping()
+                    break
+                except redis.ConnectionError:
+                    assert time.monotonic() < deadline, "the server did not start"
+                    assert process.poll() is None, "the server exited"
+                    time.sleep(0.02)
+            yield port
+        finally:
+            process.terminate()
+            process.wait(timeout=10)
+
+
+@pytest.fixture
+def r(server):
+    client = redis.Redis(port=server, socket_timeout=20)
+    client.flushall()
+    yield client
+    client.close()

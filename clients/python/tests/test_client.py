@@ -1,0 +1,98 @@
+"""The typed client against a real server: sync and asyncio alike."""
+
+import time
+
+import pytest
+import redis
+import redis.asyncio
+
+from redis_cell import AsyncClient, Client, Fixed, Lease, Reply, Throttle, Window
+
+
+def test_throttle_answers_the_worked_example(r):
+    cell = Client(r)
+    for i in range(1, 17):
+        assert cell.throttle("user123", 15, 30, 60) == Reply(False, 16, 16 - i, None, 2 * i)
+    denied = cell.throttle("user123", 15, 30, 60)
+    assert denied == Reply(True, 16, 0, 2, 32)
+    assert not denied.allowed
+
+
+def test_each_window_and_a_quantity_too_large_to_fit(r):
+    cell = Client(r)
+    assert cell.fixed("login:alice", 3, 60) == Reply(False, 3, 2, None, 60)
+    assert cell.window("api:key42", 100, 60) == Reply(False, 100, 99, None, 60)
+    # More than the limit never fits: denied, with no retry time.
+    assert cell.window("api:key42", 100, 60, 101) == Reply(True, 100, 99, None, 60)
+    assert cell.fixed("ms", 5, 1000, 2, ms=True) == Reply(False, 5, 3, None, 1000)
+
+
+def test_refund_and_dry_run(r):
+    cell = Client(r)
+    cell.fixed("f", 3, 60, 2)
+    assert cell.fixed("f", 3, 60, 2, dry_run=True) == Reply(True, 3, 1, 60, 60)
+    assert r.get("f") == b"2"
+    assert cell.fixed("f", 3, 60, 1, refund=True) == Reply(False, 3, 2, None, 60)
+    assert r.get("f") == b"1"
+
+
+def test_cl_all_answers_the_binding_limiter_or_each_with_detail(r):
+    cell = Client(r)
+    limiters = [Throttle("burst", 9, 10, 1), Fixed("daily", 10000, 86400), Window("w", 5, 60)]
+    assert cell.all(limiters, detail=True) == [
+        Reply(False, 10, 9, None, 1),
+        Reply(False, 10000, 9999, None, 86400),
+        Reply(False, 5, 4, None, 60),
+    ]
+    assert cell.all(limiters, 4) == Reply(False, 5, 0, None, 60)
+    assert cell.all(limiters).limited
+
+
+def test_leases_are_held_released_and_listed(r):
+    cell = Client(r)
+    assert cell.lease("pool", 1, 60, "job:1") == Reply(False, 1, 0, None, 60)
+    assert cell.lease("pool", 1, 60, "job:2").limited
+    assert cell.holders("pool") == [(b"job:1", 60)]
+    assert cell.all([Lease("pool", 1, 60)], holder="job:1") == Reply(False, 1, 0, None, 60)
+    assert cell.release("pool", "job:1") is True
+    assert cell.release("pool", "job:1") is False
+    assert cell.holders("pool") == []
+
+
+def test_a_blocked_call_waits_for_its_unit(r):
+    cell = Client(r)
+    assert cell.throttle("q", 0, 1, 300, ms=True).allowed
+    asked = time.monotonic()
+    waited = cell.throttle("q", 0, 1, 300, ms=True, block=5000)
+    assert waited.allowed
+    assert 0.2 <= time.monotonic() - asked < 4
+
+
+def test_errors_are_redis_py_errors_with_the_module_message(r):
+    cell = Client(r)
+    with pytest.raises(redis.ResponseError, match="limit must be >= 1"):
+        cell.fixed("f", 0, 60)
+    r.rpush("list", "x")
+    with pytest.raises(redis.ResponseError, match="WRONGTYPE"):
+        cell.window("list", 5, 60)
+    with pytest.raises(redis.ResponseError, match="not compatible"):
+        cell.fixed("f", 3, 60, refund=True, block=10)
+    with pytest.raises(ValueError):
+        cell.all([])
+
+
+async def test_the_asyncio_client_answers_alike(server, r):
+    client = redis.asyncio.Redis(port=server)
+    try:
+        cell = AsyncClient(client)
+        assert await cell.throttle("a", 15, 30, 60) == Reply(False, 16, 15, None, 2)
+        assert await cell.fixed("af", 3, 60, 3) == Reply(False, 3, 0, None, 60)
+        assert (await cell.fixed("af", 3, 60, dry_run=True)).limited
+        assert await cell.window("aw", 2, 60, refund=True) == Reply(False, 2, 2, None, 0)
+        assert await cell.all([Fixed("af", 3, 60)], 0) == Reply(False, 3, 0, None, 60)
+        assert await cell.lease("ap", 2, 60, "h") == Reply(False, 2, 1, None, 60)
+        [(holder, left)] = await cell.holders("ap", ms=True)
+        assert holder == b"h" and 59_000 < left <= 60_000
+        assert await cell.release("ap", "h")
+    finally:
+        await client.aclose()
