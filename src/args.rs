@@ -177,15 +177,18 @@ pub fn lease<'a>(args: &[&'a [u8]]) -> Result<LeaseArgs<'a>, Error> {
     let params = lease_params(limit, lease_time, unit)?;
     // An option's value follows its keyword.
     let value = |at: Option<usize>| at.and_then(|at| options.get(at + 1).copied());
+    let holder = holder_name(holder)?;
+    let at_ms = value(at_at).map(|at| integer(at, "AT", 0)).transpose()?;
     let block_ms = value(block_at).map(block_timeout).transpose()?;
+    // After every value, as the other commands check it.
     never_waits(false, dry_run_at.is_some(), block_ms)?;
     Ok(LeaseArgs {
         params,
-        holder: holder_name(holder)?,
+        holder,
         unit,
         // The options follow the three parameters.
         ms_at: ms_at.map(|at| at + 3),
-        at_ms: value(at_at).map(|at| integer(at, "AT", 0)).transpose()?,
+        at_ms,
         block_ms,
         dry_run: dry_run_at.is_some(),
     })
@@ -315,8 +318,9 @@ pub struct LimiterSpec {
 }
 
 /// `CL.ALL numkeys key [key ...] limiter [limiter ...] [QUANTITY quantity] [MS] [REFUND]
-/// [DRYRUN] [DETAIL] [HOLDER holder] [BLOCK milliseconds]`, after the command's name: the keys are at
-/// positions `1..=limiters.len()`, and every position indexes that same list of arguments.
+/// [DRYRUN] [DETAIL] [HOLDER holder] [BLOCK milliseconds]`, after the command's name: the
+/// keys are at positions `1..=limiters.len()`, and every position indexes that same list of
+/// arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AllArgs<'a> {
     pub limiters: Vec<LimiterSpec>,
@@ -573,6 +577,7 @@ enum Flag {
     DryRun,
 }
 
+/// In the order of `Flag`'s variants, which index what a tail has seen.
 const FLAGS: [(&[u8], Flag); 3] = [
     (b"MS", Flag::Ms),
     (b"REFUND", Flag::Refund),
@@ -796,6 +801,14 @@ mod tests {
             never_waits(false, true, Some(5)),
             Err(Error::NeverWaits("DRYRUN"))
         );
+    }
+
+    #[test]
+    fn the_flags_table_follows_the_flags_order() {
+        for (index, (name, flag)) in FLAGS.iter().enumerate() {
+            assert_eq!(*flag as usize, index);
+            assert_eq!(Flag::of(name), Some(*flag));
+        }
     }
 
     #[test]

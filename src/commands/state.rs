@@ -18,8 +18,8 @@ use crate::time::Instant;
 
 /// Opens a key and answers `request` on it with `limiter`, for a call at `turn` in the key's
 /// line: a call that waiters who came first hold back takes nothing, and a refund, which
-/// takes nothing of theirs, is never held back. A dry run is held back as its call would be. The one place both single-key calls and each
-/// key of CL.ALL decide.
+/// takes nothing of theirs, is never held back; a dry run is held back as its call would
+/// be. The one place both single-key calls and each key of CL.ALL decide.
 #[inline(always)]
 pub fn decide_in_line<'a>(
     ctx: *mut raw::RedisModuleCtx,
@@ -36,10 +36,12 @@ pub fn decide_in_line<'a>(
             unsafe { string_bytes(name) }.unwrap_or_default(),
         );
     }
-    let access = if request.writes() {
-        Access::Write
-    } else {
+    // A dry run opens its key as its call would: a read-only open of a missing key fires
+    // `keymiss` and counts a keyspace miss, which the call never does.
+    let access = if request.looks() {
         Access::Read
+    } else {
+        Access::Write
     };
     let key = Key::open(ctx, name, access)?;
     let mut verdict = limiter.answer(request, &read(limiter, &key)?, now)?;

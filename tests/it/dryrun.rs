@@ -15,6 +15,7 @@ both_servers!(
     a_dry_run_of_a_refund_answers_what_it_would_leave,
     cl_lease_and_cl_all_dry_runs_answer_as_their_calls,
     dry_runs_with_block_or_twice_are_refused,
+    a_dry_run_on_a_missing_key_fires_no_keymiss,
 );
 
 fn dry_run(
@@ -45,6 +46,11 @@ fn a_dry_run_answers_what_the_call_would_and_changes_nothing(flavor: Flavor) {
     let mut events = Events::subscribe(&primary);
     let mut con = primary.connection();
     wait_for_replica(&mut con);
+    // No pings to the replica while the offset is watched.
+    let _: () = redis::cmd("CONFIG")
+        .arg(&["SET", "repl-ping-replica-period", "3600"])
+        .query(&mut con)
+        .unwrap();
     for form in FORMS {
         let (key, params) = (form.name(), form.algorithm.params(3, "60"));
         // Admitted, admitted, denied (one left, two asked), and never (more than the limit).
@@ -163,6 +169,33 @@ fn cl_lease_and_cl_all_dry_runs_answer_as_their_calls(flavor: Flavor) {
         );
         assert_eq!(would, all(&mut con, &[]));
     }
+}
+
+/// A dry run opens its key as the call does: a missing key is no keyspace miss.
+fn a_dry_run_on_a_missing_key_fires_no_keymiss(flavor: Flavor) {
+    let server = Server::start_with(
+        flavor,
+        crate::harness::server::Options {
+            args: vec!["--notify-keyspace-events".into(), "KEAm".into()],
+            ..Default::default()
+        },
+    );
+    let mut events = Events::subscribe(&server);
+    let mut con = server.connection();
+    for form in FORMS {
+        let (key, params) = (form.name(), form.algorithm.params(3, "60"));
+        assert_eq!(dry_run(&mut con, form, &key, &params, "1")[0], 0, "{key}");
+    }
+    assert_eq!(
+        limiter(&mut con, "CL.LEASE", &["pool", "1", "60", "a", "DRYRUN"])[0],
+        0
+    );
+    let _: () = redis::cmd("SET")
+        .arg(&["marker", "1"])
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(events.until_marker("marker"), []);
+    assert_eq!(info_field(&mut con, "stats", "keyspace_misses"), "0");
 }
 
 fn dry_runs_with_block_or_twice_are_refused(flavor: Flavor) {
