@@ -23,11 +23,9 @@ fn dry_run(
     form: Form,
     key: &str,
     params: &[String],
-    q: &str,
+    quantity: &str,
 ) -> Vec<i64> {
-    form.cmd(&[key.as_bytes()], params, Some(q), &["DRYRUN"])
-        .query(con)
-        .unwrap_or_else(|e| panic!("{} {key} DRYRUN: {e}", form.name()))
+    form.call_with(con, key, params, quantity, &["DRYRUN"])
 }
 
 /// What a dry run must leave alone: the key, the changes counter, the replication offset.

@@ -177,9 +177,22 @@ impl Form {
         params: &[String],
         quantity: &str,
     ) -> Vec<i64> {
-        self.cmd(&[key.as_bytes()], params, Some(quantity), &["REFUND"])
+        self.call_with(con, key, params, quantity, &["REFUND"])
+    }
+
+    /// Calls the limiter on one key with these options (`REFUND`, `DRYRUN`) and returns its
+    /// five integers.
+    pub fn call_with(
+        self,
+        con: &mut impl redis::ConnectionLike,
+        key: &str,
+        params: &[String],
+        quantity: &str,
+        options: &[&str],
+    ) -> Vec<i64> {
+        self.cmd(&[key.as_bytes()], params, Some(quantity), options)
             .query(con)
-            .unwrap_or_else(|e| panic!("{} {key} REFUND: {e}", self.name()))
+            .unwrap_or_else(|e| panic!("{} {key} {options:?}: {e}", self.name()))
     }
 
     /// The error a call on one key answers with; panics if it succeeds.

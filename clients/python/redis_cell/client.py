@@ -8,7 +8,7 @@ type raises ``redis.ResponseError`` with the module's message.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple, Union
+from typing import ClassVar, List, Optional, Sequence, Tuple, Union
 
 KeyT = Union[str, bytes]
 
@@ -57,27 +57,27 @@ class Throttle:
 
 
 @dataclass(frozen=True)
-class Fixed:
+class _Rate:
+    key: KeyT
+    limit: int
+    period: int
+
+    KEYWORD: ClassVar[str] = ""
+
+    def words(self) -> List[object]:
+        return [self.KEYWORD, self.limit, self.period]
+
+
+class Fixed(_Rate):
     """A CL.ALL limiter: at most ``limit`` per fixed window of ``period``."""
 
-    key: KeyT
-    limit: int
-    period: int
-
-    def words(self) -> List[object]:
-        return ["FIXED", self.limit, self.period]
+    KEYWORD = "FIXED"
 
 
-@dataclass(frozen=True)
-class Window:
+class Window(_Rate):
     """A CL.ALL limiter: at most ``limit`` in any ``period`` (an exact sliding window)."""
 
-    key: KeyT
-    limit: int
-    period: int
-
-    def words(self) -> List[object]:
-        return ["WINDOW", self.limit, self.period]
+    KEYWORD = "WINDOW"
 
 
 @dataclass(frozen=True)
