@@ -16,6 +16,7 @@ cargo build --examples
 # The unit and property tests, then the integration tests: one binary (tests/it/).
 cargo test --all-targets
 # The Python client (clients/python), on both servers, with the module just built.
+cargo build --lib
 for server in "$REDIS_SERVER" "$VALKEY_SERVER"; do
   (cd clients/python && REDIS_SERVER="$server" REDIS_CELL_MODULE="$PWD/../../target/debug/libredis_cell.so" \
     PYTHONPATH=. ../../.venv/bin/python -m pytest -q -p no:cacheprovider tests)
