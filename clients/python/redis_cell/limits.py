@@ -129,8 +129,15 @@ class GCRARateLimiter(RateLimiter):
         return self._decide(item, identifiers, cost, dry_run=True)[0]
 
     def get_window_stats(self, item, *identifiers) -> WindowStats:
+        """What remains, and when the next unit comes back (now, when none is taken), as
+        limits' moving and sliding windows report their reset: Flask-Limiter's Retry-After
+        is then the wait for one more request. The whole limit is back ``reset_after`` after
+        that, one unit every ``window / amount``."""
         _, remaining, reset_after_ms = self._decide(item, identifiers, 0, dry_run=True)
-        return WindowStats(time.time() + reset_after_ms / 1000, remaining)
+        interval_ms = item.get_expiry() * 1000 / item.amount
+        taken = item.amount - remaining
+        next_unit_ms = max(0.0, reset_after_ms - (taken - 1) * interval_ms) if taken else 0.0
+        return WindowStats(time.time() + next_unit_ms / 1000, remaining)
 
     def clear(self, item, *identifiers) -> None:
         key = item.key_for(*identifiers)
