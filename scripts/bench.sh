@@ -367,11 +367,10 @@ cgpid=${pids[-1]}
 for script in gcra fixed window all lease release; do
   load_script "$cport" "$script" >/dev/null
 done
-per_call() { # COMMAND [DB]: server instructions per call, CALLS calls of it
+instructions_of() { # PROGRAM [ARGS...]: server instructions per call while it sends CALLS calls
   callgrind_control -z "$cgpid" >/dev/null 2>&1
   callgrind_control -i on "$cgpid" >/dev/null 2>&1
-  # shellcheck disable=SC2086
-  redis-benchmark -p "$cport" --dbnum "${2:-0}" -n "$CALLS" -c 1 -P 16 -r 100000 -q $1 >/dev/null 2>&1
+  "$@" >/dev/null 2>&1
   callgrind_control -i off "$cgpid" >/dev/null 2>&1
   rm -f "$work"/callgrind/out.*.[0-9]*
   callgrind_control -d "$cgpid" >/dev/null 2>&1
@@ -379,6 +378,10 @@ per_call() { # COMMAND [DB]: server instructions per call, CALLS calls of it
   dump=$(ls -t "$work"/callgrind/out.* | head -1)
   total=$(grep '^totals:' "$dump" | awk '{print $2}')
   python3 -c "print($total / $CALLS)"
+}
+per_call() { # COMMAND [DB]: server instructions per call, CALLS calls of it
+  # shellcheck disable=SC2086
+  instructions_of redis-benchmark -p "$cport" --dbnum "${2:-0}" -n "$CALLS" -c 1 -P 16 -r 100000 -q $1
 }
 
 instruction_counts() { # fills the named array with each workload's instructions per call
@@ -459,16 +462,8 @@ if part lease; then
   python3 bench/lease.py fill "$cport"
   per_call_file() { # KIND: server instructions per call, CALLS calls of it from bench/lease.py
     python3 bench/lease.py calls "$1" "$CALLS" >"$work/calls.resp"
-    callgrind_control -z "$cgpid" >/dev/null 2>&1
-    callgrind_control -i on "$cgpid" >/dev/null 2>&1
-    redis-cli -p "$cport" --pipe <"$work/calls.resp" >/dev/null
-    callgrind_control -i off "$cgpid" >/dev/null 2>&1
-    rm -f "$work"/callgrind/out.*.[0-9]*
-    callgrind_control -d "$cgpid" >/dev/null 2>&1
-    local dump total
-    dump=$(ls -t "$work"/callgrind/out.* | head -1)
-    total=$(grep '^totals:' "$dump" | awk '{print $2}')
-    python3 -c "print($total / $CALLS)"
+    # shellcheck disable=SC2016
+    instructions_of sh -c 'redis-cli -p "$0" --pipe <"$1"' "$cport" "$work/calls.resp"
   }
   floor4=$(per_call "FLOOR.WRITE key:__rand_int__ 1000000 3600 h:7")
   floor2=$(per_call "FLOOR.WRITE key:__rand_int__ h:7")

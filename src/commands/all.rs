@@ -42,6 +42,7 @@ pub fn run_all(call: &Call<MAX_ALL_ARGS>, turn: Turn) -> Result<Answer, Error> {
         *limiter = Some(limiter_of(&spec.args, holder)?);
     }
     let now = call.instant(None)?;
+    let request = request_of(&args);
     let mut entries = Vec::with_capacity(args.limiters.len());
     for (index, (spec, limiter)) in args.limiters.iter().zip(&limiters).enumerate() {
         let limiter = limiter.ok_or(Error::Internal)?;
@@ -60,7 +61,7 @@ pub fn run_all(call: &Call<MAX_ALL_ARGS>, turn: Turn) -> Result<Answer, Error> {
         Reply::One(binding.verdict.outcome.to_reply(args.unit))
     };
     let changed = turn.writes()
-        && request_of(&args).writes()
+        && request.writes()
         && entries
             .iter()
             .any(|entry| combined.change(&entry.verdict).is_some());
@@ -70,7 +71,6 @@ pub fn run_all(call: &Call<MAX_ALL_ARGS>, turn: Turn) -> Result<Answer, Error> {
     let fits_in_ns = all::fits_in_ns(entries.iter().map(|entry| &entry.verdict));
     // The keys follow numkeys.
     let keys = 2..2 + args.limiters.len();
-    let request = request_of(&args);
     Ok(Answer {
         reply,
         counted: Counted::of(request, combined.admitted),

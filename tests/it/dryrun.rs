@@ -90,12 +90,7 @@ fn a_dry_run_behind_waiters_answers_as_the_call_would(flavor: Flavor) {
         let (key, params) = (form.name(), form.algorithm.params(2, "60"));
         assert_eq!(form.call(&mut con, &key, &params, None)[0], 0, "{key}");
         // A waiter for two units: one is free, and it is the waiter's to wait for.
-        let args: Vec<String> = form
-            .args(&[key.as_bytes()], &params, Some("2"), &["BLOCK", "10000"])
-            .into_iter()
-            .map(|word| String::from_utf8(word).unwrap())
-            .collect();
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let args = form.waiting_args(&key, &params, Some("2"), "10000");
         let waiter = Waiter::parked(&server, &mut con, 1, form.command(), &args);
         // A look sees the free unit; a dry run, as the call it stands for, does not.
         assert_eq!(form.call(&mut con, &key, &params, Some("0"))[2], 1, "{key}");

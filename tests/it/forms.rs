@@ -143,6 +143,21 @@ impl Form {
         args
     }
 
+    /// The arguments of a call on one key that waits up to `timeout_ms` (`BLOCK`), as text,
+    /// for a waiter to send.
+    pub fn waiting_args(
+        self,
+        key: &str,
+        params: &[String],
+        quantity: Option<&str>,
+        timeout_ms: &str,
+    ) -> Vec<String> {
+        self.args(&[key.as_bytes()], params, quantity, &["BLOCK", timeout_ms])
+            .into_iter()
+            .map(|word| String::from_utf8(word).expect("text arguments"))
+            .collect()
+    }
+
     /// A call as a command ready to send.
     pub fn cmd(
         self,

@@ -149,14 +149,7 @@ fn a_refund_admits_the_first_waiter_at_once(flavor: Flavor) {
         let (key, params) = (form.name(), form.algorithm.params(1, "60"));
         assert_eq!(form.call(&mut con, &key, &params, None)[0], 0, "{key}");
         // A minute's period: only the refund can admit these within their 10 s.
-        let args = |form: Form| -> Vec<String> {
-            form.args(&[key.as_bytes()], &params, None, &["BLOCK", "10000"])
-                .into_iter()
-                .map(|word| String::from_utf8(word).unwrap())
-                .collect()
-        };
-        let args = args(form);
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let args = form.waiting_args(&key, &params, None, "10000");
         let first = Waiter::parked(&server, &mut con, 1, form.command(), &args);
         let second = Waiter::parked(&server, &mut con, 2, form.command(), &args);
         // The refund goes ahead of the waiters: it takes nothing of theirs.

@@ -64,9 +64,14 @@ class _MemoryGcra:
     """The same algorithm as ``CL.THROTTLE``, in process, for limits' ``MemoryStorage``: the
     theoretical arrival time of each key, in nanoseconds, under a lock."""
 
+    # Drained keys are dropped when the table has doubled since the last sweep: a sweep per
+    # call would cost every hit the whole table.
+    SWEEP_FROM = 1024
+
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.tats: Dict[str, int] = {}
+        self.sweep_at = self.SWEEP_FROM
 
     def decide(self, key: str, amount: int, expiry: int, cost: int, dry_run: bool):
         interval = expiry * NANOS // amount
@@ -79,9 +84,11 @@ class _MemoryGcra:
             if admitted and cost > 0 and not dry_run:
                 self.tats[key] = new_tat
             held = (new_tat if admitted else tat) - now
-            # Drained keys go, as the module's expire.
-            for stale in [k for k, t in self.tats.items() if t <= now]:
-                del self.tats[stale]
+            if len(self.tats) >= self.sweep_at:
+                # Drained keys go, as the module's expire.
+                for stale in [k for k, t in self.tats.items() if t <= now]:
+                    del self.tats[stale]
+                self.sweep_at = max(self.SWEEP_FROM, 2 * len(self.tats))
         remaining = min(max(tolerance - held, 0) // interval, amount)
         return admitted, remaining, -(-held // MILLIS)
 

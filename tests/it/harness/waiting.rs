@@ -36,11 +36,13 @@ pub struct Waiter {
 }
 
 impl Waiter {
-    pub fn start(server: &Server, command: &str, args: &[&str]) -> Waiter {
+    pub fn start(server: &Server, command: &str, args: &[impl AsRef<str>]) -> Waiter {
         let mut con = connect(server);
         let id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut con).unwrap();
         let mut cmd = redis::cmd(command);
-        cmd.arg(args);
+        for arg in args {
+            cmd.arg(arg.as_ref());
+        }
         let handle = std::thread::spawn(move || {
             let reply = cmd.query::<redis::Value>(&mut con);
             (reply, Instant::now())
@@ -54,7 +56,7 @@ impl Waiter {
         watch: &mut redis::Connection,
         count: i64,
         command: &str,
-        args: &[&str],
+        args: &[impl AsRef<str>],
     ) -> Waiter {
         let waiter = Waiter::start(server, command, args);
         until_waiting(watch, count);
