@@ -40,6 +40,10 @@ engine_answers() { docker version --format '{{.Server.Version}}' >/dev/null 2>&1
 own_engine=""
 stop_own_engine() {
   [ -n "$own_engine" ] || return 0
+  # Each build leaves its layers (about 3 GB: the builder's target directory) and the image
+  # it replaced; only the stand-ins are worth keeping. Only in the lane's own engine.
+  docker image prune -f >/dev/null 2>&1 || true
+  docker builder prune -af >/dev/null 2>&1 || true
   kill "$own_engine" 2>/dev/null || true
   # dockerd takes up to 15 s to stop its containers.
   for _ in $(seq 1 250); do

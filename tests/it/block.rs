@@ -369,16 +369,15 @@ fn a_replica_and_an_aof_restart_hold_the_same_bytes_after_admissions_that_waited
     drop(replica);
     let dir = primary.shutdown();
     let mut aof = Vec::new();
-    for entry in walk(&dir) {
+    for entry in walk(dir.path()) {
         aof.extend(std::fs::read(entry).unwrap_or_default());
     }
     assert!(!aof.is_empty());
     // Waiting propagates nothing: no BLOCK reaches the AOF.
     assert!(!aof.windows(5).any(|w| w.eq_ignore_ascii_case(b"BLOCK")));
-    let restarted = Server::start_with(flavor, aof_options(Some(dir.clone())));
+    let restarted = Server::start_with(flavor, aof_options(Some(dir)));
     assert_eq!(keyspace(&mut connect(&restarted)), expected, "AOF restart");
     drop(restarted);
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 /// Every file under `dir`.

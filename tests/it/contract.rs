@@ -330,7 +330,7 @@ fn an_aof_restart_restores_identical_state(flavor: Flavor) {
         .collect();
     let dir = server.shutdown();
 
-    let restarted = Server::start_with(flavor, aof_options(Some(dir.clone())));
+    let restarted = Server::start_with(flavor, aof_options(Some(dir)));
     let mut con = restarted.connection();
     let after: Vec<_> = keys
         .iter()
@@ -347,7 +347,6 @@ fn an_aof_restart_restores_identical_state(flavor: Flavor) {
         );
     }
     drop(restarted);
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 /// Random calls over 150 keys, each always of one kind: CL.ALL over 1 to 4 of them, and their
@@ -461,14 +460,13 @@ fn a_random_mix_of_every_form_is_identical_on_a_replica_and_after_an_aof_restart
     assert_eq!(keyspace(&mut replica.connection()), expected, "replica");
     drop(replica);
     let dir = primary.shutdown();
-    let restarted = Server::start_with(flavor, aof_options(Some(dir.clone())));
+    let restarted = Server::start_with(flavor, aof_options(Some(dir)));
     assert_eq!(
         keyspace(&mut restarted.connection()),
         expected,
         "AOF restart"
     );
     drop(restarted);
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 /// Replaces the key placeholder in a script's arguments with `KEYS[1]`, then calls them.

@@ -3,7 +3,7 @@
 
 use crate::harness::{
     aof_options, dump, info_field, limiter, replicate, resp_commands, server_now_ns, snapshot,
-    wait_for_replica, Flavor, Server,
+    wait_for_replica, DataDir, Flavor, Server,
 };
 
 both_servers!(
@@ -131,16 +131,9 @@ fn server_with_long_log(
         .map(String::from)
         .to_vec()
     }));
-    let dir = std::env::temp_dir().join(format!(
-        "redis-cell-aof-{}-{flavor:?}-{key}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("appendonly.aof"), aof).unwrap();
-    let mut options = aof_options(Some(dir));
-    options.keep_dir = false;
-    (Server::start_with(flavor, options), first)
+    let dir = DataDir::fresh();
+    std::fs::write(dir.path().join("appendonly.aof"), aof).unwrap();
+    (Server::start_with(flavor, aof_options(Some(dir))), first)
 }
 
 fn ten_thousand_entries_fit_in_80_kilobytes(flavor: Flavor) {

@@ -21,7 +21,7 @@ pub use query::{
 };
 pub use replication::{aof_options, replicate, resp_commands, wait_for_replica};
 pub use rng::Rng;
-pub use server::{Options, Server};
+pub use server::{DataDir, Options, Server};
 
 /// One test body run against both servers: `both_servers!(name, body)` makes the tests
 /// `name::redis` and `name::valkey`, each calling `body(Flavor)`.

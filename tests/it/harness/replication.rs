@@ -1,10 +1,9 @@
 //! Replicas, the AOF and its commands.
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use super::query::info_field;
-use super::server::{Options, Server};
+use super::server::{DataDir, Options, Server};
 
 /// Makes `replica` replicate `primary` and waits until the link is up.
 pub fn replicate(replica: &Server, primary: &Server) {
@@ -33,7 +32,7 @@ pub fn wait_for_replica(primary: &mut redis::Connection) {
 }
 
 /// Options for a server persisting every write to its AOF.
-pub fn aof_options(dir: Option<PathBuf>) -> Options {
+pub fn aof_options(dir: Option<DataDir>) -> Options {
     Options {
         args: vec![
             "--appendonly".into(),
@@ -41,7 +40,6 @@ pub fn aof_options(dir: Option<PathBuf>) -> Options {
             "--appendfsync".into(),
             "always".into(),
         ],
-        keep_dir: dir.is_some(),
         dir,
         ..Options::default()
     }

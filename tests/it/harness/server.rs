@@ -3,7 +3,7 @@
 //! up when dropped, even when a test fails.
 
 use std::net::TcpListener;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -17,12 +17,11 @@ pub struct Options {
     pub args: Vec<String>,
     /// Run under libfaketime, starting at this Unix time in milliseconds.
     pub fake_clock_ms: Option<i64>,
-    /// Reuse this data directory (for restarts) instead of a fresh one.
-    pub dir: Option<PathBuf>,
+    /// Start in this data directory (a restart) instead of a fresh one; the server owns it
+    /// until `shutdown` or `kill` hands it back.
+    pub dir: Option<DataDir>,
     /// Start without loading the module.
     pub without_module: bool,
-    /// Keep `dir` when the server is dropped (for restarts); only read when `dir` is given.
-    pub keep_dir: bool,
     /// Start as a Redis Cluster node (on a port whose bus port, +10000, is free too).
     pub cluster: bool,
     /// With `fake_clock_ms`: freeze the monotonic clock too, so that every reading of the
@@ -35,22 +34,39 @@ pub struct Server {
     pub flavor: Flavor,
     pub port: u16,
     pub dir: PathBuf,
+    data: Option<DataDir>,
     child: Child,
     clock: Option<FakeClock>,
-    keep_dir: bool,
 }
+
+/// A server's data directory, removed when dropped, also when the test holding it fails. It
+/// passes from server to server across restarts, so that no restart leaves it behind.
+pub struct DataDir(PathBuf);
 
 static NEXT_DIR: AtomicUsize = AtomicUsize::new(0);
 
-fn fresh_dir() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "redis-cell-test-{}-{}",
-        std::process::id(),
-        NEXT_DIR.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("create server dir");
-    dir
+impl DataDir {
+    /// An empty directory of its own under the temporary directory.
+    pub fn fresh() -> DataDir {
+        let dir = std::env::temp_dir().join(format!(
+            "redis-cell-test-{}-{}",
+            std::process::id(),
+            NEXT_DIR.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("create server dir");
+        DataDir(dir)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for DataDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 fn free_port() -> u16 {
@@ -76,26 +92,30 @@ impl Server {
         Server::start_with(flavor, Options::default())
     }
 
-    pub fn start_with(flavor: Flavor, options: Options) -> Server {
-        let keep_dir = options.dir.is_some() && options.keep_dir;
-        let dir = options.dir.clone().unwrap_or_else(fresh_dir);
+    pub fn start_with(flavor: Flavor, mut options: Options) -> Server {
+        let mut data = options.dir.take().unwrap_or_else(DataDir::fresh);
         // A port picked free can be taken by a parallel test before the server binds it.
         let mut last_error = String::new();
         for _ in 0..5 {
-            match Server::try_start(flavor, &options, dir.clone(), keep_dir) {
+            match Server::try_start(flavor, &options, data) {
                 Ok(server) => return server,
-                Err(error) => last_error = error,
+                Err((error, back)) => {
+                    last_error = error;
+                    data = back;
+                }
             }
         }
         panic!("{flavor:?} did not start: {last_error}");
     }
 
+    /// Starts a server in `data`; when it does not come up, the directory comes back with
+    /// the error, for the next try.
     fn try_start(
         flavor: Flavor,
         options: &Options,
-        dir: PathBuf,
-        keep_dir: bool,
-    ) -> Result<Server, String> {
+        data: DataDir,
+    ) -> Result<Server, (String, DataDir)> {
+        let dir = data.path().to_path_buf();
         let port = if options.cluster {
             free_cluster_port()
         } else {
@@ -140,17 +160,25 @@ impl Server {
             }
             clock
         });
-        let child = command.spawn().map_err(|e| e.to_string())?;
+        let child = match command.spawn() {
+            Ok(child) => child,
+            Err(error) => return Err((error.to_string(), data)),
+        };
         let mut server = Server {
             flavor,
             port,
             dir,
+            data: Some(data),
             child,
             clock,
-            keep_dir,
         };
-        server.wait_ready()?;
-        Ok(server)
+        match server.wait_ready() {
+            Ok(()) => Ok(server),
+            Err(error) => match server.data.take() {
+                Some(data) => Err((error, data)),
+                None => unreachable!("the server was just given its directory"),
+            },
+        }
     }
 
     fn wait_ready(&mut self) -> Result<(), String> {
@@ -262,26 +290,33 @@ impl Server {
         matches!(self.child.try_wait(), Ok(None))
     }
 
-    /// Stops the server with SHUTDOWN (so it finishes its AOF/RDB) and keeps its directory,
-    /// returning it for a restart.
-    pub fn shutdown(mut self) -> PathBuf {
+    /// Stops the server with SHUTDOWN (so it finishes its AOF/RDB) and hands its directory
+    /// back, for a restart.
+    pub fn shutdown(mut self) -> DataDir {
         let mut con = self.connection();
         let _: redis::RedisResult<()> = redis::cmd("SHUTDOWN").query(&mut con);
         let deadline = Instant::now() + Duration::from_secs(15);
         while Instant::now() < deadline && self.is_running() {
             std::thread::sleep(Duration::from_millis(20));
         }
-        self.keep_dir = true;
-        self.dir.clone()
+        self.take_dir()
     }
 
-    /// Kills the server with SIGKILL, as a crash would, and keeps its directory, returning it
-    /// for a restart.
-    pub fn kill(mut self) -> PathBuf {
+    /// Kills the server with SIGKILL, as a crash would, and hands its directory back, for a
+    /// restart.
+    pub fn kill(mut self) -> DataDir {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        self.keep_dir = true;
-        self.dir.clone()
+        self.take_dir()
+    }
+
+    fn take_dir(&mut self) -> DataDir {
+        match self.data.take() {
+            Some(data) => data,
+            None => {
+                unreachable!("only shutdown and kill take the directory, and consume the server")
+            }
+        }
     }
 }
 
@@ -289,8 +324,6 @@ impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        if !self.keep_dir {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        }
+        // Only then does `data`, dropped after this, remove the directory.
     }
 }
