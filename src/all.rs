@@ -226,6 +226,7 @@ mod tests {
             unit: TimeUnit::Milliseconds,
             refund: false,
             dry_run: false,
+            count_denied: false,
             at_ms: None,
         };
         match kind {

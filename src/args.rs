@@ -34,6 +34,9 @@ pub struct WindowArgs {
     pub refund: bool,
     /// The call only answers what it would, and changes nothing (`DRYRUN`).
     pub dry_run: bool,
+    /// A denied call's units count too, as the INCR recipe counts them (`COUNTDENIED`,
+    /// CL.FIXED's alone).
+    pub count_denied: bool,
     /// The instant to decide at instead of the server's clock (`AT`).
     pub at_ms: Option<i64>,
 }
@@ -43,7 +46,7 @@ pub fn throttle(args: &[&[u8]]) -> Result<ThrottleArgs, Error> {
     let [max_burst, count, period, tail @ ..] = args else {
         return Err(Error::WrongArity("cl.throttle"));
     };
-    let tail = tail_of(tail, "cl.throttle")?;
+    let tail = tail_of(tail, "cl.throttle", false)?;
     throttle_params(max_burst, count, period, tail)
 }
 
@@ -74,34 +77,41 @@ fn throttle_params(
 /// Parses the arguments of `CL.FIXED` that follow the key, including the `AT unix-ms` its
 /// replication form carries.
 pub fn fixed(args: &[&[u8]]) -> Result<WindowArgs, Error> {
-    window_args(args, "cl.fixed")
+    window_args(args, "cl.fixed", true)
 }
 
 /// Parses the arguments of `CL.WINDOW` that follow the key, including the `AT unix-ms` its
 /// replication form carries.
 pub fn window(args: &[&[u8]]) -> Result<WindowArgs, Error> {
-    window_args(args, "cl.window")
+    window_args(args, "cl.window", false)
 }
 
-fn window_args(args: &[&[u8]], command: &'static str) -> Result<WindowArgs, Error> {
+/// A window command's arguments; `counts_denied` says whether it takes `COUNTDENIED`.
+fn window_args(
+    args: &[&[u8]],
+    command: &'static str,
+    counts_denied: bool,
+) -> Result<WindowArgs, Error> {
     match args {
         [rest @ .., keyword, at] if keyword.eq_ignore_ascii_case(b"AT") => {
-            window_params(rest, Some(integer(at, "AT", 0)?), command)
+            window_params(rest, Some(integer(at, "AT", 0)?), command, counts_denied)
         }
-        _ => window_params(args, None, command),
+        _ => window_params(args, None, command, counts_denied),
     }
 }
 
-/// `limit period [quantity] [MS] [REFUND]`.
+/// `limit period [quantity] [MS] [REFUND] [DRYRUN] [COUNTDENIED]`.
 fn window_params(
     args: &[&[u8]],
     at_ms: Option<i64>,
     command: &'static str,
+    counts_denied: bool,
 ) -> Result<WindowArgs, Error> {
     let [limit, period, tail @ ..] = args else {
         return Err(Error::WrongArity(command));
     };
-    let mut args = limit_and_period(limit, period, tail_of(tail, command)?)?;
+    let tail = tail_of(tail, command, counts_denied)?;
+    let mut args = limit_and_period(limit, period, tail)?;
     args.at_ms = at_ms;
     Ok(args)
 }
@@ -115,6 +125,7 @@ fn limit_and_period(limit: &[u8], period: &[u8], tail: Tail) -> Result<WindowArg
         unit: tail.unit,
         refund: tail.refund,
         dry_run: tail.dry_run,
+        count_denied: tail.count_denied,
         at_ms: None,
     })
 }
@@ -181,7 +192,7 @@ pub fn lease<'a>(args: &[&'a [u8]]) -> Result<LeaseArgs<'a>, Error> {
     let at_ms = value(at_at).map(|at| integer(at, "AT", 0)).transpose()?;
     let block_ms = value(block_at).map(block_timeout).transpose()?;
     // After every value, as the other commands check it.
-    never_waits(false, dry_run_at.is_some(), block_ms)?;
+    never_waits(&[("DRYRUN", dry_run_at.is_some())], block_ms)?;
     Ok(LeaseArgs {
         params,
         holder,
@@ -455,6 +466,7 @@ pub fn all<'a>(args: &[&'a [u8]]) -> Result<AllArgs<'a>, Error> {
         unit: unit_of(ms_at.is_some()),
         refund: refund_at.is_some(),
         dry_run,
+        count_denied: false,
     };
     let holder = match holder_at {
         Some(at) => Some((holder_name(args.get(at).ok_or(Error::Syntax)?)?, at)),
@@ -491,7 +503,10 @@ pub fn all<'a>(args: &[&'a [u8]]) -> Result<AllArgs<'a>, Error> {
         });
     }
     // After the limiters' own numbers, as the single commands check it.
-    never_waits(tail.refund, tail.dry_run, block_ms)?;
+    never_waits(
+        &[("REFUND", tail.refund), ("DRYRUN", tail.dry_run)],
+        block_ms,
+    )?;
     Ok(AllArgs {
         limiters,
         holder,
@@ -529,6 +544,7 @@ struct Tail {
     unit: TimeUnit,
     refund: bool,
     dry_run: bool,
+    count_denied: bool,
 }
 
 /// Seconds, or milliseconds with `MS`.
@@ -540,10 +556,13 @@ fn unit_of(ms: bool) -> TimeUnit {
     }
 }
 
-/// The single-key commands' tail, `[quantity] [MS] [REFUND] [DRYRUN]`: a quantity first if
-/// any, then the flags in any order, each once.
-fn tail_of(tail: &[&[u8]], command: &'static str) -> Result<Tail, Error> {
-    if tail.len() > 1 + FLAGS.len() {
+/// The single-key commands' tail, `[quantity] [MS] [REFUND] [DRYRUN]`, and `[COUNTDENIED]`
+/// where the command `counts_denied`: a quantity first if any, then the flags in any order,
+/// each once.
+fn tail_of(tail: &[&[u8]], command: &'static str, counts_denied: bool) -> Result<Tail, Error> {
+    // COUNTDENIED is the last flag, and only CL.FIXED takes it.
+    let flags_taken = FLAGS.len() - usize::from(!counts_denied);
+    if tail.len() > 1 + flags_taken {
         return Err(Error::WrongArity(command));
     }
     let (quantity, flags) = match tail {
@@ -560,12 +579,16 @@ fn tail_of(tail: &[&[u8]], command: &'static str) -> Result<Tail, Error> {
         *slot = true;
     }
     let quantity = quantity.map_or(Ok(1), |quantity| integer(quantity, "quantity", 0))?;
-    let [ms, refund, dry_run] = seen;
+    let [ms, refund, dry_run, count_denied] = seen;
+    if count_denied && !counts_denied {
+        return Err(Error::Syntax);
+    }
     Ok(Tail {
         quantity,
         unit: unit_of(ms),
         refund,
         dry_run,
+        count_denied,
     })
 }
 
@@ -575,13 +598,15 @@ enum Flag {
     Ms,
     Refund,
     DryRun,
+    CountDenied,
 }
 
 /// In the order of `Flag`'s variants, which index what a tail has seen.
-const FLAGS: [(&[u8], Flag); 3] = [
+const FLAGS: [(&[u8], Flag); 4] = [
     (b"MS", Flag::Ms),
     (b"REFUND", Flag::Refund),
     (b"DRYRUN", Flag::DryRun),
+    (b"COUNTDENIED", Flag::CountDenied),
 ];
 
 impl Flag {
@@ -592,13 +617,24 @@ impl Flag {
     }
 }
 
-/// A refund and a dry run never wait: BLOCK with either is refused, as the server refuses
-/// options that contradict each other.
-pub fn never_waits(refund: bool, dry_run: bool, block_ms: Option<i64>) -> Result<(), Error> {
-    match (refund, dry_run, block_ms) {
-        (true, _, Some(_)) => Err(Error::NeverWaits("REFUND")),
-        (_, true, Some(_)) => Err(Error::NeverWaits("DRYRUN")),
+/// A refund, a dry run and a call that counts its denial never wait: BLOCK with any of them
+/// is refused, as the server refuses options that contradict each other. `options` are
+/// those flags by name, and whether the call gave each.
+pub fn never_waits(options: &[(&'static str, bool)], block_ms: Option<i64>) -> Result<(), Error> {
+    match options.iter().find(|&&(_, given)| given) {
+        Some(&(name, _)) if block_ms.is_some() => Err(Error::NeverWaits(name)),
         _ => Ok(()),
+    }
+}
+
+impl WindowArgs {
+    /// The flags that never wait, for `never_waits`.
+    pub fn never_waiting(&self) -> [(&'static str, bool); 3] {
+        [
+            ("REFUND", self.refund),
+            ("DRYRUN", self.dry_run),
+            ("COUNTDENIED", self.count_denied),
+        ]
     }
 }
 
@@ -791,15 +827,42 @@ mod tests {
             let args: Vec<&[u8]> = words("5 60").into_iter().chain(words(tail)).collect();
             assert_eq!(window(&args), Err(error), "{tail}");
         }
+        let flags = |refund, dry_run| [("REFUND", refund), ("DRYRUN", dry_run)];
         assert_eq!(
-            never_waits(true, false, Some(0)),
+            never_waits(&flags(true, false), Some(0)),
             Err(Error::NeverWaits("REFUND"))
         );
-        assert_eq!(never_waits(true, true, None), Ok(()));
-        assert_eq!(never_waits(false, false, Some(0)), Ok(()));
+        assert_eq!(never_waits(&flags(true, true), None), Ok(()));
+        assert_eq!(never_waits(&flags(false, false), Some(0)), Ok(()));
         assert_eq!(
-            never_waits(false, true, Some(5)),
+            never_waits(&flags(false, true), Some(5)),
             Err(Error::NeverWaits("DRYRUN"))
+        );
+    }
+
+    #[test]
+    fn countdenied_is_cl_fixed_s_alone_and_never_waits() {
+        let fixed_of = |text| fixed(&words(text));
+        let parsed = fixed_of("5 60 2 COUNTDENIED MS").unwrap();
+        assert!(parsed.count_denied && parsed.quantity == 2 && parsed.period_ms == 60);
+        assert!(!fixed_of("5 60 2").unwrap().count_denied);
+        assert_eq!(fixed_of("5 60 COUNTDENIED countdenied"), Err(Error::Syntax));
+        assert_eq!(window(&words("5 60 COUNTDENIED")), Err(Error::Syntax));
+        assert_eq!(throttle(&words("1 5 60 COUNTDENIED")), Err(Error::Syntax));
+        let all_flags = fixed_of("5 60 1 MS REFUND DRYRUN COUNTDENIED").unwrap();
+        assert_eq!(
+            never_waits(&all_flags.never_waiting(), Some(10)),
+            Err(Error::NeverWaits("REFUND"))
+        );
+        let counting = fixed_of("5 60 COUNTDENIED").unwrap();
+        assert_eq!(
+            never_waits(&counting.never_waiting(), Some(0)),
+            Err(Error::NeverWaits("COUNTDENIED"))
+        );
+        assert_eq!(never_waits(&counting.never_waiting(), None), Ok(()));
+        assert_eq!(
+            fixed_of("5 60 1 MS REFUND DRYRUN COUNTDENIED x"),
+            Err(Error::WrongArity("cl.fixed"))
         );
     }
 
@@ -1016,6 +1079,7 @@ mod tests {
                 unit: TimeUnit::Milliseconds,
                 refund: false,
                 dry_run: false,
+                count_denied: false,
                 at_ms: None,
             })
         );

@@ -167,6 +167,15 @@ const DRYRUN: Arg = Arg {
         c"Answer what the call would, behind the same waiters, and change nothing; never with BLOCK.",
     )
 };
+const COUNTDENIED: Arg = Arg {
+    token: Some(c"COUNTDENIED"),
+    optional: true,
+    ..required(
+        c"countdenied",
+        ArgType::PureToken,
+        c"Count a denied call's units too, as INCR then compare does; never with BLOCK.",
+    )
+};
 const BLOCK: Arg = Arg {
     token: Some(c"BLOCK"),
     optional: true,
@@ -219,7 +228,7 @@ const COMMANDS: [Command; 7] = [
         arity: -4,
         summary: c"Rate limits a key with a fixed window: at most limit units per window of period. Replies [limited, limit, remaining, retry_after, reset_after].",
         complexity: c"O(1)",
-        args: &[KEY, LIMIT, PERIOD, QUANTITY, MS, REFUND, DRYRUN, BLOCK],
+        args: &[KEY, LIMIT, PERIOD, QUANTITY, MS, REFUND, DRYRUN, COUNTDENIED, BLOCK],
     },
     Command {
         name: c"cl.window",

@@ -1,8 +1,10 @@
 //! CL.FIXED's pure core: a fixed window counter, the INCR + EXPIRE recipe decided atomically.
 //!
 //! A window opens at the first admitted call on an empty limiter and covers
-//! `[start, start + period)`; it holds a count of admitted units. Time is in integer
-//! milliseconds since the Unix epoch.
+//! `[start, start + period)`; it holds a count of admitted units. With `COUNTDENIED` a denied
+//! call's units count too, and open the window, as INCR-then-compare counts them (the
+//! fixed windows of `limits` and rate-limiter-flexible): the count may then pass the limit.
+//! Time is in integer milliseconds since the Unix epoch.
 
 use crate::args::WindowArgs;
 use crate::outcome::Outcome;
@@ -15,6 +17,7 @@ pub struct FixedWindow {
     limit: i64,
     period_ms: i64,
     quantity: i64,
+    count_denied: bool,
 }
 
 /// A window's state: the units it admitted, and the instant it closes.
@@ -39,7 +42,13 @@ impl FixedWindow {
             limit: args.limit,
             period_ms: args.period_ms,
             quantity: args.quantity,
+            count_denied: args.count_denied,
         }
+    }
+
+    /// Whether a denied call's units count too.
+    pub fn counts_denied(&self) -> bool {
+        self.count_denied
     }
 
     /// The same limiter asked for nothing: a peek.
@@ -82,18 +91,28 @@ impl FixedWindow {
                     new_window,
                 }
             }
-            None => Decision {
-                outcome: Outcome::denied(
-                    self.limit,
-                    self.limit.saturating_sub(count),
-                    // A quantity over the limit never fits; any other waits for the window
-                    // to close (a denied request that fits the limit implies an open window).
-                    open.filter(|_| self.quantity <= self.limit)
-                        .map(wait_for_end),
-                    open.map_or(0, wait_for_end),
-                ),
-                new_window: None,
-            },
+            None => {
+                // Saturating: a count past 2^63 - 1 denies as surely as one at it.
+                let new_window = (self.count_denied && self.quantity > 0).then(|| Window {
+                    count: count.saturating_add(self.quantity),
+                    end_ms: open.map_or(now_ms + self.period_ms, |window| window.end_ms),
+                });
+                let after = new_window.or(open);
+                Decision {
+                    outcome: Outcome::denied(
+                        self.limit,
+                        self.limit
+                            .saturating_sub(after.map_or(0, |window| window.count)),
+                        // A quantity over the limit never fits; any other waits for the
+                        // window to close (a denied request that fits the limit implies an
+                        // open window).
+                        open.filter(|_| self.quantity <= self.limit)
+                            .map(wait_for_end),
+                        after.map_or(0, wait_for_end),
+                    ),
+                    new_window: new_window.filter(|&window| Some(window) != open),
+                }
+            }
         }
     }
 
@@ -138,6 +157,7 @@ mod tests {
             unit: TimeUnit::Milliseconds,
             refund: false,
             dry_run: false,
+            count_denied: false,
             at_ms: None,
         })
     }
@@ -290,6 +310,111 @@ mod tests {
                 let decision = fixed(limit, period, quantity).decide(stored, now);
                 if let Some(window) = decision.new_window {
                     prop_assert!(window.end_ms > now && window.count <= limit);
+                    stored = Some(window);
+                }
+                prop_assert_eq!(decision.outcome.to_reply(TimeUnit::Milliseconds), expected);
+            }
+        }
+    }
+
+    fn counting_denied(limit: i64, period_ms: i64, quantity: i64) -> FixedWindow {
+        FixedWindow {
+            count_denied: true,
+            ..fixed(limit, period_ms, quantity)
+        }
+    }
+
+    #[test]
+    fn counting_denied_counts_a_denial_and_opens_its_window() {
+        let full = Some(Window {
+            count: 2,
+            end_ms: NOW + 1_000,
+        });
+        let denied = counting_denied(2, 1_000, 1).decide(full, NOW + 400);
+        assert_eq!(
+            denied.new_window,
+            Some(Window {
+                count: 3,
+                end_ms: NOW + 1_000
+            })
+        );
+        assert_eq!(
+            denied.outcome.to_reply(TimeUnit::Milliseconds),
+            [1, 2, 0, 600, 600]
+        );
+        // Over the limit on an empty limiter: counted, in a window of its own, never fits.
+        let over = counting_denied(2, 1_000, 3).decide(None, NOW);
+        assert_eq!(
+            over.new_window,
+            Some(Window {
+                count: 3,
+                end_ms: NOW + 1_000
+            })
+        );
+        assert_eq!(
+            over.outcome.to_reply(TimeUnit::Milliseconds),
+            [1, 2, 0, -1, 1000]
+        );
+        // A peek counts nothing, and a count at the top stays there.
+        assert_eq!(
+            counting_denied(2, 1_000, 0).decide(full, NOW).new_window,
+            None
+        );
+        let top = Some(Window {
+            count: i64::MAX,
+            end_ms: NOW + 1_000,
+        });
+        assert_eq!(
+            counting_denied(2, 1_000, 5).decide(top, NOW).new_window,
+            None
+        );
+    }
+
+    /// The INCR recipe as `limits` and rate-limiter-flexible run it: INCRBY, EXPIRE when the
+    /// key is new, then compare with the limit; a key that expired is gone.
+    fn incr_model_run(limit: i64, period: i64, calls: &[(i64, i64)]) -> Vec<[i64; 5]> {
+        let mut key: Option<(i64, i64)> = None;
+        let mut now = NOW;
+        let mut replies = Vec::new();
+        for &(gap, quantity) in calls {
+            now += gap;
+            key = key.filter(|&(_, end)| now < end);
+            if quantity > 0 {
+                let (count, end) = key.unwrap_or((0, now + period));
+                key = Some((count + quantity, end));
+            }
+            let (count, end) = key.unwrap_or((0, now));
+            let admitted = count <= limit;
+            replies.push([
+                i64::from(!admitted),
+                limit,
+                (limit - count).max(0),
+                if admitted || quantity > limit {
+                    -1
+                } else {
+                    end - now
+                },
+                end - now,
+            ]);
+        }
+        replies
+    }
+
+    proptest! {
+        #[test]
+        fn counting_denied_answers_as_incr_then_compare(
+            limit in 1i64..12,
+            period in 1i64..3_000,
+            calls in prop::collection::vec((0i64..1_500, 0i64..6), 1..80),
+        ) {
+            let mut stored = None;
+            let mut now = NOW;
+            let expected = incr_model_run(limit, period, &calls);
+            for (&(gap, quantity), expected) in calls.iter().zip(expected) {
+                now += gap;
+                let decision = counting_denied(limit, period, quantity).decide(stored, now);
+                if let Some(window) = decision.new_window {
+                    prop_assert!(window.end_ms > now);
                     stored = Some(window);
                 }
                 prop_assert_eq!(decision.outcome.to_reply(TimeUnit::Milliseconds), expected);

@@ -115,10 +115,13 @@ impl<'a> Verdict<'a> {
     /// nothing. A denial stands, waiting at least until the first waiter is due; units that
     /// are free now are the waiters', so an admission becomes a denial with none remaining,
     /// due then too, and the limiter's reset as it stands (`peek`). A holder renewing its
-    /// lease takes no slot of theirs, and is never held back.
+    /// lease takes no slot of theirs, and is never held back. A limiter that `counts_denied`
+    /// keeps its change: its units count, denied as the call now is (an admission's change
+    /// is the same count a denial's would be).
     pub fn held_back(
         self,
         first_due_in_ns: i64,
+        counts_denied: bool,
         peek: impl FnOnce() -> Result<Outcome, Error>,
     ) -> Result<Verdict<'a>, Error> {
         if let Some(Change::Lease {
@@ -144,7 +147,7 @@ impl<'a> Verdict<'a> {
         };
         Ok(Verdict {
             outcome,
-            change: None,
+            change: self.change.filter(|_| counts_denied),
         })
     }
 }
@@ -258,6 +261,11 @@ impl<'a> Limiter<'a> {
         }
     }
 
+    /// Whether a denied call's units count too (CL.FIXED's `COUNTDENIED`).
+    pub fn counts_denied(&self) -> bool {
+        matches!(self, Limiter::Fixed(fixed) if fixed.counts_denied())
+    }
+
     /// The same limiter asked for nothing: what it would answer about its key as it stands.
     pub fn peek(&self) -> Limiter<'a> {
         match self {
@@ -302,7 +310,7 @@ mod tests {
         let admitted = limiter.decide(&Stored::Tat(None), now).expect("decides");
         assert!(admitted.admitted());
         let peek = || Ok(limiter.peek().decide(&Stored::Tat(None), now)?.outcome);
-        let held = admitted.held_back(3_000, peek).expect("holds");
+        let held = admitted.held_back(3_000, false, peek).expect("holds");
         assert_eq!(held.change, None);
         assert!(held.outcome.limited);
         assert_eq!(held.outcome.remaining, 0);
@@ -312,9 +320,9 @@ mod tests {
         let full = Stored::Tat(Some(now.ns + 5_000_000_000));
         let denied = limiter.decide(&full, now).expect("decides");
         let wait = denied.outcome.retry_after_ns.expect("fits later");
-        let held = denied.held_back(wait + 7, peek).expect("holds");
+        let held = denied.held_back(wait + 7, false, peek).expect("holds");
         assert_eq!(held.outcome.retry_after_ns, Some(wait + 7));
-        let held = denied.held_back(0, peek).expect("holds");
+        let held = denied.held_back(0, false, peek).expect("holds");
         assert_eq!(held.outcome, denied.outcome);
     }
 }

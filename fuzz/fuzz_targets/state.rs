@@ -52,6 +52,7 @@ fn sliding(limit: i64, period_ms: i64, quantity: i64) -> SlidingWindow {
         unit: TimeUnit::Milliseconds,
         refund: false,
         dry_run: false,
+        count_denied: false,
         at_ms: None,
     })
 }
@@ -122,6 +123,8 @@ fuzz_target!(|input: Input| {
             unit: TimeUnit::Milliseconds,
             refund: false,
             dry_run: false,
+            // The quantity's top bit, which its value leaves alone.
+            count_denied: input.quantity & 0x80 != 0,
             at_ms: None,
         });
         let stored = Window {

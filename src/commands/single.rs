@@ -15,10 +15,10 @@ use crate::propagate::Propagate;
 use crate::time::Instant;
 
 /// The most arguments a single-key command takes, its name included
-/// (`CL.THROTTLE key max_burst count period quantity MS REFUND DRYRUN BLOCK milliseconds`,
+/// (`CL.FIXED key limit period quantity MS REFUND DRYRUN COUNTDENIED BLOCK milliseconds`,
 /// which is refused for what it says, not for its length; the replication form of the
 /// windows, with `AT unix-ms`, never has `BLOCK`).
-pub const MAX_ARGS: usize = 11;
+pub const MAX_ARGS: usize = 12;
 
 /// A single-key command's call: its key, and the arguments after it.
 pub type SingleCall<'a> = Call<'a, MAX_ARGS>;
@@ -34,7 +34,10 @@ impl SingleCall<'_> {
 pub fn run_throttle(call: &SingleCall, turn: Turn) -> Result<Answer, Error> {
     let (params, block_ms) = args::block(call.params())?;
     let args = args::throttle(params)?;
-    args::never_waits(args.refund, args.dry_run, block_ms)?;
+    args::never_waits(
+        &[("REFUND", args.refund), ("DRYRUN", args.dry_run)],
+        block_ms,
+    )?;
     let limiter = Limiter::Throttle(Gcra::new(&args)?);
     let now = call.instant(None)?;
     let request = Request {
@@ -49,8 +52,8 @@ pub fn run_throttle(call: &SingleCall, turn: Turn) -> Result<Answer, Error> {
     ))
 }
 
-/// A window command: `key limit period [quantity] [MS] [REFUND] [DRYRUN] [AT unix-ms]
-/// [BLOCK milliseconds]`, on one limiter. It propagates as itself with its instant, without
+/// A window command: `key limit period [quantity] [MS] [REFUND] [DRYRUN] [COUNTDENIED]
+/// [AT unix-ms] [BLOCK milliseconds]` (COUNTDENIED CL.FIXED's alone), on one limiter. It propagates as itself with its instant, without
 /// BLOCK, or, replayed with an instant already, as it came.
 #[inline(always)]
 pub fn run_window(
@@ -61,7 +64,7 @@ pub fn run_window(
 ) -> Result<Answer, Error> {
     let (params, block_ms) = args::block(call.params())?;
     let args = parse(params)?;
-    args::never_waits(args.refund, args.dry_run, block_ms)?;
+    args::never_waits(&args.never_waiting(), block_ms)?;
     let now = call.instant(args.at_ms)?;
     let propagate = if args.at_ms.is_some() {
         Propagate::Verbatim

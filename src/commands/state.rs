@@ -47,7 +47,9 @@ pub fn decide_in_line<'a>(
     let mut verdict = limiter.answer(request, &read(limiter, &key)?, now)?;
     if request.queues() {
         if let Some(first_due_in) = lines::held_back(ctx, name, turn)? {
-            verdict = verdict.held_back(first_due_in, || peek(limiter, &key, now))?;
+            verdict = verdict.held_back(first_due_in, limiter.counts_denied(), || {
+                peek(limiter, &key, now)
+            })?;
         }
     }
     Ok((key, verdict))

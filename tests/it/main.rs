@@ -9,6 +9,7 @@ mod all;
 mod block;
 mod cluster;
 mod contract;
+mod countdenied;
 mod docker;
 mod dryrun;
 mod examples;

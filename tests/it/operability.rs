@@ -128,7 +128,15 @@ fn command_docs_describe_every_argument(flavor: Flavor) {
         (
             "cl.fixed",
             &[
-                "key", "limit", "period", "quantity", "ms", "refund", "dryrun", "timeout",
+                "key",
+                "limit",
+                "period",
+                "quantity",
+                "ms",
+                "refund",
+                "dryrun",
+                "countdenied",
+                "timeout",
             ],
         ),
         (
@@ -154,17 +162,21 @@ fn command_docs_describe_every_argument(flavor: Flavor) {
         assert_eq!(names, expected_args, "{command}");
         assert_eq!(text(field(&arguments[0], "type")), "key");
         assert_eq!(text(field(&arguments[1], "type")), "integer");
-        for (flag, token) in arguments[arguments.len() - 4..]
+        let quantity_at = names.iter().position(|name| name == "quantity").unwrap();
+        // The flags, between the quantity and BLOCK's timeout: each its name as a token.
+        for (flag, name) in arguments
             .iter()
-            .zip(["MS", "REFUND", "DRYRUN"])
+            .zip(&names)
+            .take(arguments.len() - 1)
+            .skip(quantity_at + 1)
         {
             assert_eq!(text(field(flag, "type")), "pure-token");
-            assert_eq!(text(field(flag, "token")), token);
+            assert_eq!(text(field(flag, "token")), name.to_uppercase());
         }
         let block = arguments.last().unwrap();
         assert_eq!(text(field(block, "type")), "integer");
         assert_eq!(text(field(block, "token")), "BLOCK");
-        for optional in &arguments[arguments.len() - 5..] {
+        for optional in &arguments[quantity_at..] {
             let flags: Vec<String> = redis::from_redis_value(field(optional, "flags")).unwrap();
             assert_eq!(flags, ["optional"], "{command}");
         }

@@ -1,0 +1,210 @@
+//! CL.FIXED's `COUNTDENIED`: a denied call's units count too, exactly as the INCR recipe of
+//! `limits` and rate-limiter-flexible counts them, on real Redis 7.0 and Valkey 9 servers.
+
+use crate::harness::events::{notifying, Events};
+use crate::harness::waiting::{connect, until_waiting, Waiter};
+use crate::harness::{
+    dirty, error_of, keyspace, limiter, replicate, snapshot, wait_for_replica, Flavor, Rng, Server,
+};
+
+both_servers!(
+    denied_calls_count_as_incr_then_compare_counts_them,
+    a_counted_denial_fires_the_recipe_s_events_and_reaches_replicas,
+    countdenied_is_refused_where_it_has_no_meaning_and_changes_nothing,
+    a_call_held_back_by_a_waiter_counts_its_units_too,
+);
+
+/// limits' own script for its fixed window: INCRBY, and EXPIRE when the key is new.
+const INCR_EXPIRE: &str = "local current = redis.call('incrby', KEYS[1], ARGV[2]) \
+     if tonumber(current) == tonumber(ARGV[2]) then redis.call('expire', KEYS[1], ARGV[1]) end \
+     return current";
+
+fn denied_calls_count_as_incr_then_compare_counts_them(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut con = server.connection();
+    let mut rng = Rng::new(0xc0de);
+    // One window of an hour: no time passes that matters, and every count is compared.
+    for _ in 0..200 {
+        let quantity = rng.below(4).to_string();
+        let reply = limiter(
+            &mut con,
+            "CL.FIXED",
+            &["cell", "5", "3600", &quantity, "COUNTDENIED"],
+        );
+        let count: i64 = if quantity == "0" {
+            redis::cmd("GET")
+                .arg("recipe")
+                .query::<Option<i64>>(&mut con)
+                .unwrap()
+                .unwrap_or(0)
+        } else {
+            redis::cmd("EVAL")
+                .arg(&[INCR_EXPIRE, "1", "recipe", "3600", &quantity])
+                .query(&mut con)
+                .unwrap()
+        };
+        let admitted = count <= 5;
+        assert_eq!(reply[..3], [i64::from(!admitted), 5, (5 - count).max(0)]);
+        let cell: Option<i64> = redis::cmd("GET").arg("cell").query(&mut con).unwrap();
+        assert_eq!(cell.unwrap_or(0), count);
+    }
+    let (_, cell_end) = snapshot(&mut con, b"cell");
+    let (_, recipe_end) = snapshot(&mut con, b"recipe");
+    assert!(
+        (cell_end - recipe_end).abs() < 2_000,
+        "{cell_end} {recipe_end}"
+    );
+    // The recipe's keys are the module's: CL.FIXED reads a count past the limit, which
+    // even a peek finds over it.
+    assert_eq!(
+        limiter(&mut con, "CL.FIXED", &["recipe", "5", "3600", "0"])[..3],
+        [1, 5, 0]
+    );
+    // A quantity over the limit counts on an empty limiter, and opens its window.
+    assert_eq!(
+        limiter(
+            &mut con,
+            "CL.FIXED",
+            &["over", "5", "60", "9", "COUNTDENIED"]
+        ),
+        [1, 5, 0, -1, 60]
+    );
+    let count: i64 = redis::cmd("GET").arg("over").query(&mut con).unwrap();
+    assert_eq!(count, 9);
+    // Without the flag, a denial still counts nothing.
+    assert_eq!(
+        limiter(&mut con, "CL.FIXED", &["over", "20", "60", "12"])[..3],
+        [1, 20, 11]
+    );
+    let count: i64 = redis::cmd("GET").arg("over").query(&mut con).unwrap();
+    assert_eq!(count, 9);
+}
+
+fn a_counted_denial_fires_the_recipe_s_events_and_reaches_replicas(flavor: Flavor) {
+    let primary = notifying(flavor);
+    let replica = Server::start(flavor);
+    replicate(&replica, &primary);
+    let mut events = Events::subscribe(&primary);
+    let mut con = primary.connection();
+    let args = ["f", "1", "3600", "2", "COUNTDENIED"];
+    assert_eq!(limiter(&mut con, "CL.FIXED", &args)[0], 1);
+    assert_eq!(limiter(&mut con, "CL.FIXED", &args)[0], 1);
+    // A dry run counts nothing, though it answers as the call would.
+    let before = dirty(&mut con);
+    let dry = ["f", "1", "3600", "2", "DRYRUN", "COUNTDENIED"];
+    assert_eq!(limiter(&mut con, "CL.FIXED", &dry)[0], 1);
+    assert_eq!(dirty(&mut con), before);
+    let _: () = redis::cmd("SET")
+        .arg(&["marker", "1"])
+        .query(&mut con)
+        .unwrap();
+    let fired: Vec<(String, String)> = events.until_marker("marker");
+    let expected: Vec<(String, String)> = ["incrby", "expire", "incrby"]
+        .iter()
+        .map(|event| (event.to_string(), "f".to_string()))
+        .collect();
+    assert_eq!(fired, expected);
+    assert_eq!(snapshot(&mut con, b"f").0.as_deref(), Some(&b"4"[..]));
+    wait_for_replica(&mut con);
+    assert_eq!(keyspace(&mut replica.connection()), keyspace(&mut con));
+}
+
+fn countdenied_is_refused_where_it_has_no_meaning_and_changes_nothing(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut con = server.connection();
+    assert_eq!(
+        limiter(&mut con, "CL.FIXED", &["f", "1", "60", "1"]),
+        [0, 1, 0, -1, 60]
+    );
+    let before = (snapshot(&mut con, b"f"), dirty(&mut con));
+    for (command, args, expected) in [
+        (
+            "CL.FIXED",
+            &["f", "1", "60", "COUNTDENIED", "BLOCK", "100"][..],
+            "ERR COUNTDENIED and BLOCK options at the same time are not compatible",
+        ),
+        (
+            "CL.FIXED",
+            &["f", "1", "60", "COUNTDENIED", "COUNTDENIED"][..],
+            "ERR syntax error",
+        ),
+        (
+            "CL.WINDOW",
+            &["f", "1", "60", "COUNTDENIED"][..],
+            "ERR syntax error",
+        ),
+        (
+            "CL.THROTTLE",
+            &["f", "0", "1", "60", "1", "COUNTDENIED"][..],
+            "ERR syntax error",
+        ),
+        (
+            "CL.FIXED",
+            &[
+                "f",
+                "1",
+                "60",
+                "1",
+                "MS",
+                "REFUND",
+                "DRYRUN",
+                "COUNTDENIED",
+                "x",
+            ][..],
+            "ERR wrong number of arguments for 'cl.fixed' command",
+        ),
+    ] {
+        let args: Vec<&[u8]> = args.iter().map(|arg| arg.as_bytes()).collect();
+        let error = error_of(&mut con, command, &args);
+        assert!(error.starts_with(expected), "{command} {args:?}: {error}");
+    }
+    assert_eq!((snapshot(&mut con, b"f"), dirty(&mut con)), before);
+    // A refund has nothing denied to count: the flag changes nothing there.
+    assert_eq!(
+        limiter(
+            &mut con,
+            "CL.FIXED",
+            &["f", "1", "60", "1", "REFUND", "COUNTDENIED"]
+        ),
+        [0, 1, 1, -1, 0]
+    );
+}
+
+fn a_call_held_back_by_a_waiter_counts_its_units_too(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut con = connect(&server);
+    let count =
+        |con: &mut redis::Connection| -> i64 { redis::cmd("GET").arg("f").query(con).unwrap() };
+    assert_eq!(
+        limiter(&mut con, "CL.FIXED", &["f", "2", "3600", "2"])[0],
+        0
+    );
+    // The waiter needs both units: one given back leaves it waiting, with one unit free.
+    let waiter = Waiter::parked(
+        &server,
+        &mut con,
+        1,
+        "CL.FIXED",
+        &["f", "2", "3600", "2", "BLOCK", "10000"],
+    );
+    limiter(&mut con, "CL.FIXED", &["f", "2", "3600", "1", "REFUND"]);
+    until_waiting(&mut con, 1);
+    // The free unit would fit, but the waiter came first: denied, and counted.
+    let held = limiter(
+        &mut con,
+        "CL.FIXED",
+        &["f", "2", "3600", "1", "COUNTDENIED"],
+    );
+    assert_eq!(held[..3], [1, 2, 0]);
+    assert_eq!(count(&mut con), 2);
+    // Without the flag, a call held back takes nothing.
+    limiter(&mut con, "CL.FIXED", &["f", "2", "3600", "1", "REFUND"]);
+    assert_eq!(
+        limiter(&mut con, "CL.FIXED", &["f", "2", "3600", "1"])[0],
+        1
+    );
+    assert_eq!(count(&mut con), 1);
+    limiter(&mut con, "CL.FIXED", &["f", "2", "3600", "1", "REFUND"]);
+    assert_eq!(waiter.reply().0[..3], [0, 2, 0]);
+    assert_eq!(count(&mut con), 2);
+}
