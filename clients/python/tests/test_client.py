@@ -36,6 +36,13 @@ def test_refund_and_dry_run(r):
     assert r.get("f") == b"1"
 
 
+def test_a_fixed_window_can_count_denied_calls(r):
+    cell = Client(r)
+    assert cell.fixed("c", 2, 60, 3, count_denied=True) == Reply(True, 2, 0, None, 60)
+    assert cell.fixed("c", 2, 60, 1, count_denied=True) == Reply(True, 2, 0, 60, 60)
+    assert r.get("c") == b"4"
+
+
 def test_cl_all_answers_the_binding_limiter_or_each_with_detail(r):
     cell = Client(r)
     limiters = [Throttle("burst", 9, 10, 1), Fixed("daily", 10000, 86400), Window("w", 5, 60)]

@@ -1,14 +1,11 @@
 """End to end: a Flask app with Flask-Limiter on cell+redis:// and RATELIMIT_STRATEGY "gcra"
 gets 200s, then a 429 with Retry-After and Flask-Limiter's rate-limit headers."""
 
-import pytest
+import flask
+from flask_limiter import Limiter
+from flask_limiter.util import get_remote_address
 
-flask = pytest.importorskip("flask")
-flask_limiter = pytest.importorskip("flask_limiter")
-
-import redis_cell.limits  # noqa: E402,F401  (registers the scheme and the strategy)
-from flask_limiter import Limiter  # noqa: E402
-from flask_limiter.util import get_remote_address  # noqa: E402
+import redis_cell.limits  # noqa: F401  (registers the scheme and the strategy)
 
 
 def test_flask_limiter_on_gcra_answers_429_with_retry_after(server, r):
@@ -36,3 +33,29 @@ def test_flask_limiter_on_gcra_answers_429_with_retry_after(server, r):
     assert 0 < int(refused.headers["Retry-After"]) <= 20
     assert refused.headers["X-RateLimit-Remaining"] == "0"
     assert r.keys("LIMITS:gcra:*"), "the decisions were the module's"
+
+
+def test_flask_limiter_falls_back_to_gcra_in_memory_when_the_server_is_down():
+    app = flask.Flask(__name__)
+    app.config.update(
+        # Nothing listens on port 1 of the loopback.
+        RATELIMIT_STORAGE_URI="cell+redis://127.0.0.1:1?socket_connect_timeout=1",
+        RATELIMIT_STRATEGY="gcra",
+        RATELIMIT_IN_MEMORY_FALLBACK_ENABLED=True,
+        RATELIMIT_IN_MEMORY_FALLBACK="2/minute",
+        RATELIMIT_HEADERS_ENABLED=True,
+    )
+    limiter = Limiter(get_remote_address, app=app)
+
+    @app.route("/")
+    @limiter.limit("5/minute")
+    def index():
+        return "ok"
+
+    client = app.test_client()
+    assert [client.get("/").status_code for _ in range(3)] == [200, 200, 429]
+    refused = client.get("/")
+    assert refused.status_code == 429
+    # The fallback's GCRA: 2 a minute, the next back within 30 s.
+    assert 0 < int(refused.headers["Retry-After"]) <= 30
+    assert isinstance(limiter._fallback_limiter, redis_cell.limits.GCRARateLimiter)

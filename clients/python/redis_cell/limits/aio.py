@@ -1,0 +1,133 @@
+"""The asyncio half, for ``limits.aio``: its ``RedisStorage`` on redis-py's asyncio client
+(``async+cell+redis://``, ``async+cell+rediss://``, ``async+cell+redis+unix://``) and the
+strategies that decide in the module, as the sync half does."""
+
+from __future__ import annotations
+
+from typing import Tuple
+
+from limits.aio import strategies
+from limits.aio.storage import MemoryStorage, RedisStorage
+from limits.errors import StorageError
+from limits.util import WindowStats
+
+from . import core
+
+
+class CellAsyncRedisStorage(RedisStorage):
+    """``limits.aio``'s Redis storage on a server with the module loaded, always through
+    redis-py's asyncio client: ``async+cell+redis://host:port`` is limits'
+    ``async+redis://host:port``."""
+
+    STORAGE_SCHEME = ["async+cell+redis", "async+cell+rediss", "async+cell+redis+unix"]
+
+    def __init__(self, uri: str, **options) -> None:
+        options["implementation"] = "redispy"
+        super().__init__("async+" + uri.removeprefix("async+cell+"), **options)
+        self.lua_cell_moving_window = self.connection.register_script(
+            core.MOVING_WINDOW_SCRIPT)
+
+    @property
+    def connection(self):
+        return self.bridge.get_connection()
+
+    @property
+    def key_prefix(self) -> str:
+        return self.bridge.key_prefix
+
+    async def cell(self, words) -> list:
+        """One module command; its errors raised as limits raises a storage's."""
+        try:
+            return await self.connection.execute_command(*words)
+        except self.base_exceptions as error:
+            if self.wrap_exceptions:
+                raise StorageError(error) from error
+            raise
+
+    async def acquire_entry(self, key: str, limit: int, expiry: int, amount: int = 1) -> bool:
+        if amount == 0:
+            # limits acquires nothing, and says it did, even when the window is over-full.
+            return True
+        return core.admitted(await self.cell(core.window_words(self.key_prefix, key, limit,
+                                                               expiry, amount)))
+
+    async def get_moving_window(self, key: str, limit: int, expiry: int) -> Tuple[float, int]:
+        reply = await self.lua_cell_moving_window(
+            keys=[core.window_key(self.key_prefix, key)], args=[limit, expiry * 1000])
+        return core.moving_window(reply, expiry)
+
+    async def clear(self, key: str) -> None:
+        await self.connection.delete(*core.every_key(self.key_prefix, key))
+
+
+class FixedWindowRateLimiter(strategies.FixedWindowRateLimiter):
+    """``limits.aio``'s fixed window; on a :class:`CellAsyncRedisStorage` each hit is one
+    ``CL.FIXED`` that counts denied hits, on limits' own keys."""
+
+    async def _cell(self, item, identifiers, cost: int, dry_run: bool):
+        return core.decision(await self.storage.cell(core.fixed_words(
+            self.storage.key_prefix, item.key_for(*identifiers), item.amount,
+            item.get_expiry(), cost, dry_run)))
+
+    async def hit(self, item, *identifiers, cost: int = 1) -> bool:
+        # A hit of 0 opens a window in limits (INCRBY 0, then EXPIRE), where the module's
+        # peek opens nothing: limits' own script keeps that exact.
+        if cost == 0 or not isinstance(self.storage, CellAsyncRedisStorage):
+            return await super().hit(item, *identifiers, cost=cost)
+        return (await self._cell(item, identifiers, cost, dry_run=False))[0]
+
+    async def test(self, item, *identifiers, cost: int = 1) -> bool:
+        if not isinstance(self.storage, CellAsyncRedisStorage):
+            return await super().test(item, *identifiers, cost=cost)
+        return (await self._cell(item, identifiers, cost, dry_run=True))[0]
+
+    async def get_window_stats(self, item, *identifiers) -> WindowStats:
+        if not isinstance(self.storage, CellAsyncRedisStorage):
+            return await super().get_window_stats(item, *identifiers)
+        _, remaining, reset_after_ms = await self._cell(item, identifiers, 0, dry_run=True)
+        return WindowStats(core.window_stats_reset(reset_after_ms), remaining)
+
+
+class GCRARateLimiter(strategies.RateLimiter):
+    """The sync half's GCRA strategy (see ``redis_cell.limits.GCRARateLimiter``), for
+    ``limits.aio``: ``CL.THROTTLE`` on a :class:`CellAsyncRedisStorage`, the same algorithm
+    in process on ``limits.aio``'s ``MemoryStorage``."""
+
+    def __init__(self, storage) -> None:
+        if not isinstance(storage, (CellAsyncRedisStorage, MemoryStorage)):
+            raise NotImplementedError(
+                "the gcra strategy needs an async+cell+redis:// or async+memory:// storage, "
+                f"not {type(storage).__name__}"
+            )
+        super().__init__(storage)
+
+    async def _decide(self, item, identifiers, cost: int, dry_run: bool):
+        key = item.key_for(*identifiers)
+        if isinstance(self.storage, CellAsyncRedisStorage):
+            return core.decision(await self.storage.cell(core.gcra_words(
+                self.storage.key_prefix, key, item.amount, item.get_expiry(), cost, dry_run)))
+        return core.in_memory(self.storage).decide(key, item.amount, item.get_expiry(), cost,
+                                                   dry_run)
+
+    async def hit(self, item, *identifiers, cost: int = 1) -> bool:
+        return (await self._decide(item, identifiers, cost, dry_run=False))[0]
+
+    async def test(self, item, *identifiers, cost: int = 1) -> bool:
+        return (await self._decide(item, identifiers, cost, dry_run=True))[0]
+
+    async def get_window_stats(self, item, *identifiers) -> WindowStats:
+        _, remaining, reset_after_ms = await self._decide(item, identifiers, 0, dry_run=True)
+        next_unit_ms = core.gcra_next_unit_ms(item.amount, item.get_expiry(), remaining,
+                                              reset_after_ms)
+        return WindowStats(core.window_stats_reset(next_unit_ms), remaining)
+
+    async def clear(self, item, *identifiers) -> None:
+        key = item.key_for(*identifiers)
+        if isinstance(self.storage, CellAsyncRedisStorage):
+            await self.storage.clear(key)
+        else:
+            core.in_memory(self.storage).clear(key)
+
+
+strategies.STRATEGIES["gcra"] = GCRARateLimiter
+strategies.STRATEGIES["fixed-window"] = FixedWindowRateLimiter

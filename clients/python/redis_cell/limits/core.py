@@ -1,0 +1,153 @@
+"""What the sync and asyncio halves of the ``limits`` hooks share: where each algorithm keeps
+its keys, the module's commands as words, what their replies say in limits' terms, and the
+in-process GCRA for limits' memory storages. Nothing here does I/O."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Dict, List, Sequence, Tuple
+
+NANOS = 1_000_000_000
+MILLIS = 1_000_000
+
+# The moving window's oldest live unit, which no single reply carries: a peek counts the live
+# units, and a dry run of one more than remain says when the oldest leaves. One script, so
+# that both see the same log; each call is O(log n) in the live entries.
+MOVING_WINDOW_SCRIPT = """
+local peek = redis.call('CL.WINDOW', KEYS[1], ARGV[1], ARGV[2], 0, 'MS')
+local taken = tonumber(ARGV[1]) - peek[3]
+if taken <= 0 then return {0, 0} end
+local next = redis.call('CL.WINDOW', KEYS[1], ARGV[1], ARGV[2], peek[3] + 1, 'MS', 'DRYRUN')
+return {taken, next[4]}
+"""
+
+
+def gcra_key(prefix: str, key: str) -> str:
+    """A GCRA limiter's key: a TAT, which a fixed window's count would be misread as."""
+    return f"{prefix}:gcra:{key}"
+
+
+def window_key(prefix: str, key: str) -> str:
+    """A moving window's key: the module's log, where limits keeps a list at the bare key."""
+    return f"{prefix}:window:{key}"
+
+
+def fixed_key(prefix: str, key: str) -> str:
+    """A fixed window's key: limits' own, whose INCR counters CL.FIXED reads as they are."""
+    return f"{prefix}:{key}"
+
+
+def every_key(prefix: str, key: str) -> List[str]:
+    """Every algorithm's key for one limit, which ``clear`` removes."""
+    return [fixed_key(prefix, key), window_key(prefix, key), gcra_key(prefix, key)]
+
+
+def gcra_words(prefix: str, key: str, amount: int, expiry: int, cost: int,
+               dry_run: bool) -> List[object]:
+    """``CL.THROTTLE`` with a burst of ``amount``, refilling ``amount`` per ``expiry`` s."""
+    words = ["CL.THROTTLE", gcra_key(prefix, key), amount - 1, amount, expiry * 1000, cost,
+             "MS"]
+    return words + (["DRYRUN"] if dry_run else [])
+
+
+def fixed_words(prefix: str, key: str, amount: int, expiry: int, cost: int,
+                dry_run: bool) -> List[object]:
+    """``CL.FIXED`` counting denied hits, as limits' ``incr`` then compare does."""
+    words = ["CL.FIXED", fixed_key(prefix, key), amount, expiry * 1000, cost, "MS",
+             "COUNTDENIED"]
+    return words + (["DRYRUN"] if dry_run else [])
+
+
+def window_words(prefix: str, key: str, limit: int, expiry: int,
+                 amount: int) -> List[object]:
+    """``CL.WINDOW``: ``amount`` entries, admitted only if all fit, as limits acquires them."""
+    return ["CL.WINDOW", window_key(prefix, key), limit, expiry * 1000, amount, "MS"]
+
+
+def admitted(reply: Sequence) -> bool:
+    return int(reply[0]) == 0
+
+
+def decision(reply: Sequence) -> Tuple[bool, int, int]:
+    """``(admitted, remaining, reset_after_ms)`` of a reply in milliseconds."""
+    return int(reply[0]) == 0, int(reply[2]), int(reply[4])
+
+
+def window_stats_reset(reset_after_ms: int) -> float:
+    """limits' reset time: an instant in seconds since the epoch, on this host's clock."""
+    return time.time() + reset_after_ms / 1000
+
+
+def moving_window(reply: Sequence, expiry: int) -> Tuple[float, int]:
+    """limits' ``(window_start, count)`` from the script's ``[count, ms until the oldest
+    leaves]``: the oldest live unit entered ``expiry`` before it leaves."""
+    count, oldest_leaves_ms = int(reply[0]), int(reply[1])
+    now = time.time()
+    if count == 0:
+        return now, 0
+    return now + oldest_leaves_ms / 1000 - expiry, count
+
+
+def gcra_next_unit_ms(amount: int, expiry: int, remaining: int, reset_after_ms: int) -> float:
+    """When the next unit comes back (0 when none is taken), as limits' moving and sliding
+    windows report their reset, from a GCRA peek: the whole limit is back ``reset_after``
+    from now, one unit every ``expiry / amount``, so the first is back that much sooner for
+    each other unit taken."""
+    taken = amount - remaining
+    if taken <= 0:
+        return 0.0
+    interval_ms = expiry * 1000 / amount
+    return max(0.0, reset_after_ms - (taken - 1) * interval_ms)
+
+
+class MemoryGcra:
+    """The same algorithm as ``CL.THROTTLE``, in process, for limits' memory storages: the
+    theoretical arrival time of each key, in nanoseconds, under a lock."""
+
+    # Drained keys are dropped when the table has doubled since the last sweep: a sweep per
+    # call would cost every hit the whole table.
+    SWEEP_FROM = 1024
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.tats: Dict[str, int] = {}
+        self.sweep_at = self.SWEEP_FROM
+
+    def decide(self, key: str, amount: int, expiry: int, cost: int,
+               dry_run: bool) -> Tuple[bool, int, int]:
+        """``(admitted, remaining, reset_after_ms)``, as ``decision`` reads a reply."""
+        interval = expiry * NANOS // amount
+        tolerance = interval * amount
+        now = time.time_ns()
+        with self.lock:
+            tat = max(self.tats.get(key, now), now)
+            new_tat = tat + interval * cost
+            fits = new_tat - tolerance <= now
+            if fits and cost > 0 and not dry_run:
+                self.tats[key] = new_tat
+            held = (new_tat if fits else tat) - now
+            if len(self.tats) >= self.sweep_at:
+                # Drained keys go, as the module's expire.
+                for stale in [k for k, t in self.tats.items() if t <= now]:
+                    del self.tats[stale]
+                self.sweep_at = max(self.SWEEP_FROM, 2 * len(self.tats))
+        remaining = min(max(tolerance - held, 0) // interval, amount)
+        return fits, remaining, -(-held // MILLIS)
+
+    def clear(self, key: str) -> None:
+        with self.lock:
+            self.tats.pop(key, None)
+
+
+_memory_lock = threading.Lock()
+
+
+def in_memory(storage) -> MemoryGcra:
+    """The storage's own TATs, kept on it, so that they live and go with it."""
+    with _memory_lock:
+        gcra = getattr(storage, "_redis_cell_gcra", None)
+        if gcra is None:
+            gcra = MemoryGcra()
+            storage._redis_cell_gcra = gcra
+        return gcra

@@ -1,0 +1,123 @@
+"""The sync half: limits' ``RedisStorage`` on a server with the module, and the strategies
+that decide in it."""
+
+from __future__ import annotations
+
+from typing import Tuple
+
+from limits import strategies
+from limits.storage import MemoryStorage, RedisStorage
+from limits.errors import StorageError
+from limits.util import WindowStats
+
+from . import core
+
+
+class CellRedisStorage(RedisStorage):
+    """limits' Redis storage, on a server with the module loaded: ``cell+redis://host:port``
+    (and ``cell+rediss://``, ``cell+redis+unix://``), the URI redis-py is given without
+    ``cell+``. Its moving window is ``CL.WINDOW``'s log, under ``<prefix>:window:``."""
+
+    STORAGE_SCHEME = ["cell+redis", "cell+rediss", "cell+redis+unix"]
+
+    def __init__(self, uri: str, **options) -> None:
+        super().__init__(uri.removeprefix("cell+"), **options)
+        self.lua_cell_moving_window = self.storage.register_script(core.MOVING_WINDOW_SCRIPT)
+
+    def cell(self, words) -> list:
+        """One module command; its errors raised as limits raises a storage's."""
+        try:
+            return self.storage.execute_command(*words)
+        except self.base_exceptions as error:
+            if self.wrap_exceptions:
+                raise StorageError(error) from error
+            raise
+
+    def acquire_entry(self, key: str, limit: int, expiry: int, amount: int = 1) -> bool:
+        if amount == 0:
+            # limits acquires nothing, and says it did, even when the window is over-full.
+            return True
+        return core.admitted(self.cell(core.window_words(self.key_prefix, key, limit, expiry,
+                                                         amount)))
+
+    def get_moving_window(self, key: str, limit: int, expiry: int) -> Tuple[float, int]:
+        reply = self.lua_cell_moving_window([core.window_key(self.key_prefix, key)],
+                                            [limit, expiry * 1000])
+        return core.moving_window(reply, expiry)
+
+    def clear(self, key: str) -> None:
+        self.storage.delete(*core.every_key(self.key_prefix, key))
+
+
+class FixedWindowRateLimiter(strategies.FixedWindowRateLimiter):
+    """limits' fixed window; on a :class:`CellRedisStorage` each hit is one ``CL.FIXED``
+    that counts denied hits, as limits' own ``incr`` then compare does, on the same keys."""
+
+    def _cell(self, item, identifiers, cost: int, dry_run: bool):
+        return core.decision(self.storage.cell(core.fixed_words(
+            self.storage.key_prefix, item.key_for(*identifiers), item.amount,
+            item.get_expiry(), cost, dry_run)))
+
+    def hit(self, item, *identifiers, cost: int = 1) -> bool:
+        # A hit of 0 opens a window in limits (INCRBY 0, then EXPIRE), where the module's
+        # peek opens nothing: limits' own script keeps that exact.
+        if cost == 0 or not isinstance(self.storage, CellRedisStorage):
+            return super().hit(item, *identifiers, cost=cost)
+        return self._cell(item, identifiers, cost, dry_run=False)[0]
+
+    def test(self, item, *identifiers, cost: int = 1) -> bool:
+        if not isinstance(self.storage, CellRedisStorage):
+            return super().test(item, *identifiers, cost=cost)
+        return self._cell(item, identifiers, cost, dry_run=True)[0]
+
+    def get_window_stats(self, item, *identifiers) -> WindowStats:
+        if not isinstance(self.storage, CellRedisStorage):
+            return super().get_window_stats(item, *identifiers)
+        _, remaining, reset_after_ms = self._cell(item, identifiers, 0, dry_run=True)
+        return WindowStats(core.window_stats_reset(reset_after_ms), remaining)
+
+
+class GCRARateLimiter(strategies.RateLimiter):
+    """``amount`` per window as GCRA: bursts of up to ``amount``, refilled one unit every
+    ``window / amount``, with no boundary at which twice the limit gets through."""
+
+    def __init__(self, storage) -> None:
+        if not isinstance(storage, (CellRedisStorage, MemoryStorage)):
+            raise NotImplementedError(
+                "the gcra strategy needs a cell+redis:// or memory:// storage, not "
+                f"{type(storage).__name__}"
+            )
+        super().__init__(storage)
+
+    def _decide(self, item, identifiers, cost: int, dry_run: bool):
+        key = item.key_for(*identifiers)
+        if isinstance(self.storage, CellRedisStorage):
+            return core.decision(self.storage.cell(core.gcra_words(
+                self.storage.key_prefix, key, item.amount, item.get_expiry(), cost, dry_run)))
+        return core.in_memory(self.storage).decide(key, item.amount, item.get_expiry(), cost,
+                                                   dry_run)
+
+    def hit(self, item, *identifiers, cost: int = 1) -> bool:
+        return self._decide(item, identifiers, cost, dry_run=False)[0]
+
+    def test(self, item, *identifiers, cost: int = 1) -> bool:
+        return self._decide(item, identifiers, cost, dry_run=True)[0]
+
+    def get_window_stats(self, item, *identifiers) -> WindowStats:
+        """What remains, and when the next unit comes back (now, when none is taken):
+        Flask-Limiter's Retry-After is then the wait for one more request."""
+        _, remaining, reset_after_ms = self._decide(item, identifiers, 0, dry_run=True)
+        next_unit_ms = core.gcra_next_unit_ms(item.amount, item.get_expiry(), remaining,
+                                              reset_after_ms)
+        return WindowStats(core.window_stats_reset(next_unit_ms), remaining)
+
+    def clear(self, item, *identifiers) -> None:
+        key = item.key_for(*identifiers)
+        if isinstance(self.storage, CellRedisStorage):
+            self.storage.clear(key)
+        else:
+            core.in_memory(self.storage).clear(key)
+
+
+strategies.STRATEGIES["gcra"] = GCRARateLimiter
+strategies.STRATEGIES["fixed-window"] = FixedWindowRateLimiter
