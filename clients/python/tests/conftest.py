@@ -57,3 +57,18 @@ def r(server):
     client.flushall()
     yield client
     client.close()
+
+
+def refused_after(get, limit: int, retry_at_most: int):
+    """Calls ``get()`` until the limit is spent: ``limit`` 200s with the X-RateLimit
+    headers, then a 429 with a Retry-After of at most ``retry_at_most`` seconds and none
+    remaining, which it returns."""
+    for _ in range(limit):
+        ok = get()
+        assert ok.status_code == 200
+        assert ok.headers["X-RateLimit-Limit"] == str(limit)
+    refused = get()
+    assert refused.status_code == 429
+    assert 0 < int(refused.headers["Retry-After"]) <= retry_at_most
+    assert refused.headers["X-RateLimit-Remaining"] == "0"
+    return refused
