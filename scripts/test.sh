@@ -15,11 +15,15 @@ python3 scripts/layers.py >/dev/null
 cargo build --examples
 # The unit and property tests, then the integration tests: one binary (tests/it/).
 cargo test --all-targets
-# The Python client (clients/python), on both servers, with the module just built.
+# The Python client (clients/python) and the Node adapter (clients/node), on both servers,
+# with the module just built.
 cargo build --lib
 for server in "$REDIS_SERVER" "$VALKEY_SERVER"; do
   (cd clients/python && REDIS_SERVER="$server" REDIS_CELL_MODULE="$PWD/../../target/debug/libredis_cell.so" \
     PYTHONPATH=. ../../.venv/bin/python -m pytest -q -p no:cacheprovider tests)
+  # The Node adapter (clients/node), on ioredis and node-redis 4 and 5, and in an Express app.
+  (cd clients/node && REDIS_SERVER="$server" REDIS_CELL_MODULE="$PWD/../../target/debug/libredis_cell.so" \
+    node --test test/*.test.js)
 done
 # The Docker lane: the image built from the Dockerfile and tested through testcontainers, on
 # an engine and base images the lane gets itself (docs/reliability.md, "The Docker lane").

@@ -1,0 +1,17 @@
+import { IRateLimiterStoreOptions, RateLimiterRedis } from 'rate-limiter-flexible';
+
+export interface RateLimiterCellOptions extends IRateLimiterStoreOptions {
+  /** 'fixed' (the default: RateLimiterRedis's fixed window), 'gcra' or 'window'. */
+  algorithm?: 'fixed' | 'gcra' | 'window';
+}
+
+export interface CellConsumeOptions {
+  [key: string]: unknown;
+  /** Wait in the server up to this many ms (0: as long as it takes) for the points to fit. */
+  waitMs?: number;
+}
+
+export class RateLimiterCell extends RateLimiterRedis {
+  constructor(opts: RateLimiterCellOptions);
+  readonly algorithm: 'fixed' | 'gcra' | 'window';
+}

@@ -1,0 +1,164 @@
+'use strict';
+
+const { RateLimiterRedis, RateLimiterRes } = require('rate-limiter-flexible');
+const { send, sendThenGet } = require('./lib/client');
+
+const ALGORITHMS = ['fixed', 'gcra', 'window'];
+
+// A count with no expiry, which CL.FIXED refuses and RateLimiterRedis's script gives one.
+const NEVER_ENDING_WINDOW = /not a valid state/;
+
+/**
+ * RateLimiterRedis with each decision made by the redis-cell module inside Redis.
+ *
+ * - `algorithm: 'fixed'` (the default) is RateLimiterRedis itself, on the same keys: a consume
+ *   (and a penalty) is one `CL.FIXED … COUNTDENIED`, which counts denied consumes as
+ *   RateLimiterRedis's script does; everything else (`reward`, `get`, `set`, `block`,
+ *   `delete`, `blockDuration`, the insurance limiter, …) is RateLimiterRedis's own.
+ * - `'gcra'` is `CL.THROTTLE` (bursts of `points`, a point back every `duration / points`),
+ *   and `'window'` `CL.WINDOW` (at most `points` in any `duration`), each under a key prefix
+ *   of its own. `msBeforeNext` is `retry_after` when denied and `reset_after` when admitted.
+ *   A denied consume takes nothing; `reward` is a REFUND; `penalty`, `set`, `block` and
+ *   `blockDuration` have no meaning there and throw.
+ * - `consume(key, points, { waitMs })` waits in the server, first come first served, up to
+ *   `waitMs` ms (0: as long as it takes) for the points to fit (`BLOCK`): it resolves when
+ *   they are taken and rejects with the denial when the wait ends. A connection waits with
+ *   its call: give waiting calls a client of their own.
+ *
+ * Points and durations must be safe integers (node-redis reads integers past 2^53 − 1
+ * lossily), so that every number sent and read back stays exact.
+ */
+class RateLimiterCell extends RateLimiterRedis {
+  constructor(opts = {}) {
+    super(opts);
+    this.algorithm = opts.algorithm === undefined ? 'fixed' : opts.algorithm;
+    if (!ALGORITHMS.includes(this.algorithm)) {
+      throw new Error(`algorithm must be one of ${ALGORITHMS.join(', ')}`);
+    }
+    const exact = Number.isSafeInteger(this.points) && this.points >= 1
+      && Number.isSafeInteger(this.duration * 1000);
+    // The fixed window keeps RateLimiterRedis's own path where the module cannot follow:
+    // no expiry (duration 0), or points that are not a whole number.
+    this._decidedInCell = exact && (this.algorithm !== 'fixed' || this.duration >= 1);
+    if (this.algorithm !== 'fixed') {
+      if (!exact || this.duration * 1000 < 1) {
+        throw new Error(`algorithm '${this.algorithm}' needs integer points ≥ 1 and a duration of at least 1 ms`);
+      }
+      if (this.blockDuration > 0) {
+        throw new Error(`blockDuration has no meaning with algorithm '${this.algorithm}': a denied consume takes nothing`);
+      }
+    }
+  }
+
+  getKey(key) {
+    const own = this.algorithm === 'fixed' ? key : `${this.algorithm}:${key}`;
+    return super.getKey(own);
+  }
+
+  parseKey(rlKey) {
+    const own = super.parseKey(rlKey);
+    return this.algorithm === 'fixed' ? own : own.substring(this.algorithm.length + 1);
+  }
+
+  penalty(key, points = 1, options = {}) {
+    this._onlyFixed('penalty');
+    return super.penalty(key, points, options);
+  }
+
+  set(key, points, secDuration, options = {}) {
+    this._onlyFixed('set');
+    return super.set(key, points, secDuration, options);
+  }
+
+  block(key, secDuration, options = {}) {
+    this._onlyFixed('block');
+    return super.block(key, secDuration, options);
+  }
+
+  _onlyFixed(what) {
+    if (this.algorithm !== 'fixed') {
+      throw new Error(`${what} has no meaning with algorithm '${this.algorithm}'`);
+    }
+  }
+
+  async _upsert(rlKey, points, msDuration, forceExpire = false, options = {}) {
+    const waitMs = options && options.waitMs;
+    if (waitMs !== undefined && !(Number.isSafeInteger(waitMs) && waitMs >= 0)) {
+      throw new Error('waitMs must be a whole number of milliseconds, 0 or more');
+    }
+    if (this.algorithm === 'fixed') {
+      return this._upsertFixed(rlKey, points, msDuration, forceExpire, waitMs);
+    }
+    if (!Number.isSafeInteger(points)) {
+      throw new Error('points to consume must be a safe integer');
+    }
+    const period = Math.floor(msDuration);
+    const words = this.algorithm === 'gcra'
+      ? ['CL.THROTTLE', rlKey, this.points - 1, this.points, period]
+      : ['CL.WINDOW', rlKey, this.points, period];
+    // A reward gives points back.
+    words.push(Math.abs(points), 'MS');
+    if (points < 0) words.push('REFUND');
+    if (waitMs !== undefined && points > 0) words.push('BLOCK', waitMs);
+    return { cell: await send(this.client, words) };
+  }
+
+  async _upsertFixed(rlKey, points, msDuration, forceExpire, waitMs) {
+    const secDuration = Math.floor(msDuration / 1000);
+    // A consume of 0 opens a window in RateLimiterRedis (SET … NX before INCRBY), a reward
+    // counts down past 0, and set and block write a value: its own script does those.
+    const own = forceExpire || !this._decidedInCell || !Number.isSafeInteger(points)
+      || points <= 0 || secDuration < 1;
+    if (own && waitMs === undefined) {
+      return super._upsert(rlKey, points, msDuration, forceExpire);
+    }
+    if (own) {
+      throw new Error('waitMs needs integer points ≥ 1 and a duration of at least 1 s');
+    }
+    const words = ['CL.FIXED', rlKey, this.points, secDuration * 1000, points, 'MS'];
+    if (waitMs !== undefined) {
+      // A call that waits counts only once admitted, as RateLimiterQueue's would.
+      return { cell: await send(this.client, [...words, 'BLOCK', waitMs]) };
+    }
+    try {
+      const [reply, count] = await sendThenGet(this.client, [...words, 'COUNTDENIED'], rlKey);
+      return { cell: reply, count: parseInt(count, 10) };
+    } catch (error) {
+      if (!NEVER_ENDING_WINDOW.test(String(error && error.message))) throw error;
+      return super._upsert(rlKey, points, msDuration, forceExpire);
+    }
+  }
+
+  _getRateLimiterRes(rlKey, changedPoints, result) {
+    if (!result || !result.cell) {
+      return super._getRateLimiterRes(rlKey, changedPoints, result);
+    }
+    const [limited, , remaining, retryAfter, resetAfter] = result.cell.map(Number);
+    // What the call took, or for a denial what it would have: past `points` exactly when
+    // denied, which is how RateLimiterRedis's callers (and _afterConsume) tell a denial.
+    const consumed = result.count !== undefined
+      ? result.count
+      : this.points - remaining + (limited === 1 ? Math.abs(changedPoints) : 0);
+    const msBeforeNext = limited === 1 && retryAfter >= 0 ? retryAfter : resetAfter;
+    const res = new RateLimiterRes();
+    res.consumedPoints = consumed;
+    res.remainingPoints = Math.max(this.points - consumed, 0);
+    res.msBeforeNext = msBeforeNext;
+    res.isFirstInDuration = consumed === changedPoints;
+    return res;
+  }
+
+  async _get(rlKey) {
+    if (this.algorithm === 'fixed') {
+      return super._get(rlKey);
+    }
+    const words = this.algorithm === 'gcra'
+      ? ['CL.THROTTLE', rlKey, this.points - 1, this.points, this.duration * 1000, 0, 'MS']
+      : ['CL.WINDOW', rlKey, this.points, this.duration * 1000, 0, 'MS'];
+    const reply = await send(this.client, words);
+    // An untouched limiter, as a missing key is to RateLimiterRedis.
+    return Number(reply[4]) === 0 ? null : { cell: reply };
+  }
+}
+
+module.exports = { RateLimiterCell };
