@@ -1,9 +1,10 @@
-import { IRateLimiterStoreOptions, RateLimiterRedis } from 'rate-limiter-flexible';
+import { RateLimiterRedis } from 'rate-limiter-flexible';
 
-export interface RateLimiterCellOptions extends IRateLimiterStoreOptions {
+/** RateLimiterRedis's options, and the algorithm. */
+export type RateLimiterCellOptions = ConstructorParameters<typeof RateLimiterRedis>[0] & {
   /** 'fixed' (the default: RateLimiterRedis's fixed window), 'gcra' or 'window'. */
   algorithm?: 'fixed' | 'gcra' | 'window';
-}
+};
 
 export interface CellConsumeOptions {
   [key: string]: unknown;
