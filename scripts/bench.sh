@@ -21,8 +21,11 @@
 #      waiter's reply follows a release;
 #   9. REFUND: server instructions per refund that gives a unit back, against an admission of
 #      the same command and the floor given the same arguments.
+#  10. the adapters (bench/adapters.py): server instructions per operation of limits' moving
+#      window (a hit, and its stats) at limits of 100 and 10,000, its fixed window, and
+#      rate-limiter-flexible's consume, each library's own scripts against the module's path.
 # Knobs: REQUESTS, CLIENTS, PIPELINE, ROUNDS, CALLS; PARTS (default "throughput memory
-# waiting instructions aof replicated long-log lease refund") to run only some;
+# waiting instructions aof replicated long-log lease refund adapters") to run only some;
 # REDIS_CELL_MODULE to measure a module built elsewhere instead of building this one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,7 +41,7 @@ cargo build --release --quiet --example floor
 floor="${CARGO_TARGET_DIR:-$PWD/target}/release/examples/libfloor.so"
 REQUESTS=${REQUESTS:-400000} CLIENTS=${CLIENTS:-50} PIPELINE=${PIPELINE:-16}
 ROUNDS=${ROUNDS:-5} CALLS=${CALLS:-20000}
-PARTS=${PARTS:-throughput memory waiting instructions aof replicated long-log lease refund}
+PARTS=${PARTS:-throughput memory waiting instructions aof replicated long-log lease refund adapters}
 part() { [[ " $PARTS " == *" $1 "* ]]; }
 
 work=$(mktemp -d)
@@ -356,7 +359,7 @@ if part lease; then
   python3 bench/lease.py memory "$port"
   python3 bench/lease.py latency "$port"
 fi
-part instructions || part aof || part replicated || part long-log || part lease || part refund || exit 0
+part instructions || part aof || part replicated || part long-log || part lease || part refund || part adapters || exit 0
 
 # Instructions: the same server under callgrind, counting only while each workload runs.
 cport=$(free_port)
@@ -378,6 +381,12 @@ instructions_of() { # PROGRAM [ARGS...]: server instructions per call while it s
   dump=$(ls -t "$work"/callgrind/out.* | head -1)
   total=$(grep '^totals:' "$dump" | awk '{print $2}')
   python3 -c "print($total / $CALLS)"
+}
+per_call_file() { # GENERATOR [ARGS...]: server instructions per call, of the CALLS calls the
+  # generator prints in the Redis protocol, piped
+  "$@" >"$work/calls.resp"
+  # shellcheck disable=SC2016
+  instructions_of sh -c 'redis-cli -p "$0" --pipe <"$1"' "$cport" "$work/calls.resp"
 }
 per_call() { # COMMAND [DB]: server instructions per call, CALLS calls of it
   # shellcheck disable=SC2086
@@ -460,18 +469,13 @@ fi
 if part lease; then
   redis-cli -p "$cport" FLUSHDB >/dev/null
   python3 bench/lease.py fill "$cport"
-  per_call_file() { # KIND: server instructions per call, CALLS calls of it from bench/lease.py
-    python3 bench/lease.py calls "$1" "$CALLS" >"$work/calls.resp"
-    # shellcheck disable=SC2016
-    instructions_of sh -c 'redis-cli -p "$0" --pipe <"$1"' "$cport" "$work/calls.resp"
-  }
   floor4=$(per_call "FLOOR.WRITE key:__rand_int__ 1000000 3600 h:7")
   floor2=$(per_call "FLOOR.WRITE key:__rand_int__ h:7")
   floor_pair=$(python3 -c "print(($floor4 + $floor2) / 2)")
   declare -A at
   for kind in renew pair churn renew-big pair-big churn-big \
     renew-lua pair-lua churn-lua renew-big-lua pair-big-lua churn-big-lua; do
-    at[$kind]=$(per_call_file "$kind")
+    at[$kind]=$(per_call_file python3 bench/lease.py calls "$kind" "$CALLS")
   done
   echo
   echo "CL.LEASE and CL.RELEASE, server instructions per call (callgrind, $CALLS calls piped; renewals renew h:7, pairs acquire a new holder and release it, churn releases a random holder and takes a lease for a new one; 10 holders: 1,000 keys of 10; 10,000: one key; vs Lua: how many times fewer than the sorted-set scripts on the same sets)"
@@ -506,5 +510,28 @@ if part refund; then
     floor_args=$(per_call "FLOOR.WRITE key:__rand_int__ $params 1 REFUND" 2)
     printf '| %-12s | %10.0f | %10.0f | %12s | %16.0f | %8s |\n' "$command" "$admit" "$refund" \
       "$(ratio "$refund" "$admit")" "$floor_args" "$(ratio "$refund" "$floor_args")"
+  done
+fi
+
+# The adapters by instructions: what a hit costs the server through each library's own Redis
+# path (its Lua scripts) and through the adapter's (the module's commands), on the same data.
+if part adapters; then
+  redis-cli -p "$cport" -n 3 FLUSHDB >/dev/null
+  "$PWD/.venv/bin/python3" bench/adapters.py load "$cport"
+  "$PWD/.venv/bin/python3" bench/adapters.py fill "$cport"
+  echo
+  echo "The adapters, server instructions per operation (callgrind, $CALLS operations piped; moving windows: 1,000 keys of 50 hits under a limit of 100, 10 keys of 5,000 under 10,000, every hit admitted; fixed window and consume on 100,000 random keys; vs library: how many times fewer than the library's own scripts)"
+  printf '| %-52s | %12s | %12s | %10s |\n' "operation" "library" "module" "vs library"
+  printf '|%s|%s|%s|%s|\n' "------------------------------------------------------" "--------------" "--------------" "------------"
+  for row in "moving-100|limits moving window, hit, limit 100" \
+    "moving-10000|limits moving window, hit, limit 10,000" \
+    "stats-100|limits moving window, stats, limit 100" \
+    "stats-10000|limits moving window, stats, limit 10,000" \
+    "fixed|limits fixed window, hit" \
+    "consume|rate-limiter-flexible consume (fixed)"; do
+    kind=${row%%|*} name=${row#*|}
+    lib=$(per_call_file "$PWD/.venv/bin/python3" bench/adapters.py calls "$kind-lib" "$CALLS")
+    cell=$(per_call_file "$PWD/.venv/bin/python3" bench/adapters.py calls "$kind" "$CALLS")
+    printf '| %-52s | %12.0f | %12.0f | %10s |\n' "$name" "$lib" "$cell" "$(ratio "$lib" "$cell")"
   done
 fi

@@ -56,7 +56,7 @@ class FixedWindowRateLimiter(strategies.FixedWindowRateLimiter):
     def _cell(self, item, identifiers, cost: int, dry_run: bool):
         return core.decision(self.storage.cell(core.fixed_words(
             self.storage.key_prefix, item.key_for(*identifiers), item.amount,
-            item.get_expiry(), cost, dry_run)))
+            item.get_expiry(), cost, dry_run)), unit_ms=1000)
 
     def hit(self, item, *identifiers, cost: int = 1) -> bool:
         # A hit of 0 opens a window in limits (INCRBY 0, then EXPIRE), where the module's
