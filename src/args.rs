@@ -94,7 +94,7 @@ fn window_args(
 ) -> Result<WindowArgs, Error> {
     match args {
         [rest @ .., keyword, at] if keyword.eq_ignore_ascii_case(b"AT") => {
-            window_params(rest, Some(integer(at, "AT", 0)?), command, counts_denied)
+            window_params(rest, Some(instant_ms(at)?), command, counts_denied)
         }
         _ => window_params(args, None, command, counts_denied),
     }
@@ -189,7 +189,7 @@ pub fn lease<'a>(args: &[&'a [u8]]) -> Result<LeaseArgs<'a>, Error> {
     // An option's value follows its keyword.
     let value = |at: Option<usize>| at.and_then(|at| options.get(at + 1).copied());
     let holder = holder_name(holder)?;
-    let at_ms = value(at_at).map(|at| integer(at, "AT", 0)).transpose()?;
+    let at_ms = value(at_at).map(instant_ms).transpose()?;
     let block_ms = value(block_at).map(block_timeout).transpose()?;
     // After every value, as the other commands check it.
     never_waits(&[("DRYRUN", dry_run_at.is_some())], block_ms)?;
@@ -215,9 +215,7 @@ pub fn release<'a>(args: &[&'a [u8]]) -> Result<(&'a [u8], Option<i64>), Error> 
     let holder = holder_name(holder)?;
     match options {
         [] => Ok((holder, None)),
-        [keyword, at] if keyword.eq_ignore_ascii_case(b"AT") => {
-            Ok((holder, Some(integer(at, "AT", 0)?)))
-        }
+        [keyword, at] if keyword.eq_ignore_ascii_case(b"AT") => Ok((holder, Some(instant_ms(at)?))),
         _ if options
             .iter()
             .step_by(2)
@@ -268,6 +266,16 @@ fn span_ms(text: &[u8], arg: &'static str, unit: TimeUnit) -> Result<i64, Error>
                 .is_some_and(|ns| ns <= MAX_SPAN_NS)
         })
         .ok_or(Error::TooLarge(arg))
+}
+
+/// The instant a replayed command carries (`AT unix-ms`): its nanoseconds within the span
+/// every other time is held to, so that no instant plus a period can overflow.
+fn instant_ms(text: &[u8]) -> Result<i64, Error> {
+    let ms = integer(text, "AT", 0)?;
+    ms.checked_mul(NANOS_PER_MILLI)
+        .filter(|&ns| ns <= MAX_SPAN_NS)
+        .map(|_| ms)
+        .ok_or(Error::TooLarge("AT"))
 }
 
 /// A holder's name: 1 to 255 bytes, any bytes.
@@ -792,6 +800,11 @@ mod tests {
             Err(Error::BelowMinimum { arg: "AT", min: 0 })
         );
         assert_eq!(fixed(&[b"5", b"60", b"AT", b"17"]).unwrap().at_ms, Some(17));
+        // Past the span every time is held to: an instant plus a period could overflow.
+        assert_eq!(
+            fixed(&[b"5", b"60", b"AT", b"9223372036854775807"]),
+            Err(Error::TooLarge("AT"))
+        );
         assert_eq!(
             throttle(&[b"0", b"5", b"60", b"AT", b"17"]),
             Err(Error::Syntax)

@@ -116,8 +116,8 @@ impl<'a> Verdict<'a> {
     /// are free now are the waiters', so an admission becomes a denial with none remaining,
     /// due then too, and the limiter's reset as it stands (`peek`). A holder renewing its
     /// lease takes no slot of theirs, and is never held back. A limiter that `counts_denied`
-    /// keeps its change: its units count, denied as the call now is (an admission's change
-    /// is the same count a denial's would be).
+    /// keeps the change of a call it denied itself; a call that would have fitted takes
+    /// nothing, so that the waiters' units stay theirs.
     pub fn held_back(
         self,
         first_due_in_ns: i64,
@@ -147,7 +147,9 @@ impl<'a> Verdict<'a> {
         };
         Ok(Verdict {
             outcome,
-            change: self.change.filter(|_| counts_denied),
+            change: self
+                .change
+                .filter(|_| counts_denied && self.outcome.limited),
         })
     }
 }

@@ -38,8 +38,9 @@ class RateLimiterCell extends RateLimiterRedis {
     const exact = Number.isSafeInteger(this.points) && this.points >= 1
       && Number.isSafeInteger(this.duration * 1000);
     // The fixed window keeps RateLimiterRedis's own path where the module cannot follow:
-    // no expiry (duration 0), or points that are not a whole number.
-    this._decidedInCell = exact && (this.algorithm !== 'fixed' || this.duration >= 1);
+    // no expiry (duration 0), points that are not a whole number, or a script of the user's.
+    this._decidedInCell = exact && (this.algorithm !== 'fixed'
+      || (this.duration >= 1 && !opts.customIncrTtlLuaScript));
     if (this.algorithm !== 'fixed') {
       if (!exact || this.duration * 1000 < 1) {
         throw new Error(`algorithm '${this.algorithm}' needs integer points ≥ 1 and a duration of at least 1 ms`);
@@ -61,24 +62,29 @@ class RateLimiterCell extends RateLimiterRedis {
   }
 
   penalty(key, points = 1, options = {}) {
-    this._onlyFixed('penalty');
-    return super.penalty(key, points, options);
+    return this._onlyFixed('penalty') || super.penalty(key, points, options);
   }
 
   set(key, points, secDuration, options = {}) {
-    this._onlyFixed('set');
-    return super.set(key, points, secDuration, options);
+    return this._onlyFixed('set') || super.set(key, points, secDuration, options);
   }
 
   block(key, secDuration, options = {}) {
-    this._onlyFixed('block');
-    return super.block(key, secDuration, options);
+    return this._onlyFixed('block') || super.block(key, secDuration, options);
   }
 
+  /** A rejection, as the call's own would reject, where the algorithm has no such call. */
   _onlyFixed(what) {
-    if (this.algorithm !== 'fixed') {
-      throw new Error(`${what} has no meaning with algorithm '${this.algorithm}'`);
+    if (this.algorithm === 'fixed') return undefined;
+    return Promise.reject(new Error(`${what} has no meaning with algorithm '${this.algorithm}'`));
+  }
+
+  /** A call to the module, refused as RateLimiterRedis refuses one (rejectIfRedisNotReady). */
+  _cell(rlKey, words, isReadonly = false) {
+    if (!this._isRedisReady(rlKey, isReadonly)) {
+      return Promise.reject(new Error('Redis connection is not ready'));
     }
+    return send(this.client, words);
   }
 
   async _upsert(rlKey, points, msDuration, forceExpire = false, options = {}) {
@@ -100,7 +106,7 @@ class RateLimiterCell extends RateLimiterRedis {
     words.push(Math.abs(points), 'MS');
     if (points < 0) words.push('REFUND');
     if (waitMs !== undefined && points > 0) words.push('BLOCK', waitMs);
-    return { cell: await send(this.client, words) };
+    return { cell: await this._cell(rlKey, words) };
   }
 
   async _upsertFixed(rlKey, points, msDuration, forceExpire, waitMs) {
@@ -118,11 +124,15 @@ class RateLimiterCell extends RateLimiterRedis {
     const words = ['CL.FIXED', rlKey, this.points, secDuration * 1000, points, 'MS'];
     if (waitMs !== undefined) {
       // A call that waits counts only once admitted, as RateLimiterQueue's would.
-      return { cell: await send(this.client, [...words, 'BLOCK', waitMs]) };
+      return { cell: await this._cell(rlKey, [...words, 'BLOCK', waitMs]) };
+    }
+    if (!this._isRedisReady(rlKey, false)) {
+      throw new Error('Redis connection is not ready');
     }
     try {
-      const [reply, count] = await sendThenGet(this.client, [...words, 'COUNTDENIED'], rlKey);
-      return { cell: reply, count: parseInt(count, 10) };
+      const [reply, count] = await sendThenGet(this.client, [...words, 'COUNTDENIED']);
+      // No key: a call held back by waiters on an empty limiter took nothing.
+      return { cell: reply, count: count === null ? 0 : Number(count) };
     } catch (error) {
       if (!NEVER_ENDING_WINDOW.test(String(error && error.message))) throw error;
       return super._upsert(rlKey, points, msDuration, forceExpire);
@@ -135,10 +145,12 @@ class RateLimiterCell extends RateLimiterRedis {
     }
     const [limited, , remaining, retryAfter, resetAfter] = result.cell.map(Number);
     // What the call took, or for a denial what it would have: past `points` exactly when
-    // denied, which is how RateLimiterRedis's callers (and _afterConsume) tell a denial.
-    const consumed = result.count !== undefined
-      ? result.count
-      : this.points - remaining + (limited === 1 ? Math.abs(changedPoints) : 0);
+    // denied, which is how RateLimiterRedis's callers (and _afterConsume) tell a denial. A
+    // counted denial's count is past it already; a call held back by waiters took nothing.
+    const taken = result.count !== undefined ? result.count : this.points - remaining;
+    const consumed = limited === 1 && taken <= this.points
+      ? this.points - remaining + Math.abs(changedPoints)
+      : taken;
     const msBeforeNext = limited === 1 && retryAfter >= 0 ? retryAfter : resetAfter;
     const res = new RateLimiterRes();
     res.consumedPoints = consumed;
@@ -155,7 +167,7 @@ class RateLimiterCell extends RateLimiterRedis {
     const words = this.algorithm === 'gcra'
       ? ['CL.THROTTLE', rlKey, this.points - 1, this.points, this.duration * 1000, 0, 'MS']
       : ['CL.WINDOW', rlKey, this.points, this.duration * 1000, 0, 'MS'];
-    const reply = await send(this.client, words);
+    const reply = await this._cell(rlKey, words, true);
     // An untouched limiter, as a missing key is to RateLimiterRedis.
     return Number(reply[4]) === 0 ? null : { cell: reply };
   }

@@ -18,7 +18,7 @@ use crate::time::Instant;
 /// (`CL.FIXED key limit period quantity MS REFUND DRYRUN COUNTDENIED BLOCK milliseconds`,
 /// which is refused for what it says, not for its length; the replication form of the
 /// windows, with `AT unix-ms`, never has `BLOCK`).
-pub const MAX_ARGS: usize = 12;
+pub const MAX_ARGS: usize = 11;
 
 /// A single-key command's call: its key, and the arguments after it.
 pub type SingleCall<'a> = Call<'a, MAX_ARGS>;

@@ -11,7 +11,7 @@ both_servers!(
     denied_calls_count_as_incr_then_compare_counts_them,
     a_counted_denial_fires_the_recipe_s_events_and_reaches_replicas,
     countdenied_is_refused_where_it_has_no_meaning_and_changes_nothing,
-    a_call_held_back_by_a_waiter_counts_its_units_too,
+    a_call_held_back_by_a_waiter_counts_only_what_it_was_denied,
 );
 
 /// limits' own script for its fixed window: INCRBY, and EXPIRE when the key is new.
@@ -170,7 +170,7 @@ fn countdenied_is_refused_where_it_has_no_meaning_and_changes_nothing(flavor: Fl
     );
 }
 
-fn a_call_held_back_by_a_waiter_counts_its_units_too(flavor: Flavor) {
+fn a_call_held_back_by_a_waiter_counts_only_what_it_was_denied(flavor: Flavor) {
     let server = Server::start(flavor);
     let mut con = connect(&server);
     let count =
@@ -189,22 +189,23 @@ fn a_call_held_back_by_a_waiter_counts_its_units_too(flavor: Flavor) {
     );
     limiter(&mut con, "CL.FIXED", &["f", "2", "3600", "1", "REFUND"]);
     until_waiting(&mut con, 1);
-    // The free unit would fit, but the waiter came first: denied, and counted.
+    // The free unit would fit, but it is the waiter's: denied, and nothing taken.
     let held = limiter(
         &mut con,
         "CL.FIXED",
         &["f", "2", "3600", "1", "COUNTDENIED"],
     );
     assert_eq!(held[..3], [1, 2, 0]);
-    assert_eq!(count(&mut con), 2);
-    // Without the flag, a call held back takes nothing.
-    limiter(&mut con, "CL.FIXED", &["f", "2", "3600", "1", "REFUND"]);
-    assert_eq!(
-        limiter(&mut con, "CL.FIXED", &["f", "2", "3600", "1"])[0],
-        1
-    );
     assert_eq!(count(&mut con), 1);
-    limiter(&mut con, "CL.FIXED", &["f", "2", "3600", "1", "REFUND"]);
+    // A call the limiter denies itself counts, waiters or not.
+    let over = limiter(
+        &mut con,
+        "CL.FIXED",
+        &["f", "2", "3600", "2", "COUNTDENIED"],
+    );
+    assert_eq!(over[0], 1);
+    assert_eq!(count(&mut con), 3);
+    limiter(&mut con, "CL.FIXED", &["f", "2", "3600", "3", "REFUND"]);
     assert_eq!(waiter.reply().0[..3], [0, 2, 0]);
     assert_eq!(count(&mut con), 2);
 }

@@ -2,24 +2,35 @@
 
 // The one place that knows the two clients apart: ioredis (`call`, and `multi().exec()`
 // answering [error, result] pairs) and node-redis 4+ (`sendCommand` with string arguments, and
-// `multi().exec()` answering results, rejecting on an error).
+// `multi().exec()` answering results, rejecting on an error). Every command here has its key
+// second, after its name.
 
 function isIoredis(client) {
   return typeof client.call === 'function';
 }
 
+// ioredis puts its `keyPrefix` on the keys of the commands it knows, and the module's are
+// not among them: the prefix is added here, as it is on the GET beside them and on
+// RateLimiterRedis's own commands.
+function withPrefix(client, [command, key, ...rest]) {
+  const prefix = (client.options && client.options.keyPrefix) || '';
+  return [command, `${prefix}${key}`, ...rest];
+}
+
 /** One command; its reply, or a rejection with the server's error. */
 function send(client, words) {
   if (isIoredis(client)) {
-    return client.call(...words);
+    return client.call(...withPrefix(client, words));
   }
   return client.sendCommand(words.map(String));
 }
 
-/** One command and `GET key` in one MULTI: both see the key at the same instant. */
-async function sendThenGet(client, words, key) {
+/** One command and `GET` of its key in one MULTI: both see the key at the same instant. */
+async function sendThenGet(client, words) {
+  const key = words[1];
   if (isIoredis(client)) {
-    const [[error, reply], [getError, value]] = await client.multi().call(...words).get(key).exec();
+    const [[error, reply], [getError, value]] = await client.multi()
+      .call(...withPrefix(client, words)).get(key).exec();
     if (error || getError) throw error || getError;
     return [reply, value];
   }

@@ -49,15 +49,26 @@ for (const [name, kind] of Object.entries(CLIENTS)) {
 
     const limiter = (opts) => new RateLimiterCell({ storeClient: client, ...kind.options, ...opts });
     const raw = (words) => (typeof client.call === 'function' ? client.call(...words) : client.sendCommand(words));
+    /** How many times the server ran `command`, so that a test shows the module decided. */
+    const calls = async (command) => {
+      const stats = String(await raw(['INFO', 'commandstats']));
+      const line = stats.split('\n').find((l) => l.startsWith(`cmdstat_${command}:`));
+      return line ? Number(/calls=(\d+)/.exec(line)[1]) : 0;
+    };
 
     it('fixed: consumes decide as RateLimiterRedis, denied consumes counted, on its keys', async () => {
       const prefix = `${name}-fixed`;
       const cell = limiter({ keyPrefix: `${prefix}-cell`, points: 5, duration: 3600 });
       const own = new RateLimiterRedis({ storeClient: client, ...kind.options, keyPrefix: `${prefix}-own`, points: 5, duration: 3600 });
+      const before = await calls('cl.fixed');
+      let decided = 0;
       for (const cost of costs(7, 40)) {
+        decided += cost > 0 ? 1 : 0;
         const [a, b] = [await outcome(cell.consume('u', cost)), await outcome(own.consume('u', cost))];
         sameBut(1500, a, b, `consume ${cost}`);
       }
+      // Each consume but those of 0 points was the module's, counted there.
+      assert.equal(await calls('cl.fixed') - before, decided);
       sameBut(1500, await outcome(cell.penalty('u', 2)), await outcome(own.penalty('u', 2)), 'penalty');
       sameBut(1500, await outcome(cell.reward('u', 30)), await outcome(own.reward('u', 30)), 'reward');
       sameBut(1500, await outcome(cell.get('u')), await outcome(own.get('u')), 'get');
@@ -100,8 +111,8 @@ for (const [name, kind] of Object.entries(CLIENTS)) {
       assert.equal((await cell.reward('g', 1)).remainingPoints, 1);
       assert.equal((await cell.get('g')).remainingPoints, 1);
       assert.deepEqual(await raw(['EXISTS', `${name}-gcra:gcra:g`]), 1);
-      assert.throws(() => cell.penalty('g'), /no meaning/);
-      assert.throws(() => cell.block('g', 10), /no meaning/);
+      await assert.rejects(cell.penalty('g'), /no meaning/);
+      await assert.rejects(cell.block('g', 10), /no meaning/);
       await cell.delete('g');
       assert.equal(await cell.get('g'), null);
     });
@@ -138,6 +149,49 @@ for (const [name, kind] of Object.entries(CLIENTS)) {
         assert.equal(await raw(['GET', `${name}-wait:f`]), '1');
       } finally {
         await kind.close(waiting);
+      }
+    });
+
+    it('a consume held back by a waiter is denied and takes nothing', async () => {
+      const waiting = await kind.connect(server.port);
+      try {
+        const opts = { keyPrefix: `${name}-held`, points: 2, duration: 3600 };
+        const cell = limiter(opts);
+        await cell.consume('h', 2);
+        const waiter = new RateLimiterCell({ storeClient: waiting, ...kind.options, ...opts });
+        const parked = waiter.consume('h', 2, { waitMs: 10000 });
+        // One point back leaves the waiter waiting, with one point free.
+        await cell.reward('h', 1);
+        for (let i = 0; !/cl_waiting:now=1,/.test(String(await raw(['INFO', 'redis-cell']))); i += 1) {
+          assert.ok(i < 500, 'the waiter never parked');
+          await new Promise((r) => setTimeout(r, 10));
+        }
+        const held = await outcome(cell.consume('h', 1));
+        assert.equal(held.ok, false);
+        assert.equal(await raw(['GET', `${name}-held:h`]), '1');
+        await cell.reward('h', 1);
+        assert.equal((await parked).consumedPoints, 2);
+      } finally {
+        await kind.close(waiting);
+      }
+    });
+
+    it("a client's own key prefix is on every key, the module's calls' too", async function () {
+      if (name !== 'ioredis') return; // node-redis has no key prefix of its own
+      const IORedis = require('ioredis');
+      const prefixed = new IORedis({ port: server.port, host: '127.0.0.1', keyPrefix: 'app:' });
+      try {
+        for (const algorithm of ['fixed', 'gcra', 'window']) {
+          const cell = new RateLimiterCell({ storeClient: prefixed, algorithm, keyPrefix: `pre-${algorithm}`, points: 1, duration: 60 });
+          assert.equal((await outcome(cell.consume('p'))).ok, true, algorithm);
+          assert.equal((await outcome(cell.consume('p'))).ok, false, algorithm);
+          const own = algorithm === 'fixed' ? 'p' : `${algorithm}:p`;
+          assert.equal(await client.exists(`app:pre-${algorithm}:${own}`), 1, algorithm);
+          assert.equal(await cell.delete('p'), true, algorithm);
+          assert.equal(await client.exists(`app:pre-${algorithm}:${own}`), 0, algorithm);
+        }
+      } finally {
+        prefixed.disconnect();
       }
     });
 
