@@ -192,7 +192,7 @@ pub fn lease<'a>(args: &[&'a [u8]]) -> Result<LeaseArgs<'a>, Error> {
     let at_ms = value(at_at).map(instant_ms).transpose()?;
     let block_ms = value(block_at).map(block_timeout).transpose()?;
     // After every value, as the other commands check it.
-    never_waits(&[("DRYRUN", dry_run_at.is_some())], block_ms)?;
+    never_waits(&never_waiting(false, dry_run_at.is_some(), false), block_ms)?;
     Ok(LeaseArgs {
         params,
         holder,
@@ -511,10 +511,7 @@ pub fn all<'a>(args: &[&'a [u8]]) -> Result<AllArgs<'a>, Error> {
         });
     }
     // After the limiters' own numbers, as the single commands check it.
-    never_waits(
-        &[("REFUND", tail.refund), ("DRYRUN", tail.dry_run)],
-        block_ms,
-    )?;
+    never_waits(&never_waiting(tail.refund, tail.dry_run, false), block_ms)?;
     Ok(AllArgs {
         limiters,
         holder,
@@ -635,14 +632,27 @@ pub fn never_waits(options: &[(&'static str, bool)], block_ms: Option<i64>) -> R
     }
 }
 
-impl WindowArgs {
-    /// The flags that never wait, for `never_waits`.
+/// The flags that never wait, by name, and whether a call gave each: what `never_waits`
+/// checks.
+fn never_waiting(refund: bool, dry_run: bool, count_denied: bool) -> [(&'static str, bool); 3] {
+    [
+        ("REFUND", refund),
+        ("DRYRUN", dry_run),
+        ("COUNTDENIED", count_denied),
+    ]
+}
+
+impl ThrottleArgs {
+    /// Its flags that never wait, for `never_waits`.
     pub fn never_waiting(&self) -> [(&'static str, bool); 3] {
-        [
-            ("REFUND", self.refund),
-            ("DRYRUN", self.dry_run),
-            ("COUNTDENIED", self.count_denied),
-        ]
+        never_waiting(self.refund, self.dry_run, false)
+    }
+}
+
+impl WindowArgs {
+    /// Its flags that never wait, for `never_waits`.
+    pub fn never_waiting(&self) -> [(&'static str, bool); 3] {
+        never_waiting(self.refund, self.dry_run, self.count_denied)
     }
 }
 
@@ -840,7 +850,7 @@ mod tests {
             let args: Vec<&[u8]> = words("5 60").into_iter().chain(words(tail)).collect();
             assert_eq!(window(&args), Err(error), "{tail}");
         }
-        let flags = |refund, dry_run| [("REFUND", refund), ("DRYRUN", dry_run)];
+        let flags = |refund, dry_run| never_waiting(refund, dry_run, false);
         assert_eq!(
             never_waits(&flags(true, false), Some(0)),
             Err(Error::NeverWaits("REFUND"))

@@ -34,10 +34,7 @@ impl SingleCall<'_> {
 pub fn run_throttle(call: &SingleCall, turn: Turn) -> Result<Answer, Error> {
     let (params, block_ms) = args::block(call.params())?;
     let args = args::throttle(params)?;
-    args::never_waits(
-        &[("REFUND", args.refund), ("DRYRUN", args.dry_run)],
-        block_ms,
-    )?;
+    args::never_waits(&args.never_waiting(), block_ms)?;
     let limiter = Limiter::Throttle(Gcra::new(&args)?);
     let now = call.instant(None)?;
     let request = Request {
