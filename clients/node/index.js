@@ -79,12 +79,22 @@ class RateLimiterCell extends RateLimiterRedis {
     return Promise.reject(new Error(`${what} has no meaning with algorithm '${this.algorithm}'`));
   }
 
-  /** A call to the module, refused as RateLimiterRedis refuses one (rejectIfRedisNotReady). */
-  _cell(rlKey, words, isReadonly = false) {
-    if (!this._isRedisReady(rlKey, isReadonly)) {
-      return Promise.reject(new Error('Redis connection is not ready'));
+  /**
+   * A call to the module, sent by `how` (one command, or one with a GET beside it), refused
+   * as RateLimiterRedis refuses one (rejectIfRedisNotReady).
+   */
+  async _cell(rlKey, words, { readonly = false, how = send } = {}) {
+    if (!this._isRedisReady(rlKey, readonly)) {
+      throw new Error('Redis connection is not ready');
     }
-    return send(this.client, words);
+    return how(this.client, words);
+  }
+
+  /** 'gcra' or 'window' on `rlKey` over `periodMs`, before the quantity. */
+  _rateWords(rlKey, periodMs) {
+    return this.algorithm === 'gcra'
+      ? ['CL.THROTTLE', rlKey, this.points - 1, this.points, periodMs]
+      : ['CL.WINDOW', rlKey, this.points, periodMs];
   }
 
   async _upsert(rlKey, points, msDuration, forceExpire = false, options = {}) {
@@ -98,10 +108,7 @@ class RateLimiterCell extends RateLimiterRedis {
     if (!Number.isSafeInteger(points)) {
       throw new Error('points to consume must be a safe integer');
     }
-    const period = Math.floor(msDuration);
-    const words = this.algorithm === 'gcra'
-      ? ['CL.THROTTLE', rlKey, this.points - 1, this.points, period]
-      : ['CL.WINDOW', rlKey, this.points, period];
+    const words = this._rateWords(rlKey, Math.floor(msDuration));
     // A reward gives points back.
     words.push(Math.abs(points), 'MS');
     if (points < 0) words.push('REFUND');
@@ -126,11 +133,8 @@ class RateLimiterCell extends RateLimiterRedis {
       // A call that waits counts only once admitted, as RateLimiterQueue's would.
       return { cell: await this._cell(rlKey, [...words, 'BLOCK', waitMs]) };
     }
-    if (!this._isRedisReady(rlKey, false)) {
-      throw new Error('Redis connection is not ready');
-    }
     try {
-      const [reply, count] = await sendThenGet(this.client, [...words, 'COUNTDENIED']);
+      const [reply, count] = await this._cell(rlKey, [...words, 'COUNTDENIED'], { how: sendThenGet });
       // No key: a call held back by waiters on an empty limiter took nothing.
       return { cell: reply, count: count === null ? 0 : Number(count) };
     } catch (error) {
@@ -164,10 +168,8 @@ class RateLimiterCell extends RateLimiterRedis {
     if (this.algorithm === 'fixed') {
       return super._get(rlKey);
     }
-    const words = this.algorithm === 'gcra'
-      ? ['CL.THROTTLE', rlKey, this.points - 1, this.points, this.duration * 1000, 0, 'MS']
-      : ['CL.WINDOW', rlKey, this.points, this.duration * 1000, 0, 'MS'];
-    const reply = await this._cell(rlKey, words, true);
+    const words = [...this._rateWords(rlKey, this.duration * 1000), 0, 'MS'];
+    const reply = await this._cell(rlKey, words, { readonly: true });
     // An untouched limiter, as a missing key is to RateLimiterRedis.
     return Number(reply[4]) === 0 ? null : { cell: reply };
   }
