@@ -9,20 +9,23 @@ import redis_cell.limits  # noqa: F401  (registers the scheme and the strategy)
 from conftest import refused_after
 
 
-def test_flask_limiter_on_gcra_answers_429_with_retry_after(server, r):
+def limited_app(limit: str, **config):
+    """A Flask app whose one route Flask-Limiter limits to ``limit``, with the gcra strategy
+    and the rate-limit headers, on this configuration."""
     app = flask.Flask(__name__)
-    app.config.update(
-        RATELIMIT_STORAGE_URI=f"cell+redis://127.0.0.1:{server}",
-        RATELIMIT_STRATEGY="gcra",
-        RATELIMIT_HEADERS_ENABLED=True,
-    )
+    app.config.update(RATELIMIT_STRATEGY="gcra", RATELIMIT_HEADERS_ENABLED=True, **config)
     limiter = Limiter(get_remote_address, app=app)
 
     @app.route("/")
-    @limiter.limit("3/minute")
+    @limiter.limit(limit)
     def index():
         return "ok"
 
+    return app, limiter
+
+
+def test_flask_limiter_on_gcra_answers_429_with_retry_after(server, r):
+    app, _ = limited_app("3/minute", RATELIMIT_STORAGE_URI=f"cell+redis://127.0.0.1:{server}")
     client = app.test_client()
     # GCRA: the next unit is back within 20 s (a minute over 3 units).
     refused_after(lambda: client.get("/"), 3, 20)
@@ -30,22 +33,13 @@ def test_flask_limiter_on_gcra_answers_429_with_retry_after(server, r):
 
 
 def test_flask_limiter_falls_back_to_gcra_in_memory_when_the_server_is_down():
-    app = flask.Flask(__name__)
-    app.config.update(
+    app, limiter = limited_app(
+        "5/minute",
         # Nothing listens on port 1 of the loopback.
         RATELIMIT_STORAGE_URI="cell+redis://127.0.0.1:1?socket_connect_timeout=1",
-        RATELIMIT_STRATEGY="gcra",
         RATELIMIT_IN_MEMORY_FALLBACK_ENABLED=True,
         RATELIMIT_IN_MEMORY_FALLBACK="2/minute",
-        RATELIMIT_HEADERS_ENABLED=True,
     )
-    limiter = Limiter(get_remote_address, app=app)
-
-    @app.route("/")
-    @limiter.limit("5/minute")
-    def index():
-        return "ok"
-
     client = app.test_client()
     assert [client.get("/").status_code for _ in range(3)] == [200, 200, 429]
     refused = client.get("/")
