@@ -159,6 +159,19 @@ fn move_slot(
     tag: &str,
     keys: &[String],
 ) -> i64 {
+    let slot = migrate_keys(source, target, tag, keys);
+    assign_slot(cluster, slot, target);
+    slot
+}
+
+/// The first half of a move: the slot of `tag` migrating from `source` to `target`, and
+/// `keys` migrated, the slot still `source`'s. Returns the slot.
+fn migrate_keys(
+    source: &crate::harness::Server,
+    target: &crate::harness::Server,
+    tag: &str,
+    keys: &[String],
+) -> i64 {
     let mut source_con = source.connection();
     let mut target_con = target.connection();
     let slot: i64 = redis::cmd("CLUSTER")
@@ -187,13 +200,18 @@ fn move_slot(
         .arg(keys)
         .query(&mut source_con)
         .unwrap();
+    slot
+}
+
+/// The second half of a move: every node told that `target` serves `slot`.
+fn assign_slot(cluster: &Cluster, slot: i64, target: &crate::harness::Server) {
+    let (slot_text, target_id) = (slot.to_string(), Cluster::id(target));
     for node in &cluster.nodes {
         let mut c = node.connection();
         let _: redis::RedisResult<()> = redis::cmd("CLUSTER")
             .arg(&["SETSLOT", &slot_text, "NODE", &target_id])
             .query(&mut c);
     }
-    slot
 }
 
 /// The other primary than `source`.
@@ -212,8 +230,11 @@ fn other_primary<'a>(
         .unwrap()
 }
 
-/// A waiter blocked on a node that then gives its slot away gets the redirect a blocking
-/// core command gets, `MOVED slot endpoint`, when its units fit; the old node writes nothing.
+/// A waiter blocked on a node that then gives its slot away: while the slot migrates and its
+/// key has gone, its turn comes and it waits on, as BLPOP does; once the slot is the other
+/// node's, it gets the redirect the server itself gives for its key, `MOVED slot endpoint`;
+/// the old node writes nothing, and every node serves on. (Finding the new owner from the
+/// waiters' timer took Valkey 8.0 to 9.0.0 down, through CLUSTER SLOTS.)
 fn a_waiter_whose_slot_moves_away_is_redirected_and_writes_nothing(flavor: Flavor) {
     let cluster = Cluster::start(flavor);
     let source = cluster.primary_for("{waiting}");
@@ -226,6 +247,7 @@ fn a_waiter_whose_slot_moves_away_is_redirected_and_writes_nothing(flavor: Flavo
     // One unit per 1.5 s: the waiter's turn comes 1.5 s after the first call.
     let params = ["0", "1", "1500", "1", "MS"];
     assert_eq!(call(&mut source_con, "CL.THROTTLE", &key, &params)[0], 0);
+    let turn = std::time::Instant::now() + std::time::Duration::from_millis(1500);
     let waiter_key = key.clone();
     let mut waiter_con = source.connection();
     waiter_con
@@ -246,22 +268,35 @@ fn a_waiter_whose_slot_moves_away_is_redirected_and_writes_nothing(flavor: Flavo
         );
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
-    let slot = move_slot(
-        &cluster,
-        source,
-        target,
-        "{waiting}",
-        std::slice::from_ref(&key),
-    );
+    let slot = migrate_keys(source, target, "{waiting}", std::slice::from_ref(&key));
+    // Its turn has come, with the slot still this node's and the key gone: it waits on.
+    std::thread::sleep(turn.saturating_duration_since(std::time::Instant::now()));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(!waiter.is_finished(), "answered mid-migration");
+    assert!(crate::harness::stats_line(&mut source_con, "cl_waiting").starts_with("now=1"));
+    assign_slot(&cluster, slot, target);
     let error = waiter.join().unwrap().expect_err("redirected");
     assert_eq!(error.code(), Some("MOVED"), "{error}");
     assert!(
         format!("{error}").contains(&format!("{slot} 127.0.0.1:{}", target.port)),
         "{error}"
     );
+    let own = redis::cmd("EXISTS")
+        .arg(&key)
+        .query::<i64>(&mut source_con)
+        .expect_err("the server redirects its own command too");
+    assert_eq!(
+        (error.code(), error.detail()),
+        (own.code(), own.detail()),
+        "the module's redirect and the server's"
+    );
     // Nothing written on the old node, which had no other key (a write there would live
     // another 1.5 s).
     let keys: i64 = redis::cmd("DBSIZE").query(&mut source_con).unwrap();
     assert_eq!(keys, 0);
     assert!(crate::harness::stats_line(&mut source_con, "cl_waiting").contains("left=1"));
+    for node in &cluster.nodes {
+        let pong: String = redis::cmd("PING").query(&mut node.connection()).unwrap();
+        assert_eq!(pong, "PONG", "node {} serves on", node.port);
+    }
 }
