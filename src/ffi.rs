@@ -92,6 +92,30 @@ pub fn log_warning(ctx: *mut raw::RedisModuleCtx, message: &str) {
     }
 }
 
+/// Has a panic report itself as one line in the server's log, with where it struck, and
+/// nothing else. The default hook, under `RUST_BACKTRACE`, walks and symbolizes the stack
+/// inside the server, which brings down servers linked with a system jemalloc (Debian's
+/// Redis 8 and Valkey 8) before the panic can be caught. Set at load; the hook belongs to
+/// this library's own copy of std, so no other module's panics are touched.
+pub fn report_panics_in_the_log() {
+    std::panic::set_hook(Box::new(|info| {
+        let location = info
+            .location()
+            .map(|at| format!(" at {}:{}", at.file(), at.line()))
+            .unwrap_or_default();
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<&str>()
+            .copied()
+            .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+            .unwrap_or("a panic");
+        log_warning(
+            std::ptr::null_mut(),
+            &format!("redis-cell: panicked{location}: {message}"),
+        );
+    }));
+}
+
 /// Runs `body`, catching a panic before it can unwind into the server: logged, and `None`.
 /// Every catch in the module is this one.
 #[inline(always)]

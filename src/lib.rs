@@ -48,6 +48,7 @@ mod entry;
 // Registration.
 mod command_table;
 
+use std::ffi::CStr;
 use std::os::raw::c_int;
 
 use redis_module::{raw, redis_module, Context, RedisString, Status};
@@ -101,7 +102,8 @@ fn status(ok: bool) -> Status {
 }
 
 fn load(ctx: &Context) -> Status {
-    if let Err(refusal) = check_server_version() {
+    ffi::report_panics_in_the_log();
+    if let Err(refusal) = check_server_version().and_then(|()| check_cluster_calls(ctx.ctx)) {
         ctx.log_warning(&refusal);
         return Status::Err;
     }
@@ -146,6 +148,51 @@ fn check_server_version() -> Result<(), String> {
     }
 }
 
+/// In a cluster, a waiter whose slot moves away asks the server who serves it now (CLUSTER
+/// SHARDS, from a timer: src/redirect.rs). Valkey 8.0.0 crashes on any module's call for its
+/// topology, whatever the context: it reads the calling client's connection, which a module's
+/// call has none of (fixed in 8.0.1). There, in a cluster, the module does not load.
+fn check_cluster_calls(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
+    if crate::ffi::context_flags(ctx) & raw::REDISMODULE_CTX_FLAGS_CLUSTER == 0 {
+        return Ok(());
+    }
+    let valkey = server_info_field(c"server", c"valkey_version");
+    if faults_on_topology_calls(valkey.as_deref()) {
+        return Err(
+            "redis-cell: Valkey 8.0.0 crashes when a module asks a cluster who serves a slot, as a waiter whose slot moves must (fixed in Valkey 8.0.1): not loading in a cluster"
+                .to_owned(),
+        );
+    }
+    Ok(())
+}
+
+/// Whether a server with this `valkey_version` (none for Redis) crashes on a module's call
+/// for the cluster's topology.
+fn faults_on_topology_calls(valkey_version: Option<&[u8]>) -> bool {
+    valkey_version == Some(b"8.0.0")
+}
+
+/// A field of an INFO section, as the server would print it; `None` where it has none.
+fn server_info_field(section: &CStr, field: &CStr) -> Option<Vec<u8>> {
+    // SAFETY: GetServerInfo with no context returns data the caller frees, once, with
+    // FreeServerInfo and no context; the field's text is copied while the data lives.
+    unsafe {
+        let (get, read, free) = (
+            raw::RedisModule_GetServerInfo?,
+            raw::RedisModule_ServerInfoGetFieldC?,
+            raw::RedisModule_FreeServerInfo?,
+        );
+        let data = get(std::ptr::null_mut(), section.as_ptr());
+        if data.is_null() {
+            return None;
+        }
+        let text = read(data, field.as_ptr());
+        let value = (!text.is_null()).then(|| CStr::from_ptr(text).to_bytes().to_vec());
+        free(std::ptr::null_mut(), data);
+        value
+    }
+}
+
 redis_module! {
     name: "redis-cell",
     version: MODULE_VERSION,
@@ -175,6 +222,15 @@ fn register_info_and_filter(ctx: *mut raw::RedisModuleCtx) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_valkey_8_0_0_faults_on_a_module_s_topology_calls() {
+        assert!(faults_on_topology_calls(Some(b"8.0.0")));
+        for safe in [&b"7.2.7"[..], b"8.0.1", b"8.1.1", b"9.0.0", b"9.1.2"] {
+            assert!(!faults_on_topology_calls(Some(safe)));
+        }
+        assert!(!faults_on_topology_calls(None));
+    }
 
     #[test]
     fn the_module_version_comes_from_cargo_toml() {

@@ -142,7 +142,10 @@ impl Server {
             })
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null());
+            .stderr(Stdio::null())
+            // Whatever the caller's environment: the module's panics must not walk the stack,
+            // as Rust's default hook then does, inside the server (tests/it/guard.rs).
+            .env("RUST_BACKTRACE", "1");
         if !options.without_module {
             command.arg("--loadmodule").arg(module_path());
         }
