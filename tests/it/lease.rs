@@ -9,7 +9,7 @@ use crate::harness::events::Events;
 use crate::harness::waiting::{connect, ms_between, until_waiting, waiting_field, Waiter};
 use crate::harness::{
     aof_options, dirty, error_of, keyspace, limiter, replicate, snapshot, stats_field,
-    wait_for_replica, Flavor, Options, Rng, Server, ServerKind,
+    wait_for_replica, Flavor, Options, Rng, Server,
 };
 
 both_servers!(
@@ -170,14 +170,9 @@ fn holders_up_to_the_limit_are_admitted_renew_and_release(flavor: Flavor) {
 
 /// Runs `body` on a server whose clock the test sets, where the server allows it.
 fn with_controlled_clock(flavor: Flavor, base_ms: i64, body: impl FnOnce(&Server)) {
-    if flavor == Flavor::Redis {
-        let server = Server::start(flavor);
-        if !ServerKind::of(&mut server.connection()).module_clock_in_microseconds() {
-            return;
-        }
+    if let Some(server) = Server::with_exact_fake_clock(flavor, base_ms) {
+        body(&server);
     }
-    let server = Server::with_exact_fake_clock(flavor, base_ms);
-    body(&server);
 }
 
 const BASE: i64 = 1_796_083_200_000; // 2026-12-01T00:00:00Z

@@ -245,7 +245,9 @@ fn with_memory_exhausted_calls_get_the_oom_error_and_write_nothing(flavor: Flavo
 #[test]
 fn a_clock_stepped_back_locks_out_no_longer_than_the_step() {
     const BASE: i64 = 1_900_000_000_000;
-    let server = Server::valkey_with_fake_clock(BASE);
+    let Some(server) = Server::valkey_with_fake_clock(BASE) else {
+        return;
+    };
     let mut con = server.connection();
     let limiters: [(&str, &[&str]); 3] = [
         ("CL.THROTTLE", &["1", "1", "5"]),

@@ -186,7 +186,9 @@ fn corrupt_state_gets_an_error_and_stays_as_it_was(flavor: Flavor) {
 #[test]
 fn refill_and_expiry_follow_the_server_clock() {
     const BASE: i64 = 1_900_000_000_000; // 2030-03-17T17:46:40Z, in ms
-    let server = Server::valkey_with_fake_clock(BASE);
+    let Some(server) = Server::valkey_with_fake_clock(BASE) else {
+        return;
+    };
     let mut con = server.connection();
     let mut at = |offset_ms: i64, quantity: &str| {
         server.set_clock_ms(BASE + offset_ms);

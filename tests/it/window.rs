@@ -244,7 +244,9 @@ fn peeks_and_denials_on_a_long_log_half_expired_answer_exactly_and_write_nothing
 #[test]
 fn a_unit_leaves_exactly_one_period_after_it_was_admitted() {
     const BASE: i64 = 1_900_000_000_000;
-    let server = Server::valkey_with_fake_clock(BASE);
+    let Some(server) = Server::valkey_with_fake_clock(BASE) else {
+        return;
+    };
     let mut con = server.connection();
     let mut at = |offset_ms: i64, quantity: &str| {
         server.set_clock_ms(BASE + offset_ms);

@@ -69,6 +69,18 @@ impl Drop for DataDir {
     }
 }
 
+/// Writes the running test's skip line where the server at `binary` cannot run under
+/// libfaketime; returns `runs`.
+fn report_skip(runs: bool, binary: &Path) -> bool {
+    if !runs {
+        super::skipped(&format!(
+            "{} does not run under libfaketime, and this test needs its clock controlled",
+            binary.display()
+        ));
+    }
+    runs
+}
+
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|listener| listener.local_addr())
@@ -226,33 +238,87 @@ impl Server {
 
     /// Valkey under libfaketime, its wall clock frozen at `unix_ms` until the test moves it
     /// (Debian's redis-server 7.0 deadlocks under libfaketime). A fast cron makes Valkey
-    /// re-read the moved clock sooner.
-    pub fn valkey_with_fake_clock(unix_ms: i64) -> Server {
-        Server::start_with(
-            Flavor::Valkey,
-            Options {
-                fake_clock_ms: Some(unix_ms),
-                args: vec!["--hz".into(), "100".into()],
-                ..Options::default()
-            },
-        )
+    /// re-read the moved clock sooner. `None`, with the test's skip line written, where this
+    /// Valkey does not run under libfaketime.
+    pub fn valkey_with_fake_clock(unix_ms: i64) -> Option<Server> {
+        Server::runs_under_libfaketime(Flavor::Valkey).then(|| {
+            Server::start_with(
+                Flavor::Valkey,
+                Options {
+                    fake_clock_ms: Some(unix_ms),
+                    args: vec!["--hz".into(), "100".into()],
+                    ..Options::default()
+                },
+            )
+        })
     }
 
     /// `flavor` under libfaketime with its monotonic clock frozen as well: every reading of
     /// the clock, to the microsecond, is the instant last set, where Valkey under
     /// `valkey_with_fake_clock` reads up to a millisecond past it (it advances its wall-clock
     /// reading by the real monotonic clock). The price: the server's timers stand still (no
-    /// cron, so no active expiry; keys still expire when read). Debian's Redis 7.0 does not
-    /// start under libfaketime at all.
-    pub fn with_exact_fake_clock(flavor: Flavor, unix_ms: i64) -> Server {
-        Server::start_with(
-            flavor,
-            Options {
-                fake_clock_ms: Some(unix_ms),
-                exact_clock: true,
-                ..Options::default()
-            },
-        )
+    /// cron, so no active expiry; keys still expire when read). `None`, with the test's skip
+    /// line written, where the server does not run under libfaketime.
+    pub fn with_exact_fake_clock(flavor: Flavor, unix_ms: i64) -> Option<Server> {
+        Server::runs_under_libfaketime(flavor).then(|| {
+            Server::start_with(
+                flavor,
+                Options {
+                    fake_clock_ms: Some(unix_ms),
+                    exact_clock: true,
+                    ..Options::default()
+                },
+            )
+        })
+    }
+
+    /// Whether `flavor`'s server starts under libfaketime, asked once per binary. Servers
+    /// linked with a system jemalloc deadlock as libfaketime sets itself up (Debian's Redis
+    /// 7.0 and 8.0, and its Valkey 8.1): their clock-controlled tests say they skipped.
+    pub fn runs_under_libfaketime(flavor: Flavor) -> bool {
+        static ANSWERS: std::sync::Mutex<Vec<(PathBuf, bool)>> = std::sync::Mutex::new(Vec::new());
+        let binary = flavor.binary();
+        let mut answers = ANSWERS
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(&(_, runs)) = answers.iter().find(|(known, _)| *known == binary) {
+            return report_skip(runs, &binary);
+        }
+        let data = DataDir::fresh();
+        let clock = FakeClock {
+            file: data.path().join("faketime"),
+        };
+        clock.set_ms(1_900_000_000_000);
+        let port = free_port();
+        let child = Command::new(&binary)
+            .arg("--port")
+            .arg(port.to_string())
+            .args(["--bind", "127.0.0.1", "--save", "", "--daemonize", "no"])
+            .arg("--dir")
+            .arg(data.path())
+            .env("LD_PRELOAD", LIBFAKETIME)
+            .env("FAKETIME_TIMESTAMP_FILE", &clock.file)
+            .env("FAKETIME_NO_CACHE", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn();
+        let runs = child.is_ok_and(|mut child| {
+            let deadline = Instant::now() + Duration::from_secs(5);
+            let mut answered = false;
+            while !answered && Instant::now() < deadline && matches!(child.try_wait(), Ok(None)) {
+                answered = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+                    .and_then(|client| client.get_connection_with_timeout(Duration::from_secs(1)))
+                    .and_then(|mut con| redis::cmd("TIME").query::<(i64, i64)>(&mut con))
+                    .is_ok_and(|(seconds, _)| seconds / 100_000 == 19_000);
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            answered
+        });
+        answers.push((binary.clone(), runs));
+        report_skip(runs, &binary)
     }
 
     /// Moves the fake clock to `unix_ms` and waits until the server reads it. Valkey reads
