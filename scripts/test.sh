@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every check and test: formatting, clippy, unit and property tests, and the
-# integration tests against real Redis 7.0, Valkey 9 and Redis 6.2 servers.
+# integration tests against real Redis 7.0 and 8.0, Valkey 8.1 and 9.1, and Redis 6.2 servers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -15,6 +15,17 @@ python3 scripts/layers.py >/dev/null
 cargo build --examples
 # The unit and property tests, then the integration tests: one binary (tests/it/).
 cargo test --all-targets
+# The integration tests again on Debian 13's Redis 8.0 and Valkey 8.1 (scripts/servers.sh),
+# and the sentence in the docs that says which servers CI runs checked against all four.
+servers=$(bash scripts/servers.sh)
+if [ -n "$servers" ]; then
+  { read -r trixie_redis; read -r trixie_valkey; } <<<"$servers"
+  "$trixie_redis" --version
+  "$trixie_valkey" --version
+  REDIS_SERVER="$trixie_redis" VALKEY_SERVER="$trixie_valkey" cargo test --test it
+  python3 scripts/tested_servers.py --check README.md docs/operations.md -- \
+    "$REDIS_SERVER" "$VALKEY_SERVER" "$trixie_redis" "$trixie_valkey"
+fi
 # The Python client (clients/python) and the Node adapter (clients/node), on both servers,
 # with the module just built.
 cargo build --lib
