@@ -291,8 +291,8 @@ fn attempt(ctx: *mut raw::RedisModuleCtx, place: Place, callbacks: &Callbacks) -
         let _ = arm(ctx, place, None, now_ns, callbacks);
         return Vec::new();
     }
-    let retry_soon = |ctx| {
-        let _ = arm(ctx, place, Some(now_ns + RETRY_NS), now_ns, callbacks);
+    let retry_in = |ctx, retry_ns: i64| {
+        let _ = arm(ctx, place, Some(now_ns + retry_ns), now_ns, callbacks);
         Vec::new()
     };
     if let Some(select) = unsafe { raw::RedisModule_SelectDb } {
@@ -305,8 +305,8 @@ fn attempt(ctx: *mut raw::RedisModuleCtx, place: Place, callbacks: &Callbacks) -
         match writable(ctx, &argv, keys.clone()) {
             Writable::Yes => {}
             Writable::Never(error) => return finish(ctx, place, error, Waited::Left),
-            Writable::NotNow if expired => may_take = false,
-            Writable::NotNow => return retry_soon(ctx),
+            Writable::NotNow(_) if expired => may_take = false,
+            Writable::NotNow(retry_ns) => return retry_in(ctx, retry_ns),
         }
     }
     let turn = if may_take {
@@ -320,7 +320,7 @@ fn attempt(ctx: *mut raw::RedisModuleCtx, place: Place, callbacks: &Callbacks) -
             if admit(place) {
                 Vec::new()
             } else {
-                retry_soon(ctx)
+                retry_in(ctx, RETRY_NS)
             }
         }
         Ok(Answer {
@@ -364,8 +364,13 @@ fn admit(place: Place) -> bool {
     false
 }
 
-/// How soon a waiter held up by a failover's pause or a slot's migration looks again.
+/// How soon a waiter held up by a failover's pause, or by memory over the limit, looks again.
 const RETRY_NS: i64 = 10 * NANOS_PER_MILLI;
+
+/// How soon a waiter held up by its slot's migration looks again: each look asks the server
+/// for its table of slots (CLUSTER NODES), and a migration lasts as long as its keys take to
+/// move.
+const MIGRATION_RETRY_NS: i64 = 100 * NANOS_PER_MILLI;
 
 enum Writable {
     Yes,
@@ -373,8 +378,8 @@ enum Writable {
     /// slot's redirect).
     Never(Result<Answer, Error>),
     /// A failover's pause of writes, a slot being migrated, or memory over `maxmemory`: look
-    /// again shortly.
-    NotNow,
+    /// again in this many nanoseconds.
+    NotNow(i64),
 }
 
 /// Whether an admission may write here now, as the server checks a client's write command
@@ -388,12 +393,12 @@ fn writable(ctx: *mut raw::RedisModuleCtx, argv: &Held, keys: Range<usize>) -> W
     // SAFETY: a plain query of the server's state.
     let paused = unsafe { raw::RedisModule_AvoidReplicaTraffic.is_some_and(|avoid| avoid() != 0) };
     if paused || flags & raw::REDISMODULE_CTX_FLAGS_OOM != 0 {
-        return Writable::NotNow;
+        return Writable::NotNow(RETRY_NS);
     }
     if flags & raw::REDISMODULE_CTX_FLAGS_CLUSTER != 0 {
         match redirect::serving(ctx, argv.get(keys).unwrap_or_default()) {
             Serving::Here => {}
-            Serving::NotNow => return Writable::NotNow,
+            Serving::NotNow => return Writable::NotNow(MIGRATION_RETRY_NS),
             Serving::Elsewhere(error) => return Writable::Never(Ok(Answer::redirect(error))),
         }
     }
@@ -569,7 +574,7 @@ fn take(ctx: *mut raw::RedisModuleCtx, place: Place, callbacks: &Callbacks) {
     let run = |turn| rerun(ctx, command, &argv, &keys, turn);
     let result = match writable(ctx, &argv, keys.clone()) {
         Writable::Yes => run(Turn::Waiting(place)),
-        Writable::NotNow => run(Turn::Leaving),
+        Writable::NotNow(_) => run(Turn::Leaving),
         Writable::Never(answer) => answer,
     };
     answer::record(command, &result);

@@ -80,7 +80,8 @@ pub const REPLAYED: u32 =
 
 /// Writes a warning to the server's log.
 pub fn log_warning(ctx: *mut raw::RedisModuleCtx, message: &str) {
-    let Ok(message) = std::ffi::CString::new(message) else {
+    // A NUL would end the line early; a panic's message may hold one.
+    let Ok(message) = std::ffi::CString::new(message.replace('\0', "\\0")) else {
         return;
     };
     // SAFETY: ctx is a live context or null (the module's own log line); "%s" takes the one

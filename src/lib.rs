@@ -167,9 +167,10 @@ fn check_cluster_calls(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
 }
 
 /// Whether a server with this `valkey_version` (none for Redis) crashes on a module's call
-/// for the cluster's topology.
+/// for the cluster's topology: 8.0.0, and its release candidates, which call themselves
+/// 7.9.240.
 fn faults_on_topology_calls(valkey_version: Option<&[u8]>) -> bool {
-    valkey_version == Some(b"8.0.0")
+    matches!(valkey_version, Some(b"8.0.0" | b"7.9.240"))
 }
 
 /// A field of an INFO section, as the server would print it; `None` where it has none.
@@ -226,6 +227,7 @@ mod tests {
     #[test]
     fn only_valkey_8_0_0_faults_on_a_module_s_topology_calls() {
         assert!(faults_on_topology_calls(Some(b"8.0.0")));
+        assert!(faults_on_topology_calls(Some(b"7.9.240")));
         for safe in [&b"7.2.7"[..], b"8.0.1", b"8.1.1", b"9.0.0", b"9.1.2"] {
             assert!(!faults_on_topology_calls(Some(safe)));
         }

@@ -4,11 +4,11 @@
 //! routed, and answers as the server would (`-MOVED slot endpoint`, `-CLUSTERDOWN …`),
 //! writing nothing on a node that does not serve the slot.
 //!
-//! These questions are asked from a timer or a blocked client's reply callback, where the
-//! server has no client of its own running: every call here is one that reads nothing of the
-//! calling client's connection, which a module's call lacks (docs/design.md, "Calls outside a
-//! client's command"). `CLUSTER SLOTS` is not one of them: Valkey 8.0 to 9.0.0 build its reply
-//! through a recording client whose connection has no type, and crash.
+//! These questions are asked from a timer or a blocked client's reply callback, where no
+//! client's command runs: every call here is one that every server it loads on answers
+//! without the calling client's connection, which a module's call lacks (docs/design.md,
+//! "Calls outside a client's command"). `CLUSTER SLOTS` is not one of them: Valkey 8.0 to
+//! 9.0.0 build its reply through a recording client whose connection has no type, and crash.
 
 use std::ffi::{CStr, CString};
 use std::os::raw::{c_char, c_int};
@@ -79,70 +79,122 @@ pub fn serving(ctx: *mut raw::RedisModuleCtx, keys: &[*mut raw::RedisModuleStrin
         let Some(slot) = slot.integer() else {
             return Serving::Elsewhere(UNSERVED.to_owned());
         };
-        let shards = Reply(call(
+        // Who owns the slot, as the server routes by it: CLUSTER NODES lists each node's own
+        // slots, from the server's table of owners. (CLUSTER SHARDS lists a shard's slots
+        // from its first node, which after a failover can be the old primary, with none.)
+        let nodes = Reply(call(
             ctx,
             c"CLUSTER".as_ptr(),
             c"c".as_ptr(),
-            c"SHARDS".as_ptr(),
+            c"NODES".as_ptr(),
         ));
-        owner(ctx, &shards, slot)
+        match nodes.text().map(|nodes| slot_owner(&nodes, slot)) {
+            // As the server keeps its own blocked clients while their slot migrates away, or
+            // is being imported here.
+            Some(Owner::Myself | Owner::Importing) => Serving::NotNow,
+            Some(Owner::Node(id)) => moved(ctx, slot, &id),
+            Some(Owner::Nobody) | None => Serving::Elsewhere(UNSERVED.to_owned()),
+        }
     }
 }
 
-/// Who serves `slot`, from a `CLUSTER SHARDS` reply: `[{slots: [start, end, …], nodes:
-/// [{id, endpoint, …}, …]}, …]`, each map a flat array of names and values in RESP2. The
-/// shard whose ranges hold the slot serves it through its primary, which the server's own
-/// view of the node names (as the MOVED it gives names the slot's owner); the endpoint is
-/// the one the server names in its redirects, by `cluster-preferred-endpoint-type`.
-fn owner(ctx: *mut raw::RedisModuleCtx, shards: &Reply, slot: i64) -> Serving {
-    let unserved = || Serving::Elsewhere(UNSERVED.to_owned());
-    let Some(shard) = shards
-        .elements()
-        .find(|shard| holds(&shard.field(b"slots"), slot))
-    else {
-        return unserved();
-    };
-    let primary = shard
-        .field(b"nodes")
-        .elements()
-        .filter_map(|node| {
-            let id = CString::new(node.field(b"id").text()?).ok()?;
-            let endpoint = node.field(b"endpoint").text()?;
-            let (port, flags) = node_info(ctx, &id)?;
-            (flags & raw::REDISMODULE_NODE_MASTER as c_int != 0).then_some((endpoint, port, flags))
-        })
-        // A primary the cluster holds failed has handed its slots on, or soon will.
-        .min_by_key(|&(_, _, flags)| flags & raw::REDISMODULE_NODE_FAIL as c_int != 0);
-    let Some((endpoint, port, flags)) = primary else {
-        return unserved();
-    };
-    if flags & raw::REDISMODULE_NODE_MYSELF as c_int != 0 {
-        return Serving::NotNow;
+/// Who serves a slot, from this node's point of view.
+#[derive(Debug, PartialEq, Eq)]
+enum Owner {
+    /// This node, though the key was refused: the slot is migrating away, the key gone.
+    Myself,
+    /// Another node, but this one is importing the slot from it.
+    Importing,
+    /// Another node, by its id.
+    Node(Vec<u8>),
+    /// No node: the slot is unassigned.
+    Nobody,
+}
+
+/// Who owns `slot` in a `CLUSTER NODES` text: a line a node, `id address flags primary
+/// ping pong epoch link slot…`, each slot a number or a range `first-last`; the line whose
+/// flags say `myself` also lists the slots it migrates (`[slot->-id]`) and imports
+/// (`[slot-<-id]`).
+fn slot_owner(nodes: &[u8], slot: i64) -> Owner {
+    let mut owner = Owner::Nobody;
+    for line in nodes.split(|&b| b == b'\n') {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let mut fields = line.split(|&b| b == b' ');
+        let (Some(id), Some(flags)) = (fields.next(), fields.nth(1)) else {
+            continue;
+        };
+        let myself = flags.split(|&b| b == b',').any(|flag| flag == b"myself");
+        for token in fields.skip(5) {
+            if let Some(moving) = token.strip_prefix(b"[") {
+                let this_slot = moving
+                    .split(|&b| b == b'-')
+                    .next()
+                    .and_then(number)
+                    .is_some_and(|moving| moving == slot);
+                if myself && this_slot && moving.windows(3).any(|arrow| arrow == b"-<-") {
+                    return Owner::Importing;
+                }
+                continue;
+            }
+            let mut bounds = token.splitn(2, |&b| b == b'-').map(number);
+            let (first, last) = match (bounds.next(), bounds.next()) {
+                (Some(Some(first)), None) => (first, first),
+                (Some(Some(first)), Some(Some(last))) => (first, last),
+                _ => continue,
+            };
+            if (first..=last).contains(&slot) {
+                owner = if myself {
+                    Owner::Myself
+                } else {
+                    Owner::Node(id.to_vec())
+                };
+            }
+        }
     }
+    owner
+}
+
+/// A slot number in decimal, as the server writes it.
+fn number(text: &[u8]) -> Option<i64> {
+    std::str::from_utf8(text).ok()?.parse().ok()
+}
+
+/// The redirect to the node `id`, as the server words its own: `MOVED slot endpoint:port`.
+/// The endpoint is the one `CLUSTER SHARDS` gives the node, by
+/// `cluster-preferred-endpoint-type` (an address, a hostname or `?`); the port the one the
+/// server names from outside a client's command (the TLS port under `tls-cluster`).
+fn moved(ctx: *mut raw::RedisModuleCtx, slot: i64, id: &[u8]) -> Serving {
+    let unserved = || Serving::Elsewhere(UNSERVED.to_owned());
+    let Some(call) = (unsafe { raw::RedisModule_Call }) else {
+        return unserved();
+    };
+    // SAFETY: ctx is a live module context; the reply is freed when dropped.
+    let shards =
+        Reply(unsafe { call(ctx, c"CLUSTER".as_ptr(), c"c".as_ptr(), c"SHARDS".as_ptr()) });
+    let endpoint = shards.elements().find_map(|shard| {
+        shard
+            .field(b"nodes")
+            .elements()
+            .find(|node| node.field(b"id").text().as_deref() == Some(id))
+            .and_then(|node| node.field(b"endpoint").text())
+    });
+    let port = CString::new(id).ok().and_then(|id| port(ctx, &id));
+    let (Some(endpoint), Some(port)) = (endpoint, port) else {
+        // A node in the owners' table that no shard lists, or whose address the server does
+        // not know yet: there is nowhere to send the client.
+        return unserved();
+    };
     let moved = format!("MOVED {slot} {}:{port}", String::from_utf8_lossy(&endpoint));
     CString::new(moved).map_or_else(|_| unserved(), Serving::Elsewhere)
 }
 
-/// Whether a shard's `slots`, pairs of first and last slot, hold `slot`.
-fn holds(ranges: &impl Read, slot: i64) -> bool {
-    let mut bounds = ranges.elements().map(|bound| bound.integer());
-    while let (Some(Some(start)), Some(Some(end))) = (bounds.next(), bounds.next()) {
-        if (start..=end).contains(&slot) {
-            return true;
-        }
-    }
-    false
-}
-
-/// The port a node serves clients on, as the server names it in its redirects from outside a
-/// client's command (the TLS port under `tls-cluster`), and the node's flags
-/// (`REDISMODULE_NODE_…`), from the server's own view of the node; `None` for a node it does
-/// not know, or knows no address of yet.
-fn node_info(ctx: *mut raw::RedisModuleCtx, id: &CStr) -> Option<(c_int, c_int)> {
+/// The port the node `id` serves clients on, from the server's own view of it; `None` for a
+/// node it does not know, or knows no address of yet.
+fn port(ctx: *mut raw::RedisModuleCtx, id: &CStr) -> Option<c_int> {
     let info = unsafe { raw::RedisModule_GetClusterNodeInfo }?;
-    let (mut port, mut flags) = (0, 0);
-    // SAFETY: ctx is live, id a NUL-terminated node name; the address and primary are not
-    // asked for (null), so no buffer is written.
+    let mut port = 0;
+    // SAFETY: ctx is live, id a NUL-terminated node name; the address, primary and flags are
+    // not asked for (null), so no buffer is written.
     let status = unsafe {
         info(
             ctx,
@@ -150,10 +202,10 @@ fn node_info(ctx: *mut raw::RedisModuleCtx, id: &CStr) -> Option<(c_int, c_int)>
             std::ptr::null_mut(),
             std::ptr::null_mut(),
             &mut port,
-            &mut flags,
+            std::ptr::null_mut(),
         )
     };
-    (status == raw::REDISMODULE_OK as c_int).then_some((port, flags))
+    (status == raw::REDISMODULE_OK as c_int).then_some(port)
 }
 
 /// A reply of the module's own call, freed when dropped; null where the call failed. Its
@@ -260,5 +312,71 @@ impl Read for Reply {
 impl Read for Element<'_> {
     fn raw(&self) -> *mut raw::RedisModuleCallReply {
         self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{slot_owner, Owner};
+
+    const ME: &str = "07c37dfeb235213a872192d90877d0cd55635b91";
+    const OTHER: &str = "e7d1eecce10fd6bb5eb35b9f99a514335d9ba9ca";
+
+    /// Two primaries and a replica, as `CLUSTER NODES` prints them, with `myself` on the
+    /// first; `mine` is the rest of this node's line (its slots, and what it moves).
+    fn nodes(mine: &str) -> String {
+        format!(
+            "{ME} 127.0.0.1:30001@40001 myself,master - 0 0 1 connected {mine}\n\
+             {OTHER} 127.0.0.1:30002@40002,host-b master - 0 1700000000000 2 connected 5461-10922 16000\n\
+             67ed2db8d677e59ec4a4cefb06858cf2a1a89fa1 127.0.0.1:30003@40003 slave {OTHER} 0 0 2 connected\n"
+        )
+    }
+
+    #[test]
+    fn the_owner_is_the_node_whose_line_lists_the_slot() {
+        let text = nodes("0-5460");
+        assert_eq!(slot_owner(text.as_bytes(), 0), Owner::Myself);
+        assert_eq!(slot_owner(text.as_bytes(), 5460), Owner::Myself);
+        assert_eq!(slot_owner(text.as_bytes(), 5461), Owner::Node(OTHER.into()));
+        assert_eq!(
+            slot_owner(text.as_bytes(), 10922),
+            Owner::Node(OTHER.into())
+        );
+        assert_eq!(
+            slot_owner(text.as_bytes(), 16000),
+            Owner::Node(OTHER.into())
+        );
+        assert_eq!(slot_owner(text.as_bytes(), 10923), Owner::Nobody);
+        assert_eq!(slot_owner(text.as_bytes(), 16383), Owner::Nobody);
+    }
+
+    #[test]
+    fn a_slot_imported_here_is_this_node_s_to_wait_on_and_a_migrating_one_still_its_own() {
+        let importing = nodes(&format!("0-5460 [5461-<-{OTHER}]"));
+        assert_eq!(slot_owner(importing.as_bytes(), 5461), Owner::Importing);
+        assert_eq!(
+            slot_owner(importing.as_bytes(), 5462),
+            Owner::Node(OTHER.into())
+        );
+        let migrating = nodes(&format!("0-5460 [42->-{OTHER}]"));
+        assert_eq!(slot_owner(migrating.as_bytes(), 42), Owner::Myself);
+    }
+
+    #[test]
+    fn a_line_it_cannot_read_names_no_owner() {
+        for text in [
+            "",
+            "\n\n",
+            "garbage",
+            "id addr",
+            "a b c d e f g h x-y 12-",
+            "a b c d e f g h -5",
+        ] {
+            assert_eq!(slot_owner(text.as_bytes(), 5), Owner::Nobody, "{text:?}");
+        }
+        assert_eq!(
+            slot_owner(b"a b master d e f g h 99999999999999999999 5", 5),
+            Owner::Node(b"a".to_vec())
+        );
     }
 }

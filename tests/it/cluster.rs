@@ -12,6 +12,7 @@ both_servers!(
     a_moved_slot_keeps_its_limiters,
     a_failover_keeps_limiters_at_their_limit,
     a_waiter_whose_slot_moves_away_is_redirected_and_writes_nothing,
+    a_waiter_on_the_node_importing_its_slot_waits_for_the_import_and_is_admitted_there,
 );
 
 /// Each command with arguments for a limit of two units per hour.
@@ -172,6 +173,28 @@ fn migrate_keys(
     tag: &str,
     keys: &[String],
 ) -> i64 {
+    let slot = start_migration(source, target, tag);
+    let _: () = redis::cmd("MIGRATE")
+        .arg(&[
+            "127.0.0.1",
+            &target.port.to_string(),
+            "",
+            "0",
+            "5000",
+            "KEYS",
+        ])
+        .arg(keys)
+        .query(&mut source.connection())
+        .unwrap();
+    slot
+}
+
+/// The slot of `tag` set importing on `target` and migrating on `source`; returns it.
+fn start_migration(
+    source: &crate::harness::Server,
+    target: &crate::harness::Server,
+    tag: &str,
+) -> i64 {
     let mut source_con = source.connection();
     let mut target_con = target.connection();
     let slot: i64 = redis::cmd("CLUSTER")
@@ -186,18 +209,6 @@ fn migrate_keys(
         .unwrap();
     let _: () = redis::cmd("CLUSTER")
         .arg(&["SETSLOT", &slot_text, "MIGRATING", &target_id])
-        .query(&mut source_con)
-        .unwrap();
-    let _: () = redis::cmd("MIGRATE")
-        .arg(&[
-            "127.0.0.1",
-            &target.port.to_string(),
-            "",
-            "0",
-            "5000",
-            "KEYS",
-        ])
-        .arg(keys)
         .query(&mut source_con)
         .unwrap();
     slot
@@ -299,4 +310,75 @@ fn a_waiter_whose_slot_moves_away_is_redirected_and_writes_nothing(flavor: Flavo
         let pong: String = redis::cmd("PING").query(&mut node.connection()).unwrap();
         assert_eq!(pong, "PONG", "node {} serves on", node.port);
     }
+}
+
+/// A waiter on the node importing its slot (its calls sent there after `ASKING`, as a client
+/// follows an `ASK`) is not sent back to the old owner when its turn comes: it waits while the
+/// import lasts, as the server keeps its own blocked clients, and is admitted once the slot is
+/// this node's.
+fn a_waiter_on_the_node_importing_its_slot_waits_for_the_import_and_is_admitted_there(
+    flavor: Flavor,
+) {
+    let cluster = Cluster::start(flavor);
+    let source = cluster.primary_for("{importing}");
+    let target = other_primary(&cluster, source);
+    let key = "{importing}:k".to_owned();
+    let slot = start_migration(source, target, "{importing}");
+    let params = ["0", "1", "1500", "1", "MS"];
+    let asking = |con: &mut redis::Connection, extra: &[&str]| {
+        redis::pipe()
+            .cmd("ASKING")
+            .ignore()
+            .cmd("CL.THROTTLE")
+            .arg(&key)
+            .arg(&params)
+            .arg(extra)
+            .query::<(Vec<i64>,)>(con)
+            .map(|(reply,)| reply)
+    };
+    let mut target_con = target.connection();
+    assert_eq!(asking(&mut target_con, &[]).unwrap()[0], 0);
+    let turn = std::time::Instant::now() + std::time::Duration::from_millis(1500);
+    let waiter = {
+        let mut con = target.connection();
+        con.set_read_timeout(Some(std::time::Duration::from_secs(20)))
+            .unwrap();
+        let key = key.clone();
+        std::thread::spawn(move || {
+            redis::pipe()
+                .cmd("ASKING")
+                .ignore()
+                .cmd("CL.THROTTLE")
+                .arg(&key)
+                .arg(&params)
+                .arg(&["BLOCK", "0"])
+                .query::<(Vec<i64>,)>(&mut con)
+                .map(|(reply,)| reply)
+        })
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !crate::harness::stats_line(&mut target_con, "cl_waiting").starts_with("now=1") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the call never waited"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    std::thread::sleep(turn.saturating_duration_since(std::time::Instant::now()));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(
+        !waiter.is_finished(),
+        "answered while the slot was imported"
+    );
+    assign_slot(&cluster, slot, target);
+    let reply = waiter
+        .join()
+        .unwrap()
+        .expect("admitted once the slot is this node's");
+    assert_eq!(reply[..3], [0, 1, 0]);
+    assert!(crate::harness::stats_line(&mut target_con, "cl_waiting").contains("admitted=1"));
+    let keys: i64 = redis::cmd("DBSIZE")
+        .query(&mut source.connection())
+        .unwrap();
+    assert_eq!(keys, 0, "the old owner wrote");
 }
