@@ -19,8 +19,9 @@ use redis_module::raw;
 pub enum Serving {
     /// Here: the waiter may take its units.
     Here,
-    /// Here, but not now: the slot is being migrated and some of the keys have gone already.
-    /// The waiter waits on, as the server's own blocked clients do until the move completes.
+    /// Here, but not now: the slot is migrating away and some of the keys have gone already,
+    /// or is being imported here. The waiter waits on until the move completes, as the
+    /// server keeps its own blocked clients.
     NotNow,
     /// Elsewhere, or nowhere: the error the client gets, `MOVED …` or `CLUSTERDOWN …`, as the
     /// server answers its own blocked clients.

@@ -377,8 +377,4 @@ fn a_waiter_on_the_node_importing_its_slot_waits_for_the_import_and_is_admitted_
         .expect("admitted once the slot is this node's");
     assert_eq!(reply[..3], [0, 1, 0]);
     assert!(crate::harness::stats_line(&mut target_con, "cl_waiting").contains("admitted=1"));
-    let keys: i64 = redis::cmd("DBSIZE")
-        .query(&mut source.connection())
-        .unwrap();
-    assert_eq!(keys, 0, "the old owner wrote");
 }
