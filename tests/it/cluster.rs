@@ -13,6 +13,7 @@ both_servers!(
     a_failover_keeps_limiters_at_their_limit,
     a_waiter_whose_slot_moves_away_is_redirected_and_writes_nothing,
     a_waiter_on_the_node_importing_its_slot_waits_for_the_import_and_is_admitted_there,
+    a_moved_waiter_is_sent_to_the_hostname_the_server_names,
 );
 
 /// Each command with arguments for a limit of two units per hour.
@@ -377,4 +378,90 @@ fn a_waiter_on_the_node_importing_its_slot_waits_for_the_import_and_is_admitted_
         .expect("admitted once the slot is this node's");
     assert_eq!(reply[..3], [0, 1, 0]);
     assert!(crate::harness::stats_line(&mut target_con, "cl_waiting").contains("admitted=1"));
+}
+
+/// Under `cluster-preferred-endpoint-type hostname`, a waiter whose slot moves away is sent to
+/// the new owner's announced hostname, word for word the redirect the server gives for its key.
+fn a_moved_waiter_is_sent_to_the_hostname_the_server_names(flavor: Flavor) {
+    let cluster = Cluster::start(flavor);
+    for node in &cluster.nodes {
+        let mut con = node.connection();
+        for (name, value) in [
+            (
+                "cluster-announce-hostname",
+                format!("node-{}.test", node.port),
+            ),
+            ("cluster-preferred-endpoint-type", "hostname".to_owned()),
+        ] {
+            let _: () = redis::cmd("CONFIG")
+                .arg(&["SET", name, &value])
+                .query(&mut con)
+                .unwrap();
+        }
+    }
+    let source = cluster.primary_for("{named}");
+    let target = other_primary(&cluster, source);
+    let hostname = format!("node-{}.test", target.port);
+    let mut source_con = source.connection();
+    // The hostname reaches the other nodes with the cluster's gossip.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let slots: redis::Value = redis::cmd("CLUSTER")
+            .arg("SLOTS")
+            .query(&mut source_con)
+            .unwrap();
+        if format!("{slots:?}").contains(&hostname) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{hostname} never announced"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let key = "{named}:k".to_owned();
+    let params = ["0", "1", "1500", "1", "MS"];
+    assert_eq!(call(&mut source_con, "CL.THROTTLE", &key, &params)[0], 0);
+    let waiter = {
+        let mut con = source.connection();
+        con.set_read_timeout(Some(std::time::Duration::from_secs(20)))
+            .unwrap();
+        let key = key.clone();
+        std::thread::spawn(move || {
+            redis::cmd("CL.THROTTLE")
+                .arg(&key)
+                .arg(&params)
+                .arg(&["BLOCK", "0"])
+                .query::<Vec<i64>>(&mut con)
+        })
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !crate::harness::stats_line(&mut source_con, "cl_waiting").starts_with("now=1") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the call never waited"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let slot = move_slot(
+        &cluster,
+        source,
+        target,
+        "{named}",
+        std::slice::from_ref(&key),
+    );
+    let error = waiter.join().unwrap().expect_err("redirected");
+    let own = redis::cmd("EXISTS")
+        .arg(&key)
+        .query::<i64>(&mut source_con)
+        .expect_err("the server redirects its own command too");
+    assert_eq!(
+        (error.code(), error.detail()),
+        (own.code(), own.detail()),
+        "the module's redirect and the server's"
+    );
+    assert_eq!(
+        error.detail(),
+        Some(format!("{slot} {hostname}:{}", target.port).as_str())
+    );
 }
