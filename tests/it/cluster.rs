@@ -4,7 +4,8 @@
 //! shared contract's.)
 
 use crate::harness::cluster::Cluster;
-use crate::harness::{snapshot, wait_for_replica, Flavor};
+use crate::harness::waiting::{connect, until_waiting, waiting_field, Waiter};
+use crate::harness::{error_of, snapshot, wait_for_replica, Flavor};
 use redis::ConnectionLike;
 
 both_servers!(
@@ -242,6 +243,17 @@ fn other_primary<'a>(
         .unwrap()
 }
 
+/// One unit per 1.5 s: a waiter's turn comes 1.5 s after the first call.
+const ONE_PER_1500_MS: [&str; 5] = ["0", "1", "1500", "1", "MS"];
+
+/// The words of a CL.THROTTLE call on `key` at ONE_PER_1500_MS that waits as long as it takes.
+fn waiting_call(key: &str) -> Vec<&str> {
+    let mut words = vec![key];
+    words.extend(ONE_PER_1500_MS);
+    words.extend(["BLOCK", "0"]);
+    words
+}
+
 /// A waiter blocked on a node that then gives its slot away: while the slot migrates and its
 /// key has gone, its turn comes and it waits on, as BLPOP does; once the slot is the other
 /// node's, it gets the redirect the server itself gives for its key, `MOVED slot endpoint`;
@@ -252,61 +264,38 @@ fn a_waiter_whose_slot_moves_away_is_redirected_and_writes_nothing(flavor: Flavo
     let source = cluster.primary_for("{waiting}");
     let target = other_primary(&cluster, source);
     let key = "{waiting}:k".to_owned();
-    let mut source_con = source.connection();
-    source_con
-        .set_read_timeout(Some(std::time::Duration::from_secs(20)))
-        .unwrap();
-    // One unit per 1.5 s: the waiter's turn comes 1.5 s after the first call.
-    let params = ["0", "1", "1500", "1", "MS"];
-    assert_eq!(call(&mut source_con, "CL.THROTTLE", &key, &params)[0], 0);
+    let mut source_con = connect(source);
+    assert_eq!(
+        call(&mut source_con, "CL.THROTTLE", &key, &ONE_PER_1500_MS)[0],
+        0
+    );
     let turn = std::time::Instant::now() + std::time::Duration::from_millis(1500);
-    let waiter_key = key.clone();
-    let mut waiter_con = source.connection();
-    waiter_con
-        .set_read_timeout(Some(std::time::Duration::from_secs(20)))
-        .unwrap();
-    let waiter = std::thread::spawn(move || {
-        redis::cmd("CL.THROTTLE")
-            .arg(&waiter_key)
-            .arg(&params)
-            .arg(&["BLOCK", "0"])
-            .query::<Vec<i64>>(&mut waiter_con)
-    });
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    while !crate::harness::stats_line(&mut source_con, "cl_waiting").starts_with("now=1") {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the call never waited"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    let waiter = Waiter::parked(
+        source,
+        &mut source_con,
+        1,
+        "CL.THROTTLE",
+        &waiting_call(&key),
+    );
     let slot = migrate_keys(source, target, "{waiting}", std::slice::from_ref(&key));
     // Its turn has come, with the slot still this node's and the key gone: it waits on.
     std::thread::sleep(turn.saturating_duration_since(std::time::Instant::now()));
     std::thread::sleep(std::time::Duration::from_millis(300));
-    assert!(!waiter.is_finished(), "answered mid-migration");
-    assert!(crate::harness::stats_line(&mut source_con, "cl_waiting").starts_with("now=1"));
+    assert!(!waiter.handle.is_finished(), "answered mid-migration");
+    assert_eq!(waiting_field(&mut source_con, "now"), 1);
     assign_slot(&cluster, slot, target);
-    let error = waiter.join().unwrap().expect_err("redirected");
-    assert_eq!(error.code(), Some("MOVED"), "{error}");
-    assert!(
-        format!("{error}").contains(&format!("{slot} 127.0.0.1:{}", target.port)),
-        "{error}"
-    );
-    let own = redis::cmd("EXISTS")
-        .arg(&key)
-        .query::<i64>(&mut source_con)
-        .expect_err("the server redirects its own command too");
+    let error = waiter.error();
+    assert_eq!(error, format!("MOVED {slot} 127.0.0.1:{}", target.port));
     assert_eq!(
-        (error.code(), error.detail()),
-        (own.code(), own.detail()),
+        error,
+        error_of(&mut source_con, "EXISTS", &[key.as_bytes()]),
         "the module's redirect and the server's"
     );
     // Nothing written on the old node, which had no other key (a write there would live
     // another 1.5 s).
     let keys: i64 = redis::cmd("DBSIZE").query(&mut source_con).unwrap();
     assert_eq!(keys, 0);
-    assert!(crate::harness::stats_line(&mut source_con, "cl_waiting").contains("left=1"));
+    assert_eq!(waiting_field(&mut source_con, "left"), 1);
     for node in &cluster.nodes {
         let pong: String = redis::cmd("PING").query(&mut node.connection()).unwrap();
         assert_eq!(pong, "PONG", "node {} serves on", node.port);
@@ -325,59 +314,29 @@ fn a_waiter_on_the_node_importing_its_slot_waits_for_the_import_and_is_admitted_
     let target = other_primary(&cluster, source);
     let key = "{importing}:k".to_owned();
     let slot = start_migration(source, target, "{importing}");
-    let params = ["0", "1", "1500", "1", "MS"];
-    let asking = |con: &mut redis::Connection, extra: &[&str]| {
-        redis::pipe()
-            .cmd("ASKING")
-            .ignore()
-            .cmd("CL.THROTTLE")
-            .arg(&key)
-            .arg(&params)
-            .arg(extra)
-            .query::<(Vec<i64>,)>(con)
-            .map(|(reply,)| reply)
-    };
-    let mut target_con = target.connection();
-    assert_eq!(asking(&mut target_con, &[]).unwrap()[0], 0);
+    let mut target_con = connect(target);
+    let (first,): (Vec<i64>,) = redis::pipe()
+        .cmd("ASKING")
+        .ignore()
+        .cmd("CL.THROTTLE")
+        .arg(&key)
+        .arg(&ONE_PER_1500_MS)
+        .query(&mut target_con)
+        .unwrap();
+    assert_eq!(first[0], 0);
     let turn = std::time::Instant::now() + std::time::Duration::from_millis(1500);
-    let waiter = {
-        let mut con = target.connection();
-        con.set_read_timeout(Some(std::time::Duration::from_secs(20)))
-            .unwrap();
-        let key = key.clone();
-        std::thread::spawn(move || {
-            redis::pipe()
-                .cmd("ASKING")
-                .ignore()
-                .cmd("CL.THROTTLE")
-                .arg(&key)
-                .arg(&params)
-                .arg(&["BLOCK", "0"])
-                .query::<(Vec<i64>,)>(&mut con)
-                .map(|(reply,)| reply)
-        })
-    };
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    while !crate::harness::stats_line(&mut target_con, "cl_waiting").starts_with("now=1") {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the call never waited"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    let waiter = Waiter::start_asking(target, "CL.THROTTLE", &waiting_call(&key));
+    until_waiting(&mut target_con, 1);
     std::thread::sleep(turn.saturating_duration_since(std::time::Instant::now()));
     std::thread::sleep(std::time::Duration::from_millis(300));
     assert!(
-        !waiter.is_finished(),
+        !waiter.handle.is_finished(),
         "answered while the slot was imported"
     );
     assign_slot(&cluster, slot, target);
-    let reply = waiter
-        .join()
-        .unwrap()
-        .expect("admitted once the slot is this node's");
+    let (reply, _) = waiter.reply();
     assert_eq!(reply[..3], [0, 1, 0]);
-    assert!(crate::harness::stats_line(&mut target_con, "cl_waiting").contains("admitted=1"));
+    assert_eq!(waiting_field(&mut target_con, "admitted"), 1);
 }
 
 /// Under `cluster-preferred-endpoint-type hostname`, a waiter whose slot moves away is sent to
@@ -402,7 +361,7 @@ fn a_moved_waiter_is_sent_to_the_hostname_the_server_names(flavor: Flavor) {
     let source = cluster.primary_for("{named}");
     let target = other_primary(&cluster, source);
     let hostname = format!("node-{}.test", target.port);
-    let mut source_con = source.connection();
+    let mut source_con = connect(source);
     // The hostname reaches the other nodes with the cluster's gossip.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     loop {
@@ -420,29 +379,17 @@ fn a_moved_waiter_is_sent_to_the_hostname_the_server_names(flavor: Flavor) {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     let key = "{named}:k".to_owned();
-    let params = ["0", "1", "1500", "1", "MS"];
-    assert_eq!(call(&mut source_con, "CL.THROTTLE", &key, &params)[0], 0);
-    let waiter = {
-        let mut con = source.connection();
-        con.set_read_timeout(Some(std::time::Duration::from_secs(20)))
-            .unwrap();
-        let key = key.clone();
-        std::thread::spawn(move || {
-            redis::cmd("CL.THROTTLE")
-                .arg(&key)
-                .arg(&params)
-                .arg(&["BLOCK", "0"])
-                .query::<Vec<i64>>(&mut con)
-        })
-    };
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    while !crate::harness::stats_line(&mut source_con, "cl_waiting").starts_with("now=1") {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the call never waited"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    assert_eq!(
+        call(&mut source_con, "CL.THROTTLE", &key, &ONE_PER_1500_MS)[0],
+        0
+    );
+    let waiter = Waiter::parked(
+        source,
+        &mut source_con,
+        1,
+        "CL.THROTTLE",
+        &waiting_call(&key),
+    );
     let slot = move_slot(
         &cluster,
         source,
@@ -450,18 +397,11 @@ fn a_moved_waiter_is_sent_to_the_hostname_the_server_names(flavor: Flavor) {
         "{named}",
         std::slice::from_ref(&key),
     );
-    let error = waiter.join().unwrap().expect_err("redirected");
-    let own = redis::cmd("EXISTS")
-        .arg(&key)
-        .query::<i64>(&mut source_con)
-        .expect_err("the server redirects its own command too");
+    let error = waiter.error();
     assert_eq!(
-        (error.code(), error.detail()),
-        (own.code(), own.detail()),
+        error,
+        error_of(&mut source_con, "EXISTS", &[key.as_bytes()]),
         "the module's redirect and the server's"
     );
-    assert_eq!(
-        error.detail(),
-        Some(format!("{slot} {hostname}:{}", target.port).as_str())
-    );
+    assert_eq!(error, format!("MOVED {slot} {hostname}:{}", target.port));
 }

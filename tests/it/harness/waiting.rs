@@ -37,8 +37,21 @@ pub struct Waiter {
 
 impl Waiter {
     pub fn start(server: &Server, command: &str, args: &[impl AsRef<str>]) -> Waiter {
+        Waiter::begin(server, false, command, args)
+    }
+
+    /// As `start`, with the call sent after `ASKING`, as a cluster client follows an `ASK`.
+    pub fn start_asking(server: &Server, command: &str, args: &[impl AsRef<str>]) -> Waiter {
+        Waiter::begin(server, true, command, args)
+    }
+
+    fn begin(server: &Server, asking: bool, command: &str, args: &[impl AsRef<str>]) -> Waiter {
         let mut con = connect(server);
         let id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut con).unwrap();
+        if asking {
+            // The flag holds for the connection's next command, the call.
+            let _: () = redis::cmd("ASKING").query(&mut con).unwrap();
+        }
         let mut cmd = redis::cmd(command);
         for arg in args {
             cmd.arg(arg.as_ref());
