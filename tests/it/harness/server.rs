@@ -74,25 +74,10 @@ impl Drop for DataDir {
 fn starts_under_libfaketime(binary: &Path) -> bool {
     const FROZEN_AT_MS: i64 = 1_900_000_000_000;
     let data = DataDir::fresh();
-    let clock = FakeClock {
-        file: data.path().join("faketime"),
-    };
-    clock.set_ms(FROZEN_AT_MS);
     let port = free_port();
-    let child = Command::new(binary)
-        .arg("--port")
-        .arg(port.to_string())
-        .args(["--bind", "127.0.0.1", "--save", "", "--daemonize", "no"])
-        .arg("--dir")
-        .arg(data.path())
-        .env("LD_PRELOAD", LIBFAKETIME)
-        .env("FAKETIME_TIMESTAMP_FILE", &clock.file)
-        .env("FAKETIME_NO_CACHE", "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn();
-    let Ok(mut child) = child else {
+    let mut command = server_command(binary, port, data.path());
+    under_fake_clock(&mut command, data.path(), FROZEN_AT_MS);
+    let Ok(mut child) = command.spawn() else {
         return false;
     };
     let deadline = Instant::now() + Duration::from_secs(15);
@@ -107,6 +92,38 @@ fn starts_under_libfaketime(binary: &Path) -> bool {
     let _ = child.kill();
     let _ = child.wait();
     frozen
+}
+
+/// A server on `port` in `dir`, on loopback, in the foreground, saving nothing, silent.
+fn server_command(binary: &Path, port: u16, dir: &Path) -> Command {
+    let mut command = Command::new(binary);
+    command
+        .arg("--port")
+        .arg(port.to_string())
+        .args(["--bind", "127.0.0.1", "--save", "", "--daemonize", "no"])
+        .arg("--dir")
+        .arg(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        // Whatever the caller's environment: the module's panics must not walk the stack,
+        // as Rust's default hook then does, inside the server (tests/it/guard.rs).
+        .env("RUST_BACKTRACE", "1");
+    command
+}
+
+/// Runs `command` under libfaketime, its wall clock frozen at `start_ms` in a clock file in
+/// `dir`, until the test moves it.
+fn under_fake_clock(command: &mut Command, dir: &Path, start_ms: i64) -> FakeClock {
+    let clock = FakeClock {
+        file: dir.join("faketime"),
+    };
+    clock.set_ms(start_ms);
+    command
+        .env("LD_PRELOAD", LIBFAKETIME)
+        .env("FAKETIME_TIMESTAMP_FILE", &clock.file)
+        .env("FAKETIME_NO_CACHE", "1");
+    clock
 }
 
 fn free_port() -> u16 {
@@ -162,13 +179,8 @@ impl Server {
             free_port()
         };
         let log = dir.join("server.log");
-        let mut command = Command::new(flavor.binary());
+        let mut command = server_command(&flavor.binary(), port, &dir);
         command
-            .arg("--port")
-            .arg(port.to_string())
-            .args(["--bind", "127.0.0.1", "--save", "", "--daemonize", "no"])
-            .arg("--dir")
-            .arg(&dir)
             .arg("--logfile")
             .arg(&log)
             .args(&options.args)
@@ -179,25 +191,12 @@ impl Server {
                 // a diskless one waits 5 s for more replicas to share it. Not in a cluster,
                 // whose failovers the tests time with the servers' own defaults.
                 &["--repl-diskless-sync", "no"][..]
-            })
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            // Whatever the caller's environment: the module's panics must not walk the stack,
-            // as Rust's default hook then does, inside the server (tests/it/guard.rs).
-            .env("RUST_BACKTRACE", "1");
+            });
         if !options.without_module {
             command.arg("--loadmodule").arg(module_path());
         }
         let clock = options.fake_clock_ms.map(|start| {
-            let clock = FakeClock {
-                file: dir.join("faketime"),
-            };
-            clock.set_ms(start);
-            command
-                .env("LD_PRELOAD", LIBFAKETIME)
-                .env("FAKETIME_TIMESTAMP_FILE", &clock.file)
-                .env("FAKETIME_NO_CACHE", "1");
+            let clock = under_fake_clock(&mut command, &dir, start);
             if !options.exact_clock {
                 command.env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
             }
