@@ -7,8 +7,8 @@
 Each SERVER is a redis-server or valkey-server binary (or launcher) that the test command ran
 the suites on; the sentence names each by product and minor version, as the README claims
 support. With --check, every FILE must hold the sentence as made, word for word (wrapped
-anywhere): a server
-added, dropped or moved to another minor version fails the check until the docs say so.
+anywhere): a server added, dropped or moved to another minor version fails the check until
+the docs say so.
 """
 
 import re

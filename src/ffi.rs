@@ -4,6 +4,7 @@
 //! functions through these; values, pure cores and command bodies call none
 //! (scripts/layers.py checks).
 
+use std::ffi::CStr;
 use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -90,6 +91,48 @@ pub fn log_warning(ctx: *mut raw::RedisModuleCtx, message: &str) {
         if let Some(log) = raw::RedisModule_Log {
             log(ctx, c"warning".as_ptr(), c"%s".as_ptr(), message.as_ptr());
         }
+    }
+}
+
+/// One section of the server's INFO, read through the module API, for `read` to take its
+/// fields from, and freed after; `None` where the server cannot give it.
+pub fn with_info_section<T>(section: &CStr, read: impl FnOnce(&InfoSection) -> T) -> Option<T> {
+    // SAFETY: GetServerInfo with no context returns data the caller frees, once, with
+    // FreeServerInfo and no context; the section borrowed by `read` does not outlive it.
+    unsafe {
+        let get = raw::RedisModule_GetServerInfo?;
+        let free = raw::RedisModule_FreeServerInfo?;
+        let data = get(std::ptr::null_mut(), section.as_ptr());
+        if data.is_null() {
+            return None;
+        }
+        let value = read(&InfoSection(data));
+        free(std::ptr::null_mut(), data);
+        Some(value)
+    }
+}
+
+/// A section of INFO that `with_info_section` holds.
+pub struct InfoSection(*mut raw::RedisModuleServerInfoData);
+
+impl InfoSection {
+    /// A field's text; `None` where the section has no such field.
+    pub fn text(&self, field: &CStr) -> Option<&[u8]> {
+        let get = unsafe { raw::RedisModule_ServerInfoGetFieldC }?;
+        // SAFETY: the data is live while self is borrowed; the text, if any, lives as long.
+        unsafe {
+            let text = get(self.0, field.as_ptr());
+            (!text.is_null()).then(|| CStr::from_ptr(text).to_bytes())
+        }
+    }
+
+    /// A field's value as an unsigned integer; `None` where there is none.
+    pub fn unsigned(&self, field: &CStr) -> Option<u64> {
+        let get = unsafe { raw::RedisModule_ServerInfoGetFieldUnsigned }?;
+        let mut error: c_int = 0;
+        // SAFETY: the data is live while self is borrowed; field a C string.
+        let value = unsafe { get(self.0, field.as_ptr(), &mut error) };
+        (error == 0).then_some(value)
     }
 }
 

@@ -48,7 +48,6 @@ mod entry;
 // Registration.
 mod command_table;
 
-use std::ffi::CStr;
 use std::os::raw::c_int;
 
 use redis_module::{raw, redis_module, Context, RedisString, Status};
@@ -149,14 +148,18 @@ fn check_server_version() -> Result<(), String> {
 }
 
 /// In a cluster, a waiter whose slot moves away asks the server who serves it now (CLUSTER
-/// SHARDS, from a timer: src/redirect.rs). Valkey 8.0.0 crashes on any module's call for its
-/// topology, whatever the context: it reads the calling client's connection, which a module's
-/// call has none of (fixed in 8.0.1). There, in a cluster, the module does not load.
+/// NODES and SHARDS, from a timer: src/redirect.rs). Valkey 8.0.0 and its release candidates
+/// crash on any module's call for the topology, whatever the context: they read the calling
+/// client's connection, which a module's call has none of (fixed in 8.0.1). There, in a
+/// cluster, the module does not load.
 fn check_cluster_calls(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
     if crate::ffi::context_flags(ctx) & raw::REDISMODULE_CTX_FLAGS_CLUSTER == 0 {
         return Ok(());
     }
-    let valkey = server_info_field(c"server", c"valkey_version");
+    let valkey = ffi::with_info_section(c"server", |server| {
+        server.text(c"valkey_version").map(<[u8]>::to_vec)
+    })
+    .flatten();
     if faults_on_topology_calls(valkey.as_deref()) {
         return Err(
             "redis-cell: Valkey 8.0.0 crashes when a module asks a cluster who serves a slot, as a waiter whose slot moves must (fixed in Valkey 8.0.1): not loading in a cluster"
@@ -171,27 +174,6 @@ fn check_cluster_calls(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
 /// 7.9.240.
 fn faults_on_topology_calls(valkey_version: Option<&[u8]>) -> bool {
     matches!(valkey_version, Some(b"8.0.0" | b"7.9.240"))
-}
-
-/// A field of an INFO section, as the server would print it; `None` where it has none.
-fn server_info_field(section: &CStr, field: &CStr) -> Option<Vec<u8>> {
-    // SAFETY: GetServerInfo with no context returns data the caller frees, once, with
-    // FreeServerInfo and no context; the field's text is copied while the data lives.
-    unsafe {
-        let (get, read, free) = (
-            raw::RedisModule_GetServerInfo?,
-            raw::RedisModule_ServerInfoGetFieldC?,
-            raw::RedisModule_FreeServerInfo?,
-        );
-        let data = get(std::ptr::null_mut(), section.as_ptr());
-        if data.is_null() {
-            return None;
-        }
-        let text = read(data, field.as_ptr());
-        let value = (!text.is_null()).then(|| CStr::from_ptr(text).to_bytes().to_vec());
-        free(std::ptr::null_mut(), data);
-        value
-    }
 }
 
 redis_module! {

@@ -17,7 +17,7 @@ use redis_module::raw;
 
 use crate::command::Command;
 use crate::counters;
-use crate::ffi::string_bytes;
+use crate::ffi::{string_bytes, with_info_section, InfoSection};
 
 /// Where the counters are settled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -251,10 +251,10 @@ fn transaction_over(id: u64) -> bool {
 /// Reads the statistics through the module API: a few microseconds, paid only around a
 /// RESETSTAT and, while one waits in a transaction, around each EXEC and DISCARD.
 fn read() -> Option<Reading> {
-    let commands = with_section(c"stats", |data| {
-        unsigned_field(data, c"total_commands_processed")
+    let commands = with_info_section(c"stats", |stats| {
+        stats.unsigned(c"total_commands_processed")
     })??;
-    with_section(c"commandstats", |data| {
+    with_info_section(c"commandstats", |data| {
         Some(Reading {
             commands,
             resetstat: command_stat(data, c"cmdstat_config|resetstat"),
@@ -268,48 +268,12 @@ fn read() -> Option<Reading> {
     })?
 }
 
-fn with_section<T>(
-    section: &CStr,
-    use_data: impl FnOnce(*mut raw::RedisModuleServerInfoData) -> T,
-) -> Option<T> {
-    // SAFETY: GetServerInfo with no context returns data the caller frees, once, with
-    // FreeServerInfo and no context.
-    unsafe {
-        let get = raw::RedisModule_GetServerInfo?;
-        let free = raw::RedisModule_FreeServerInfo?;
-        let data = get(std::ptr::null_mut(), section.as_ptr());
-        if data.is_null() {
-            return None;
-        }
-        let value = use_data(data);
-        free(std::ptr::null_mut(), data);
-        Some(value)
-    }
-}
-
-fn unsigned_field(data: *mut raw::RedisModuleServerInfoData, field: &CStr) -> Option<u64> {
-    let get = unsafe { raw::RedisModule_ServerInfoGetFieldUnsigned }?;
-    let mut error: c_int = 0;
-    // SAFETY: data is live server info; field a C string.
-    let value = unsafe { get(data, field.as_ptr(), &mut error) };
-    (error == 0).then_some(value)
-}
-
 /// A `cmdstat_…` line's counts; a command the server has not counted since the last reset has
 /// no line, and counts zero.
-fn command_stat(data: *mut raw::RedisModuleServerInfoData, field: &CStr) -> CommandStat {
-    let Some(get) = (unsafe { raw::RedisModule_ServerInfoGetFieldC }) else {
-        return CommandStat::default();
-    };
-    // SAFETY: data is live server info; the returned string, if any, lives as long as it.
-    let line = unsafe {
-        let text = get(data, field.as_ptr());
-        if text.is_null() {
-            return CommandStat::default();
-        }
-        CStr::from_ptr(text).to_bytes()
-    };
-    parse_command_stat(line)
+fn command_stat(section: &InfoSection, field: &CStr) -> CommandStat {
+    section
+        .text(field)
+        .map_or_else(CommandStat::default, parse_command_stat)
 }
 
 /// `calls=3,usec=10,usec_per_call=3.33,rejected_calls=1,failed_calls=0`.
