@@ -192,7 +192,7 @@ pub fn lease<'a>(args: &[&'a [u8]]) -> Result<LeaseArgs<'a>, Error> {
     let at_ms = value(at_at).map(instant_ms).transpose()?;
     let block_ms = value(block_at).map(block_timeout).transpose()?;
     // After every value, as the other commands check it.
-    never_waits(&never_waiting(false, dry_run_at.is_some(), false), block_ms)?;
+    never_waits(block_ms, false, dry_run_at.is_some(), false)?;
     Ok(LeaseArgs {
         params,
         holder,
@@ -511,7 +511,7 @@ pub fn all<'a>(args: &[&'a [u8]]) -> Result<AllArgs<'a>, Error> {
         });
     }
     // After the limiters' own numbers, as the single commands check it.
-    never_waits(&never_waiting(tail.refund, tail.dry_run, false), block_ms)?;
+    never_waits(block_ms, tail.refund, tail.dry_run, false)?;
     Ok(AllArgs {
         limiters,
         holder,
@@ -552,6 +552,17 @@ struct Tail {
     count_denied: bool,
 }
 
+impl Tail {
+    /// A call's tail that names nothing: one unit, taken, in seconds.
+    const PLAIN: Tail = Tail {
+        quantity: 1,
+        unit: TimeUnit::Seconds,
+        refund: false,
+        dry_run: false,
+        count_denied: false,
+    };
+}
+
 /// Seconds, or milliseconds with `MS`.
 fn unit_of(ms: bool) -> TimeUnit {
     if ms {
@@ -564,7 +575,23 @@ fn unit_of(ms: bool) -> TimeUnit {
 /// The single-key commands' tail, `[quantity] [MS] [REFUND] [DRYRUN]`, and `[COUNTDENIED]`
 /// where the command `counts_denied`: a quantity first if any, then the flags in any order,
 /// each once.
+#[inline(always)]
 fn tail_of(tail: &[&[u8]], command: &'static str, counts_denied: bool) -> Result<Tail, Error> {
+    // Most calls name no flag: nothing, or a quantity alone (no flag starts with a digit).
+    match tail {
+        [] => return Ok(Tail::PLAIN),
+        [quantity] if quantity.first().is_some_and(u8::is_ascii_digit) => {
+            return Ok(Tail {
+                quantity: integer(quantity, "quantity", 0)?,
+                ..Tail::PLAIN
+            })
+        }
+        _ => flagged_tail(tail, command, counts_denied),
+    }
+}
+
+/// A tail that may name flags.
+fn flagged_tail(tail: &[&[u8]], command: &'static str, counts_denied: bool) -> Result<Tail, Error> {
     // COUNTDENIED is the last flag, and only CL.FIXED takes it.
     let flags_taken = FLAGS.len() - usize::from(!counts_denied);
     if tail.len() > 1 + flags_taken {
@@ -623,36 +650,39 @@ impl Flag {
 }
 
 /// A refund, a dry run and a call that counts its denial never wait: BLOCK with any of them
-/// is refused, as the server refuses options that contradict each other. `options` are
-/// those flags by name, and whether the call gave each.
-pub fn never_waits(options: &[(&'static str, bool)], block_ms: Option<i64>) -> Result<(), Error> {
-    match options.iter().find(|&&(_, given)| given) {
-        Some(&(name, _)) if block_ms.is_some() => Err(Error::NeverWaits(name)),
+/// is refused, as the server refuses options that contradict each other, naming the first
+/// the call gave. A call without BLOCK looks at nothing else.
+#[inline(always)]
+pub fn never_waits(
+    block_ms: Option<i64>,
+    refund: bool,
+    dry_run: bool,
+    count_denied: bool,
+) -> Result<(), Error> {
+    if block_ms.is_none() {
+        return Ok(());
+    }
+    match (refund, dry_run, count_denied) {
+        (true, _, _) => Err(Error::NeverWaits("REFUND")),
+        (_, true, _) => Err(Error::NeverWaits("DRYRUN")),
+        (_, _, true) => Err(Error::NeverWaits("COUNTDENIED")),
         _ => Ok(()),
     }
 }
 
-/// The flags that never wait, by name, and whether a call gave each: what `never_waits`
-/// checks.
-fn never_waiting(refund: bool, dry_run: bool, count_denied: bool) -> [(&'static str, bool); 3] {
-    [
-        ("REFUND", refund),
-        ("DRYRUN", dry_run),
-        ("COUNTDENIED", count_denied),
-    ]
-}
-
 impl ThrottleArgs {
-    /// Its flags that never wait, for `never_waits`.
-    pub fn never_waiting(&self) -> [(&'static str, bool); 3] {
-        never_waiting(self.refund, self.dry_run, false)
+    /// Refuses BLOCK beside a flag that never waits.
+    #[inline(always)]
+    pub fn never_waits(&self, block_ms: Option<i64>) -> Result<(), Error> {
+        never_waits(block_ms, self.refund, self.dry_run, false)
     }
 }
 
 impl WindowArgs {
-    /// Its flags that never wait, for `never_waits`.
-    pub fn never_waiting(&self) -> [(&'static str, bool); 3] {
-        never_waiting(self.refund, self.dry_run, self.count_denied)
+    /// Refuses BLOCK beside a flag that never waits.
+    #[inline(always)]
+    pub fn never_waits(&self, block_ms: Option<i64>) -> Result<(), Error> {
+        never_waits(block_ms, self.refund, self.dry_run, self.count_denied)
     }
 }
 
@@ -850,15 +880,14 @@ mod tests {
             let args: Vec<&[u8]> = words("5 60").into_iter().chain(words(tail)).collect();
             assert_eq!(window(&args), Err(error), "{tail}");
         }
-        let flags = |refund, dry_run| never_waiting(refund, dry_run, false);
         assert_eq!(
-            never_waits(&flags(true, false), Some(0)),
+            never_waits(Some(0), true, false, false),
             Err(Error::NeverWaits("REFUND"))
         );
-        assert_eq!(never_waits(&flags(true, true), None), Ok(()));
-        assert_eq!(never_waits(&flags(false, false), Some(0)), Ok(()));
+        assert_eq!(never_waits(None, true, true, false), Ok(()));
+        assert_eq!(never_waits(Some(0), false, false, false), Ok(()));
         assert_eq!(
-            never_waits(&flags(false, true), Some(5)),
+            never_waits(Some(5), false, true, false),
             Err(Error::NeverWaits("DRYRUN"))
         );
     }
@@ -874,15 +903,15 @@ mod tests {
         assert_eq!(throttle(&words("1 5 60 COUNTDENIED")), Err(Error::Syntax));
         let all_flags = fixed_of("5 60 1 MS REFUND DRYRUN COUNTDENIED").unwrap();
         assert_eq!(
-            never_waits(&all_flags.never_waiting(), Some(10)),
+            all_flags.never_waits(Some(10)),
             Err(Error::NeverWaits("REFUND"))
         );
         let counting = fixed_of("5 60 COUNTDENIED").unwrap();
         assert_eq!(
-            never_waits(&counting.never_waiting(), Some(0)),
+            counting.never_waits(Some(0)),
             Err(Error::NeverWaits("COUNTDENIED"))
         );
-        assert_eq!(never_waits(&counting.never_waiting(), None), Ok(()));
+        assert_eq!(counting.never_waits(None), Ok(()));
         assert_eq!(
             fixed_of("5 60 1 MS REFUND DRYRUN COUNTDENIED x"),
             Err(Error::WrongArity("cl.fixed"))

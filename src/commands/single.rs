@@ -34,7 +34,7 @@ impl SingleCall<'_> {
 pub fn run_throttle(call: &SingleCall, turn: Turn) -> Result<Answer, Error> {
     let (params, block_ms) = args::block(call.params())?;
     let args = args::throttle(params)?;
-    args::never_waits(&args.never_waiting(), block_ms)?;
+    args.never_waits(block_ms)?;
     let limiter = Limiter::Throttle(Gcra::new(&args)?);
     let now = call.instant(None)?;
     let request = Request {
@@ -61,7 +61,7 @@ pub fn run_window(
 ) -> Result<Answer, Error> {
     let (params, block_ms) = args::block(call.params())?;
     let args = parse(params)?;
-    args::never_waits(&args.never_waiting(), block_ms)?;
+    args.never_waits(block_ms)?;
     let now = call.instant(args.at_ms)?;
     let propagate = if args.at_ms.is_some() {
         Propagate::Verbatim
