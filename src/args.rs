@@ -42,6 +42,7 @@ pub struct WindowArgs {
 }
 
 /// Parses the arguments of `CL.THROTTLE` that follow the key.
+#[inline(always)]
 pub fn throttle(args: &[&[u8]]) -> Result<ThrottleArgs, Error> {
     let [max_burst, count, period, tail @ ..] = args else {
         return Err(Error::WrongArity("cl.throttle"));
@@ -51,6 +52,7 @@ pub fn throttle(args: &[&[u8]]) -> Result<ThrottleArgs, Error> {
 }
 
 /// `max_burst count period`, with this tail.
+#[inline(always)]
 fn throttle_params(
     max_burst: &[u8],
     count: &[u8],
@@ -76,17 +78,20 @@ fn throttle_params(
 
 /// Parses the arguments of `CL.FIXED` that follow the key, including the `AT unix-ms` its
 /// replication form carries.
+#[inline(always)]
 pub fn fixed(args: &[&[u8]]) -> Result<WindowArgs, Error> {
     window_args(args, "cl.fixed", true)
 }
 
 /// Parses the arguments of `CL.WINDOW` that follow the key, including the `AT unix-ms` its
 /// replication form carries.
+#[inline(always)]
 pub fn window(args: &[&[u8]]) -> Result<WindowArgs, Error> {
     window_args(args, "cl.window", false)
 }
 
 /// A window command's arguments; `counts_denied` says whether it takes `COUNTDENIED`.
+#[inline(always)]
 fn window_args(
     args: &[&[u8]],
     command: &'static str,
@@ -101,6 +106,7 @@ fn window_args(
 }
 
 /// `limit period [quantity] [MS] [REFUND] [DRYRUN] [COUNTDENIED]`.
+#[inline(always)]
 fn window_params(
     args: &[&[u8]],
     at_ms: Option<i64>,
@@ -117,6 +123,7 @@ fn window_params(
 }
 
 /// `limit period`, with this tail.
+#[inline(always)]
 fn limit_and_period(limit: &[u8], period: &[u8], tail: Tail) -> Result<WindowArgs, Error> {
     Ok(WindowArgs {
         limit: integer(limit, "limit", 1)?,
@@ -579,13 +586,11 @@ fn unit_of(ms: bool) -> TimeUnit {
 fn tail_of(tail: &[&[u8]], command: &'static str, counts_denied: bool) -> Result<Tail, Error> {
     // Most calls name no flag: nothing, or a quantity alone (no flag starts with a digit).
     match tail {
-        [] => return Ok(Tail::PLAIN),
-        [quantity] if quantity.first().is_some_and(u8::is_ascii_digit) => {
-            return Ok(Tail {
-                quantity: integer(quantity, "quantity", 0)?,
-                ..Tail::PLAIN
-            })
-        }
+        [] => Ok(Tail::PLAIN),
+        [quantity] if quantity.first().is_some_and(u8::is_ascii_digit) => Ok(Tail {
+            quantity: integer(quantity, "quantity", 0)?,
+            ..Tail::PLAIN
+        }),
         _ => flagged_tail(tail, command, counts_denied),
     }
 }

@@ -97,7 +97,7 @@ fn write_all(
             match write(
                 ctx,
                 &mut entry.key,
-                change,
+                &change,
                 Propagate::WithInstant(own_args),
                 now,
             ) {
@@ -113,7 +113,7 @@ fn write_all(
         }
     }
     for (entry, &written) in entries.iter().zip(written.iter()) {
-        if let Some(change) = entry.verdict.change.filter(|_| written) {
+        if let Some(change) = entry.verdict.change.as_ref().filter(|_| written) {
             notify(&entry.key, change);
         }
     }

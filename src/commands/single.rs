@@ -121,7 +121,8 @@ fn single(
     turn: Turn,
 ) -> Result<(Outcome, bool), Error> {
     let (mut key, verdict) = decide_in_line(call.ctx, call.arg(0)?, &limiter, request, now, turn)?;
-    let change = verdict.change.filter(|_| turn.writes() && request.writes());
+    let writes = turn.writes() && request.writes();
+    let change = verdict.change.as_ref().filter(|_| writes);
     if let Some(change) = change {
         write(call.ctx, &mut key, change, propagate, now)?;
         notify(&key, change);

@@ -86,11 +86,11 @@ pub fn read<'k>(limiter: &Limiter, key: &'k Key) -> Result<Stored<'k>, Error> {
 pub fn write(
     ctx: *mut raw::RedisModuleCtx,
     key: &mut Key,
-    change: Change,
+    change: &Change,
     propagate: Propagate,
     now: Instant,
 ) -> Result<(), Error> {
-    match change {
+    match *change {
         // Written as `SET key tat PXAT expiry` would write it, and propagated as that.
         Change::Tat { tat, expire_at_ms } => {
             let mut digits = [0u8; 20];
@@ -114,12 +114,15 @@ pub fn write(
             key.write_integer(count, Expiry::Unchanged)?;
             replicate_window(ctx, c"CL.FIXED", propagate, now)
         }
-        Change::Log(append) => {
+        Change::Log(ref append) => {
             append.apply(key)?;
             key.expire_at(append.expire_at_ms)?;
             replicate_window(ctx, c"CL.WINDOW", propagate, now)
         }
-        Change::Trim { plan, expire_at_ms } => {
+        Change::Trim {
+            ref plan,
+            expire_at_ms,
+        } => {
             plan.write(key)?;
             key.expire_at(expire_at_ms)?;
             replicate_window(ctx, c"CL.WINDOW", propagate, now)
@@ -148,8 +151,8 @@ pub fn write(
 /// propagation: `SET … PXAT` for a TAT, INCRBY (and EXPIRE when a window opens) for a count
 /// and DECRBY for a lower one, for a log `cl.window` and EXPIRE, for a lease `cl.lease` and
 /// EXPIRE, and DEL for a window a refund cleared.
-pub fn notify(key: &Key, change: Change) {
-    match change {
+pub fn notify(key: &Key, change: &Change) {
+    match *change {
         Change::Tat { .. } => {
             key.notify(Event::Set);
             key.notify(Event::Expire);

@@ -153,6 +153,7 @@ pub struct Log<'a> {
 
 impl<'a> Log<'a> {
     /// Refuses a value that is not a log of this format, or whose header is damaged.
+    #[inline(always)]
     pub fn decode(bytes: &'a [u8]) -> Result<Log<'a>, Error> {
         let raw: &[u8; HEADER_LEN] = bytes
             .get(..HEADER_LEN)
