@@ -1,7 +1,7 @@
 # Redis with redis-cell loaded: `docker build -t redis-cell .`, then
 # `docker run -p 6379:6379 redis-cell`. The two base images are build arguments: the Rust
-# image the module is built in, and the server image it is loaded into (Valkey: see the
-# README). Their defaults are the official images.
+# image the module is built in, and the server image it is loaded into (Valkey: see
+# docs/operations.md, "Docker"). Their defaults are the official images.
 ARG BUILDER_IMAGE=rust:1-bookworm
 ARG SERVER_IMAGE=redis:7.4-bookworm
 

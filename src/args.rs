@@ -21,8 +21,9 @@ pub struct ThrottleArgs {
     pub dry_run: bool,
 }
 
-/// `CL.FIXED` and `CL.WINDOW`: `key limit period [quantity] [MS] [REFUND] [DRYRUN]`, after the key,
-/// and in their replication form a final `AT unix-ms`, the instant their replicas decide at.
+/// `CL.FIXED` and `CL.WINDOW`: `key limit period [quantity] [MS] [REFUND] [DRYRUN]
+/// [COUNTDENIED]` (COUNTDENIED CL.FIXED's alone), after the key, and in their replication
+/// form a final `AT unix-ms`, the instant their replicas decide at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WindowArgs {
     pub limit: i64,
@@ -145,7 +146,7 @@ pub struct LeaseParams {
     pub lease_ms: i64,
 }
 
-/// `CL.LEASE key limit lease_time holder [MS] [DRYRUN] [BLOCK milliseconds]`, after the key,
+/// `CL.LEASE key limit lease_time holder [MS] [DRYRUN] [BLOCK timeout]`, after the key,
 /// and in its replication form `AT unix-ms`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LeaseArgs<'a> {
@@ -300,7 +301,7 @@ pub const MAX_HOLDER: usize = 255;
 /// The longest BLOCK timeout, in milliseconds: the span a limiter may look ahead.
 pub const MAX_BLOCK_MS: i64 = MAX_SPAN_NS / NANOS_PER_MILLI;
 
-/// Splits a trailing `BLOCK milliseconds` off a single-key command's arguments: the
+/// Splits a trailing `BLOCK timeout` off a single-key command's arguments: the
 /// arguments before it, and the timeout (0 waits as long as it takes).
 #[inline(always)]
 pub fn block<'a, 'b>(args: &'a [&'b [u8]]) -> Result<(&'a [&'b [u8]], Option<i64>), Error> {
@@ -344,7 +345,7 @@ pub struct LimiterSpec {
 }
 
 /// `CL.ALL numkeys key [key ...] limiter [limiter ...] [QUANTITY quantity] [MS] [REFUND]
-/// [DRYRUN] [DETAIL] [HOLDER holder] [BLOCK milliseconds]`, after the command's name: the
+/// [DRYRUN] [DETAIL] [HOLDER holder] [BLOCK timeout]`, after the command's name: the
 /// keys are at positions `1..=limiters.len()`, and every position indexes that same list of
 /// arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]

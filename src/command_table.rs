@@ -543,3 +543,225 @@ fn raw_arg(arg: &Arg, subargs: *mut raw::RedisModuleCommandArg) -> raw::RedisMod
         display_text: ptr::null(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The command table is the one home of every command's grammar: each grammar the docs,
+    //! the README and the doc comments quote is the table's, or a part of it.
+
+    use super::*;
+    use crate::quotes::{self, Quote};
+
+    fn text(name: &CStr) -> String {
+        name.to_string_lossy().into_owned()
+    }
+
+    /// An argument as the docs write it, Redis's way: `[optional]`, `many [many ...]`,
+    /// `TOKEN value`; a choice or a block by its name (`limiter`), spelled out by
+    /// `choices`.
+    fn argument(arg: &Arg) -> String {
+        let value = match (&arg.kind, arg.token) {
+            (ArgType::PureToken, Some(token)) => text(token),
+            (ArgType::OneOf(_) | ArgType::Block(_), _) | (_, None) => text(arg.name),
+            (_, Some(token)) => format!("{} {}", text(token), text(arg.name)),
+        };
+        let value = if arg.multiple {
+            format!("{value} [{value} ...]")
+        } else {
+            value
+        };
+        if arg.optional {
+            format!("[{value}]")
+        } else {
+            value
+        }
+    }
+
+    /// A command's whole grammar, its name in capitals.
+    fn grammar(command: &Command) -> String {
+        std::iter::once(text(command.name).to_uppercase())
+            .chain(command.args.iter().map(argument))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// A choice's alternatives, each a block in full: CL.ALL's `limiter`.
+    fn choices(arg: &Arg) -> Option<String> {
+        let ArgType::OneOf(alternatives) = arg.kind else {
+            return None;
+        };
+        let each = alternatives
+            .iter()
+            .map(|alternative| match alternative.kind {
+                ArgType::Block(params) => {
+                    std::iter::once(alternative.token.map_or(String::new(), text))
+                        .chain(params.iter().map(argument))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                }
+                _ => argument(alternative),
+            });
+        Some(each.collect::<Vec<_>>().join(" | "))
+    }
+
+    /// A grammar cut into its elements: a word, or a bracketed group (optional).
+    fn elements(grammar: &str) -> Vec<(String, bool)> {
+        let mut elements = Vec::new();
+        let mut depth = 0;
+        let mut current = String::new();
+        for word in grammar.split_whitespace() {
+            if depth == 0 && !word.starts_with('[') {
+                elements.push((word.to_owned(), false));
+                continue;
+            }
+            depth += word.matches('[').count();
+            depth -= word.matches(']').count();
+            if !current.is_empty() {
+                current.push(' ');
+            }
+            current.push_str(word);
+            if depth == 0 {
+                let inner = current.get(1..current.len() - 1).unwrap_or_default();
+                elements.push((inner.to_owned(), true));
+                current.clear();
+            }
+        }
+        elements
+    }
+
+    /// Whether `excerpt` is a part of `full`: its elements in the table's order, each
+    /// optional one left out, kept, or made required, and nothing the table lacks but the
+    /// replication form's final `AT <unix-ms>`.
+    fn is_part_of(excerpt: &str, full: &str) -> bool {
+        let shown = elements(excerpt);
+        let mut at = 0;
+        for (element, optional) in elements(full) {
+            // Made required, an optional group is its words: `BLOCK timeout`.
+            let words = element.split(' ').count();
+            let required = shown.get(at..at + words).filter(|run| {
+                run.iter().all(|(_, bracketed)| !bracketed)
+                    && run
+                        .iter()
+                        .map(|(word, _)| word.as_str())
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                        == element
+            });
+            match shown.get(at) {
+                Some((word, true)) if *word == element && optional => at += 1,
+                Some((word, false)) if *word == element => at += 1,
+                _ if required.is_some() => at += words,
+                _ if optional => {}
+                _ => return false,
+            }
+        }
+        let rest: Vec<_> = shown
+            .iter()
+            .skip(at)
+            .map(|(word, _)| word.as_str())
+            .collect();
+        rest.is_empty() || rest == ["AT", "<unix-ms>"]
+    }
+
+    /// A quote that reads as a grammar: a command's name, its first argument's name, and
+    /// then only argument names, keywords, brackets and placeholders.
+    fn command_quoted<'a>(quote: &Quote) -> Option<&'a Command> {
+        let mut words = quote.text.split_whitespace();
+        let name = words.next()?;
+        let command = COMMANDS.iter().find(|command| {
+            text(command.name).eq_ignore_ascii_case(name) && name.starts_with("CL.")
+        })?;
+        let first = command.args.first().map(|arg| text(arg.name));
+        let grammatical = |word: &str| {
+            let word = word.trim_matches(|c| c == '[' || c == ']');
+            word == "..."
+                || word.starts_with('<')
+                || (!word.is_empty()
+                    && word
+                        .chars()
+                        .all(|c| c.is_ascii_alphabetic() || c == '_' || c == '-'))
+        };
+        let second = words.clone().next();
+        (second.map(str::to_owned) == first && words.all(grammatical) && !quote.text.contains('…'))
+            .then_some(command)
+    }
+
+    #[test]
+    fn every_grammar_quoted_is_the_table_s_or_a_part_of_it() {
+        let mut checked = 0;
+        let mut wrong = Vec::new();
+        for quote in quotes::all() {
+            let Some(command) = command_quoted(&quote) else {
+                continue;
+            };
+            checked += 1;
+            let full = grammar(command);
+            if !is_part_of(&quote.text, &full) {
+                wrong.push(format!(
+                    "{}: `{}`\n  the table: `{full}`",
+                    quote.place, quote.text
+                ));
+            }
+        }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+        assert!(checked >= COMMANDS.len(), "only {checked} grammars found");
+    }
+
+    #[test]
+    fn every_command_has_its_whole_grammar_in_the_docs_and_a_row_in_the_readme() {
+        let quotes = quotes::all();
+        let readme =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+        for command in &COMMANDS {
+            let full = grammar(command);
+            assert!(
+                quotes
+                    .iter()
+                    .any(|quote| quote.place.starts_with("docs/") && quote.text == full),
+                "no page of docs/ gives the whole grammar `{full}`"
+            );
+            let row = format!("| `{full}` |");
+            assert!(
+                readme.contains(&row),
+                "README.md's table lacks the row {row}"
+            );
+        }
+        let limiter = COMMANDS
+            .iter()
+            .flat_map(|command| command.args.iter())
+            .find_map(choices)
+            .unwrap();
+        assert!(
+            quotes
+                .iter()
+                .any(|quote| quote.text.strip_prefix("limiter := ") == Some(&limiter)),
+            "no page spells out CL.ALL's limiter: `{limiter}`"
+        );
+    }
+
+    #[test]
+    fn a_part_keeps_the_table_s_order_and_its_required_arguments() {
+        let full = "CL.FIXED key limit period [quantity] [MS] [REFUND] [BLOCK timeout]";
+        assert!(is_part_of(full, full));
+        assert!(is_part_of("CL.FIXED key limit period [MS] REFUND", full));
+        assert!(is_part_of(
+            "CL.FIXED key limit period [quantity] [MS] AT <unix-ms>",
+            full
+        ));
+        assert!(!is_part_of(
+            "CL.FIXED key limit period 5 BLOCK timeout",
+            full
+        ));
+        assert!(is_part_of(
+            "CL.FIXED key limit period quantity BLOCK timeout",
+            full
+        ));
+        assert!(!is_part_of("CL.FIXED key limit period [REFUND] [MS]", full));
+        assert!(!is_part_of("CL.FIXED key period", full));
+        assert!(!is_part_of("CL.FIXED key [limit] period", full));
+        assert!(!is_part_of(
+            "CL.FIXED key limit period [BLOCK milliseconds]",
+            full
+        ));
+    }
+}

@@ -139,7 +139,7 @@ fn answer_now(
     answer::send(ctx, result);
 }
 
-/// `CL.THROTTLE key max_burst count period [quantity] [MS] [BLOCK milliseconds]`
+/// `CL.THROTTLE key max_burst count period [quantity] [MS] [REFUND] [DRYRUN] [BLOCK timeout]`
 pub extern "C" fn throttle(
     ctx: *mut raw::RedisModuleCtx,
     argv: *mut *mut raw::RedisModuleString,
@@ -148,8 +148,8 @@ pub extern "C" fn throttle(
     command(ctx, argv, argc, Command::Throttle)
 }
 
-/// `CL.FIXED key limit period [quantity] [MS] [BLOCK milliseconds]`, and its replication form
-/// with `AT unix-ms`.
+/// `CL.FIXED key limit period [quantity] [MS] [REFUND] [DRYRUN] [COUNTDENIED] [BLOCK timeout]`,
+/// and its replication form with `AT unix-ms`.
 pub extern "C" fn fixed(
     ctx: *mut raw::RedisModuleCtx,
     argv: *mut *mut raw::RedisModuleString,
@@ -158,8 +158,8 @@ pub extern "C" fn fixed(
     command(ctx, argv, argc, Command::Fixed)
 }
 
-/// `CL.WINDOW key limit period [quantity] [MS] [BLOCK milliseconds]`, and its replication form
-/// with `AT unix-ms`.
+/// `CL.WINDOW key limit period [quantity] [MS] [REFUND] [DRYRUN] [BLOCK timeout]`, and its
+/// replication form with `AT unix-ms`.
 pub extern "C" fn window(
     ctx: *mut raw::RedisModuleCtx,
     argv: *mut *mut raw::RedisModuleString,
@@ -168,8 +168,8 @@ pub extern "C" fn window(
     command(ctx, argv, argc, Command::Window)
 }
 
-/// `CL.LEASE key limit lease_time holder [MS] [BLOCK milliseconds]`, and its replication form
-/// with `AT unix-ms`.
+/// `CL.LEASE key limit lease_time holder [MS] [DRYRUN] [BLOCK timeout]`, and its replication
+/// form with `AT unix-ms`.
 pub extern "C" fn lease(
     ctx: *mut raw::RedisModuleCtx,
     argv: *mut *mut raw::RedisModuleString,
@@ -196,8 +196,8 @@ pub extern "C" fn holders(
     command(ctx, argv, argc, Command::Holders)
 }
 
-/// `CL.ALL numkeys key [key ...] limiter [limiter ...] [QUANTITY quantity] [MS] [DETAIL]
-/// [HOLDER holder] [BLOCK milliseconds]`, and the server's question of where its keys are.
+/// `CL.ALL numkeys key [key ...] limiter [limiter ...] [QUANTITY quantity] [MS] [REFUND]
+/// [DRYRUN] [DETAIL] [HOLDER holder] [BLOCK timeout]`, and the server's question of where its keys are.
 pub extern "C" fn all(
     ctx: *mut raw::RedisModuleCtx,
     argv: *mut *mut raw::RedisModuleString,

@@ -207,4 +207,200 @@ mod tests {
             "ERR period must be >= 1"
         );
     }
+
+    /// One piece of an error text's pattern.
+    #[derive(Clone, Copy, PartialEq, Eq)]
+    enum Piece {
+        Char(char),
+        /// A template's name (an argument's, a command's): one word or more.
+        Word,
+        /// A template's number (a position, a bound).
+        Digits,
+        /// A quote's placeholder (`<argument>`, `…`): any text.
+        Any,
+    }
+
+    impl Piece {
+        fn takes(self, c: char) -> bool {
+            match self {
+                Piece::Word => !c.is_whitespace(),
+                Piece::Digits => c.is_ascii_digit() || c == '-',
+                Piece::Char(own) => own == c,
+                Piece::Any => true,
+            }
+        }
+    }
+
+    /// Every reply text the module can send, as a pattern: each name and number the
+    /// message is made with, a placeholder.
+    fn templates() -> Vec<Vec<Piece>> {
+        const WORD: &str = "\u{1}";
+        const NUMBER: usize = 987_654_321;
+        let all = [
+            Error::WrongArity(WORD),
+            Error::Syntax,
+            Error::NotAnInteger(WORD),
+            Error::BelowMinimum {
+                arg: WORD,
+                min: NUMBER as i64,
+            },
+            Error::AboveMaximum {
+                arg: WORD,
+                max: NUMBER as i64,
+            },
+            Error::DuplicateKey {
+                first: NUMBER,
+                again: NUMBER,
+            },
+            Error::MissingLimiter(NUMBER),
+            Error::ExtraLimiter,
+            Error::UnknownLimiter(NUMBER),
+            Error::NoHolder,
+            Error::HolderWithoutLease,
+            Error::HolderLength,
+            Error::BadOption {
+                command: WORD,
+                position: NUMBER,
+            },
+            Error::NoBlock(WORD),
+            Error::NeverWaits(WORD),
+            Error::TooLarge(WORD),
+            Error::SubNanosecondInterval,
+            Error::AtFromClient,
+            Error::WrongType,
+            Error::CorruptState,
+            Error::LogTooLong,
+            Error::LeaseSetTooLong,
+            Error::ClockOutOfRange,
+            Error::Readonly,
+            Error::Internal,
+        ];
+        all.iter()
+            .map(|error| {
+                let message = error.message().replace(&NUMBER.to_string(), "\u{2}");
+                message
+                    .chars()
+                    .map(|c| match c {
+                        '\u{1}' => Piece::Word,
+                        '\u{2}' => Piece::Digits,
+                        c => Piece::Char(c),
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// An error text as a quote gives it: `<placeholder>` and `…` stand for any text.
+    fn quoted(quote: &str) -> Vec<Piece> {
+        let mut pieces = Vec::new();
+        let mut rest = quote;
+        while let Some(c) = rest.chars().next() {
+            let placeholder = rest
+                .strip_prefix('<')
+                .and_then(|after| after.split_once('>'))
+                .filter(|(name, _)| {
+                    name.starts_with(|c: char| c.is_ascii_alphabetic())
+                        && name
+                            .chars()
+                            .all(|c| c.is_ascii_alphanumeric() || "_-".contains(c))
+                });
+            if let Some((_, after)) = placeholder {
+                pieces.push(Piece::Any);
+                rest = after;
+            } else {
+                pieces.push(if c == '…' {
+                    Piece::Any
+                } else {
+                    Piece::Char(c)
+                });
+                rest = &rest[c.len_utf8()..];
+            }
+        }
+        pieces
+    }
+
+    /// Whether some text fits both the quote's pattern and the template's.
+    fn overlap(quote: &[Piece], template: &[Piece]) -> bool {
+        let mut seen = std::collections::HashSet::new();
+        let mut todo = vec![(0, 0)];
+        while let Some((i, j)) = todo.pop() {
+            if !seen.insert((i, j)) {
+                continue;
+            }
+            match (quote.get(i), template.get(j)) {
+                (None, None) => return true,
+                // Any text: none more, or the template's next piece, whatever it is.
+                (Some(Piece::Any), _) => {
+                    todo.push((i + 1, j));
+                    if j < template.len() {
+                        todo.push((i, j + 1));
+                    }
+                }
+                // A name or number: this character, and then more of it or the end of it.
+                (Some(&Piece::Char(c)), Some(&wild @ (Piece::Word | Piece::Digits)))
+                    if wild.takes(c) =>
+                {
+                    todo.push((i + 1, j));
+                    todo.push((i + 1, j + 1));
+                }
+                (Some(&Piece::Char(c)), Some(&Piece::Char(own))) if c == own => {
+                    todo.push((i + 1, j + 1))
+                }
+                _ => {}
+            }
+        }
+        false
+    }
+
+    #[test]
+    fn every_error_text_quoted_is_one_the_module_sends() {
+        let templates = templates();
+        let mut checked = 0;
+        let mut wrong = Vec::new();
+        for quote in crate::quotes::all() {
+            let text = quote.text.strip_prefix("(error) ").unwrap_or(&quote.text);
+            // A code alone (`ERR`, `WRONGTYPE`) names the kind of reply, not a text; the
+            // server's own errors (OOM, MOVED, CROSSSLOT, …) are its to word.
+            if !["ERR ", "WRONGTYPE ", "READONLY "]
+                .iter()
+                .any(|code| text.starts_with(code))
+            {
+                continue;
+            }
+            checked += 1;
+            let pattern = quoted(text);
+            if !templates.iter().any(|template| overlap(&pattern, template)) {
+                wrong.push(format!("{}: `{text}`", quote.place));
+            }
+        }
+        assert!(
+            wrong.is_empty(),
+            "not texts of error.rs:\n{}",
+            wrong.join("\n")
+        );
+        assert!(checked >= 20, "only {checked} error texts found");
+    }
+
+    #[test]
+    fn a_quoted_text_fits_a_template_with_or_without_placeholders() {
+        let templates = templates();
+        let fits = |quote: &str| templates.iter().any(|t| overlap(&quoted(quote), t));
+        for quote in [
+            "ERR limit must be >= 1",
+            "ERR numkeys must be <= 16",
+            "ERR <argument> must be >= <minimum>",
+            "ERR … must be >= 1",
+            "ERR the sliding window log would exceed 512 MB: …",
+        ] {
+            assert!(fits(quote), "{quote}");
+        }
+        for quote in [
+            "ERR limit must be > 1",
+            "ERR limit must be >= 1 or so",
+            "ERR limit must be >= one",
+            "ERR the sliding window log would exceed 512 MB",
+        ] {
+            assert!(!fits(quote), "{quote}");
+        }
+    }
 }

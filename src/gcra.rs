@@ -443,7 +443,7 @@ mod tests {
 
         /// The drop-in promise: at whole-millisecond times, with an emission interval of whole
         /// milliseconds (where redis-cell's own rounding is exact), every reply is
-        /// redis-cell's. (Elsewhere the README lists where redis-cell rounds wrongly.)
+        /// redis-cell's. (docs/migrating.md lists where redis-cell rounds wrongly.)
         #[test]
         fn replies_are_redis_cells_at_whole_milliseconds(
             max_burst in 0i64..20,

@@ -203,6 +203,9 @@ fn register_info_and_filter(ctx: *mut raw::RedisModuleCtx) {
 }
 
 #[cfg(test)]
+mod quotes;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -24,7 +24,7 @@ use crate::window::SlidingWindow;
 
 /// The most arguments CL.ALL takes: its name, numkeys, 16 keys, 16 limiters of up to four
 /// words, `QUANTITY quantity`, `MS`, `REFUND`, `DRYRUN`, `DETAIL`, `HOLDER holder` and
-/// `BLOCK milliseconds`.
+/// `BLOCK timeout`.
 pub const MAX_ALL_ARGS: usize = 2 + args::MAX_KEYS * 5 + 10;
 
 /// CL.ALL's body. Every limiter is built, then every key read and decided, and what each

@@ -15,7 +15,7 @@ use crate::propagate::Propagate;
 use crate::time::Instant;
 
 /// The most arguments a single-key command takes, its name included
-/// (`CL.FIXED key limit period quantity MS REFUND DRYRUN COUNTDENIED BLOCK milliseconds`,
+/// (`CL.FIXED key limit period quantity MS REFUND DRYRUN COUNTDENIED BLOCK timeout`,
 /// which is refused for what it says, not for its length; the replication form of the
 /// windows, with `AT unix-ms`, never has `BLOCK`).
 pub const MAX_ARGS: usize = 11;
@@ -30,7 +30,7 @@ impl SingleCall<'_> {
 }
 
 /// `CL.THROTTLE key max_burst count period [quantity] [MS] [REFUND] [DRYRUN]
-/// [BLOCK milliseconds]`
+/// [BLOCK timeout]`
 pub fn run_throttle(call: &SingleCall, turn: Turn) -> Result<Answer, Error> {
     let (params, block_ms) = args::block(call.params())?;
     let args = args::throttle(params)?;
@@ -50,8 +50,9 @@ pub fn run_throttle(call: &SingleCall, turn: Turn) -> Result<Answer, Error> {
 }
 
 /// A window command: `key limit period [quantity] [MS] [REFUND] [DRYRUN] [COUNTDENIED]
-/// [AT unix-ms] [BLOCK milliseconds]` (COUNTDENIED CL.FIXED's alone), on one limiter. It propagates as itself with its instant, without
-/// BLOCK, or, replayed with an instant already, as it came.
+/// [AT unix-ms] [BLOCK timeout]` (COUNTDENIED CL.FIXED's alone), on one limiter. It
+/// propagates as itself with its instant, without BLOCK, or, replayed with an instant
+/// already, as it came.
 #[inline(always)]
 pub fn run_window(
     call: &SingleCall,
@@ -80,7 +81,7 @@ pub fn run_window(
     ))
 }
 
-/// `CL.LEASE key limit lease_time holder [MS] [DRYRUN] [BLOCK milliseconds]`, and its
+/// `CL.LEASE key limit lease_time holder [MS] [DRYRUN] [BLOCK timeout]`, and its
 /// replication form with `AT unix-ms`. It propagates as the window commands do: as itself,
 /// without BLOCK, with its instant.
 pub fn run_lease(call: &SingleCall, turn: Turn) -> Result<Answer, Error> {

@@ -87,7 +87,7 @@ fn the_image_serves_the_worked_examples_a_wait_and_its_version() {
         .expect("the container starts");
     let mut con = connect(&container);
 
-    // The README's worked examples.
+    // The worked examples of docs/commands.md.
     for i in 1..=16 {
         assert_eq!(
             call(&mut con, "CL.THROTTLE", &["user123", "15", "30", "60", "1"]),

@@ -1,0 +1,104 @@
+#![cfg(test)]
+//! What the prose quotes of the code: the code spans and code-block lines of the README and
+//! docs/, and the code spans of the doc comments in src/. The tests hold each quote to the one
+//! home of its fact: a grammar to the command table, an error text to error.rs.
+
+use std::path::{Path, PathBuf};
+
+/// One quote, and where it was found.
+pub struct Quote {
+    pub text: String,
+    pub place: String,
+}
+
+/// Every quote in the README, docs/*.md and the doc comments of src/.
+pub fn all() -> Vec<Quote> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut quotes = Vec::new();
+    let mut pages = vec![root.join("README.md")];
+    pages.extend(files(&root.join("docs"), "md"));
+    for page in pages {
+        let text = read(&page);
+        quotes.extend(in_markdown(&text, &place(root, &page)));
+    }
+    for source in files(&root.join("src"), "rs") {
+        let comments = doc_comments(&read(&source));
+        quotes.extend(in_spans(&comments, &place(root, &source)));
+    }
+    quotes
+}
+
+/// A page's code: each line of its fenced blocks, and each code span of the rest.
+fn in_markdown(text: &str, place: &str) -> Vec<Quote> {
+    let mut quotes = Vec::new();
+    let mut prose = String::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+        } else if fenced {
+            // Columns aligned with spaces read as one space each.
+            quotes.push(Quote {
+                text: line.split_whitespace().collect::<Vec<_>>().join(" "),
+                place: place.to_owned(),
+            });
+        } else {
+            prose.push_str(line);
+            prose.push('\n');
+        }
+    }
+    quotes.extend(in_spans(&prose, place));
+    quotes
+}
+
+/// The code spans of prose: text between single backticks, a span may run over a line's end.
+fn in_spans(prose: &str, place: &str) -> Vec<Quote> {
+    prose
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(|span| Quote {
+            text: span.split_whitespace().collect::<Vec<_>>().join(" "),
+            place: place.to_owned(),
+        })
+        .collect()
+}
+
+/// The doc comments of a source file, as one text, a line each.
+fn doc_comments(source: &str) -> String {
+    source
+        .lines()
+        .filter_map(|line| {
+            let line = line.trim_start();
+            line.strip_prefix("///")
+                .or_else(|| line.strip_prefix("//!"))
+        })
+        .map(|line| format!("{line}\n"))
+        .collect()
+}
+
+fn files(dir: &Path, extension: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(files(&path, extension));
+        } else if path.extension().is_some_and(|e| e == extension) {
+            found.push(path);
+        }
+    }
+    found.sort();
+    found
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn place(root: &Path, path: &Path) -> String {
+    path.strip_prefix(root)
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
