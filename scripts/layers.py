@@ -4,8 +4,12 @@ checked against the layers of docs/design.md: every module sits in one layer, im
 from its own layer or those below it, and the graph has no cycle. Test modules are left out:
 a test may reach anywhere.
 
-    python3 scripts/layers.py          # checks, and prints each layer with what it imports
-    python3 scripts/layers.py --dot    # the graph in Graphviz's dot format
+    python3 scripts/layers.py                  # checks, and prints each layer with what it imports
+    python3 scripts/layers.py --dot            # the graph in Graphviz's dot format
+    python3 scripts/layers.py --check PAGE.md  # checks, and that PAGE.md draws the layers as printed
+
+The page's picture is the fenced block after the line `<!-- scripts/layers.py -->`: the
+layers as this script prints them, so that the picture is the code's.
 """
 
 import os
@@ -145,6 +149,19 @@ def main():
             code = without_tests_and_comments(f.read())
         for call in sorted(set(re.findall(r"\bRedisModule_\w+", code))):
             problems.append(f"{module} ({LAYERS[layer_of[module]][0]}) calls the server's {call}")
+    # Values and pure cores know nothing of the server: not its API, nor a raw pointer, nor
+    # the unsafe code either would need.
+    pure = {m for name, ms in LAYERS if name in ("values", "pure cores") for m in ms}
+    for module in sorted(pure & modules):
+        with open(files[module], encoding="utf-8") as f:
+            code = without_tests_and_comments(f.read())
+        for what, pattern in [
+            ("names redis_module::raw", r"\bredis_module::raw\b|\braw::"),
+            ("has unsafe code", r"\bunsafe\b"),
+            ("holds a raw pointer", r"\*(mut|const)\s"),
+        ]:
+            if re.search(pattern, code):
+                problems.append(f"{module} ({LAYERS[layer_of[module]][0]}) {what}")
     for module in sorted(modules - set(layer_of)):
         problems.append(f"{module} is in no layer: give it one in scripts/layers.py")
     for module in sorted(set(layer_of) - modules):
@@ -182,15 +199,38 @@ def main():
                 print(f'  "{module}" -> "{dep}";')
         print("}")
     else:
-        for name, members in reversed(LAYERS):
-            print(f"{name}:")
-            for module in members:
-                deps = ", ".join(sorted(graph.get(module, ()))) or "-"
-                print(f"  {module:<18} imports {deps}")
+        picture = drawing(graph)
+        print(picture, end="")
+        if "--check" in sys.argv:
+            page = sys.argv[sys.argv.index("--check") + 1]
+            if drawn_in(page) != picture:
+                problems.append(
+                    f"{page}'s picture of the layers is not the code's: paste in "
+                    "the output of python3 scripts/layers.py"
+                )
     if problems:
         print("\n".join(problems), file=sys.stderr)
         sys.exit(1)
     print("layers: no cycle, every import points down or across", file=sys.stderr)
+
+
+def drawing(graph):
+    """Each layer from the top, each module in it with what it imports."""
+    lines = []
+    for name, members in reversed(LAYERS):
+        lines.append(f"{name}:")
+        for module in members:
+            deps = ", ".join(sorted(graph.get(module, ()))) or "-"
+            lines.append(f"  {module:<18} imports {deps}")
+    return "\n".join(lines) + "\n"
+
+
+def drawn_in(page):
+    """The fenced block after the page's `<!-- scripts/layers.py -->` line."""
+    with open(page, encoding="utf-8") as f:
+        text = f.read()
+    found = re.search(r"<!-- scripts/layers.py -->\n```[^\n]*\n(.*?)```", text, re.S)
+    return found.group(1) if found else None
 
 
 if __name__ == "__main__":
