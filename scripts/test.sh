@@ -17,12 +17,15 @@ cargo build --examples
 cargo test --all-targets
 # The integration tests again on Debian 13's Redis 8.0 and Valkey 8.1 (scripts/servers.sh),
 # and the sentence in the docs that says which servers CI runs checked against all four.
+# Neither runs under libfaketime (their jemalloc deadlocks as it sets up), so the tests that
+# need a controlled clock, which the first pass ran on Valkey 9.1, are left out by name.
 servers=$(bash scripts/servers.sh)
 if [ -n "$servers" ]; then
   { read -r trixie_redis; read -r trixie_valkey; } <<<"$servers"
   "$trixie_redis" --version
   "$trixie_valkey" --version
-  REDIS_SERVER="$trixie_redis" VALKEY_SERVER="$trixie_valkey" cargo test --test it
+  REDIS_SERVER="$trixie_redis" VALKEY_SERVER="$trixie_valkey" \
+    cargo test --test it -- --skip under_a_controlled_clock
   python3 scripts/tested_servers.py --check README.md docs/operations.md -- \
     "$REDIS_SERVER" "$VALKEY_SERVER" "$trixie_redis" "$trixie_valkey"
 fi

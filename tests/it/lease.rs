@@ -14,7 +14,6 @@ use crate::harness::{
 
 both_servers!(
     holders_up_to_the_limit_are_admitted_renew_and_release,
-    leases_end_at_their_instant_and_the_key_with_the_last,
     a_release_admits_the_first_waiter_at_once_first_come_first_served,
     a_lease_that_ends_admits_the_waiter_at_its_instant,
     a_renewal_never_waits_behind_waiters,
@@ -168,50 +167,43 @@ fn holders_up_to_the_limit_are_admitted_renew_and_release(flavor: Flavor) {
     assert_eq!(stats_field(&mut con, "cl_holders", "peeks"), 5);
 }
 
-/// Runs `body` on a server whose clock the test sets, where the server allows it.
-fn with_controlled_clock(flavor: Flavor, base_ms: i64, body: impl FnOnce(&Server)) {
-    if let Some(server) = Server::with_exact_fake_clock(flavor, base_ms) {
-        body(&server);
-    }
-}
-
 const BASE: i64 = 1_796_083_200_000; // 2026-12-01T00:00:00Z
 
-fn leases_end_at_their_instant_and_the_key_with_the_last(flavor: Flavor) {
-    with_controlled_clock(flavor, BASE, |server| {
-        let mut con = connect(server);
-        assert_eq!(lease(&mut con, &["p", "2", "10", "a"]), [0, 2, 1, -1, 10]);
-        server.set_clock_ms(BASE + 4_000);
-        assert_eq!(lease(&mut con, &["p", "2", "10", "b"]), [0, 2, 0, -1, 10]);
-        let (_, expiry) = snapshot(&mut con, b"p");
-        assert_eq!(expiry, BASE + 14_000, "the key ends with its last lease");
-        server.set_clock_ms(BASE + 9_999);
-        assert_eq!(
-            lease(&mut con, &["p", "2", "10000", "c", "MS"]),
-            [1, 2, 0, 1, 4_001]
-        );
-        // At its end, a's lease frees its slot; c takes it, and a's entry is dropped.
-        server.set_clock_ms(BASE + 10_000);
-        assert_eq!(
-            lease(&mut con, &["p", "2", "10000", "c", "MS"]),
-            [0, 2, 0, -1, 10_000]
-        );
-        assert_holds(&mut con, "p", &["b", "c"]);
-        assert_eq!(release(&mut con, "p", "a"), 0);
-        // The key goes when the last lease ends (the server keeps a key through its expiry's
-        // millisecond, when the set holds no live lease already).
-        // At BASE + 20 s both have ended: e's is the only lease, and ends the key.
-        server.set_clock_ms(BASE + 20_000);
-        assert_eq!(
-            lease(&mut con, &["p", "9", "10", "e", "MS"]),
-            [0, 9, 8, -1, 10]
-        );
-        assert_holds(&mut con, "p", &["e"]);
-        assert_eq!(snapshot(&mut con, b"p").1, BASE + 20_010);
-        server.set_clock_ms(BASE + 20_011);
-        let exists: i64 = redis::cmd("EXISTS").arg("p").query(&mut con).unwrap();
-        assert_eq!(exists, 0);
-    });
+#[test]
+fn leases_end_at_their_instant_and_the_key_with_the_last_under_a_controlled_clock() {
+    let server = &Server::with_exact_fake_clock(BASE);
+    let mut con = connect(server);
+    assert_eq!(lease(&mut con, &["p", "2", "10", "a"]), [0, 2, 1, -1, 10]);
+    server.set_clock_ms(BASE + 4_000);
+    assert_eq!(lease(&mut con, &["p", "2", "10", "b"]), [0, 2, 0, -1, 10]);
+    let (_, expiry) = snapshot(&mut con, b"p");
+    assert_eq!(expiry, BASE + 14_000, "the key ends with its last lease");
+    server.set_clock_ms(BASE + 9_999);
+    assert_eq!(
+        lease(&mut con, &["p", "2", "10000", "c", "MS"]),
+        [1, 2, 0, 1, 4_001]
+    );
+    // At its end, a's lease frees its slot; c takes it, and a's entry is dropped.
+    server.set_clock_ms(BASE + 10_000);
+    assert_eq!(
+        lease(&mut con, &["p", "2", "10000", "c", "MS"]),
+        [0, 2, 0, -1, 10_000]
+    );
+    assert_holds(&mut con, "p", &["b", "c"]);
+    assert_eq!(release(&mut con, "p", "a"), 0);
+    // The key goes when the last lease ends (the server keeps a key through its expiry's
+    // millisecond, when the set holds no live lease already).
+    // At BASE + 20 s both have ended: e's is the only lease, and ends the key.
+    server.set_clock_ms(BASE + 20_000);
+    assert_eq!(
+        lease(&mut con, &["p", "9", "10", "e", "MS"]),
+        [0, 9, 8, -1, 10]
+    );
+    assert_holds(&mut con, "p", &["e"]);
+    assert_eq!(snapshot(&mut con, b"p").1, BASE + 20_010);
+    server.set_clock_ms(BASE + 20_011);
+    let exists: i64 = redis::cmd("EXISTS").arg("p").query(&mut con).unwrap();
+    assert_eq!(exists, 0);
 }
 
 fn a_release_admits_the_first_waiter_at_once_first_come_first_served(flavor: Flavor) {
@@ -265,26 +257,28 @@ fn a_lease_that_ends_admits_the_waiter_at_its_instant(flavor: Flavor) {
     let (reply, _) = waiter.reply();
     assert_eq!(reply, [0, 1, 0, -1, 300]);
     assert_holds(&mut con, "pool", &["next"]);
+}
 
-    // Under a controlled clock, at exactly its instant.
-    with_controlled_clock(flavor, BASE, |server| {
-        let mut con = connect(server);
-        assert_eq!(lease(&mut con, &["p", "1", "10", "a"])[0], 0);
-        let waiter = Waiter::parked(
-            server,
-            &mut con,
-            1,
-            "CL.LEASE",
-            &["p", "1", "10", "b", "BLOCK", "0"],
-        );
-        server.set_clock_ms(BASE + 9_999);
-        std::thread::sleep(Duration::from_millis(150));
-        assert_eq!(waiting_field(&mut con, "now"), 1);
-        server.set_clock_ms(BASE + 10_000);
-        assert_eq!(waiter.reply().0, [0, 1, 0, -1, 10]);
-        let (_, expiry) = snapshot(&mut con, b"p");
-        assert_eq!(expiry, BASE + 20_000);
-    });
+/// At exactly its instant.
+#[test]
+fn a_lease_that_ends_admits_the_waiter_at_its_instant_under_a_controlled_clock() {
+    let server = &Server::with_exact_fake_clock(BASE);
+    let mut con = connect(server);
+    assert_eq!(lease(&mut con, &["p", "1", "10", "a"])[0], 0);
+    let waiter = Waiter::parked(
+        server,
+        &mut con,
+        1,
+        "CL.LEASE",
+        &["p", "1", "10", "b", "BLOCK", "0"],
+    );
+    server.set_clock_ms(BASE + 9_999);
+    std::thread::sleep(Duration::from_millis(150));
+    assert_eq!(waiting_field(&mut con, "now"), 1);
+    server.set_clock_ms(BASE + 10_000);
+    assert_eq!(waiter.reply().0, [0, 1, 0, -1, 10]);
+    let (_, expiry) = snapshot(&mut con, b"p");
+    assert_eq!(expiry, BASE + 20_000);
 }
 
 fn a_renewal_never_waits_behind_waiters(flavor: Flavor) {

@@ -23,14 +23,6 @@ pub use replication::{aof_options, replicate, resp_commands, wait_for_replica};
 pub use rng::Rng;
 pub use server::{DataDir, Options, Server};
 
-/// Says that the running test skipped its check, and why, where the test log shows it: on
-/// stderr itself, which the test runner does not capture, as one line.
-pub fn skipped(reason: &str) {
-    use std::io::Write;
-    let test = std::thread::current().name().unwrap_or("a test").to_owned();
-    let _ = writeln!(std::io::stderr(), "skipped: {test}: {reason}");
-}
-
 /// One test body run against both servers: `both_servers!(name, body)` makes the tests
 /// `name::redis` and `name::valkey`, each calling `body(Flavor)`.
 #[macro_export]

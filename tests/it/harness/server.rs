@@ -69,6 +69,25 @@ impl Drop for DataDir {
     }
 }
 
+impl Flavor {
+    /// The first of the servers under test whose clock libfaketime can control. A test
+    /// that needs one cannot check its claim without: it fails, saying so.
+    pub fn with_controllable_clock() -> Flavor {
+        [Flavor::Valkey, Flavor::Redis]
+            .into_iter()
+            .find(|&flavor| Server::runs_under_libfaketime(flavor))
+            .unwrap_or_else(|| {
+                panic!(
+                    "neither {} nor {} runs under libfaketime, and this test needs its clock \
+                     controlled: run it against a server that does, or leave the tests out \
+                     by name (--skip under_a_controlled_clock)",
+                    Flavor::Valkey.binary().display(),
+                    Flavor::Redis.binary().display()
+                )
+            })
+    }
+}
+
 /// Whether `binary` starts under libfaketime and reads its frozen clock, within the 15 s a
 /// start is given.
 fn starts_under_libfaketime(binary: &Path) -> bool {
@@ -263,46 +282,52 @@ impl Server {
         self.try_connection().expect("connect to the test server")
     }
 
-    /// Valkey under libfaketime, its wall clock frozen at `unix_ms` until the test moves it
-    /// (Debian's redis-server 7.0 deadlocks under libfaketime). A fast cron makes Valkey
-    /// re-read the moved clock sooner. `None`, with the test's skip line written, where this
-    /// Valkey does not run under libfaketime.
-    pub fn valkey_with_fake_clock(unix_ms: i64) -> Option<Server> {
-        Server::runs_under_libfaketime(Flavor::Valkey).then(|| {
-            Server::start_with(
-                Flavor::Valkey,
-                Options {
-                    fake_clock_ms: Some(unix_ms),
-                    args: vec!["--hz".into(), "100".into()],
-                    ..Options::default()
-                },
-            )
-        })
+    /// A server under libfaketime, its wall clock frozen at `unix_ms` until the test moves
+    /// it: the first of Valkey and Redis that runs under it. A fast cron makes the server
+    /// re-read the moved clock sooner. The tests that need one have `under_a_controlled_clock`
+    /// in their names, and fail where no server can have its clock controlled: a run on such
+    /// servers leaves them out by that name (scripts/test.sh's second pass does).
+    pub fn with_fake_clock(unix_ms: i64) -> Server {
+        Server::start_with(
+            Flavor::with_controllable_clock(),
+            Options {
+                fake_clock_ms: Some(unix_ms),
+                args: vec!["--hz".into(), "100".into()],
+                ..Options::default()
+            },
+        )
     }
 
-    /// `flavor` under libfaketime with its monotonic clock frozen as well: every reading of
-    /// the clock, to the microsecond, is the instant last set, where Valkey under
-    /// `valkey_with_fake_clock` reads up to a millisecond past it (it advances its wall-clock
-    /// reading by the real monotonic clock). The price: the server's timers stand still (no
-    /// cron, so no active expiry; keys still expire when read). `None`, with the test's skip
-    /// line written, where the server does not run under libfaketime.
-    pub fn with_exact_fake_clock(flavor: Flavor, unix_ms: i64) -> Option<Server> {
-        Server::runs_under_libfaketime(flavor).then(|| {
-            Server::start_with(
-                flavor,
-                Options {
-                    fake_clock_ms: Some(unix_ms),
-                    exact_clock: true,
-                    ..Options::default()
-                },
-            )
-        })
+    /// As `with_fake_clock`, with the monotonic clock frozen as well: every reading of the
+    /// clock, to the microsecond, is the instant last set, where `with_fake_clock`'s server
+    /// may read up to a millisecond past it (Valkey advances its wall-clock reading by the
+    /// real monotonic clock). The price: the server's timers stand still (no cron, so no
+    /// active expiry; keys still expire when read).
+    pub fn with_exact_fake_clock(unix_ms: i64) -> Server {
+        Server::with_exact_fake_clock_on(Flavor::with_controllable_clock(), unix_ms)
+    }
+
+    /// `flavor`'s server as `with_exact_fake_clock`'s; it must run under libfaketime.
+    pub fn with_exact_fake_clock_on(flavor: Flavor, unix_ms: i64) -> Server {
+        assert!(
+            Server::runs_under_libfaketime(flavor),
+            "{} does not run under libfaketime, and this test needs its clock controlled",
+            flavor.binary().display()
+        );
+        Server::start_with(
+            flavor,
+            Options {
+                fake_clock_ms: Some(unix_ms),
+                exact_clock: true,
+                ..Options::default()
+            },
+        )
     }
 
     /// Whether `flavor`'s server starts under libfaketime, asked once per binary. Servers
     /// linked with a system jemalloc deadlock as libfaketime sets itself up (Debian's Redis
-    /// 7.0 and 8.0, and its Valkey 8.1): their clock-controlled tests say they skipped. The
-    /// others answer within a start's own deadline, however busy the machine.
+    /// 7.0 and 8.0, and its Valkey 8.1). The others answer within a start's own deadline,
+    /// however busy the machine.
     pub fn runs_under_libfaketime(flavor: Flavor) -> bool {
         static ANSWERS: std::sync::Mutex<Vec<(PathBuf, bool)>> = std::sync::Mutex::new(Vec::new());
         let answers = || {
@@ -315,18 +340,11 @@ impl Server {
             .iter()
             .find(|(known, _)| *known == binary)
             .map(|&(_, runs)| runs);
-        let runs = known.unwrap_or_else(|| {
+        known.unwrap_or_else(|| {
             let runs = starts_under_libfaketime(&binary);
             answers().push((binary.clone(), runs));
             runs
-        });
-        if !runs {
-            super::skipped(&format!(
-                "{} does not run under libfaketime, and this test needs its clock controlled",
-                binary.display()
-            ));
-        }
-        runs
+        })
     }
 
     /// Moves the fake clock to `unix_ms` and waits until the server reads it. Valkey reads
