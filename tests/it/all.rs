@@ -5,6 +5,7 @@
 //! commands is contract.rs's, over every limiter form.
 
 use crate::harness::cluster::Cluster;
+use crate::harness::run;
 use crate::harness::{
     aof_options, dirty, dump, error_of, info_field, keyspace, limiter, replicate, snapshot,
     stats_line, wait_for_replica, Flavor, Options, Rng, Server, ServerKind,
@@ -49,12 +50,12 @@ type Stored = (Vec<u8>, Option<Vec<u8>>, i64);
 /// Every key as DUMP and PEXPIRETIME give it. (`keyspace` reads values with GET, which a list
 /// refuses.)
 fn dumps(con: &mut redis::Connection) -> Vec<Stored> {
-    let mut keys: Vec<Vec<u8>> = redis::cmd("KEYS").arg("*").query(con).unwrap();
+    let mut keys: Vec<Vec<u8>> = run(con, ("KEYS", "*"));
     keys.sort();
     keys.into_iter()
         .map(|key| {
             let value = dump(con, &key);
-            let expiry: i64 = redis::cmd("PEXPIRETIME").arg(&key).query(con).unwrap();
+            let expiry: i64 = run(con, ("PEXPIRETIME", &key));
             (key, value, expiry)
         })
         .collect()
@@ -431,19 +432,10 @@ fn bad_input_gets_an_error_naming_it_and_changes_no_key(flavor: Flavor) {
     limiter(&mut con, "CL.FIXED", &["f", "5", "60"]);
     limiter(&mut con, "CL.THROTTLE", &["t", "5", "1", "60"]);
     limiter(&mut con, "CL.WINDOW", &["w", "5", "60"]);
-    let _: () = redis::cmd("RPUSH")
-        .arg(&["list", "x", "y"])
-        .query(&mut con)
-        .unwrap();
-    let _: () = redis::cmd("SET")
-        .arg(&["abc", "abc", "PX", "600000"])
-        .query(&mut con)
-        .unwrap();
+    run::<()>(&mut con, ("RPUSH", &["list", "x", "y"]));
+    run::<()>(&mut con, ("SET", &["abc", "abc", "PX", "600000"]));
     // What INCR + EXPIRE leaves when it dies between the two: a window that never ends.
-    let _: () = redis::cmd("SET")
-        .arg(&["noexp", "2"])
-        .query(&mut con)
-        .unwrap();
+    run::<()>(&mut con, ("SET", &["noexp", "2"]));
 
     let mut cases: Vec<(Vec<String>, Expect)> = vec![
         (words("0 a FIXED 5 60"), Expect::Naming(&["numkeys"])),
@@ -597,7 +589,7 @@ fn bad_input_gets_an_error_naming_it_and_changes_no_key(flavor: Flavor) {
         assert_eq!(dumps(&mut con), before, "CL.ALL {args:?} changed a key");
         assert_eq!(dirty(&mut con), changes, "CL.ALL {args:?} wrote");
     }
-    let pong: String = redis::cmd("PING").query(&mut con).unwrap();
+    let pong: String = run(&mut con, &["PING"]);
     assert_eq!(pong, "PONG");
 }
 
@@ -802,7 +794,7 @@ fn keywords_are_case_insensitive_and_options_come_in_any_order(flavor: Flavor) {
         let args = words(&format!(
             "2 c{i} d{i} FIXED 5 {period} WINDOW 4 {period} {options}"
         ));
-        let detail: Vec<Vec<i64>> = redis::cmd("CL.ALL").arg(&args).query(&mut con).unwrap();
+        let detail: Vec<Vec<i64>> = run(&mut con, ("CL.ALL", &args));
         // The fixed window's reset is exact at the call that opens it; the sliding window's
         // counts down from its unit's admission with real time.
         assert_eq!(detail[0], [0, 5, 3, -1, reset], "{options}");
@@ -831,10 +823,7 @@ fn info_counts_calls_allowed_denied_peeks_and_errors(flavor: Flavor) {
     peek.extend(["QUANTITY", "0"]);
     all(&mut con, &peek);
     error_of(&mut con, "CL.ALL", &[b"0", b"k", b"FIXED", b"1", b"60"]);
-    let _: () = redis::cmd("RPUSH")
-        .arg(&["list", "x"])
-        .query(&mut con)
-        .unwrap();
+    run::<()>(&mut con, ("RPUSH", &["list", "x"]));
     error_of(&mut con, "CL.ALL", &[b"1", b"list", b"FIXED", b"1", b"60"]);
     assert_eq!(
         stats_line(&mut con, "cl_all"),
@@ -870,17 +859,10 @@ fn command_getkeys_lists_the_keys_and_command_docs_give_the_grammar(flavor: Flav
             &["a", "b", "c"],
         ),
     ] {
-        let got: Vec<String> = redis::cmd("COMMAND")
-            .arg(&["GETKEYS", "CL.ALL"])
-            .arg(&args)
-            .query(&mut con)
-            .unwrap();
+        let got: Vec<String> = run(&mut con, ("COMMAND", &["GETKEYS", "CL.ALL"], &args));
         assert_eq!(got, keys, "{args:?}");
     }
-    let docs: Value = redis::cmd("COMMAND")
-        .arg(&["DOCS", "cl.all"])
-        .query(&mut con)
-        .unwrap();
+    let docs: Value = run(&mut con, ("COMMAND", &["DOCS", "cl.all"]));
     let mut found = Vec::new();
     strings(&docs, &mut found);
     let found: Vec<String> = found.iter().map(|s| s.to_lowercase()).collect();
@@ -1088,15 +1070,11 @@ fn keys_in_different_slots_get_crossslot_and_change_nothing(flavor: Flavor) {
         }
         let error = error_of(&mut node_con, "CL.ALL", &args.map(str::as_bytes));
         assert!(error.starts_with("CROSSSLOT"), "{error}");
-        let keys: Vec<String> = redis::cmd("COMMAND")
-            .arg(&["GETKEYS", "CL.ALL"])
-            .arg(&args)
-            .query(&mut node_con)
-            .unwrap();
+        let keys: Vec<String> = run(&mut node_con, ("COMMAND", &["GETKEYS", "CL.ALL"], &args));
         assert_eq!(keys, ["{a}x", "{b}y"]);
     }
     for key in ["{a}x", "{b}y"] {
-        let exists: i64 = redis::cmd("EXISTS").arg(key).query(&mut con).unwrap();
+        let exists: i64 = run(&mut con, ("EXISTS", key));
         assert_eq!(exists, 0, "{key}");
     }
 }
@@ -1126,23 +1104,17 @@ fn in_a_transaction_and_a_script_the_limiters_decide_together_and_replicas_follo
         [0, 0, 1],
         "{replies:?}"
     );
-    let _: () = redis::cmd("DEL").arg("{u}:d").query(&mut con).unwrap();
+    run::<()>(&mut con, ("DEL", "{u}:d"));
     let script = "return redis.call('CL.ALL', '2', KEYS[1], KEYS[2], 'THROTTLE', '1', '2', \
                   '60', 'FIXED', '2', '3600', 'DETAIL')";
-    let detail: Vec<Vec<i64>> = redis::cmd("EVAL")
-        .arg(&[script, "2", "{u}:s", "{u}:d"])
-        .query(&mut con)
-        .unwrap();
+    let detail: Vec<Vec<i64>> = run(&mut con, ("EVAL", &[script, "2", "{u}:s", "{u}:d"]));
     // The per-second limiter is still full from the transaction: denied, and the fixed
     // window, emptied, left untouched (it answers as a peek).
     assert_eq!(detail[0][0], 1, "{detail:?}");
     assert_eq!(detail[1], [0, 2, 2, -1, 0], "{detail:?}");
     assert_eq!(snapshot(&mut con, b"{u}:d"), (None, -2));
-    let _: () = redis::cmd("DEL").arg("{u}:s").query(&mut con).unwrap();
-    let detail: Vec<Vec<i64>> = redis::cmd("EVAL")
-        .arg(&[script, "2", "{u}:s", "{u}:d"])
-        .query(&mut con)
-        .unwrap();
+    run::<()>(&mut con, ("DEL", "{u}:s"));
+    let detail: Vec<Vec<i64>> = run(&mut con, ("EVAL", &[script, "2", "{u}:s", "{u}:d"]));
     assert_eq!((detail[0][0], detail[1][..3].to_vec()), (0, vec![0, 2, 1]));
     assert!(snapshot(&mut con, b"{u}:d").0.is_some());
     wait_for_replica(&mut con);

@@ -2,6 +2,7 @@
 //! and Valkey 9 servers. Waits run on the real clock, with bounds generous enough for a
 //! loaded machine; every wait is bounded.
 
+use crate::harness::run;
 use std::time::{Duration, Instant};
 
 use crate::harness::waiting::{connect, ms_between, waiting_field, Waiter};
@@ -177,10 +178,7 @@ fn a_waiter_that_disconnects_takes_nothing_and_leaves_the_line(flavor: Flavor) {
         &throttle_args("k", &["BLOCK", "0"]),
     );
     let started = Instant::now();
-    let _: () = redis::cmd("CLIENT")
-        .arg(&["KILL", "ID", &first.id.to_string()])
-        .query(&mut con)
-        .unwrap();
+    run::<()>(&mut con, ("CLIENT", &["KILL", "ID", &first.id.to_string()]));
     assert!(first.handle.join().unwrap().0.is_err());
     // The second takes the unit the first waited for, when it fits.
     let (reply, at) = second.reply();
@@ -200,10 +198,7 @@ fn client_unblock_ends_a_wait_and_takes_nothing(flavor: Flavor) {
     assert_eq!(limiter(&mut con, "CL.WINDOW", &["w", "1", "60"])[0], 0);
     let before = snapshot(&mut con, b"w");
     let unblock = |con: &mut redis::Connection, waiter: &Waiter, how: &str| -> i64 {
-        redis::cmd("CLIENT")
-            .arg(&["UNBLOCK", &waiter.id.to_string(), how])
-            .query(con)
-            .unwrap()
+        run(con, ("CLIENT", &["UNBLOCK", &waiter.id.to_string(), how]))
     };
     let args = ["w", "1", "60", "BLOCK", "0"];
     if !ServerKind::of(&mut con).client_unblock_reaches_waiters() {
@@ -213,10 +208,10 @@ fn client_unblock_ends_a_wait_and_takes_nothing(flavor: Flavor) {
         assert_eq!(unblock(&mut con, &waiter, "TIMEOUT"), 0);
         assert_eq!(unblock(&mut con, &waiter, "ERROR"), 0);
         assert_eq!(waiting_field(&mut con, "now"), 1);
-        let _: () = redis::cmd("CLIENT")
-            .arg(&["KILL", "ID", &waiter.id.to_string()])
-            .query(&mut con)
-            .unwrap();
+        run::<()>(
+            &mut con,
+            ("CLIENT", &["KILL", "ID", &waiter.id.to_string()]),
+        );
         assert!(waiter.handle.join().unwrap().0.is_err());
         assert_eq!(waiting_field(&mut con, "left"), 1);
         assert_eq!(snapshot(&mut con, b"w"), before);
@@ -249,14 +244,17 @@ fn transactions_and_scripts_answer_at_once(flavor: Flavor) {
         .query(&mut con)
         .unwrap();
     assert_eq!(reply[..3], [1, 1, 0]);
-    let reply: Vec<i64> = redis::cmd("EVAL")
-        .arg(&[
-            "return redis.call('CL.FIXED', KEYS[1], '1', '60', 'BLOCK', '0')",
-            "1",
-            "f",
-        ])
-        .query(&mut con)
-        .unwrap();
+    let reply: Vec<i64> = run(
+        &mut con,
+        (
+            "EVAL",
+            &[
+                "return redis.call('CL.FIXED', KEYS[1], '1', '60', 'BLOCK', '0')",
+                "1",
+                "f",
+            ],
+        ),
+    );
     assert_eq!(reply[..3], [1, 1, 0]);
     assert!(started.elapsed() < Duration::from_secs(5));
     assert_eq!(waiting_field(&mut con, "waited"), 0);
@@ -324,10 +322,7 @@ fn a_replica_and_an_aof_restart_hold_the_same_bytes_after_admissions_that_waited
         )[0],
         0
     );
-    let _: () = redis::cmd("SET")
-        .arg(&["f", "1", "PX", "200"])
-        .query(&mut con)
-        .unwrap();
+    run::<()>(&mut con, ("SET", &["f", "1", "PX", "200"]));
     assert_eq!(
         limiter(&mut con, "CL.WINDOW", &["w", "1", "200", "1", "MS"])[0],
         0
@@ -362,7 +357,7 @@ fn a_replica_and_an_aof_restart_hold_the_same_bytes_after_admissions_that_waited
         assert_eq!(snapshot(&mut con, key), snapshot(&mut replica_con, key));
     }
     // The log lives only 200 ms: the restart compares the other two.
-    let _: () = redis::cmd("DEL").arg("w").query(&mut con).unwrap();
+    run::<()>(&mut con, ("DEL", "w"));
     let expected = keyspace(&mut con);
     assert_eq!(expected.len(), 2);
     drop(replica);
@@ -457,10 +452,7 @@ fn info_counts_the_waits(flavor: Flavor) {
         stats_line(&mut con, "cl_throttle"),
         "calls=2,allowed=2,denied=0,peeks=0,refunds=0,errors=0"
     );
-    let _: () = redis::cmd("CONFIG")
-        .arg("RESETSTAT")
-        .query(&mut con)
-        .unwrap();
+    run::<()>(&mut con, ("CONFIG", "RESETSTAT"));
     assert_eq!(
         stats_line(&mut con, "cl_waiting"),
         "now=0,waited=0,admitted=0,timed_out=0,left=0"

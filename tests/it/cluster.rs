@@ -4,6 +4,7 @@
 //! shared contract's.)
 
 use crate::harness::cluster::Cluster;
+use crate::harness::run;
 use crate::harness::waiting::{connect, until_waiting, waiting_field, Waiter};
 use crate::harness::{error_of, snapshot, wait_for_replica, Flavor};
 use redis::ConnectionLike;
@@ -70,25 +71,16 @@ fn hash_tagged_limiters_share_a_transaction(flavor: Flavor) {
         assert_eq!(reply[..3], [0, 2, 1]);
     }
     // Keys in different slots cannot share it: the server finds both keys from the key spec.
-    let _: () = redis::cmd("MULTI").query(&mut con).unwrap();
-    let queued: String = redis::cmd("CL.FIXED")
-        .arg(&["{user:42}:a", "2", "60"])
-        .query(&mut con)
-        .unwrap();
+    run::<()>(&mut con, &["MULTI"]);
+    let queued: String = run(&mut con, ("CL.FIXED", &["{user:42}:a", "2", "60"]));
     assert_eq!(queued, "QUEUED");
-    let queued: String = redis::cmd("CL.FIXED")
-        .arg(&["{user:43}:a", "2", "60"])
-        .query(&mut con)
-        .unwrap();
+    let queued: String = run(&mut con, ("CL.FIXED", &["{user:43}:a", "2", "60"]));
     assert_eq!(queued, "QUEUED");
     let crossed = redis::cmd("EXEC")
         .query::<redis::Value>(&mut con)
         .expect_err("CROSSSLOT");
     assert_eq!(crossed.code(), Some("CROSSSLOT"), "{crossed}");
-    let untouched: i64 = redis::cmd("EXISTS")
-        .arg("{user:42}:a")
-        .query(&mut con)
-        .unwrap();
+    let untouched: i64 = run(&mut con, ("EXISTS", "{user:42}:a"));
     assert_eq!(untouched, 0);
 }
 
@@ -135,10 +127,7 @@ fn a_failover_keeps_limiters_at_their_limit(flavor: Flavor) {
     wait_for_replica(&mut primary.connection());
     let replica = cluster.replica_of(primary);
     let mut replica_con = replica.connection();
-    let _: () = redis::cmd("CLUSTER")
-        .arg("FAILOVER")
-        .query(&mut replica_con)
-        .unwrap();
+    run::<()>(&mut replica_con, ("CLUSTER", "FAILOVER"));
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     while crate::harness::info_field(&mut replica_con, "replication", "role") != "master" {
         assert!(
@@ -199,20 +188,17 @@ fn start_migration(
 ) -> i64 {
     let mut source_con = source.connection();
     let mut target_con = target.connection();
-    let slot: i64 = redis::cmd("CLUSTER")
-        .arg(&["KEYSLOT", tag])
-        .query(&mut source_con)
-        .unwrap();
+    let slot: i64 = run(&mut source_con, ("CLUSTER", &["KEYSLOT", tag]));
     let slot_text = slot.to_string();
     let (source_id, target_id) = (Cluster::id(source), Cluster::id(target));
-    let _: () = redis::cmd("CLUSTER")
-        .arg(&["SETSLOT", &slot_text, "IMPORTING", &source_id])
-        .query(&mut target_con)
-        .unwrap();
-    let _: () = redis::cmd("CLUSTER")
-        .arg(&["SETSLOT", &slot_text, "MIGRATING", &target_id])
-        .query(&mut source_con)
-        .unwrap();
+    run::<()>(
+        &mut target_con,
+        ("CLUSTER", &["SETSLOT", &slot_text, "IMPORTING", &source_id]),
+    );
+    run::<()>(
+        &mut source_con,
+        ("CLUSTER", &["SETSLOT", &slot_text, "MIGRATING", &target_id]),
+    );
     slot
 }
 
@@ -293,7 +279,7 @@ fn a_waiter_whose_slot_moves_away_is_redirected_and_writes_nothing(flavor: Flavo
     );
     // Nothing written on the old node, which had no other key (a write there would live
     // another 1.5 s).
-    let keys: i64 = redis::cmd("DBSIZE").query(&mut source_con).unwrap();
+    let keys: i64 = run(&mut source_con, &["DBSIZE"]);
     assert_eq!(keys, 0);
     assert_eq!(waiting_field(&mut source_con, "left"), 1);
     for node in &cluster.nodes {
@@ -352,10 +338,7 @@ fn a_moved_waiter_is_sent_to_the_hostname_the_server_names(flavor: Flavor) {
             ),
             ("cluster-preferred-endpoint-type", "hostname".to_owned()),
         ] {
-            let _: () = redis::cmd("CONFIG")
-                .arg(&["SET", name, &value])
-                .query(&mut con)
-                .unwrap();
+            run::<()>(&mut con, ("CONFIG", &["SET", name, &value]));
         }
     }
     let source = cluster.primary_for("{named}");
@@ -365,10 +348,7 @@ fn a_moved_waiter_is_sent_to_the_hostname_the_server_names(flavor: Flavor) {
     // The hostname reaches the other nodes with the cluster's gossip.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     loop {
-        let slots: redis::Value = redis::cmd("CLUSTER")
-            .arg("SLOTS")
-            .query(&mut source_con)
-            .unwrap();
+        let slots: redis::Value = run(&mut source_con, ("CLUSTER", "SLOTS"));
         if format!("{slots:?}").contains(&hostname) {
             break;
         }

@@ -5,6 +5,7 @@
 //! cover every key, writes fire the events of the commands they stand in for, and a cluster
 //! routes every form to its keys' slot.
 
+use crate::harness::run;
 use redis::{ConnectionLike, Value};
 
 use crate::forms::{Algorithm, Form, FORMS};
@@ -38,7 +39,7 @@ fn one_per_minute(form: Form) -> Vec<String> {
 }
 
 fn del(con: &mut redis::Connection, key: &[u8]) {
-    let _: () = redis::cmd("DEL").arg(key).query(con).unwrap();
+    run::<()>(con, ("DEL", key));
 }
 
 fn a_peek_answers_without_touching_the_key(flavor: Flavor) {
@@ -113,7 +114,7 @@ fn keys_are_binary_safe(flavor: Flavor) {
                 .unwrap();
             assert_eq!(reply[..2], [limited, 1], "{name}");
         }
-        let keys: Vec<Vec<u8>> = redis::cmd("KEYS").arg("*").query(&mut con).unwrap();
+        let keys: Vec<Vec<u8>> = run(&mut con, ("KEYS", "*"));
         assert_eq!(keys, vec![key.to_vec()], "{name}");
         del(&mut con, key);
     }
@@ -122,16 +123,8 @@ fn keys_are_binary_safe(flavor: Flavor) {
 fn keys_of_other_types_get_wrongtype_and_stay_as_they_were(flavor: Flavor) {
     let server = Server::start(flavor);
     let mut con = server.connection();
-    let _: () = redis::cmd("RPUSH")
-        .arg("list")
-        .arg(&["a", "b"])
-        .query(&mut con)
-        .unwrap();
-    let _: () = redis::cmd("HSET")
-        .arg("hash")
-        .arg(&["f", "v"])
-        .query(&mut con)
-        .unwrap();
+    run::<()>(&mut con, ("RPUSH", "list", &["a", "b"]));
+    run::<()>(&mut con, ("HSET", "hash", &["f", "v"]));
     for form in FORMS {
         let (name, params) = (form.name(), one_per_minute(form));
         for key in ["list", "hash"] {
@@ -141,12 +134,9 @@ fn keys_of_other_types_get_wrongtype_and_stay_as_they_were(flavor: Flavor) {
             }
         }
     }
-    let list: Vec<String> = redis::cmd("LRANGE")
-        .arg(&["list", "0", "-1"])
-        .query(&mut con)
-        .unwrap();
+    let list: Vec<String> = run(&mut con, ("LRANGE", &["list", "0", "-1"]));
     assert_eq!(list, ["a", "b"]);
-    let hash: Vec<String> = redis::cmd("HGETALL").arg("hash").query(&mut con).unwrap();
+    let hash: Vec<String> = run(&mut con, ("HGETALL", "hash"));
     assert_eq!(hash, ["f", "v"]);
 }
 
@@ -164,12 +154,7 @@ fn foreign_strings_get_an_error_and_stay_as_they_were(flavor: Flavor) {
     for form in FORMS {
         let (name, params) = (form.name(), one_per_minute(form));
         for value in foreign {
-            let _: () = redis::cmd("SET")
-                .arg("bad")
-                .arg(value)
-                .arg(&["PX", "100000"])
-                .query(&mut con)
-                .unwrap();
+            run::<()>(&mut con, ("SET", "bad", value, &["PX", "100000"]));
             let expiry = snapshot(&mut con, b"bad").1;
             for quantity in ["1", "0"] {
                 let error = form.error(&mut con, b"bad", &params, Some(quantity));
@@ -224,7 +209,7 @@ fn bad_arguments_get_errors_naming_them_and_change_nothing(flavor: Flavor) {
             1,
             "{command}"
         );
-        let _: () = redis::cmd("DEL").arg("huge").query(&mut con).unwrap();
+        run::<()>(&mut con, ("DEL", "huge"));
     }
     // The replication form of CL.WINDOW is refused from clients: it would let a caller pick
     // the instant it is limited at.
@@ -234,9 +219,9 @@ fn bad_arguments_get_errors_naming_them_and_change_nothing(flavor: Flavor) {
         &[b"k", b"1", b"1", b"1", b"MS", b"AT", b"1"],
     );
     assert!(error.contains("AT is accepted only"), "{error}");
-    let pong: String = redis::cmd("PING").query(&mut con).unwrap();
+    let pong: String = run(&mut con, &["PING"]);
     assert_eq!(pong, "PONG");
-    let size: i64 = redis::cmd("DBSIZE").query(&mut con).unwrap();
+    let size: i64 = run(&mut con, &["DBSIZE"]);
     assert_eq!(size, 0);
 }
 
@@ -246,16 +231,9 @@ fn each_command_is_described_to_the_server(flavor: Flavor) {
     for form in FORMS {
         let (name, params) = (form.name(), one_per_minute(form));
         let call = form.args(&[b"limits:user"], &params, Some("1"), &["MS"]);
-        let keys: Vec<String> = redis::cmd("COMMAND")
-            .arg(&["GETKEYS", form.command()])
-            .arg(&call)
-            .query(&mut con)
-            .unwrap();
+        let keys: Vec<String> = run(&mut con, ("COMMAND", &["GETKEYS", form.command()], &call));
         assert_eq!(keys, ["limits:user"], "{name}");
-        let info: redis::Value = redis::cmd("COMMAND")
-            .arg(&["INFO", form.command()])
-            .query(&mut con)
-            .unwrap();
+        let info: redis::Value = run(&mut con, ("COMMAND", &["INFO", form.command()]));
         let text = format!("{info:?}");
         for flag in ["write", "denyoom", "fast", "blocking", "RW", "update"] {
             assert!(text.contains(flag), "{name}: {flag} missing from {text}");
@@ -306,7 +284,7 @@ fn a_replica_holds_identical_state_and_denials_propagate_nothing(flavor: Flavor)
 
     wait_for_replica(&mut con);
     let mut replica_con = replica.connection();
-    let keys: Vec<Vec<u8>> = redis::cmd("KEYS").arg("*").query(&mut con).unwrap();
+    let keys: Vec<Vec<u8>> = run(&mut con, ("KEYS", "*"));
     assert_eq!(keys.len(), 30 * FORMS.len());
     for key in keys {
         let on_primary = snapshot(&mut con, &key);
@@ -324,7 +302,7 @@ fn an_aof_restart_restores_identical_state(flavor: Flavor) {
     let server = Server::start_with(flavor, aof_options(None));
     let mut con = server.connection();
     workload(&mut con, 20);
-    let keys: Vec<Vec<u8>> = redis::cmd("KEYS").arg("*").query(&mut con).unwrap();
+    let keys: Vec<Vec<u8>> = run(&mut con, ("KEYS", "*"));
     let before: Vec<_> = keys
         .iter()
         .map(|k| (snapshot(&mut con, k), dump(&mut con, k)))
@@ -524,25 +502,25 @@ fn in_a_transaction_and_a_script_each_form_decides_alike_and_replicas_follow(fla
 fn an_acl_user_reaches_only_its_keys_and_a_refusal_changes_none(flavor: Flavor) {
     let server = Server::start(flavor);
     let mut admin = server.connection();
-    let _: () = redis::cmd("ACL")
-        .arg(&[
-            "SETUSER",
-            "limiter",
-            "on",
-            ">secret",
-            "+cl.throttle",
-            "+cl.fixed",
-            "+cl.window",
-            "+cl.all",
-            "~limits:*",
-        ])
-        .query(&mut admin)
-        .unwrap();
+    run::<()>(
+        &mut admin,
+        (
+            "ACL",
+            &[
+                "SETUSER",
+                "limiter",
+                "on",
+                ">secret",
+                "+cl.throttle",
+                "+cl.fixed",
+                "+cl.window",
+                "+cl.all",
+                "~limits:*",
+            ],
+        ),
+    );
     let mut con = server.connection();
-    let _: () = redis::cmd("AUTH")
-        .arg(&["limiter", "secret"])
-        .query(&mut con)
-        .unwrap();
+    run::<()>(&mut con, ("AUTH", &["limiter", "secret"]));
     for form in FORMS {
         let name = form.name();
         let params = form.algorithm.params(5, "60");
@@ -569,7 +547,7 @@ fn an_acl_user_reaches_only_its_keys_and_a_refusal_changes_none(flavor: Flavor) 
     }
     let error = error_of(&mut con, "GET", &[b"limits:CL.FIXED"]);
     assert!(error.starts_with("NOPERM"), "GET: {error}");
-    let keys: Vec<String> = redis::cmd("KEYS").arg("other:*").query(&mut admin).unwrap();
+    let keys: Vec<String> = run(&mut admin, ("KEYS", "other:*"));
     assert!(keys.is_empty());
 }
 
@@ -582,14 +560,8 @@ fn writes_fire_the_events_of_the_commands_they_replace(flavor: Flavor) {
     let mut on_primary = Events::subscribe(&primary);
     let mut on_replica = Events::subscribe(&replica);
     let mut con = primary.connection();
-    let _: () = redis::cmd("SET")
-        .arg(&["other", "x"])
-        .query(&mut con)
-        .unwrap();
-    let _: () = redis::cmd("RPUSH")
-        .arg(&["list", "x"])
-        .query(&mut con)
-        .unwrap();
+    run::<()>(&mut con, ("SET", &["other", "x"]));
+    run::<()>(&mut con, ("RPUSH", &["list", "x"]));
     let mut expected = vec![("set", "other".to_owned()), ("rpush", "list".to_owned())];
     for form in FORMS {
         let key = form.name();
@@ -630,10 +602,7 @@ fn writes_fire_the_events_of_the_commands_they_replace(flavor: Flavor) {
             form.error(&mut con, other.as_bytes(), &params, None);
         }
     }
-    let _: () = redis::cmd("SET")
-        .arg(&["marker", "1"])
-        .query(&mut con)
-        .unwrap();
+    run::<()>(&mut con, ("SET", &["marker", "1"]));
     let expected: Vec<(String, String)> = expected
         .into_iter()
         .map(|(event, key)| (event.to_owned(), key))
@@ -698,7 +667,7 @@ fn a_cluster_routes_every_form_to_its_slot_through_redirects(flavor: Flavor) {
     for node in &cluster.nodes {
         let mut node_con = node.connection();
         if info_field(&mut node_con, "replication", "role") == "master" {
-            let size: i64 = redis::cmd("DBSIZE").query(&mut node_con).unwrap();
+            let size: i64 = run(&mut node_con, &["DBSIZE"]);
             assert!(size > 500, "a primary holds only {size} keys");
             total += size;
         }
@@ -729,7 +698,7 @@ fn a_cluster_routes_every_form_to_its_slot_through_redirects(flavor: Flavor) {
         let mut primary_con = primary.connection();
         wait_for_replica(&mut primary_con);
         let mut replica_con = cluster.replica_of(primary).connection();
-        let _: () = redis::cmd("READONLY").query(&mut replica_con).unwrap();
+        run::<()>(&mut replica_con, &["READONLY"]);
         for key in &keys {
             let state = snapshot(&mut primary_con, key.as_bytes());
             assert!(state.0.is_some(), "{key} is not on its slot's primary");

@@ -2,6 +2,7 @@
 //! `limits` and rate-limiter-flexible counts them, on real Redis 7.0 and Valkey 9 servers.
 
 use crate::harness::events::{notifying, Events};
+use crate::harness::run;
 use crate::harness::waiting::{connect, until_waiting, Waiter};
 use crate::harness::{
     dirty, error_of, keyspace, limiter, replicate, snapshot, wait_for_replica, Flavor, Rng, Server,
@@ -32,20 +33,16 @@ fn denied_calls_count_as_incr_then_compare_counts_them(flavor: Flavor) {
             &["cell", "5", "3600", &quantity, "COUNTDENIED"],
         );
         let count: i64 = if quantity == "0" {
-            redis::cmd("GET")
-                .arg("recipe")
-                .query::<Option<i64>>(&mut con)
-                .unwrap()
-                .unwrap_or(0)
+            run::<Option<i64>>(&mut con, ("GET", "recipe")).unwrap_or(0)
         } else {
-            redis::cmd("EVAL")
-                .arg(&[INCR_EXPIRE, "1", "recipe", "3600", &quantity])
-                .query(&mut con)
-                .unwrap()
+            run(
+                &mut con,
+                ("EVAL", &[INCR_EXPIRE, "1", "recipe", "3600", &quantity]),
+            )
         };
         let admitted = count <= 5;
         assert_eq!(reply[..3], [i64::from(!admitted), 5, (5 - count).max(0)]);
-        let cell: Option<i64> = redis::cmd("GET").arg("cell").query(&mut con).unwrap();
+        let cell: Option<i64> = run(&mut con, ("GET", "cell"));
         assert_eq!(cell.unwrap_or(0), count);
     }
     let (_, cell_end) = snapshot(&mut con, b"cell");
@@ -69,14 +66,14 @@ fn denied_calls_count_as_incr_then_compare_counts_them(flavor: Flavor) {
         ),
         [1, 5, 0, -1, 60]
     );
-    let count: i64 = redis::cmd("GET").arg("over").query(&mut con).unwrap();
+    let count: i64 = run(&mut con, ("GET", "over"));
     assert_eq!(count, 9);
     // Without the flag, a denial still counts nothing.
     assert_eq!(
         limiter(&mut con, "CL.FIXED", &["over", "20", "60", "12"])[..3],
         [1, 20, 11]
     );
-    let count: i64 = redis::cmd("GET").arg("over").query(&mut con).unwrap();
+    let count: i64 = run(&mut con, ("GET", "over"));
     assert_eq!(count, 9);
 }
 
@@ -94,10 +91,7 @@ fn a_counted_denial_fires_the_recipe_s_events_and_reaches_replicas(flavor: Flavo
     let dry = ["f", "1", "3600", "2", "DRYRUN", "COUNTDENIED"];
     assert_eq!(limiter(&mut con, "CL.FIXED", &dry)[0], 1);
     assert_eq!(dirty(&mut con), before);
-    let _: () = redis::cmd("SET")
-        .arg(&["marker", "1"])
-        .query(&mut con)
-        .unwrap();
+    run::<()>(&mut con, ("SET", &["marker", "1"]));
     let fired: Vec<(String, String)> = events.until_marker("marker");
     let expected: Vec<(String, String)> = ["incrby", "expire", "incrby"]
         .iter()
@@ -173,8 +167,7 @@ fn countdenied_is_refused_where_it_has_no_meaning_and_changes_nothing(flavor: Fl
 fn a_call_held_back_by_a_waiter_counts_only_what_it_was_denied(flavor: Flavor) {
     let server = Server::start(flavor);
     let mut con = connect(&server);
-    let count =
-        |con: &mut redis::Connection| -> i64 { redis::cmd("GET").arg("f").query(con).unwrap() };
+    let count = |con: &mut redis::Connection| -> i64 { run(con, ("GET", "f")) };
     assert_eq!(
         limiter(&mut con, "CL.FIXED", &["f", "2", "3600", "2"])[0],
         0

@@ -10,6 +10,7 @@
 //! (`REDIS_CELL_VENDOR`, holding `vendor/` and `.cargo/config.toml`) to add to the context.
 #![cfg(feature = "docker")]
 
+use crate::harness::run;
 use std::time::{Duration, Instant};
 
 use testcontainers::core::{BuildImageOptions, ExecCommand, IntoContainerPort, WaitFor};
@@ -110,11 +111,14 @@ fn the_image_serves_the_worked_examples_a_wait_and_its_version() {
         call(&mut con, "CL.WINDOW", &["api:key42", "100", "60", "100"]),
         [1, 100, 99, 60, 60]
     );
-    let detail: Vec<Vec<i64>> = redis::cmd("CL.ALL")
-        .arg(&["2", "burst", "daily", "THROTTLE", "9", "10", "1"])
-        .arg(&["FIXED", "10000", "86400", "DETAIL"])
-        .query(&mut con)
-        .unwrap();
+    let detail: Vec<Vec<i64>> = run(
+        &mut con,
+        (
+            "CL.ALL",
+            &["2", "burst", "daily", "THROTTLE", "9", "10", "1"],
+            &["FIXED", "10000", "86400", "DETAIL"],
+        ),
+    );
     assert_eq!(detail, [[0, 10, 9, -1, 1], [0, 10000, 9999, -1, 86400]]);
     // A refund gives the unit back.
     assert_eq!(
@@ -151,27 +155,10 @@ fn the_image_serves_the_worked_examples_a_wait_and_its_version() {
     assert_eq!(error.code(), Some("ERR"));
     assert!(error.to_string().contains("limit must be >= 1"), "{error}");
 
-    // MODULE LIST: the crate's version, major·10000 + minor·100 + patch.
-    let modules: Vec<Vec<redis::Value>> = redis::cmd("MODULE").arg("LIST").query(&mut con).unwrap();
-    let ours = modules
-        .iter()
-        .find(|fields| fields.iter().any(|v| text(v) == "redis-cell"))
-        .expect("redis-cell is listed");
-    let version = ours
-        .iter()
-        .position(|v| text(v) == "ver")
-        .and_then(|at| ours.get(at + 1))
-        .map(|v| redis::from_redis_value::<i64>(v.clone()).unwrap());
-    let mut parts = env!("CARGO_PKG_VERSION")
-        .split('.')
-        .map(|p| p.parse::<i64>().unwrap());
-    let expected =
-        parts.next().unwrap() * 10_000 + parts.next().unwrap() * 100 + parts.next().unwrap();
-    assert_eq!(version, Some(expected));
-}
-
-fn text(value: &redis::Value) -> String {
-    redis::from_redis_value::<String>(value.clone()).unwrap_or_default()
+    assert_eq!(
+        crate::harness::module_version(&mut con),
+        crate::harness::crate_version_number()
+    );
 }
 
 #[test]
@@ -243,22 +230,16 @@ fn the_server_runs_as_its_own_user_and_keeps_an_aof_in_data_across_a_restart() {
         std::thread::sleep(Duration::from_millis(100));
     };
     let loading = |con: &mut redis::Connection| -> bool {
-        let info: String = redis::cmd("INFO").arg("persistence").query(con).unwrap();
+        let info: String = run(con, ("INFO", "persistence"));
         info.contains("loading:1")
     };
     while loading(&mut con) {
         assert!(Instant::now() < deadline, "the AOF never loaded");
         std::thread::sleep(Duration::from_millis(50));
     }
-    let dir: Vec<String> = redis::cmd("CONFIG")
-        .arg(&["GET", "dir"])
-        .query(&mut con)
-        .unwrap();
+    let dir: Vec<String> = run(&mut con, ("CONFIG", &["GET", "dir"]));
     assert_eq!(dir[1], "/data");
-    let info: String = redis::cmd("INFO")
-        .arg("persistence")
-        .query(&mut con)
-        .unwrap();
+    let info: String = run(&mut con, ("INFO", "persistence"));
     assert!(info.contains("aof_enabled:1"), "{info}");
     let mut listing = container
         .exec(ExecCommand::new([

@@ -3,6 +3,7 @@
 
 use crate::forms::{Form, FORMS};
 use crate::harness::events::{notifying, Events};
+use crate::harness::run;
 use crate::harness::waiting::{connect, Waiter};
 use crate::harness::{
     dirty, error_of, info_field, limiter, replicate, snapshot, stats_line, wait_for_replica,
@@ -45,10 +46,10 @@ fn a_dry_run_answers_what_the_call_would_and_changes_nothing(flavor: Flavor) {
     let mut con = primary.connection();
     wait_for_replica(&mut con);
     // No pings to the replica while the offset is watched.
-    let _: () = redis::cmd("CONFIG")
-        .arg(&["SET", "repl-ping-replica-period", "3600"])
-        .query(&mut con)
-        .unwrap();
+    run::<()>(
+        &mut con,
+        ("CONFIG", &["SET", "repl-ping-replica-period", "3600"]),
+    );
     for form in FORMS {
         let (key, params) = (form.name(), form.algorithm.params(3, "60"));
         // Admitted, admitted, denied (one left, two asked), and never (more than the limit).
@@ -60,10 +61,7 @@ fn a_dry_run_answers_what_the_call_would_and_changes_nothing(flavor: Flavor) {
             assert_eq!(would, got, "{key} {quantity}");
         }
     }
-    let _: () = redis::cmd("SET")
-        .arg(&["marker", "1"])
-        .query(&mut con)
-        .unwrap();
+    run::<()>(&mut con, ("SET", &["marker", "1"]));
     // Only the real calls fired events: three admissions per form, and nothing more.
     let fired = events.until_marker("marker");
     for form in FORMS {
@@ -98,10 +96,10 @@ fn a_dry_run_behind_waiters_answers_as_the_call_would(flavor: Flavor) {
         let got = form.call(&mut con, &key, &params, Some("1"));
         assert_eq!(would[..3], [1, 2, 0], "{key}");
         assert_eq!(would[..3], got[..3], "{key}");
-        let _: () = redis::cmd("CLIENT")
-            .arg(&["KILL", "ID", &waiter.id.to_string()])
-            .query(&mut con)
-            .unwrap();
+        run::<()>(
+            &mut con,
+            ("CLIENT", &["KILL", "ID", &waiter.id.to_string()]),
+        );
         assert!(waiter.handle.join().unwrap().0.is_err(), "{key}");
         crate::harness::waiting::until_waiting(&mut con, 0);
     }
@@ -146,12 +144,15 @@ fn cl_lease_and_cl_all_dry_runs_answer_as_their_calls(flavor: Flavor) {
     assert_eq!(untouched(&mut con, "pool"), before);
 
     let all = |con: &mut redis::Connection, extra: &[&str]| -> Vec<Vec<i64>> {
-        redis::cmd("CL.ALL")
-            .arg(&["2", "rate", "pool", "FIXED", "2", "60", "LEASE", "1", "60"])
-            .arg(&["HOLDER", "a", "DETAIL"])
-            .arg(extra)
-            .query(con)
-            .unwrap()
+        run(
+            con,
+            (
+                "CL.ALL",
+                &["2", "rate", "pool", "FIXED", "2", "60", "LEASE", "1", "60"],
+                &["HOLDER", "a", "DETAIL"],
+                extra,
+            ),
+        )
     };
     for _ in 0..3 {
         let before = (untouched(&mut con, "rate"), untouched(&mut con, "pool"));
@@ -183,10 +184,7 @@ fn a_dry_run_on_a_missing_key_fires_no_keymiss(flavor: Flavor) {
         limiter(&mut con, "CL.LEASE", &["pool", "1", "60", "a", "DRYRUN"])[0],
         0
     );
-    let _: () = redis::cmd("SET")
-        .arg(&["marker", "1"])
-        .query(&mut con)
-        .unwrap();
+    run::<()>(&mut con, ("SET", &["marker", "1"]));
     assert_eq!(events.until_marker("marker"), []);
     assert_eq!(info_field(&mut con, "stats", "keyspace_misses"), "0");
 }
@@ -216,6 +214,6 @@ fn dry_runs_with_block_or_twice_are_refused(flavor: Flavor) {
         &[b"pool", b"1", b"60", b"a", b"DRYRUN", b"BLOCK", b"0"],
     );
     assert!(error.contains("DRYRUN and BLOCK"), "{error}");
-    let size: i64 = redis::cmd("DBSIZE").query(&mut con).unwrap();
+    let size: i64 = run(&mut con, &["DBSIZE"]);
     assert_eq!(size, 0);
 }

@@ -1,6 +1,7 @@
 //! What is particular to CL.FIXED, on real Redis 7.0 and Valkey 9 servers. The contract all
 //! three commands share is in contract.rs.
 
+use crate::harness::run;
 use crate::harness::{error_of, limiter, server_now_ns, snapshot, Flavor, Server};
 
 both_servers!(
@@ -44,14 +45,8 @@ fn the_key_holds_the_count_and_expires_at_the_window_end(flavor: Flavor) {
 fn keys_left_by_the_incr_expire_recipe_keep_working(flavor: Flavor) {
     let server = Server::start(flavor);
     let mut con = server.connection();
-    let _: () = redis::cmd("INCRBY")
-        .arg(&["recipe", "3"])
-        .query(&mut con)
-        .unwrap();
-    let _: () = redis::cmd("PEXPIRE")
-        .arg(&["recipe", "30500"])
-        .query(&mut con)
-        .unwrap();
+    run::<()>(&mut con, ("INCRBY", &["recipe", "3"]));
+    run::<()>(&mut con, ("PEXPIRE", &["recipe", "30500"]));
     assert_eq!(
         limiter(&mut con, "CL.FIXED", &["recipe", "4", "60"]),
         [0, 4, 0, -1, 31]
@@ -67,16 +62,10 @@ fn a_count_without_an_expiry_is_refused(flavor: Flavor) {
     let mut con = server.connection();
     // What the INCR + EXPIRE recipe leaves when it dies between its two commands: a window
     // that never ends. Refusing it shows the problem instead of locking users out forever.
-    let _: () = redis::cmd("SET")
-        .arg(&["stuck", "2"])
-        .query(&mut con)
-        .unwrap();
+    run::<()>(&mut con, ("SET", &["stuck", "2"]));
     let error = error_of(&mut con, "CL.FIXED", &[b"stuck", b"5", b"60"]);
     assert!(error.contains("not a valid state"), "{error}");
-    let _: () = redis::cmd("SET")
-        .arg(&["negative", "-2", "PX", "5000"])
-        .query(&mut con)
-        .unwrap();
+    run::<()>(&mut con, ("SET", &["negative", "-2", "PX", "5000"]));
     let error = error_of(&mut con, "CL.FIXED", &[b"negative", b"5", b"60"]);
     assert!(error.contains("not a valid state"), "{error}");
     assert_eq!(snapshot(&mut con, b"stuck"), (Some(b"2".to_vec()), -1));

@@ -4,6 +4,7 @@
 //! looks at it, and as an admitted waiter takes its units; a release build has no such keys,
 //! so this module runs against the debug build only.
 
+use crate::harness::run;
 use crate::harness::{error_of, limiter, log_lines, stats_line, Flavor, Server};
 
 both_servers!(
@@ -31,7 +32,7 @@ fn assert_serving(server: &mut Server, con: &mut redis::Connection) {
         "the server died: {}",
         server.log_tail()
     );
-    let pong: String = redis::cmd("PING").query(con).unwrap();
+    let pong: String = run(con, &["PING"]);
     assert_eq!(pong, "PONG");
     assert_eq!(
         limiter(con, "CL.THROTTLE", &["after", "0", "1", "60"]),
@@ -66,7 +67,7 @@ fn a_panic_in_a_command_body_answers_an_error_and_the_server_serves_on(flavor: F
     for (command, args) in calls {
         assert_eq!(error_for(&mut con, command, args), INTERNAL, "{command}");
     }
-    let size: i64 = redis::cmd("DBSIZE").query(&mut con).unwrap();
+    let size: i64 = run(&mut con, &["DBSIZE"]);
     assert_eq!(size, 0, "a panicking call wrote");
     for name in ["cl_throttle", "cl_fixed", "cl_window", "cl_all"] {
         assert_eq!(
@@ -154,7 +155,7 @@ fn a_panic_after_a_client_was_blocked_answers_it_once_and_unblocks_it(flavor: Fl
     // Its client was blocked when the panic struck: it gets one answer, the error, and is
     // unblocked; the next reply on the connection is its own PING's.
     assert_eq!(error_for(&mut con, "CL.THROTTLE", &waiting), INTERNAL);
-    let pong: String = redis::cmd("PING").query(&mut con).unwrap();
+    let pong: String = run(&mut con, &["PING"]);
     assert_eq!(pong, "PONG");
     assert_eq!(
         crate::harness::info_field(&mut con, "clients", "blocked_clients"),

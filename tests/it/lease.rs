@@ -2,6 +2,7 @@
 //! holders up to the limit, renewals, releases, leases that end, waiting for a slot, CL.ALL's
 //! LEASE limiter, replicas, the AOF after a crash, events, bad input and a cluster.
 
+use crate::harness::run;
 use std::time::{Duration, Instant};
 
 use crate::harness::cluster::Cluster;
@@ -39,11 +40,11 @@ fn release(con: &mut redis::Connection, key: &str, holder: &str) -> i64 {
 }
 
 fn strlen(con: &mut redis::Connection, key: &str) -> i64 {
-    redis::cmd("STRLEN").arg(key).query(con).unwrap()
+    run(con, ("STRLEN", key))
 }
 
 fn pttl(con: &mut redis::Connection, key: &str) -> i64 {
-    redis::cmd("PTTL").arg(key).query(con).unwrap()
+    run(con, ("PTTL", key))
 }
 
 /// What a set of leases holds: a 20-byte header, and each lease its holder's length plus 13.
@@ -54,7 +55,7 @@ fn set_len(holders: &[&str]) -> i64 {
 /// The key holds these holders' leases and little else: all of them listed, and a value no
 /// longer than their bytes and the short tail new leases take theirs from.
 fn assert_holds(con: &mut redis::Connection, key: &str, holders: &[&str]) {
-    let mut listed: Vec<(Vec<u8>, i64)> = redis::cmd("CL.HOLDERS").arg(key).query(con).unwrap();
+    let mut listed: Vec<(Vec<u8>, i64)> = run(con, ("CL.HOLDERS", key));
     listed.sort();
     let mut expected: Vec<&[u8]> = holders.iter().map(|h| h.as_bytes()).collect();
     expected.sort();
@@ -94,16 +95,10 @@ fn holders_up_to_the_limit_are_admitted_renew_and_release(flavor: Flavor) {
     );
     assert_holds(&mut con, "pool", &["job:a", "job:b"]);
     // A look lists the holders, the soonest to end first, with their time left.
-    let mut held: Vec<(String, i64)> = redis::cmd("CL.HOLDERS")
-        .arg("pool")
-        .query(&mut con)
-        .unwrap();
+    let mut held: Vec<(String, i64)> = run(&mut con, ("CL.HOLDERS", "pool"));
     held.sort();
     assert_eq!(held, [("job:a".into(), 60), ("job:b".into(), 60)]);
-    let held: Vec<(String, i64)> = redis::cmd("CL.HOLDERS")
-        .arg(&["pool", "MS"])
-        .query(&mut con)
-        .unwrap();
+    let held: Vec<(String, i64)> = run(&mut con, ("CL.HOLDERS", &["pool", "MS"]));
     assert_eq!(held.len(), 2);
     assert!(held[0].1 <= held[1].1, "the soonest to end first: {held:?}");
     // Ten seconds of slack, here and below, for a loaded machine: a minute's lease is not a
@@ -113,10 +108,7 @@ fn holders_up_to_the_limit_are_admitted_renew_and_release(flavor: Flavor) {
             .all(|(_, left)| (50_000..=60_000).contains(left)),
         "{held:?}"
     );
-    let none: Vec<(String, i64)> = redis::cmd("CL.HOLDERS")
-        .arg("empty")
-        .query(&mut con)
-        .unwrap();
+    let none: Vec<(String, i64)> = run(&mut con, ("CL.HOLDERS", "empty"));
     assert!(none.is_empty());
     let ttl = pttl(&mut con, "pool");
     assert!(ttl > 50_000 && ttl <= 60_000, "{ttl}");
@@ -136,26 +128,16 @@ fn holders_up_to_the_limit_are_admitted_renew_and_release(flavor: Flavor) {
     assert_eq!(release(&mut con, "pool", "job:a"), 1);
     std::thread::sleep(Duration::from_millis(80));
     assert_eq!(release(&mut con, "pool", "job:c"), 0, "job:c's lease ended");
-    let exists: i64 = redis::cmd("EXISTS").arg("pool").query(&mut con).unwrap();
+    let exists: i64 = run(&mut con, ("EXISTS", "pool"));
     assert_eq!(exists, 0);
 
     // Holders are any bytes, up to 255 of them.
     let long = "h".repeat(255);
     let binary: &[u8] = b"\x00\xff job";
-    let reply: Vec<i64> = redis::cmd("CL.LEASE")
-        .arg("bin")
-        .arg("1")
-        .arg("60")
-        .arg(binary)
-        .query(&mut con)
-        .unwrap();
+    let reply: Vec<i64> = run(&mut con, ("CL.LEASE", "bin", "1", "60", binary));
     assert_eq!(reply, [0, 1, 0, -1, 60]);
     assert_eq!(lease(&mut con, &["bin", "1", "60", &long])[0], 1);
-    let freed: i64 = redis::cmd("CL.RELEASE")
-        .arg("bin")
-        .arg(binary)
-        .query(&mut con)
-        .unwrap();
+    let freed: i64 = run(&mut con, ("CL.RELEASE", "bin", binary));
     assert_eq!(freed, 1);
     assert_eq!(lease(&mut con, &["bin", "1", "60", &long])[0], 0);
 
@@ -202,7 +184,7 @@ fn leases_end_at_their_instant_and_the_key_with_the_last_under_a_controlled_cloc
     assert_holds(&mut con, "p", &["e"]);
     assert_eq!(snapshot(&mut con, b"p").1, BASE + 20_010);
     server.set_clock_ms(BASE + 20_011);
-    let exists: i64 = redis::cmd("EXISTS").arg("p").query(&mut con).unwrap();
+    let exists: i64 = run(&mut con, ("EXISTS", "p"));
     assert_eq!(exists, 0);
 }
 
@@ -355,10 +337,7 @@ fn a_waiter_that_disconnects_takes_no_lease(flavor: Flavor) {
         "CL.LEASE",
         &["pool", "1", "60", "next", "BLOCK", "0"],
     );
-    let _: () = redis::cmd("CLIENT")
-        .arg(&["KILL", "ID", &gone.id.to_string()])
-        .query(&mut con)
-        .unwrap();
+    run::<()>(&mut con, ("CLIENT", &["KILL", "ID", &gone.id.to_string()]));
     assert!(gone.handle.join().unwrap().0.is_err());
     until_waiting(&mut con, 1);
     assert_eq!(release(&mut con, "pool", "a"), 1);
@@ -388,19 +367,25 @@ fn transactions_and_scripts_answer_at_once(flavor: Flavor) {
     assert_eq!(denied, [1, 1, 0, 60, 60]);
     assert_eq!(freed, 1);
     assert_eq!(again, [0, 1, 0, -1, 60]);
-    let reply: Vec<i64> = redis::cmd("EVAL")
-        .arg(&[
-            "return redis.call('CL.LEASE', KEYS[1], '1', '60', 'c', 'BLOCK', '0')",
-            "1",
-            "pool",
-        ])
-        .query(&mut con)
-        .unwrap();
+    let reply: Vec<i64> = run(
+        &mut con,
+        (
+            "EVAL",
+            &[
+                "return redis.call('CL.LEASE', KEYS[1], '1', '60', 'c', 'BLOCK', '0')",
+                "1",
+                "pool",
+            ],
+        ),
+    );
     assert_eq!(reply, [1, 1, 0, 60, 60]);
-    let freed: i64 = redis::cmd("EVAL")
-        .arg(&["return redis.call('CL.RELEASE', KEYS[1], 'b')", "1", "pool"])
-        .query(&mut con)
-        .unwrap();
+    let freed: i64 = run(
+        &mut con,
+        (
+            "EVAL",
+            &["return redis.call('CL.RELEASE', KEYS[1], 'b')", "1", "pool"],
+        ),
+    );
     assert_eq!(freed, 1);
     assert!(started.elapsed() < Duration::from_secs(5));
     assert_eq!(waiting_field(&mut con, "waited"), 0);
@@ -421,7 +406,7 @@ fn cl_all_holds_a_lease_and_a_rate_limit_in_one_decision(flavor: Flavor) {
             "2", "rate", "pool", "FIXED", "3", "60", "LEASE", "2", "30", "HOLDER", holder,
         ];
         args.extend(extra);
-        redis::cmd("CL.ALL").arg(&args).query(con).unwrap()
+        run(con, ("CL.ALL", &args))
     };
     assert_eq!(call(&mut con, "a", &[]), [0, 2, 1, -1, 30]);
     assert_eq!(call(&mut con, "b", &[]), [0, 2, 0, -1, 30]);
@@ -581,10 +566,7 @@ fn writes_fire_their_events_and_denials_none(flavor: Flavor) {
         "CL.ALL",
         &["1", "pool", "LEASE", "1", "60", "HOLDER", "c"],
     );
-    let _: () = redis::cmd("SET")
-        .arg(&["marker", "1"])
-        .query(&mut con)
-        .unwrap();
+    run::<()>(&mut con, ("SET", &["marker", "1"]));
     let mut expected: Vec<(&str, &str)> =
         vec![("new", "pool"), ("cl.lease", "pool"), ("expire", "pool")];
     expected.push(("new", "grows"));
@@ -622,12 +604,12 @@ fn writes_fire_their_events_and_denials_none(flavor: Flavor) {
 
 /// Every key of any type: its name, DUMP and absolute expiry.
 fn every_key(con: &mut redis::Connection) -> Vec<(Vec<u8>, Option<Vec<u8>>, i64)> {
-    let mut keys: Vec<Vec<u8>> = redis::cmd("KEYS").arg("*").query(con).unwrap();
+    let mut keys: Vec<Vec<u8>> = run(con, ("KEYS", "*"));
     keys.sort();
     keys.into_iter()
         .map(|key| {
-            let dumped: Option<Vec<u8>> = redis::cmd("DUMP").arg(&key).query(con).unwrap();
-            let expiry: i64 = redis::cmd("PEXPIRETIME").arg(&key).query(con).unwrap();
+            let dumped: Option<Vec<u8>> = run(con, ("DUMP", &key));
+            let expiry: i64 = run(con, ("PEXPIRETIME", &key));
             (key, dumped, expiry)
         })
         .collect()
@@ -637,14 +619,8 @@ fn bad_input_gets_errors_naming_it_and_changes_nothing(flavor: Flavor) {
     let server = Server::start(flavor);
     let mut con = server.connection();
     assert_eq!(lease(&mut con, &["pool", "1", "60", "a"])[0], 0);
-    let _: () = redis::cmd("SET")
-        .arg(&["text", "hello"])
-        .query(&mut con)
-        .unwrap();
-    let _: () = redis::cmd("RPUSH")
-        .arg(&["list", "x"])
-        .query(&mut con)
-        .unwrap();
+    run::<()>(&mut con, ("SET", &["text", "hello"]));
+    run::<()>(&mut con, ("RPUSH", &["list", "x"]));
     let before = every_key(&mut con);
     let writes = dirty(&mut con);
     let long = vec![b'h'; 256];
@@ -745,7 +721,7 @@ fn bad_input_gets_errors_naming_it_and_changes_nothing(flavor: Flavor) {
     let error = error_of(&mut con, "CL.WINDOW", &[b"pool", b"5", b"60"]);
     assert!(error.contains("not a valid state"), "{error}");
     assert_eq!(snapshot(&mut con, b"log"), log);
-    let _: () = redis::cmd("DEL").arg("log").query(&mut con).unwrap();
+    run::<()>(&mut con, ("DEL", "log"));
     assert_eq!(every_key(&mut con), before);
 }
 
@@ -754,7 +730,7 @@ fn a_cluster_routes_leases_and_releases_to_their_slot(flavor: Flavor) {
     let cluster = Cluster::start(flavor);
     let mut con = cluster.client();
     let call = |con: &mut redis::cluster::ClusterConnection, args: &[&str]| -> Vec<i64> {
-        redis::cmd("CL.LEASE").arg(args).query(con).unwrap()
+        run(con, ("CL.LEASE", args))
     };
     for i in 0..POOLS {
         let key = format!("pool:{i}");
@@ -763,36 +739,36 @@ fn a_cluster_routes_leases_and_releases_to_their_slot(flavor: Flavor) {
     }
     for i in (0..POOLS).step_by(3) {
         let key = format!("pool:{i}");
-        let freed: i64 = redis::cmd("CL.RELEASE")
-            .arg(&[key.as_str(), "a"])
-            .query(&mut con)
-            .unwrap();
+        let freed: i64 = run(&mut con, ("CL.RELEASE", &[key.as_str(), "a"]));
         assert_eq!(freed, 1, "{key}");
         assert_eq!(call(&mut con, &[&key, "1", "3600", "b"])[0], 0, "{key}");
     }
     // CL.ALL over a rate limit and a pool under one hash tag.
-    let reply: Vec<i64> = redis::cmd("CL.ALL")
-        .arg(&[
-            "2",
-            "{user:1}:rate",
-            "{user:1}:pool",
-            "FIXED",
-            "5",
-            "60",
-            "LEASE",
-            "1",
-            "3600",
-            "HOLDER",
-            "a",
-        ])
-        .query(&mut con)
-        .unwrap();
+    let reply: Vec<i64> = run(
+        &mut con,
+        (
+            "CL.ALL",
+            &[
+                "2",
+                "{user:1}:rate",
+                "{user:1}:pool",
+                "FIXED",
+                "5",
+                "60",
+                "LEASE",
+                "1",
+                "3600",
+                "HOLDER",
+                "a",
+            ],
+        ),
+    );
     assert_eq!(reply, [0, 1, 0, -1, 3600]);
     let mut total = 0;
     for node in &cluster.nodes {
         let mut node_con = node.connection();
         if crate::harness::info_field(&mut node_con, "replication", "role") == "master" {
-            let size: i64 = redis::cmd("DBSIZE").query(&mut node_con).unwrap();
+            let size: i64 = run(&mut node_con, &["DBSIZE"]);
             assert!(size > 20, "a primary holds only {size} keys");
             total += size;
         }

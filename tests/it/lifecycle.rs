@@ -1,5 +1,6 @@
 //! Loading the module: where it refuses, and that it refuses without harm.
 
+use crate::harness::run;
 use crate::harness::{Flavor, Options, Server};
 
 #[test]
@@ -18,7 +19,7 @@ fn redis_6_refuses_to_load_it_and_keeps_running() {
         .arg(module.to_str().unwrap())
         .query::<String>(&mut con);
     assert!(loaded.is_err(), "loaded on Redis 6.2");
-    let pong: String = redis::cmd("PING").query(&mut con).unwrap();
+    let pong: String = run(&mut con, &["PING"]);
     assert_eq!(pong, "PONG");
     refused_once(
         &server,
@@ -48,21 +49,15 @@ fn module_load_and_unload_at_runtime() {
         let server = without_module(flavor, &[]);
         let mut con = server.connection();
         crate::harness::module_load(&mut con, &crate::harness::module_path()).unwrap();
-        let reply: Vec<i64> = redis::cmd("CL.THROTTLE")
-            .arg(&["k", "1", "1", "1"])
-            .query(&mut con)
-            .unwrap();
+        let reply: Vec<i64> = run(&mut con, ("CL.THROTTLE", &["k", "1", "1", "1"]));
         assert_eq!(reply, [0, 2, 1, -1, 1]);
-        let modules: redis::Value = redis::cmd("MODULE").arg("LIST").query(&mut con).unwrap();
+        let modules: redis::Value = run(&mut con, ("MODULE", "LIST"));
         let listed = format!("{modules:?}");
         assert!(listed.contains("redis-cell"), "{listed}");
-        let _: () = redis::cmd("MODULE")
-            .arg(&["UNLOAD", "redis-cell"])
-            .query(&mut con)
-            .unwrap();
+        run::<()>(&mut con, ("MODULE", &["UNLOAD", "redis-cell"]));
         assert_no_limiter(&mut con);
         // The limiter's key is an ordinary string and outlives the module.
-        let value: Option<String> = redis::cmd("GET").arg("k").query(&mut con).unwrap();
+        let value: Option<String> = run(&mut con, ("GET", "k"));
         assert!(value.is_some());
     }
 }
@@ -83,22 +78,16 @@ fn without_module(flavor: Flavor, extra: &[&str]) -> Server {
 /// The server still serves: INFO, CONFIG RESETSTAT (which the module watches for once
 /// loaded), ordinary commands after them, and whatever owns `cl.throttle`.
 fn still_serving(server: &mut Server, con: &mut redis::Connection) -> String {
-    let _: String = redis::cmd("INFO").arg("everything").query(con).unwrap();
-    let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query(con).unwrap();
+    let _: String = run(con, ("INFO", "everything"));
+    run::<()>(con, ("CONFIG", "RESETSTAT"));
     for i in 0..20 {
-        let _: () = redis::cmd("SET")
-            .arg(&["k", &i.to_string()])
-            .query(con)
-            .unwrap();
-        let pong: String = redis::cmd("PING").query(con).unwrap();
+        run::<()>(con, ("SET", &["k", &i.to_string()]));
+        let pong: String = run(con, &["PING"]);
         assert_eq!(pong, "PONG");
     }
     let owner = format!(
         "{:?}",
-        redis::cmd("CL.THROTTLE")
-            .arg(&["t", "1", "1", "1"])
-            .query::<redis::Value>(con)
-            .unwrap()
+        run::<redis::Value>(con, ("CL.THROTTLE", &["t", "1", "1", "1"]))
     );
     assert!(server.is_running(), "{}", server.log_tail());
     owner
@@ -139,7 +128,7 @@ fn a_renamed_or_disabled_set_refuses_the_load(flavor: Flavor) {
         );
         refused_once(&server, "redis-cell:", "the server has no SET command");
         assert_no_limiter(&mut con);
-        let pong: String = redis::cmd("PING").query(&mut con).unwrap();
+        let pong: String = run(&mut con, &["PING"]);
         assert_eq!(pong, "PONG");
     }
 }
@@ -150,16 +139,10 @@ fn a_reload_keeps_the_acl_category(flavor: Flavor) {
     let kind = crate::harness::ServerKind::of(&mut con);
     let module = crate::harness::module_path();
     crate::harness::module_load(&mut con, &module).unwrap();
-    let _: () = redis::cmd("MODULE")
-        .arg(&["UNLOAD", "redis-cell"])
-        .query(&mut con)
-        .unwrap();
+    run::<()>(&mut con, ("MODULE", &["UNLOAD", "redis-cell"]));
     crate::harness::module_load(&mut con, &module).unwrap();
 
-    let info: redis::Value = redis::cmd("COMMAND")
-        .arg(&["INFO", "cl.throttle"])
-        .query(&mut con)
-        .unwrap();
+    let info: redis::Value = run(&mut con, ("COMMAND", &["INFO", "cl.throttle"]));
     let listed = format!("{info:?}");
     assert_eq!(
         listed.contains("@ratelimit"),
@@ -169,19 +152,16 @@ fn a_reload_keeps_the_acl_category(flavor: Flavor) {
     if !kind.module_own_categories() {
         return;
     }
-    let _: () = redis::cmd("ACL")
-        .arg(&["SETUSER", "limiter", "on", ">secret", "+@ratelimit", "~*"])
-        .query(&mut con)
-        .unwrap();
+    run::<()>(
+        &mut con,
+        (
+            "ACL",
+            &["SETUSER", "limiter", "on", ">secret", "+@ratelimit", "~*"],
+        ),
+    );
     let mut limiter = server.connection();
-    let _: () = redis::cmd("AUTH")
-        .arg(&["limiter", "secret"])
-        .query(&mut limiter)
-        .unwrap();
-    let reply: Vec<i64> = redis::cmd("CL.THROTTLE")
-        .arg(&["k", "1", "1", "1"])
-        .query(&mut limiter)
-        .unwrap();
+    run::<()>(&mut limiter, ("AUTH", &["limiter", "secret"]));
+    let reply: Vec<i64> = run(&mut limiter, ("CL.THROTTLE", &["k", "1", "1", "1"]));
     assert_eq!(reply[0], 0);
 }
 

@@ -1,7 +1,11 @@
 //! How the module presents itself to operators and tools: INFO counters, CONFIG RESETSTAT,
 //! COMMAND DOCS, ACL categories and its version, on Redis 7.0 and Valkey 9.
 
-use crate::harness::{error_of, limiter, stats_line, Flavor, Options, Server, ServerKind};
+use crate::harness::run;
+use crate::harness::{
+    crate_version_number, error_of, limiter, module_version, stats_line, Flavor, Options, Server,
+    ServerKind,
+};
 use redis::Value;
 
 both_servers!(
@@ -49,7 +53,7 @@ fn info_counts_each_outcome_per_command(flavor: Flavor) {
         "calls=1,allowed=1,denied=0,peeks=0,refunds=0,errors=0"
     );
     for section in ["modules", "everything"] {
-        let info: String = redis::cmd("INFO").arg(section).query(&mut con).unwrap();
+        let info: String = run(&mut con, ("INFO", section));
         assert!(
             info.contains("redis-cell_cl_window:calls=1"),
             "INFO {section}"
@@ -62,10 +66,7 @@ fn config_resetstat_clears_the_counters(flavor: Flavor) {
     let mut con = server.connection();
     limiter(&mut con, "CL.FIXED", &["f", "5", "60"]);
     assert!(stats_line(&mut con, "cl_fixed").starts_with("calls=1,"));
-    let _: () = redis::cmd("CONFIG")
-        .arg("RESETSTAT")
-        .query(&mut con)
-        .unwrap();
+    run::<()>(&mut con, ("CONFIG", "RESETSTAT"));
     assert_eq!(
         stats_line(&mut con, "cl_fixed"),
         "calls=0,allowed=0,denied=0,peeks=0,refunds=0,errors=0"
@@ -146,10 +147,7 @@ fn command_docs_describe_every_argument(flavor: Flavor) {
             ],
         ),
     ] {
-        let docs: Value = redis::cmd("COMMAND")
-            .arg(&["DOCS", command])
-            .query(&mut con)
-            .unwrap();
+        let docs: Value = run(&mut con, ("COMMAND", &["DOCS", command]));
         let doc = field(&docs, command);
         assert!(text(field(&doc, "summary")).contains("Replies [limited, limit, remaining"));
         assert_eq!(text(field(&doc, "since")), "0.1.0");
@@ -198,10 +196,7 @@ fn command_docs_describe_every_argument(flavor: Flavor) {
         ("cl.release", &[("key", "key"), ("holder", "string")]),
         ("cl.holders", &[("key", "key"), ("ms", "pure-token")]),
     ] {
-        let docs: Value = redis::cmd("COMMAND")
-            .arg(&["DOCS", command])
-            .query(&mut con)
-            .unwrap();
+        let docs: Value = run(&mut con, ("COMMAND", &["DOCS", command]));
         let doc = field(&docs, command);
         assert!(text(field(&doc, "complexity")).starts_with("O("));
         let Value::Array(arguments) = field(&doc, "arguments") else {
@@ -224,10 +219,7 @@ fn command_docs_describe_every_argument(flavor: Flavor) {
 fn command_docs_give_cl_all_its_whole_grammar(flavor: Flavor) {
     let server = Server::start(flavor);
     let mut con = server.connection();
-    let docs: Value = redis::cmd("COMMAND")
-        .arg(&["DOCS", "cl.all"])
-        .query(&mut con)
-        .unwrap();
+    let docs: Value = run(&mut con, ("COMMAND", &["DOCS", "cl.all"]));
     let doc = field(&docs, "cl.all");
     assert!(text(field(&doc, "summary")).contains("all or nothing"));
     let Value::Array(arguments) = field(&doc, "arguments") else {
@@ -330,10 +322,7 @@ fn the_commands_carry_their_acl_categories(flavor: Flavor) {
             "cl.holders" => ("@read", false),
             _ => ("@write", true),
         };
-        let info: Vec<Vec<Value>> = redis::cmd("COMMAND")
-            .arg(&["INFO", command])
-            .query(&mut con)
-            .unwrap();
+        let info: Vec<Vec<Value>> = run(&mut con, ("COMMAND", &["INFO", command]));
         let categories: Vec<String> = redis::from_redis_value(info[0][6].clone()).unwrap();
         let has = |category: &str| categories.iter().any(|c| c == category);
         assert_eq!(
@@ -368,7 +357,7 @@ fn a_resetstat_the_server_refuses_or_discards_leaves_the_counters(flavor: Flavor
         },
     );
     let mut admin = server.connection();
-    let _: () = redis::cmd("AUTH").arg("secret").query(&mut admin).unwrap();
+    run::<()>(&mut admin, ("AUTH", "secret"));
     limiter(&mut admin, "CL.FIXED", &["f", "5", "60"]);
     let before = counters(&mut admin);
     assert!(before.starts_with("calls=1,allowed=1,"), "{before}");
@@ -386,12 +375,9 @@ fn a_resetstat_the_server_refuses_or_discards_leaves_the_counters(flavor: Flavor
     );
 
     // Queued in a transaction that is discarded.
-    let _: () = redis::cmd("MULTI").query(&mut admin).unwrap();
-    let _: () = redis::cmd("CONFIG")
-        .arg("RESETSTAT")
-        .query(&mut admin)
-        .unwrap();
-    let _: () = redis::cmd("DISCARD").query(&mut admin).unwrap();
+    run::<()>(&mut admin, &["MULTI"]);
+    run::<()>(&mut admin, ("CONFIG", "RESETSTAT"));
+    run::<()>(&mut admin, &["DISCARD"]);
     assert_eq!(
         counters(&mut admin),
         before,
@@ -406,7 +392,7 @@ fn a_resetstat_the_server_refuses_or_discards_leaves_the_counters(flavor: Flavor
     assert_eq!(counters(&mut admin), before, "after a refused script");
 
     // Executed in a transaction, between two calls: only the one after it remains.
-    let _: () = redis::cmd("MULTI").query(&mut admin).unwrap();
+    run::<()>(&mut admin, &["MULTI"]);
     for args in [
         &["CL.FIXED", "f", "5", "60"][..],
         &["CONFIG", "RESETSTAT"],
@@ -417,7 +403,7 @@ fn a_resetstat_the_server_refuses_or_discards_leaves_the_counters(flavor: Flavor
             .query(&mut admin)
             .unwrap();
     }
-    let _: redis::Value = redis::cmd("EXEC").query(&mut admin).unwrap();
+    let _: redis::Value = run(&mut admin, &["EXEC"]);
     assert_eq!(
         counters(&mut admin),
         "calls=1,allowed=0,denied=0,peeks=1,refunds=0,errors=0"
@@ -434,9 +420,9 @@ fn a_resetstat_waiting_in_a_transaction_does_not_hide_others(flavor: Flavor) {
         }
     };
     let resetstat = |con: &mut redis::Connection| {
-        let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query(con).unwrap();
+        run::<()>(con, ("CONFIG", "RESETSTAT"));
     };
-    let _: () = redis::cmd("MULTI").query(&mut waiting).unwrap();
+    run::<()>(&mut waiting, &["MULTI"]);
     resetstat(&mut waiting);
     fixed(&mut con, 3);
     resetstat(&mut con);
@@ -448,7 +434,7 @@ fn a_resetstat_waiting_in_a_transaction_does_not_hide_others(flavor: Flavor) {
         counters(&mut con)
     );
     // The transaction runs its RESETSTAT now.
-    let _: redis::Value = redis::cmd("EXEC").query(&mut waiting).unwrap();
+    let _: redis::Value = run(&mut waiting, &["EXEC"]);
     fixed(&mut con, 2);
     assert!(
         counters(&mut con).starts_with("calls=2,"),
@@ -456,9 +442,9 @@ fn a_resetstat_waiting_in_a_transaction_does_not_hide_others(flavor: Flavor) {
         counters(&mut con)
     );
     // One discarded: nothing changes, then or later.
-    let _: () = redis::cmd("MULTI").query(&mut waiting).unwrap();
+    run::<()>(&mut waiting, &["MULTI"]);
     resetstat(&mut waiting);
-    let _: () = redis::cmd("DISCARD").query(&mut waiting).unwrap();
+    run::<()>(&mut waiting, &["DISCARD"]);
     fixed(&mut con, 1);
     let _: redis::Value = redis::cmd("EXEC")
         .query(&mut con)
@@ -478,24 +464,18 @@ fn a_resetstat_among_cl_all_calls_in_a_transaction_is_seen(flavor: Flavor) {
     let mut queued = server.connection();
     let mut other = server.connection();
     let all = ["1", "a", "FIXED", "100", "60"];
-    let _: () = redis::cmd("MULTI").query(&mut queued).unwrap();
-    let _: () = redis::cmd("CONFIG")
-        .arg("RESETSTAT")
-        .query(&mut other)
-        .unwrap();
+    run::<()>(&mut queued, &["MULTI"]);
+    run::<()>(&mut other, ("CONFIG", "RESETSTAT"));
     for _ in 0..2 {
-        let _: () = redis::cmd("CL.ALL").arg(&all).query(&mut queued).unwrap();
+        run::<()>(&mut queued, ("CL.ALL", &all));
     }
-    let _: () = redis::cmd("CONFIG")
-        .arg("RESETSTAT")
-        .query(&mut queued)
-        .unwrap();
-    let _: Value = redis::cmd("EXEC").query(&mut queued).unwrap();
+    run::<()>(&mut queued, ("CONFIG", "RESETSTAT"));
+    let _: Value = run(&mut queued, &["EXEC"]);
     assert_eq!(
         stats_line(&mut other, "cl_all"),
         "calls=0,allowed=0,denied=0,peeks=0,refunds=0,errors=0"
     );
-    let _: Value = redis::cmd("CL.ALL").arg(&all).query(&mut other).unwrap();
+    let _: Value = run(&mut other, ("CL.ALL", &all));
     assert!(stats_line(&mut other, "cl_all").starts_with("calls=1,allowed=1,"));
 }
 
@@ -509,10 +489,7 @@ fn replayed_calls_are_not_counted(flavor: Flavor) {
     limiter(&mut con, "CL.WINDOW", &["w", "5", "60"]);
     limiter(&mut con, "CL.LEASE", &["l", "5", "60", "a"]);
     limiter(&mut con, "CL.LEASE", &["l", "5", "60", "b"]);
-    let freed: i64 = redis::cmd("CL.RELEASE")
-        .arg(&["l", "b"])
-        .query(&mut con)
-        .unwrap();
+    let freed: i64 = run(&mut con, ("CL.RELEASE", &["l", "b"]));
     assert_eq!(freed, 1);
     crate::harness::wait_for_replica(&mut con);
     let zero = "calls=0,allowed=0,denied=0,peeks=0,refunds=0,errors=0";
@@ -529,7 +506,7 @@ fn replayed_calls_are_not_counted(flavor: Flavor) {
     let dir = primary.shutdown();
     let restarted = Server::start_with(flavor, crate::harness::aof_options(Some(dir)));
     let mut con = restarted.connection();
-    let keys: i64 = redis::cmd("DBSIZE").query(&mut con).unwrap();
+    let keys: i64 = run(&mut con, &["DBSIZE"]);
     assert_eq!(keys, 4, "the AOF was replayed");
     for command in [
         "cl_throttle",
@@ -545,18 +522,7 @@ fn replayed_calls_are_not_counted(flavor: Flavor) {
 fn module_list_reports_the_crate_version(flavor: Flavor) {
     let server = Server::start(flavor);
     let mut con = server.connection();
-    let modules: Vec<Value> = redis::cmd("MODULE").arg("LIST").query(&mut con).unwrap();
-    let ours = modules
-        .iter()
-        .find(|m| text(field(m, "name")) == "redis-cell")
-        .expect("redis-cell is listed");
-    let version: i64 = redis::from_redis_value(field(ours, "ver")).unwrap();
-    let mut parts = env!("CARGO_PKG_VERSION")
-        .split('.')
-        .map(|p| p.parse::<i64>().unwrap());
-    let expected =
-        parts.next().unwrap() * 10_000 + parts.next().unwrap() * 100 + parts.next().unwrap();
-    assert_eq!(version, expected);
+    assert_eq!(module_version(&mut con), crate_version_number());
 }
 
 #[test]

@@ -4,6 +4,7 @@
 //! error, and the server must answer PING throughout. REDIS_CELL_FUZZ_INPUTS sets how many
 //! (default 20,000 per server).
 
+use crate::harness::run;
 use crate::harness::{Flavor, Rng, Server};
 use redis::Value;
 
@@ -68,7 +69,7 @@ fn random_arg(rng: &mut Rng) -> Vec<u8> {
 fn damage(con: &mut redis::Connection, rng: &mut Rng) {
     let key = KEYS[[0, 1, 4, 7][rng.below(4) as usize]];
     if rng.below(2) == 0 {
-        let _: () = redis::cmd("DEL").arg(key).query(con).unwrap();
+        run::<()>(con, ("DEL", key));
         return;
     }
     let current: Option<Vec<u8>> = redis::cmd("GET").arg(key).query(con).unwrap_or(None);
@@ -81,20 +82,14 @@ fn damage(con: &mut redis::Connection, rng: &mut Rng) {
             value[at] ^= 1 + rng.below(255) as u8;
         }
     }
-    let _: () = redis::cmd("SET").arg(key).arg(value).query(con).unwrap();
+    run::<()>(con, ("SET", key, value));
 }
 
 fn random_inputs_get_a_reply_or_an_error_and_never_crash(flavor: Flavor) {
     let mut server = Server::start(flavor);
     let mut con = server.connection();
-    let _: () = redis::cmd("RPUSH")
-        .arg(&["list", "x"])
-        .query(&mut con)
-        .unwrap();
-    let _: () = redis::cmd("HSET")
-        .arg(&["hash", "f", "v"])
-        .query(&mut con)
-        .unwrap();
+    run::<()>(&mut con, ("RPUSH", &["list", "x"]));
+    run::<()>(&mut con, ("HSET", &["hash", "f", "v"]));
     let mut rng = Rng::new(0xc0ffee ^ flavor as u64);
     let (mut replies, mut errors) = (0u64, 0u64);
     for i in 0..inputs() {
@@ -150,7 +145,7 @@ fn random_inputs_get_a_reply_or_an_error_and_never_crash(flavor: Flavor) {
             }
         }
         if i % 1_000 == 0 {
-            let pong: String = redis::cmd("PING").query(&mut con).unwrap();
+            let pong: String = run(&mut con, &["PING"]);
             assert_eq!(pong, "PONG");
             assert!(server.is_running());
         }

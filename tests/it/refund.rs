@@ -4,6 +4,7 @@
 
 use crate::forms::{Algorithm, Form, FORMS};
 use crate::harness::events::{notifying, Events};
+use crate::harness::run;
 use crate::harness::waiting::{connect, ms_between, until_waiting, waiting_field, Waiter};
 use crate::harness::{
     dirty, dump, error_of, info_field, keyspace, limiter, replicate, snapshot, wait_for_replica,
@@ -28,7 +29,7 @@ fn three_per_minute(form: Form) -> Vec<String> {
 }
 
 fn exists(con: &mut redis::Connection, key: &str) -> bool {
-    redis::cmd("EXISTS").arg(key).query(con).unwrap()
+    run(con, ("EXISTS", key))
 }
 
 fn a_refund_gives_back_units_and_answers_the_key_as_it_is_left(flavor: Flavor) {
@@ -178,14 +179,8 @@ fn a_refund_admits_the_first_waiter_at_once(flavor: Flavor) {
 fn a_refund_with_bad_arguments_or_on_a_bad_key_changes_nothing(flavor: Flavor) {
     let server = Server::start(flavor);
     let mut con = server.connection();
-    let _: () = redis::cmd("RPUSH")
-        .arg(&["list", "x"])
-        .query(&mut con)
-        .unwrap();
-    let _: () = redis::cmd("SET")
-        .arg(&["text", "not a state"])
-        .query(&mut con)
-        .unwrap();
+    run::<()>(&mut con, ("RPUSH", &["list", "x"]));
+    run::<()>(&mut con, ("SET", &["text", "not a state"]));
     for form in FORMS {
         let (key, params) = (form.name(), three_per_minute(form));
         form.call(&mut con, &key, &params, None);
@@ -271,10 +266,7 @@ fn cl_all_refunds_every_limiter_and_only_looks_at_leases(flavor: Flavor) {
             "{key}: {after:?}"
         );
     }
-    let holders: Vec<String> = redis::cmd("CL.HOLDERS")
-        .arg("pool")
-        .query(&mut con)
-        .unwrap();
+    let holders: Vec<String> = run(&mut con, ("CL.HOLDERS", "pool"));
     assert_eq!(holders[0], "job:1");
     // A refund needs no holder, and without DETAIL answers for the limiter with the fewest
     // units left.
@@ -304,8 +296,7 @@ fn cl_all_refunds_every_limiter_and_only_looks_at_leases(flavor: Flavor) {
 fn a_refund_on_a_key_fuller_than_its_limit_still_gives_back(flavor: Flavor) {
     let server = Server::start(flavor);
     let mut con = server.connection();
-    let count =
-        |con: &mut redis::Connection| -> String { redis::cmd("GET").arg("f").query(con).unwrap() };
+    let count = |con: &mut redis::Connection| -> String { run(con, ("GET", "f")) };
     assert_eq!(
         limiter(&mut con, "CL.FIXED", &["f", "10", "60", "10"])[..3],
         [0, 10, 0]
@@ -319,11 +310,14 @@ fn a_refund_on_a_key_fuller_than_its_limit_still_gives_back(flavor: Flavor) {
         [0, 5, 0, -1, 60]
     );
     assert_eq!(count(&mut con), "8");
-    let detail: Vec<Vec<i64>> = redis::cmd("CL.ALL")
-        .arg(&["2", "f", "pool", "FIXED", "5", "60", "LEASE", "1", "60"])
-        .arg(&["QUANTITY", "2", "REFUND", "DETAIL"])
-        .query(&mut con)
-        .unwrap();
+    let detail: Vec<Vec<i64>> = run(
+        &mut con,
+        (
+            "CL.ALL",
+            &["2", "f", "pool", "FIXED", "5", "60", "LEASE", "1", "60"],
+            &["QUANTITY", "2", "REFUND", "DETAIL"],
+        ),
+    );
     assert_eq!(detail, [[0, 5, 0, -1, 60], [0, 1, 0, -1, 60]]);
     assert_eq!(count(&mut con), "6");
 }
@@ -347,10 +341,7 @@ fn refunds_fire_the_events_of_what_they_change(flavor: Flavor) {
         };
         expected.extend(fired.iter().map(|event| (event.to_string(), key.clone())));
     }
-    let _: () = redis::cmd("SET")
-        .arg(&["marker", "1"])
-        .query(&mut con)
-        .unwrap();
+    run::<()>(&mut con, ("SET", &["marker", "1"]));
     let seen: Vec<(String, String)> = events
         .until_marker("marker")
         .into_iter()

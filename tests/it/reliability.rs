@@ -3,6 +3,7 @@
 //! key hammered by 50 connections at once; stored state from a clock that stepped; memory
 //! exhausted; and ACL users limited to their keys.
 
+use crate::harness::run;
 use std::time::{Duration, Instant};
 
 use crate::harness::{
@@ -83,7 +84,7 @@ fn a_random_workload_is_identical_on_a_replica_and_after_every_restart(flavor: F
     drop(replica);
 
     // An AOF rewritten in the background, then more calls appended to it.
-    let _: () = redis::cmd("BGREWRITEAOF").query(&mut con).unwrap();
+    run::<()>(&mut con, &["BGREWRITEAOF"]);
     let deadline = Instant::now() + Duration::from_secs(60);
     while info_field(&mut con, "persistence", "aof_rewrite_in_progress") != "0"
         || info_field(&mut con, "persistence", "aof_rewrite_scheduled") != "0"
@@ -93,7 +94,7 @@ fn a_random_workload_is_identical_on_a_replica_and_after_every_restart(flavor: F
     }
     random_workload(&mut con, 0xface, workload_calls() / 10);
     let expected = keyspace(&mut con);
-    let _: () = redis::cmd("SAVE").query(&mut con).unwrap();
+    run::<()>(&mut con, &["SAVE"]);
     let dir = primary.shutdown();
 
     let from_aof = Server::start_with(flavor, aof_options(Some(dir)));
@@ -168,10 +169,7 @@ fn stored_states_from_a_stepped_clock_never_panic_or_wait_negatively(flavor: Fla
     let year_ns = 365 * 86_400 * 1_000_000_000i64;
     // TATs: far ahead (a clock that was years ahead), the largest value, long ago, negative.
     for tat in [now_ns + 10 * year_ns, i64::MAX, 1, -5, now_ns - year_ns] {
-        let _: () = redis::cmd("SET")
-            .arg(&["tat", &tat.to_string()])
-            .query(&mut con)
-            .unwrap();
+        run::<()>(&mut con, ("SET", &["tat", &tat.to_string()]));
         for quantity in ["0", "1", "50"] {
             let reply = limiter(&mut con, "CL.THROTTLE", &["tat", "9", "10", "60", quantity]);
             assert!(
@@ -189,10 +187,10 @@ fn stored_states_from_a_stepped_clock_never_panic_or_wait_negatively(flavor: Fla
     }
     // A fixed window set to end in ten years: still open, waits count the years.
     let end_ms = now_ns / 1_000_000 + 10 * year_ns / 1_000_000;
-    let _: () = redis::cmd("SET")
-        .arg(&["win", "7", "PXAT", &end_ms.to_string()])
-        .query(&mut con)
-        .unwrap();
+    run::<()>(
+        &mut con,
+        ("SET", &["win", "7", "PXAT", &end_ms.to_string()]),
+    );
     let reply = limiter(&mut con, "CL.FIXED", &["win", "7", "60"]);
     assert_eq!(reply[..3], [1, 7, 0]);
     assert!(
@@ -208,19 +206,12 @@ fn with_memory_exhausted_calls_get_the_oom_error_and_write_nothing(flavor: Flavo
     limiter(&mut con, "CL.THROTTLE", &["existing", "5", "1", "3600"]);
     let before = snapshot(&mut con, b"existing");
     let filler = vec![b'x'; 4 << 20];
-    let _: () = redis::cmd("SET")
-        .arg("filler")
-        .arg(filler)
-        .query(&mut con)
-        .unwrap();
-    let _: () = redis::cmd("CONFIG")
-        .arg(&["SET", "maxmemory-policy", "noeviction"])
-        .query(&mut con)
-        .unwrap();
-    let _: () = redis::cmd("CONFIG")
-        .arg(&["SET", "maxmemory", "1mb"])
-        .query(&mut con)
-        .unwrap();
+    run::<()>(&mut con, ("SET", "filler", filler));
+    run::<()>(
+        &mut con,
+        ("CONFIG", &["SET", "maxmemory-policy", "noeviction"]),
+    );
+    run::<()>(&mut con, ("CONFIG", &["SET", "maxmemory", "1mb"]));
     for (command, args) in [
         ("CL.THROTTLE", &[&b"existing"[..], b"5", b"1", b"3600"][..]),
         ("CL.THROTTLE", &[b"new", b"5", b"1", b"3600"]),
@@ -232,10 +223,7 @@ fn with_memory_exhausted_calls_get_the_oom_error_and_write_nothing(flavor: Flavo
     }
     assert_eq!(snapshot(&mut con, b"existing"), before);
     assert_eq!(snapshot(&mut con, b"new"), (None, -2));
-    let _: () = redis::cmd("CONFIG")
-        .arg(&["SET", "maxmemory", "0"])
-        .query(&mut con)
-        .unwrap();
+    run::<()>(&mut con, ("CONFIG", &["SET", "maxmemory", "0"]));
     assert_eq!(limiter(&mut con, "CL.FIXED", &["new", "5", "60"])[0], 0);
 }
 

@@ -1,6 +1,7 @@
 //! What is particular to CL.THROTTLE, on real Redis 7.0 and Valkey 9 servers with the module
 //! loaded. The contract all three commands share is in contract.rs.
 
+use crate::harness::run;
 use crate::harness::{error_of, limiter, server_now_ns, snapshot, Flavor, Server};
 
 both_servers!(
@@ -80,20 +81,13 @@ fn keys_written_by_redis_cell_keep_working(flavor: Flavor) {
     // means the next unit fits in 9.5 s. (The half second keeps the rounded waits clear of
     // the millisecond by which the module's clock may trail TIME on Redis 7.0.)
     let tat = server_now_ns(&mut con) + 39_500_000_000;
-    let _: () = redis::cmd("SET")
-        .arg("legacy")
-        .arg(tat.to_string())
-        .arg("PX")
-        .arg(40_000)
-        .query(&mut con)
-        .unwrap();
+    run::<()>(&mut con, ("SET", "legacy", tat.to_string(), "PX", 40_000));
     let reply = limiter(&mut con, "CL.THROTTLE", &["legacy", "15", "30", "60"]);
     assert_eq!(reply, [1, 16, 0, 10, 40]);
-    let _: () = redis::cmd("SET")
-        .arg("legacy")
-        .arg((tat - 20_000_000_000).to_string())
-        .query(&mut con)
-        .unwrap();
+    run::<()>(
+        &mut con,
+        ("SET", "legacy", (tat - 20_000_000_000).to_string()),
+    );
     let reply = limiter(&mut con, "CL.THROTTLE", &["legacy", "15", "30", "60"]);
     assert_eq!(reply, [0, 16, 5, -1, 22]);
 }
@@ -143,9 +137,9 @@ fn bad_arguments_get_errors_naming_them_and_change_nothing(flavor: Flavor) {
             "{args:?}: {error}"
         );
     }
-    let pong: String = redis::cmd("PING").query(&mut con).unwrap();
+    let pong: String = run(&mut con, &["PING"]);
     assert_eq!(pong, "PONG");
-    let size: i64 = redis::cmd("DBSIZE").query(&mut con).unwrap();
+    let size: i64 = run(&mut con, &["DBSIZE"]);
     assert_eq!(size, 0);
 }
 
@@ -160,11 +154,7 @@ fn corrupt_state_gets_an_error_and_stays_as_it_was(flavor: Flavor) {
         b"99999999999999999999",
         &[0xff, 0x31],
     ] {
-        let _: () = redis::cmd("SET")
-            .arg("bad")
-            .arg(value)
-            .query(&mut con)
-            .unwrap();
+        run::<()>(&mut con, ("SET", "bad", value));
         for quantity in ["1", "0"] {
             let error = error_of(
                 &mut con,
@@ -215,10 +205,10 @@ fn refill_and_expiry_follow_the_server_clock_under_a_controlled_clock() {
     );
     assert_eq!(expiry, (tat + 999_999) / 1_000_000);
     server.set_clock_ms(BASE + 39_990);
-    let exists: i64 = redis::cmd("EXISTS").arg("clocked").query(&mut con).unwrap();
+    let exists: i64 = run(&mut con, ("EXISTS", "clocked"));
     assert_eq!(exists, 1);
     server.set_clock_ms(BASE + 40_010);
-    let exists: i64 = redis::cmd("EXISTS").arg("clocked").query(&mut con).unwrap();
+    let exists: i64 = run(&mut con, ("EXISTS", "clocked"));
     assert_eq!(exists, 0);
     assert_eq!(
         limiter(&mut con, "CL.THROTTLE", &["clocked", "2", "1", "10", "0"]),

@@ -1,6 +1,7 @@
 //! What is particular to CL.WINDOW, on real Redis 7.0 and Valkey 9 servers. The contract all
 //! three commands share is in contract.rs.
 
+use crate::harness::run;
 use crate::harness::{
     aof_options, dump, info_field, limiter, replicate, resp_commands, server_now_ns, snapshot,
     wait_for_replica, DataDir, Flavor, Server,
@@ -141,13 +142,10 @@ fn ten_thousand_entries_fit_in_80_kilobytes(flavor: Flavor) {
     let mut con = server.connection();
     let peek = limiter(&mut con, "CL.WINDOW", &["big", "20000", "3600", "0"]);
     assert_eq!(peek[..4], [0, 20_000, 10_000, -1]);
-    let usage: i64 = redis::cmd("MEMORY")
-        .arg(&["USAGE", "big"])
-        .query(&mut con)
-        .unwrap();
+    let usage: i64 = run(&mut con, ("MEMORY", &["USAGE", "big"]));
     assert!(usage <= 80_000, "MEMORY USAGE {usage}");
     // Two bytes an entry, 56 entries to a 128-byte block, after a 48-byte header.
-    let len: i64 = redis::cmd("STRLEN").arg("big").query(&mut con).unwrap();
+    let len: i64 = run(&mut con, ("STRLEN", "big"));
     assert_eq!(len, 48 + 178 * 128 + 16 + 1 + 2 * 31);
 }
 
@@ -181,10 +179,7 @@ fn a_replica_of_a_long_log_gets_small_commands_and_identical_bytes(flavor: Flavo
         snapshot(&mut con, b"long")
     );
     assert_eq!(dump(&mut replica_con, b"long"), dump(&mut con, b"long"));
-    let len: i64 = redis::cmd("STRLEN")
-        .arg("long")
-        .query(&mut replica_con)
-        .unwrap();
+    let len: i64 = run(&mut replica_con, ("STRLEN", "long"));
     assert!(len > 48 + 178 * 128 + 16 + 1 + 2 * 31);
 }
 

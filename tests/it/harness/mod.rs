@@ -16,8 +16,8 @@ pub mod waiting;
 
 pub use paths::{conflicting_module_path, module_path, Flavor};
 pub use query::{
-    dirty, dump, error_of, info_field, keyspace, limiter, log_lines, module_load, server_now_ns,
-    snapshot, stats_field, stats_line, ServerKind,
+    crate_version_number, dirty, dump, error_of, info_field, keyspace, limiter, log_lines,
+    module_load, module_version, run, server_now_ns, snapshot, stats_field, stats_line, ServerKind,
 };
 pub use replication::{aof_options, replicate, resp_commands, wait_for_replica};
 pub use rng::Rng;

@@ -3,6 +3,44 @@
 
 use super::server::Server;
 
+/// Runs one command, given as its words (`&["DBSIZE"]`, `("SET", key, "v")`), and returns
+/// its reply as `T`; panics, naming the command, if it fails.
+pub fn run<T: redis::FromRedisValue>(
+    con: &mut impl redis::ConnectionLike,
+    words: impl redis::ToRedisArgs + std::fmt::Debug,
+) -> T {
+    let mut cmd = redis::Cmd::new();
+    cmd.arg(&words);
+    cmd.query(con).unwrap_or_else(|e| panic!("{words:?}: {e}"))
+}
+
+/// The version MODULE LIST gives redis-cell.
+pub fn module_version(con: &mut impl redis::ConnectionLike) -> i64 {
+    let modules: Vec<Vec<redis::Value>> = run(con, &["MODULE", "LIST"]);
+    let text = |value: &redis::Value| redis::from_redis_value::<String>(value.clone()).ok();
+    let ours = modules
+        .iter()
+        .find(|fields| {
+            fields
+                .iter()
+                .any(|v| text(v).as_deref() == Some("redis-cell"))
+        })
+        .expect("redis-cell is listed");
+    ours.iter()
+        .position(|v| text(v).as_deref() == Some("ver"))
+        .and_then(|at| ours.get(at + 1))
+        .map(|v| redis::from_redis_value::<i64>(v.clone()).unwrap())
+        .expect("MODULE LIST gives its version")
+}
+
+/// The crate's version as the module reports it: major·10000 + minor·100 + patch.
+pub fn crate_version_number() -> i64 {
+    let mut parts = env!("CARGO_PKG_VERSION")
+        .split('.')
+        .map(|p| p.parse::<i64>().unwrap());
+    parts.next().unwrap() * 10_000 + parts.next().unwrap() * 100 + parts.next().unwrap()
+}
+
 /// Runs `CL.THROTTLE` (or any limiter command) and returns its five integers.
 pub fn limiter(con: &mut redis::Connection, command: &str, args: &[&str]) -> Vec<i64> {
     redis::cmd(command)
