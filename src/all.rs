@@ -94,7 +94,7 @@ impl Combined {
 mod tests {
     use super::*;
     use crate::args::{ThrottleArgs, WindowArgs};
-    use crate::fixed::{FixedWindow, Window};
+    use crate::fixed::{FixedWindow, OpenWindow};
     use crate::gcra::Gcra;
     use crate::limiter::{Limiter, Stored};
     use crate::time::Instant;
@@ -161,7 +161,7 @@ mod tests {
     #[derive(Debug, Clone, PartialEq, Eq)]
     enum Key {
         Tat(Option<i64>),
-        Window(Option<Window>),
+        Window(Option<OpenWindow>),
         Log(Option<Vec<u8>>),
         Leases(Option<Vec<u8>>),
     }
@@ -171,7 +171,7 @@ mod tests {
             match limiter {
                 Limiter::Throttle(_) => Key::Tat(None),
                 Limiter::Fixed(_) => Key::Window(None),
-                Limiter::Window(_) => Key::Log(None),
+                Limiter::Sliding(_) => Key::Log(None),
                 Limiter::Lease(..) => Key::Leases(None),
             }
         }
@@ -179,7 +179,7 @@ mod tests {
         fn stored(&self) -> Stored<'_> {
             match self {
                 Key::Tat(tat) => Stored::Tat(*tat),
-                Key::Window(window) => Stored::Window(*window),
+                Key::Window(window) => Stored::Count(*window),
                 Key::Log(log) => Stored::Log(log.as_deref()),
                 Key::Leases(set) => Stored::Leases(set.as_deref()),
             }
@@ -189,7 +189,7 @@ mod tests {
             match (self, change) {
                 (Key::Tat(tat), Change::Tat { tat: new, .. }) => *tat = Some(new),
                 (Key::Window(window), Change::Count { count, end_ms, .. }) => {
-                    *window = Some(Window { count, end_ms })
+                    *window = Some(OpenWindow { count, end_ms })
                 }
                 (Key::Log(log), Change::Log(append)) => {
                     let mut buffer = log.take().unwrap_or_default();
@@ -243,7 +243,7 @@ mod tests {
                 .unwrap(),
             ),
             1 => Limiter::Fixed(FixedWindow::new(&window)),
-            2 => Limiter::Window(SlidingWindow::new(&window)),
+            2 => Limiter::Sliding(SlidingWindow::new(&window)),
             _ => Limiter::Lease(
                 crate::lease::Lease {
                     limit,
@@ -443,7 +443,7 @@ mod tests {
     fn a_denial_answers_with_the_longest_wait_and_a_never_outlasts_every_wait() {
         let now = Instant::from_ms(START_MS);
         let full_until = |end_ms| {
-            Stored::Window(Some(Window {
+            Stored::Count(Some(OpenWindow {
                 count: 4,
                 end_ms: START_MS + end_ms,
             }))
@@ -466,7 +466,7 @@ mod tests {
         let fixed = limiter(1, 2, 1_000, 1);
         let window = limiter(2, 2, 1_000, 1);
         let now = Instant::from_ms(START_MS);
-        let empty = [Stored::Tat(None), Stored::Window(None), Stored::Log(None)];
+        let empty = [Stored::Tat(None), Stored::Count(None), Stored::Log(None)];
         let call = Call::new(&[throttle, fixed, window], &empty, now, TimeUnit::Seconds);
         assert!(call.combined.admitted);
         // Fixed and window both have 1 left; fixed comes first.
@@ -479,7 +479,7 @@ mod tests {
         let fixed = limiter(1, 2, 1_000, 1);
         let throttle = limiter(0, 3, 1_000, 1);
         let now = Instant::from_ms(START_MS);
-        let full = Stored::Window(Some(Window {
+        let full = Stored::Count(Some(OpenWindow {
             count: 2,
             end_ms: START_MS + 400,
         }));

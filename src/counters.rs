@@ -34,7 +34,7 @@ impl Counted {
     /// A call's count: a peek when it asked for nothing or only what a call would answer, a
     /// refund when it gave units back, else whether it was admitted.
     pub fn of(request: Request, admitted: bool) -> Counted {
-        if request.looks() || request.dry_run {
+        if request.peeks() || request.dry_run {
             Counted::Peek
         } else if request.refund {
             Counted::Refund

@@ -20,9 +20,9 @@ pub struct FixedWindow {
     count_denied: bool,
 }
 
-/// A window's state: the units it admitted, and the instant it closes.
+/// The window open now: the units it admitted, and the instant it closes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Window {
+pub struct OpenWindow {
     pub count: i64,
     pub end_ms: i64,
 }
@@ -31,7 +31,7 @@ pub struct Window {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Decision {
     pub outcome: Outcome,
-    pub new_window: Option<Window>,
+    pub new_window: Option<OpenWindow>,
 }
 
 impl FixedWindow {
@@ -61,11 +61,11 @@ impl FixedWindow {
 
     /// Decides a request at `now_ms` against the stored window, if any. A stored window whose
     /// end has come is over, even though the server keeps its key through that millisecond.
-    pub fn decide(&self, stored: Option<Window>, now_ms: i64) -> Decision {
+    pub fn decide(&self, stored: Option<OpenWindow>, now_ms: i64) -> Decision {
         let open = stored.filter(|window| now_ms < window.end_ms);
         let count = open.map_or(0, |window| window.count);
         // The end comes from the key's expiry, which anyone may have set: saturate.
-        let wait_for_end = |window: Window| {
+        let wait_for_end = |window: OpenWindow| {
             window
                 .end_ms
                 .saturating_sub(now_ms)
@@ -77,7 +77,7 @@ impl FixedWindow {
 
         match fits {
             Some(wanted) => {
-                let new_window = (self.quantity > 0).then(|| Window {
+                let new_window = (self.quantity > 0).then(|| OpenWindow {
                     count: wanted,
                     end_ms: open.map_or(now_ms + self.period_ms, |window| window.end_ms),
                 });
@@ -93,7 +93,7 @@ impl FixedWindow {
             }
             None => {
                 // Saturating: a count past 2^63 - 1 denies as surely as one at it.
-                let new_window = (self.count_denied && self.quantity > 0).then(|| Window {
+                let new_window = (self.count_denied && self.quantity > 0).then(|| OpenWindow {
                     count: count.saturating_add(self.quantity),
                     end_ms: open.map_or(now_ms + self.period_ms, |window| window.end_ms),
                 });
@@ -121,10 +121,10 @@ impl FixedWindow {
     /// window only when the count changed. A count of 0 is an untouched limiter's: the key
     /// goes, so that the next call opens a window of its own, as it would have had nothing
     /// been taken; the answer is a peek at what is left.
-    pub fn refund(&self, stored: Option<Window>, now_ms: i64) -> Decision {
+    pub fn refund(&self, stored: Option<OpenWindow>, now_ms: i64) -> Decision {
         let new_window = stored
             .filter(|window| now_ms < window.end_ms && window.count > 0 && self.quantity > 0)
-            .map(|window| Window {
+            .map(|window| OpenWindow {
                 count: window.count.saturating_sub(self.quantity).max(0),
                 ..window
             });
@@ -168,7 +168,7 @@ mod tests {
         let first = f.decide(None, NOW);
         assert_eq!(
             first.new_window,
-            Some(Window {
+            Some(OpenWindow {
                 count: 1,
                 end_ms: NOW + 1_000
             })
@@ -180,7 +180,7 @@ mod tests {
         let second = f.decide(first.new_window, NOW + 400);
         assert_eq!(
             second.new_window,
-            Some(Window {
+            Some(OpenWindow {
                 count: 2,
                 end_ms: NOW + 1_000
             })
@@ -194,7 +194,7 @@ mod tests {
     #[test]
     fn a_full_window_denies_until_it_ends() {
         let f = fixed(2, 1_000, 1);
-        let full = Some(Window {
+        let full = Some(OpenWindow {
             count: 2,
             end_ms: NOW + 1_000,
         });
@@ -208,7 +208,7 @@ mod tests {
         let next = f.decide(full, NOW + 1_000);
         assert_eq!(
             next.new_window,
-            Some(Window {
+            Some(OpenWindow {
                 count: 1,
                 end_ms: NOW + 2_000
             })
@@ -233,7 +233,7 @@ mod tests {
             peek.decide(None, NOW).outcome.to_reply(TimeUnit::Seconds),
             [0, 5, 5, -1, 0]
         );
-        let open = Some(Window {
+        let open = Some(OpenWindow {
             count: 5,
             end_ms: NOW + 10,
         });
@@ -248,7 +248,7 @@ mod tests {
     #[test]
     fn an_overflowing_count_is_denied_not_wrapped() {
         let f = fixed(i64::MAX, 1_000, 2);
-        let full = Some(Window {
+        let full = Some(OpenWindow {
             count: i64::MAX - 1,
             end_ms: NOW + 1,
         });
@@ -326,14 +326,14 @@ mod tests {
 
     #[test]
     fn counting_denied_counts_a_denial_and_opens_its_window() {
-        let full = Some(Window {
+        let full = Some(OpenWindow {
             count: 2,
             end_ms: NOW + 1_000,
         });
         let denied = counting_denied(2, 1_000, 1).decide(full, NOW + 400);
         assert_eq!(
             denied.new_window,
-            Some(Window {
+            Some(OpenWindow {
                 count: 3,
                 end_ms: NOW + 1_000
             })
@@ -346,7 +346,7 @@ mod tests {
         let over = counting_denied(2, 1_000, 3).decide(None, NOW);
         assert_eq!(
             over.new_window,
-            Some(Window {
+            Some(OpenWindow {
                 count: 3,
                 end_ms: NOW + 1_000
             })
@@ -360,7 +360,7 @@ mod tests {
             counting_denied(2, 1_000, 0).decide(full, NOW).new_window,
             None
         );
-        let top = Some(Window {
+        let top = Some(OpenWindow {
             count: i64::MAX,
             end_ms: NOW + 1_000,
         });
@@ -424,14 +424,14 @@ mod tests {
 
     #[test]
     fn a_refund_lowers_the_open_window_and_never_below_zero() {
-        let open = Some(Window {
+        let open = Some(OpenWindow {
             count: 3,
             end_ms: NOW + 1_000,
         });
         let refund = fixed(5, 1_000, 2).refund(open, NOW + 400);
         assert_eq!(
             refund.new_window,
-            Some(Window {
+            Some(OpenWindow {
                 count: 1,
                 end_ms: NOW + 1_000
             })
@@ -462,7 +462,7 @@ mod tests {
     #[test]
     fn a_refund_is_admitted_on_a_window_fuller_than_its_own_limit() {
         // 10 counted, by the INCR recipe or under a limit since lowered to 5.
-        let over = Some(Window {
+        let over = Some(OpenWindow {
             count: 10,
             end_ms: NOW + 60_000,
         });
@@ -483,7 +483,7 @@ mod tests {
             calls in prop::collection::vec((0i64..700, 0i64..4, any::<bool>()), 1..80),
         ) {
             let (limit, period) = (5, 1_000);
-            let mut stored: Option<Window> = None;
+            let mut stored: Option<OpenWindow> = None;
             let mut now = NOW;
             for (gap, quantity, refund) in calls {
                 now += gap;
@@ -519,7 +519,7 @@ mod tests {
             quantity in 0i64..=i64::MAX,
             now in 0i64..1 << 42,
         ) {
-            let stored = Some(Window { count: count.max(0), end_ms });
+            let stored = Some(OpenWindow { count: count.max(0), end_ms });
             let reply = fixed(limit, 60_000, quantity).decide(stored, now).outcome.to_reply(TimeUnit::Milliseconds);
             prop_assert!(reply[2] >= 0 && reply[2] <= limit);
             prop_assert!(reply[4] >= 0);
@@ -528,7 +528,7 @@ mod tests {
 
     #[test]
     fn waits_are_whole_milliseconds_in_nanoseconds() {
-        let open = Some(Window {
+        let open = Some(OpenWindow {
             count: 1,
             end_ms: NOW + 1_500,
         });

@@ -17,7 +17,7 @@ pub mod fixed;
 pub mod gcra;
 pub mod lease;
 pub mod limiter;
-pub mod queue;
+pub mod line_order;
 pub mod window;
 
 // The FFI.

@@ -4,7 +4,7 @@
 //! keys.
 
 use crate::error::Error;
-use crate::fixed::{FixedWindow, Window};
+use crate::fixed::{FixedWindow, OpenWindow};
 use crate::gcra::{self, Gcra};
 use crate::lease::{Lease, LeaseChange};
 use crate::outcome::Outcome;
@@ -22,19 +22,19 @@ pub struct Request {
 
 impl Request {
     /// A quantity of zero only looks, taken or given back.
-    pub fn looks(self) -> bool {
+    pub fn peeks(self) -> bool {
         self.quantity == 0
     }
 
     /// Whether the call may change its keys: a look and a dry run never do.
     pub fn writes(self) -> bool {
-        !self.looks() && !self.dry_run
+        !self.peeks() && !self.dry_run
     }
 
     /// Whether waiters who came first may hold the call back: a refund takes nothing of
     /// theirs.
-    pub fn queues(self) -> bool {
-        !self.looks() && !self.refund
+    pub fn yields_to_waiters(self) -> bool {
+        !self.peeks() && !self.refund
     }
 }
 
@@ -43,7 +43,7 @@ impl Request {
 pub enum Limiter<'a> {
     Throttle(Gcra),
     Fixed(FixedWindow),
-    Window(SlidingWindow),
+    Sliding(SlidingWindow),
     /// A concurrency limit, for this holder; with none, a look that takes no slot.
     Lease(Lease, Option<&'a [u8]>),
 }
@@ -54,7 +54,7 @@ pub enum Stored<'a> {
     /// CL.THROTTLE: the theoretical arrival time, in ns.
     Tat(Option<i64>),
     /// CL.FIXED: the count, and the window's end from the key's expiry.
-    Window(Option<Window>),
+    Count(Option<OpenWindow>),
     /// CL.WINDOW: the log's bytes.
     Log(Option<&'a [u8]>),
     /// CL.LEASE: the set of leases' bytes.
@@ -164,7 +164,7 @@ impl<'a> Limiter<'a> {
             (Limiter::Throttle(gcra), Stored::Tat(tat)) => {
                 Ok(tat_verdict(gcra.decide(tat, now.ns)))
             }
-            (Limiter::Fixed(fixed), Stored::Window(stored)) => {
+            (Limiter::Fixed(fixed), Stored::Count(stored)) => {
                 let decision = fixed.decide(stored, now.ms);
                 Ok(Verdict {
                     outcome: decision.outcome,
@@ -175,7 +175,7 @@ impl<'a> Limiter<'a> {
                     }),
                 })
             }
-            (Limiter::Window(sliding), Stored::Log(log)) => {
+            (Limiter::Sliding(sliding), Stored::Log(log)) => {
                 let decision = sliding.decide(log, now.ms)?;
                 Ok(Verdict {
                     outcome: decision.outcome,
@@ -217,7 +217,7 @@ impl<'a> Limiter<'a> {
             (Limiter::Throttle(gcra), Stored::Tat(tat)) => {
                 Ok(tat_verdict(gcra.refund(tat, now.ns)))
             }
-            (Limiter::Fixed(fixed), Stored::Window(stored)) => {
+            (Limiter::Fixed(fixed), Stored::Count(stored)) => {
                 let decision = fixed.refund(stored, now.ms);
                 Ok(Verdict {
                     outcome: decision.outcome,
@@ -227,7 +227,7 @@ impl<'a> Limiter<'a> {
                     }),
                 })
             }
-            (Limiter::Window(sliding), Stored::Log(log)) => {
+            (Limiter::Sliding(sliding), Stored::Log(log)) => {
                 let refund = sliding.refund(log, now.ms)?;
                 Ok(Verdict {
                     outcome: refund.outcome,
@@ -273,7 +273,7 @@ impl<'a> Limiter<'a> {
         match self {
             Limiter::Throttle(gcra) => Limiter::Throttle(gcra.peek()),
             Limiter::Fixed(fixed) => Limiter::Fixed(fixed.peek()),
-            Limiter::Window(sliding) => Limiter::Window(sliding.peek()),
+            Limiter::Sliding(sliding) => Limiter::Sliding(sliding.peek()),
             Limiter::Lease(lease, _) => Limiter::Lease(*lease, None),
         }
     }

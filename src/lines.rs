@@ -1,6 +1,6 @@
 //! The waiting lines (BLOCK): who waits, on which keys, in what order. The command bodies only
 //! query them (`held_back`), as a server command queries the keyspace; blocking.rs parks and
-//! serves the waiters. The order itself is queue.rs's.
+//! serves the waiters. The order itself is line_order.rs's.
 //!
 //! Everything here runs on the server's main thread: commands, timers, and the blocked
 //! clients' callbacks. The lock only makes the shared state sound, and is never held while
@@ -18,7 +18,7 @@ use crate::clock;
 use crate::command::Command;
 use crate::error::Error;
 use crate::ffi::{api, string_bytes};
-use crate::queue::{Place, Queues};
+use crate::line_order::{LineOrder, Place};
 use crate::strings::Held;
 
 /// Where a call stands in the lines of its keys.
@@ -71,7 +71,7 @@ pub struct Waiter {
 
 #[derive(Default)]
 pub struct Lines {
-    queues: Queues<LineKey>,
+    order: LineOrder<LineKey>,
     waiters: HashMap<Place, Waiter>,
     by_client: HashMap<usize, Place>,
 }
@@ -108,8 +108,8 @@ impl Lines {
     /// Puts a waiter at the end of its keys' lines. Returns its place, and whether it is first
     /// in all of them.
     pub fn join(&mut self, keys: Vec<LineKey>, waiter: Waiter) -> (Place, bool) {
-        let place = self.queues.join(keys);
-        let first = self.queues.is_first(place);
+        let place = self.order.join(keys);
+        let first = self.order.is_first(place);
         self.by_client.insert(waiter.client as usize, place);
         self.waiters.insert(place, waiter);
         WAITERS.fetch_add(1, Ordering::Relaxed);
@@ -121,14 +121,14 @@ impl Lines {
     pub fn remove(&mut self, place: Place) -> Option<(Waiter, Vec<Place>)> {
         let waiter = self.waiters.remove(&place)?;
         self.by_client.remove(&(waiter.client as usize));
-        let promoted = self.queues.leave(place);
+        let promoted = self.order.leave(place);
         WAITERS.fetch_sub(1, Ordering::Relaxed);
         Some((waiter, promoted))
     }
 
     /// The first waiter in `line`, if any.
     pub fn first_on(&self, line: &LineKey) -> Option<Place> {
-        self.queues.first(line)
+        self.order.first(line)
     }
 
     pub fn waiter(&mut self, place: Place) -> Option<&mut Waiter> {
@@ -137,7 +137,7 @@ impl Lines {
 
     /// Whether the waiter at `place` is first in all its lines.
     pub fn is_first(&self, place: Place) -> bool {
-        self.queues.is_first(place)
+        self.order.is_first(place)
     }
 
     /// The place of the waiter this blocked client is, unless it is being admitted (its reply
@@ -175,7 +175,7 @@ fn held_back_in_line(
     let due_ns = {
         let mut shared = lock()?;
         let lines = shared.get();
-        let Some(first) = lines.queues.first(&line) else {
+        let Some(first) = lines.order.first(&line) else {
             return Ok(None);
         };
         let held = match turn {

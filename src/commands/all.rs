@@ -191,7 +191,7 @@ fn limiter_of<'a>(args: &LimiterArgs, holder: Option<&'a [u8]>) -> Result<Limite
     Ok(match args {
         LimiterArgs::Throttle(args) => Limiter::Throttle(Gcra::new(args)?),
         LimiterArgs::Fixed(args) => Limiter::Fixed(FixedWindow::new(args)),
-        LimiterArgs::Window(args) => Limiter::Window(SlidingWindow::new(args)),
+        LimiterArgs::Window(args) => Limiter::Sliding(SlidingWindow::new(args)),
         LimiterArgs::Lease(params) => Limiter::Lease(Lease::new(params), holder),
     })
 }

@@ -56,7 +56,7 @@ pub fn run(
             &unsafe { Call::new(ctx, argv, argc, command, replayed) }?,
             turn,
             args::window,
-            |args| Limiter::Window(SlidingWindow::new(args)),
+            |args| Limiter::Sliding(SlidingWindow::new(args)),
         ),
         Command::All => run_all(
             &unsafe { Call::new(ctx, argv, argc, command, replayed) }?,

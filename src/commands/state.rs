@@ -7,7 +7,7 @@ use redis_module::raw;
 use crate::error::Error;
 use crate::fault::{self, Fault};
 use crate::ffi::string_bytes;
-use crate::fixed::Window;
+use crate::fixed::OpenWindow;
 use crate::lease;
 use crate::limiter::{Change, Cleared, Limiter, Request, Stored, Verdict};
 use crate::lines::{self, Turn};
@@ -38,14 +38,14 @@ pub fn decide_in_line<'a>(
     }
     // A dry run opens its key as its call would: a read-only open of a missing key fires
     // `keymiss` and counts a keyspace miss, which the call never does.
-    let access = if request.looks() {
+    let access = if request.peeks() {
         Access::Read
     } else {
         Access::Write
     };
     let key = Key::open(ctx, name, access)?;
     let mut verdict = limiter.answer(request, &read(limiter, &key)?, now)?;
-    if request.queues() {
+    if request.yields_to_waiters() {
         if let Some(first_due_in) = lines::held_back(ctx, name, turn)? {
             verdict = verdict.held_back(first_due_in, limiter.counts_denied(), || {
                 peek(limiter, &key, now)
@@ -66,16 +66,16 @@ pub fn peek(limiter: &Limiter, key: &Key, now: Instant) -> Result<Outcome, Error
 pub fn read<'k>(limiter: &Limiter, key: &'k Key) -> Result<Stored<'k>, Error> {
     Ok(match limiter {
         Limiter::Throttle(_) => Stored::Tat(key.read_integer()?),
-        Limiter::Fixed(_) => Stored::Window(match key.read_integer()? {
+        Limiter::Fixed(_) => Stored::Count(match key.read_integer()? {
             // A count is never negative, and a window always ends.
-            Some(count) if count >= 0 => Some(Window {
+            Some(count) if count >= 0 => Some(OpenWindow {
                 count,
                 end_ms: key.expire_at_ms()?.ok_or(Error::CorruptState)?,
             }),
             Some(_) => return Err(Error::CorruptState),
             None => None,
         }),
-        Limiter::Window(_) => Stored::Log(key.read_bytes()?),
+        Limiter::Sliding(_) => Stored::Log(key.read_bytes()?),
         Limiter::Lease(..) => Stored::Leases(key.read_bytes()?),
     })
 }

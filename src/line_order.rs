@@ -15,15 +15,15 @@ pub type Place = u64;
 
 /// The lines of waiters, one per key.
 #[derive(Debug)]
-pub struct Queues<K> {
+pub struct LineOrder<K> {
     lines: HashMap<K, BTreeSet<Place>>,
     keys_of: HashMap<Place, Vec<K>>,
     next: Place,
 }
 
-impl<K: Hash + Eq + Clone> Default for Queues<K> {
+impl<K: Hash + Eq + Clone> Default for LineOrder<K> {
     fn default() -> Self {
-        Queues {
+        LineOrder {
             lines: HashMap::new(),
             keys_of: HashMap::new(),
             next: 0,
@@ -31,7 +31,7 @@ impl<K: Hash + Eq + Clone> Default for Queues<K> {
     }
 }
 
-impl<K: Hash + Eq + Clone> Queues<K> {
+impl<K: Hash + Eq + Clone> LineOrder<K> {
     /// How many are waiting.
     pub fn len(&self) -> usize {
         self.keys_of.len()
@@ -110,45 +110,45 @@ mod tests {
 
     #[test]
     fn waiters_on_one_key_are_first_in_the_order_they_came() {
-        let mut queues = Queues::default();
-        let a = queues.join(vec!["k"]);
-        let b = queues.join(vec!["k"]);
-        let c = queues.join(vec!["k"]);
-        assert!(queues.is_first(a) && !queues.is_first(b));
-        assert_eq!(queues.leave(a), vec![b]);
-        assert_eq!(queues.leave(b), vec![c]);
-        assert_eq!(queues.leave(c), vec![]);
-        assert!(queues.is_empty());
-        assert_eq!(queues.first(&"k"), None);
+        let mut order = LineOrder::default();
+        let a = order.join(vec!["k"]);
+        let b = order.join(vec!["k"]);
+        let c = order.join(vec!["k"]);
+        assert!(order.is_first(a) && !order.is_first(b));
+        assert_eq!(order.leave(a), vec![b]);
+        assert_eq!(order.leave(b), vec![c]);
+        assert_eq!(order.leave(c), vec![]);
+        assert!(order.is_empty());
+        assert_eq!(order.first(&"k"), None);
     }
 
     #[test]
     fn crossed_waits_do_not_hold_each_other_up() {
-        let mut queues = Queues::default();
-        let one = queues.join(vec!["k1", "k2"]);
-        let two = queues.join(vec!["k2", "k1"]);
-        assert!(queues.is_first(one));
-        assert!(!queues.is_first(two));
-        assert_eq!(queues.leave(one), vec![two]);
+        let mut order = LineOrder::default();
+        let one = order.join(vec!["k1", "k2"]);
+        let two = order.join(vec!["k2", "k1"]);
+        assert!(order.is_first(one));
+        assert!(!order.is_first(two));
+        assert_eq!(order.leave(one), vec![two]);
     }
 
     #[test]
     fn a_waiter_leaving_from_the_middle_promotes_no_one() {
-        let mut queues = Queues::default();
-        let _a = queues.join(vec!["k"]);
-        let b = queues.join(vec!["k"]);
-        let _c = queues.join(vec!["k"]);
-        assert_eq!(queues.leave(b), vec![]);
-        assert_eq!(queues.len(), 2);
+        let mut order = LineOrder::default();
+        let _a = order.join(vec!["k"]);
+        let b = order.join(vec!["k"]);
+        let _c = order.join(vec!["k"]);
+        assert_eq!(order.leave(b), vec![]);
+        assert_eq!(order.len(), 2);
     }
 
     #[test]
     fn a_call_is_held_back_only_by_waiters_that_came_before_it() {
-        let mut queues = Queues::default();
-        let a = queues.join(vec!["k"]);
-        assert!(queues.held_back(&"k", queues.next_place()));
-        assert!(!queues.held_back(&"k", a));
-        assert!(!queues.held_back(&"other", queues.next_place()));
+        let mut order = LineOrder::default();
+        let a = order.join(vec!["k"]);
+        assert!(order.held_back(&"k", order.next_place()));
+        assert!(!order.held_back(&"k", a));
+        assert!(!order.held_back(&"other", order.next_place()));
     }
 
     /// What a line must be: the waiters on a key, in order of arrival.
@@ -170,8 +170,8 @@ mod tests {
         /// first when no earlier waiter shares a key with it; the oldest is always first; and
         /// leaving promotes exactly those that became first.
         #[test]
-        fn queues_follow_the_arrival_order(steps in steps()) {
-            let mut queues = Queues::default();
+        fn lines_follow_the_arrival_order(steps in steps()) {
+            let mut order = LineOrder::default();
             let mut model: Vec<(Place, Vec<u8>)> = Vec::new();
             let first_in_model = |model: &[(Place, Vec<u8>)], place: Place| {
                 let Some(index) = model.iter().position(|(p, _)| *p == place) else {
@@ -183,7 +183,7 @@ mod tests {
             for step in steps {
                 match step {
                     Step::Join(keys) => {
-                        let place = queues.join(keys.clone());
+                        let place = order.join(keys.clone());
                         model.push((place, keys));
                     }
                     Step::Leave(pick) if !model.is_empty() => {
@@ -193,7 +193,7 @@ mod tests {
                             .map(|(p, _)| *p)
                             .filter(|&p| p != place && first_in_model(&model, p))
                             .collect();
-                        let promoted = queues.leave(place);
+                        let promoted = order.leave(place);
                         model.retain(|(p, _)| *p != place);
                         let mut expected: Vec<Place> = model
                             .iter()
@@ -205,19 +205,19 @@ mod tests {
                     }
                     Step::Leave(_) => {}
                 }
-                prop_assert_eq!(queues.len(), model.len());
+                prop_assert_eq!(order.len(), model.len());
                 for (place, keys) in &model {
-                    prop_assert_eq!(queues.is_first(*place), first_in_model(&model, *place));
+                    prop_assert_eq!(order.is_first(*place), first_in_model(&model, *place));
                     for key in keys {
-                        prop_assert!(!queues.held_back(key, *place) || !first_in_model(&model, *place));
+                        prop_assert!(!order.held_back(key, *place) || !first_in_model(&model, *place));
                     }
                 }
                 if let Some((oldest, _)) = model.first() {
-                    prop_assert!(queues.is_first(*oldest));
+                    prop_assert!(order.is_first(*oldest));
                 }
                 for key in 0u8..5 {
                     let expected = model.iter().find(|(_, keys)| keys.contains(&key)).map(|(p, _)| *p);
-                    prop_assert_eq!(queues.first(&key), expected);
+                    prop_assert_eq!(order.first(&key), expected);
                 }
             }
         }
