@@ -14,6 +14,7 @@ use std::os::raw::c_void;
 
 use redis_module::raw;
 
+use crate::blocked::{self, ClientCallbacks};
 use crate::clock;
 use crate::command::Command;
 use crate::commands;
@@ -21,7 +22,7 @@ use crate::commands::answer::{self, Answer, Wait};
 use crate::counters::{self, Counted, Waited, WAITS};
 use crate::error::Error;
 use crate::fault::{self, Fault};
-use crate::ffi::{api, catch_defect, context_flags, string_bytes, succeeded};
+use crate::ffi::{catch_defect, context_flags, string_bytes};
 use crate::line_order::Place;
 use crate::lines::{self, line_key, Turn, Waiter};
 use crate::redirect::{self, Serving};
@@ -66,33 +67,19 @@ pub fn park(
         .then(|| (now_ns / NANOS_PER_MILLI).checked_add(wait.timeout_ms))
         .map(|deadline| deadline.ok_or(Error::TooLarge("timeout")))
         .transpose()?;
-    let (block, disconnect, selected) = (
-        api(unsafe { raw::RedisModule_BlockClient })?,
-        api(unsafe { raw::RedisModule_SetDisconnectCallback })?,
-        api(unsafe { raw::RedisModule_GetSelectedDb })?,
-    );
-    api(unsafe { raw::RedisModule_CreateTimer })?;
-    api(unsafe { raw::RedisModule_UnblockClient })?;
+    blocked::can_block()?;
     let argv = Held::new(argv);
     let mut shared = lines::lock()?;
+    let client_callbacks = ClientCallbacks {
+        reply: callbacks.reply,
+        timeout: unblock_callback(callbacks),
+        free: callbacks.free,
+        disconnect: callbacks.disconnect,
+    };
     // SAFETY: ctx is the running command's context, which may block (the caller checked the
     // context's flags); the callbacks are this module's and live as long as it is loaded, which
-    // the server ensures while it has blocked clients. The server's own timeout is off (0):
-    // the module's timers keep the deadline, to the millisecond.
-    let (client, db) = unsafe {
-        let client = block(
-            ctx,
-            callbacks.reply,
-            unblock_callback(callbacks),
-            callbacks.free,
-            0,
-        );
-        if client.is_null() {
-            return Err(Error::Internal);
-        }
-        disconnect(client, callbacks.disconnect);
-        (client, selected(ctx))
-    };
+    // the server ensures while it has blocked clients.
+    let (client, db) = unsafe { blocked::block(ctx, &client_callbacks) }?;
     // The client is blocked: from here on it gets its one answer through the reply callback,
     // even should this module fail (the command's own guard must not answer it as well).
     let mut place = None;
@@ -131,14 +118,14 @@ pub fn park(
     Ok(())
 }
 
-/// CLIENT UNBLOCK reaches a module's blocked client only through its timeout callback. Redis
-/// before 7.4 (and Valkey before 8) runs that callback even for a client the module has just
-/// unblocked, and then sends no reply (7.0) or stops on an assertion (7.2); those servers get
-/// none, and CLIENT UNBLOCK leaves their waiters alone. Redis 7.4 and Valkey 8 are told apart
-/// by an API they added, RedisModule_AddACLCategory.
+/// The timeout callback, where CLIENT UNBLOCK may reach the module through it; elsewhere
+/// none, and CLIENT UNBLOCK leaves the waiters alone.
 fn unblock_callback(callbacks: &Callbacks) -> raw::RedisModuleCmdFunc {
-    // SAFETY: reads an API pointer, filled in once at load.
-    unsafe { raw::RedisModule_AddACLCategory }.and(callbacks.timeout)
+    if blocked::client_unblock_reaches_modules() {
+        callbacks.timeout
+    } else {
+        None
+    }
 }
 
 /// Sets the waiter's one timer for the earlier of `try_at_ns` and its deadline (none when it
@@ -170,16 +157,8 @@ fn arm(
         return Ok(());
     };
     let period_ms = period_until(at_ns, now_ns);
-    let create = api(unsafe { raw::RedisModule_CreateTimer })?;
-    // SAFETY: ctx is a live module context; the data is the waiter's place, not a pointer.
-    let timer = unsafe {
-        create(
-            ctx,
-            period_ms,
-            callbacks.timer,
-            place as usize as *mut c_void,
-        )
-    };
+    // The data is the waiter's place, a number.
+    let timer = blocked::start_timer(ctx, period_ms, callbacks.timer, place as usize)?;
     if let Some(waiter) = lines::lock()?.get().waiter(place) {
         waiter.timer = Some(timer);
     }
@@ -199,10 +178,8 @@ fn period_until(at_ns: i64, now_ns: i64) -> i64 {
 }
 
 fn stop_timer(ctx: *mut raw::RedisModuleCtx, timer: Option<raw::RedisModuleTimerID>) {
-    if let (Some(timer), Some(stop)) = (timer, unsafe { raw::RedisModule_StopTimer }) {
-        let mut data = std::ptr::null_mut();
-        // SAFETY: ctx is a live module context; the timer is this module's.
-        unsafe { stop(ctx, timer, &mut data) };
+    if let Some(timer) = timer {
+        blocked::stop_timer(ctx, timer);
     }
 }
 
@@ -295,10 +272,8 @@ fn attempt(ctx: *mut raw::RedisModuleCtx, place: Place, callbacks: &Callbacks) -
         let _ = arm(ctx, place, Some(now_ns + retry_ns), now_ns, callbacks);
         Vec::new()
     };
-    if let Some(select) = unsafe { raw::RedisModule_SelectDb } {
-        // SAFETY: ctx is the timer's context; db is the one the call was made in.
-        unsafe { select(ctx, db) };
-    }
+    // The timer's context, in the database the call was made in.
+    blocked::select_db(ctx, db);
     // Whether it may take its units now, if they fit; else it can only time out.
     let mut may_take = first;
     if first {
@@ -390,9 +365,7 @@ fn writable(ctx: *mut raw::RedisModuleCtx, argv: &Held, keys: Range<usize>) -> W
     if flags & raw::REDISMODULE_CTX_FLAGS_MASTER == 0 {
         return Writable::Never(Err(Error::Readonly));
     }
-    // SAFETY: a plain query of the server's state.
-    let paused = unsafe { raw::RedisModule_AvoidReplicaTraffic.is_some_and(|avoid| avoid() != 0) };
-    if paused || flags & raw::REDISMODULE_CTX_FLAGS_OOM != 0 {
+    if blocked::writes_paused() || flags & raw::REDISMODULE_CTX_FLAGS_OOM != 0 {
         return Writable::NotNow(RETRY_NS);
     }
     if flags & raw::REDISMODULE_CTX_FLAGS_CLUSTER != 0 {
@@ -443,11 +416,9 @@ pub fn forget(ctx: *mut raw::RedisModuleCtx, place: Place) {
 /// can, unless the client has gone, and then the free callback. False if the server refused.
 fn unblock(client: *mut raw::RedisModuleBlockedClient, pending: Pending) -> bool {
     let pending = Box::into_raw(Box::new(pending));
-    let unblocked = unsafe { raw::RedisModule_UnblockClient }
-        // SAFETY: the client is blocked by this module and unblocked once, here; the server
-        // hands `pending` back to the reply callback and then to the free callback.
-        .map(|unblock| unsafe { unblock(client, pending.cast()) });
-    if unblocked.is_none_or(|status| succeeded(status).is_err()) {
+    // SAFETY: the client is blocked by this module and unblocked once, here; the server hands
+    // `pending` back to the reply callback and then to the free callback.
+    if !unsafe { blocked::unblock(client, pending.cast()) } {
         // SAFETY: the server did not take it.
         drop(unsafe { Box::from_raw(pending) });
         return false;
@@ -526,20 +497,16 @@ fn leave(
     callbacks: &Callbacks,
 ) -> Option<Waiter> {
     let waiter = depart(ctx, place, how, callbacks)?;
-    if let Some(unblock) = unsafe { raw::RedisModule_UnblockClient } {
-        // SAFETY: the server is done with the client; this frees the module's handle on it.
-        unsafe { unblock(waiter.client, std::ptr::null_mut()) };
-    }
+    // SAFETY: the server is done with the client; this frees the module's handle on it.
+    unsafe { blocked::unblock(waiter.client, std::ptr::null_mut()) };
     Some(waiter)
 }
 
 /// The reply callback: the server is about to answer a waiter whose wait ended. An admission
 /// takes its units here, with the client's own context, as an immediate call would.
 pub fn reply(ctx: *mut raw::RedisModuleCtx, callbacks: &Callbacks) {
-    let pending = unsafe { raw::RedisModule_GetBlockedClientPrivateData }
-        // SAFETY: ctx is a blocked client's reply context.
-        .map_or(std::ptr::null_mut(), |get| unsafe { get(ctx) })
-        .cast::<Pending>();
+    // SAFETY: ctx is a blocked client's reply context.
+    let pending = unsafe { blocked::unblocked_with(ctx) }.cast::<Pending>();
     // SAFETY: the only private data this module gives the server is a boxed Pending, alive
     // until the free callback; the server runs these callbacks one at a time.
     let Some(pending) = (unsafe { pending.as_mut() }) else {
@@ -603,9 +570,8 @@ pub fn free(ctx: *mut raw::RedisModuleCtx, pending: Pending, callbacks: &Callbac
 /// `CLIENT UNBLOCK id [TIMEOUT]` (the server's own timeout is off): the denial of this instant,
 /// and nothing taken. Only on servers where it never comes for a waiter already unblocked.
 pub fn unblocked_by_client(ctx: *mut raw::RedisModuleCtx, callbacks: &Callbacks) {
-    let client = unsafe { raw::RedisModule_GetBlockedClientHandle }
-        // SAFETY: ctx is the blocked client's timeout context.
-        .map_or(0, |handle| unsafe { handle(ctx) } as usize);
+    // SAFETY: ctx is the blocked client's timeout context.
+    let client = unsafe { blocked::client_of(ctx) };
     let held = lines::lock().ok().and_then(|mut shared| {
         let lines = shared.get();
         let place = lines.waiting_client(client)?;

@@ -9,6 +9,7 @@ use redis_module::commands::{get_redis_key_spec, BeginSearch, FindKeys, KeySpec,
 use redis_module::raw;
 
 use crate::entry;
+use crate::register;
 
 type Handler =
     extern "C" fn(*mut raw::RedisModuleCtx, *mut *mut raw::RedisModuleString, c_int) -> c_int;
@@ -354,7 +355,7 @@ const COMMANDS: [Command; 7] = [
 pub fn register_all(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
     add_acl_category(ctx);
     for command in &COMMANDS {
-        register(ctx, command).map_err(|reason| {
+        register_command(ctx, command).map_err(|reason| {
             format!(
                 "cannot register {}: {reason}",
                 command.name.to_string_lossy()
@@ -367,103 +368,80 @@ pub fn register_all(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
 /// Adds the module's ACL category, if the server lets modules add one and does not have it
 /// yet.
 fn add_acl_category(ctx: *mut raw::RedisModuleCtx) {
-    // SAFETY: called from OnLoad, the only time AddACLCategory may be called.
-    unsafe {
-        if let Some(add) = raw::RedisModule_AddACLCategory {
-            add(ctx, ACL_CATEGORY.as_ptr());
-        }
-    }
+    // Refused when an earlier load added it: the server keeps it (see register).
+    register::add_acl_category(ctx, ACL_CATEGORY);
 }
 
 /// Creates the command with its legacy key positions (the first argument, all that Redis
 /// 7.0's cluster routing needs), then adds what the server supports: key spec, arity and
 /// documentation (SetCommandInfo, 7.0+), ACL categories (7.2+).
-fn register(ctx: *mut raw::RedisModuleCtx, command: &Command) -> Result<(), &'static str> {
-    // SAFETY: called from OnLoad with the module's context. Every string is a static C
-    // string, and the key-spec and argument arrays live until SetCommandInfo, which copies
-    // them, returns.
-    unsafe {
-        let create = raw::RedisModule_CreateCommand.ok_or("no CreateCommand")?;
-        // Counted keys have no fixed positions: the command reports them, and the key spec
-        // below describes them.
-        let first_key = match command.keys {
-            Keys::First => 1,
-            Keys::Counted => 0,
-        };
-        let flags = command.access.flags(&command.keys);
-        let status = create(
-            ctx,
-            command.name.as_ptr(),
-            Some(command.handler),
-            flags.as_ptr(),
-            first_key,
-            first_key,
-            first_key,
-        );
-        if status != raw::REDISMODULE_OK as c_int {
-            // The name, flags and key positions are fixed and valid: what can fail is the name.
-            return Err("the server already has a command of that name (is another module providing it loaded?)");
-        }
-        let Some(get_command) = raw::RedisModule_GetCommand else {
-            return Ok(());
-        };
-        let handle = get_command(ctx, command.name.as_ptr());
-        if handle.is_null() {
-            return Err("GetCommand found nothing");
-        }
-        if let Some(set_categories) = raw::RedisModule_SetCommandACLCategories {
-            // The module's own category exists when this load added it, and also when an
-            // earlier load did: servers keep module categories through MODULE UNLOAD, and
-            // AddACLCategory then refuses to add it again. Where it exists, join it.
-            // Servers without AddACLCategory log a warning for an unknown category: don't ask.
-            let add_category = raw::RedisModule_AddACLCategory;
-            let may_have_own = add_category.is_some();
-            let (without, with_own) = command.access.categories();
-            let joined = (may_have_own
-                && set_categories(handle, with_own.as_ptr()) == raw::REDISMODULE_OK as c_int)
-                || set_categories(handle, without.as_ptr()) == raw::REDISMODULE_OK as c_int;
-            if !joined {
-                return Err("SetCommandACLCategories failed");
-            }
-        }
-        let Some(set_info) = raw::RedisModule_SetCommandInfo else {
-            return Ok(());
-        };
-        let find_keys = match command.keys {
-            Keys::First => FindKeys::new_range(0, 1, 0),
-            Keys::Counted => FindKeys::new_keys_num(0, 1, 1),
-        };
-        let key_specs = get_redis_key_spec(vec![KeySpec::new(
-            None,
-            command.access.key_flags(),
-            BeginSearch::new_index(1),
-            find_keys,
-        )]);
-        // Subarguments first: the arrays of each level must outlive SetCommandInfo.
-        let mut arrays = Vec::new();
-        let mut args = raw_args(command.args, &mut arrays);
-        let version = raw::RedisModuleCommandInfoVersion {
-            version: 1,
-            sizeof_historyentry: std::mem::size_of::<raw::RedisModuleCommandHistoryEntry>(),
-            sizeof_keyspec: std::mem::size_of::<raw::RedisModuleCommandKeySpec>(),
-            sizeof_arg: std::mem::size_of::<raw::RedisModuleCommandArg>(),
-        };
-        let info = raw::RedisModuleCommandInfo {
-            version: &version,
-            summary: command.summary.as_ptr(),
-            complexity: command.complexity.as_ptr(),
-            since: SINCE.as_ptr(),
-            history: ptr::null_mut(),
-            tips: ptr::null(),
-            arity: command.arity,
-            key_specs: key_specs.as_ptr().cast_mut(),
-            args: args.as_mut_ptr(),
-        };
-        if set_info(handle, &info) != raw::REDISMODULE_OK as c_int {
-            return Err("SetCommandInfo failed");
+fn register_command(ctx: *mut raw::RedisModuleCtx, command: &Command) -> Result<(), &'static str> {
+    // Counted keys have no fixed positions: the command reports them, and the key spec below
+    // describes them.
+    let first_key = match command.keys {
+        Keys::First => 1,
+        Keys::Counted => 0,
+    };
+    let flags = command.access.flags(&command.keys);
+    // The name, flags and key positions are fixed and valid: what can fail is the name.
+    register::create_command(ctx, command.name, Some(command.handler), flags, first_key).map_err(
+        |_| {
+            "the server already has a command of that name (is another module providing it loaded?)"
+        },
+    )?;
+    if !register::gets_commands() {
+        return Ok(());
+    }
+    let handle = register::command(ctx, command.name).ok_or("GetCommand found nothing")?;
+    if register::sets_acl_categories() {
+        // The module's own category exists when this load added it, and also when an earlier
+        // load did: servers keep module categories through MODULE UNLOAD, and AddACLCategory
+        // then refuses to add it again. Where it exists, join it. Servers without
+        // AddACLCategory log a warning for an unknown category: don't ask.
+        let (without, with_own) = command.access.categories();
+        let joined = (register::adds_acl_categories()
+            && register::set_acl_categories(handle, with_own))
+            || register::set_acl_categories(handle, without);
+        if !joined {
+            return Err("SetCommandACLCategories failed");
         }
     }
-    Ok(())
+    if !register::sets_command_info() {
+        return Ok(());
+    }
+    let find_keys = match command.keys {
+        Keys::First => FindKeys::new_range(0, 1, 0),
+        Keys::Counted => FindKeys::new_keys_num(0, 1, 1),
+    };
+    let key_specs = get_redis_key_spec(vec![KeySpec::new(
+        None,
+        command.access.key_flags(),
+        BeginSearch::new_index(1),
+        find_keys,
+    )]);
+    // Subarguments first: the arrays of each level must outlive SetCommandInfo.
+    let mut arrays = Vec::new();
+    let mut args = raw_args(command.args, &mut arrays);
+    let version = raw::RedisModuleCommandInfoVersion {
+        version: 1,
+        sizeof_historyentry: std::mem::size_of::<raw::RedisModuleCommandHistoryEntry>(),
+        sizeof_keyspec: std::mem::size_of::<raw::RedisModuleCommandKeySpec>(),
+        sizeof_arg: std::mem::size_of::<raw::RedisModuleCommandArg>(),
+    };
+    let info = raw::RedisModuleCommandInfo {
+        version: &version,
+        summary: command.summary.as_ptr(),
+        complexity: command.complexity.as_ptr(),
+        since: SINCE.as_ptr(),
+        history: ptr::null_mut(),
+        tips: ptr::null(),
+        arity: command.arity,
+        key_specs: key_specs.as_ptr().cast_mut(),
+        args: args.as_mut_ptr(),
+    };
+    // SAFETY: every string is a static C string, and the key-spec and argument arrays live
+    // until SetCommandInfo, which copies them, returns.
+    unsafe { register::set_command_info(handle, &info) }.map_err(|_| "SetCommandInfo failed")
 }
 
 /// The arguments as the module API takes them, ending with a zeroed one; the arrays of

@@ -22,6 +22,7 @@ use crate::error::Error;
 use crate::ffi::{catch_defect, context_flags, string_bytes, REPLAYED};
 use crate::info;
 use crate::lines::{self, Turn};
+use crate::register;
 use crate::resetstat::{self, Point};
 
 /// Runs `body` for the server: settles a pending RESETSTAT at `point` (none for INFO's crash
@@ -203,8 +204,7 @@ pub extern "C" fn all(
     argv: *mut *mut raw::RedisModuleString,
     argc: c_int,
 ) -> c_int {
-    // SAFETY: ctx is the running command's context.
-    if unsafe { raw::RedisModule_IsKeysPositionRequest.is_some_and(|asks| asks(ctx) != 0) } {
+    if register::asks_for_keys(ctx) {
         // The server asks where the keys are (cluster routing), without running the call.
         guard(ctx, None, || report_key_positions(ctx, argv, argc), || {});
         return raw::REDISMODULE_OK as c_int;
@@ -223,12 +223,8 @@ fn report_key_positions(
     if argv.is_null() || argc < 2 {
         return;
     }
-    // SAFETY: the server passes argc live argument strings; the function exists on every
-    // server this module loads on (checked before use).
+    // SAFETY: the server passes argc live argument strings.
     unsafe {
-        let Some(key_at) = raw::RedisModule_KeyAtPosWithFlags else {
-            return;
-        };
         let Some(text) = string_bytes(*argv.add(1)) else {
             return;
         };
@@ -243,7 +239,7 @@ fn report_key_positions(
             | raw::REDISMODULE_CMD_KEY_ACCESS
             | raw::REDISMODULE_CMD_KEY_UPDATE;
         for position in 2..2 + numkeys {
-            key_at(ctx, position, flags as c_int);
+            register::report_key(ctx, position, flags as c_int);
         }
     }
 }

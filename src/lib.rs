@@ -23,9 +23,11 @@ pub mod window;
 // The FFI.
 mod alloc;
 mod ffi;
+mod register;
 mod strings;
 
 // Storage, propagation, the clock, replies, counters and the waiting lines.
+mod blocked;
 mod clock;
 mod counters;
 mod info;
@@ -111,12 +113,7 @@ fn load(ctx: &Context) -> Status {
         ctx.log_warning(&format!("redis-cell: {reason}: not loading"));
         return Status::Err;
     }
-    // SAFETY: called once from OnLoad with the module's own context.
-    unsafe {
-        if let Some(set_options) = raw::RedisModule_SetModuleOptions {
-            set_options(ctx.ctx, NO_IMPLICIT_SIGNAL_MODIFIED);
-        }
-    }
+    register::set_module_options(ctx.ctx, NO_IMPLICIT_SIGNAL_MODIFIED);
     if let Err(reason) = command_table::register_all(ctx.ctx) {
         free_words();
         ctx.log_warning(&format!("redis-cell: {reason}: not loading"));
@@ -130,8 +127,7 @@ fn load(ctx: &Context) -> Status {
 }
 
 fn check_server_version() -> Result<(), String> {
-    // SAFETY: a plain getter, filled in by RedisModule_Init.
-    let version = unsafe { raw::RedisModule_GetServerVersion.map(|get| get()) };
+    let version = register::server_version();
     match version {
         Some(v) if v >= MIN_SERVER_VERSION => Ok(()),
         Some(v) => Err(format!(
@@ -187,19 +183,12 @@ redis_module! {
 
 /// Registers the INFO section and the command filter that sees CONFIG RESETSTAT go by.
 fn register_info_and_filter(ctx: *mut raw::RedisModuleCtx) {
-    // SAFETY: called from OnLoad with the module's context and static callbacks.
-    unsafe {
-        if let Some(register_info) = raw::RedisModule_RegisterInfoFunc {
-            register_info(ctx, Some(entry::info));
-        }
-        if let Some(register_filter) = raw::RedisModule_RegisterCommandFilter {
-            register_filter(
-                ctx,
-                Some(entry::filter),
-                raw::REDISMODULE_CMDFILTER_NOSELF as c_int,
-            );
-        }
-    }
+    register::info_callback(ctx, Some(entry::info));
+    register::command_filter(
+        ctx,
+        Some(entry::filter),
+        raw::REDISMODULE_CMDFILTER_NOSELF as c_int,
+    );
 }
 
 #[cfg(test)]
