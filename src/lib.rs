@@ -4,6 +4,7 @@
 
 // Values.
 pub mod args;
+pub mod bytes;
 pub mod command;
 pub mod decimal;
 pub mod error;

@@ -9,9 +9,10 @@
 mod log;
 
 use crate::args::WindowArgs;
+use crate::bytes::ByteBuffer;
 use crate::error::Error;
 use crate::outcome::Outcome;
-pub use log::{reseal, LogBuffer, TrimPlan, HEADER_LEN, MAX_VALUE_LEN};
+pub use log::{reseal, TrimPlan, HEADER_LEN};
 use log::{AppendPlan, Log};
 
 use crate::time::NANOS_PER_MILLI;
@@ -221,7 +222,7 @@ pub enum Trim {
 impl Append {
     /// Writes the change into `buffer`, which holds the log the decision was made on (empty
     /// when there was none). Only a defect can make it fail.
-    pub fn apply(&self, buffer: &mut impl LogBuffer) -> Result<(), Error> {
+    pub fn apply(&self, buffer: &mut impl ByteBuffer) -> Result<(), Error> {
         self.plan.write(buffer)
     }
 }

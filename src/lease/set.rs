@@ -40,8 +40,8 @@
 
 use std::cmp::Ordering;
 
+use crate::bytes::{le_u32, ByteBuffer, MAX_VALUE_LEN};
 use crate::error::Error;
-use crate::window::{LogBuffer, MAX_VALUE_LEN};
 
 pub const HEADER_LEN: usize = 20;
 const MAGIC: &[u8; 3] = b"CLL";
@@ -279,11 +279,11 @@ pub fn empty() -> [u8; HEADER_LEN] {
 
 /// The edits of a set of leases, made in place in its buffer. Each first reads the set as
 /// it stands, so a buffer that does not hold one is refused before any byte changes.
-pub struct Editor<'b, B: LogBuffer> {
+pub struct Editor<'b, B: ByteBuffer> {
     buffer: &'b mut B,
 }
 
-impl<'b, B: LogBuffer> Editor<'b, B> {
+impl<'b, B: ByteBuffer> Editor<'b, B> {
     /// Edits the set in `buffer`, which must hold one, or be empty (a new key's: `insert`
     /// makes its set).
     pub fn new(buffer: &'b mut B) -> Editor<'b, B> {
@@ -763,12 +763,4 @@ fn entries_in_use(
     } else {
         Err(Error::CorruptState)
     }
-}
-
-fn le_u32(bytes: &[u8], at: usize) -> u32 {
-    let mut word = [0u8; 4];
-    if let Some(field) = bytes.get(at..at + 4) {
-        word.copy_from_slice(field);
-    }
-    u32::from_le_bytes(word)
 }

@@ -44,46 +44,10 @@
 //! are reclaimed by moving the others down once they are more than half the value, which
 //! costs each appended byte O(1) over time.
 
+use crate::bytes::{
+    le_i64, le_u32, put_varint, read_varint, varint_len, ByteBuffer, MAX_VALUE_LEN,
+};
 use crate::error::Error;
-
-/// A growable byte buffer holding a log: a `Vec<u8>` in tests, the key's string in Redis.
-pub trait LogBuffer {
-    fn bytes_mut(&mut self) -> Result<&mut [u8], Error>;
-    /// Grows (with zero bytes) or shrinks the buffer to exactly `len` bytes.
-    fn resize(&mut self, len: usize) -> Result<(), Error>;
-
-    /// As `resize`, with the bytes made again at exactly their new length: where the buffer
-    /// would otherwise keep room to grow (the server doubles a string it grows), for a value
-    /// that seldom changes length.
-    fn reallocate(&mut self, len: usize) -> Result<(), Error> {
-        self.resize(len)
-    }
-
-    /// Fills an empty buffer with `bytes`, made elsewhere whole: for a new key, so that the
-    /// server sees it, and announces it, only with its value.
-    fn fill_empty(&mut self, bytes: &[u8]) -> Result<(), Error> {
-        if !self.bytes_mut()?.is_empty() {
-            return Err(Error::Internal);
-        }
-        self.reallocate(bytes.len())?;
-        self.bytes_mut()?
-            .get_mut(..bytes.len())
-            .ok_or(Error::Internal)?
-            .copy_from_slice(bytes);
-        Ok(())
-    }
-}
-
-impl LogBuffer for Vec<u8> {
-    fn bytes_mut(&mut self) -> Result<&mut [u8], Error> {
-        Ok(self.as_mut_slice())
-    }
-
-    fn resize(&mut self, len: usize) -> Result<(), Error> {
-        Vec::resize(self, len, 0);
-        Ok(())
-    }
-}
 
 pub const HEADER_LEN: usize = 48;
 const CHECKSUMMED: usize = 44;
@@ -99,10 +63,6 @@ const MAX_ENTRIES_IN_BLOCK: usize = (BLOCK - BLOCK_HEADER - 1) / 2 + 1;
 /// Whole blocks before the head's are reclaimed once there are at least this many bytes of
 /// them and they are more than half of all blocks' bytes.
 const COMPACT_MIN: usize = BLOCK;
-/// The longest string the server stores (its `proto-max-bulk-len` default, and the most
-/// `RedisModule_StringTruncate` makes): a log that would outgrow it is refused before any
-/// byte changes. The lease sets keep within it too.
-pub const MAX_VALUE_LEN: usize = 512 * 1024 * 1024;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Header {
@@ -472,7 +432,7 @@ pub fn plan_append(
 impl AppendPlan {
     /// Writes the planned change into `buffer`, which must hold the bytes it was planned on.
     /// What can fail here is only a defect, caught before the first write where it can be.
-    pub fn write(&self, buffer: &mut impl LogBuffer) -> Result<(), Error> {
+    pub fn write(&self, buffer: &mut impl ByteBuffer) -> Result<(), Error> {
         let plan = match *self {
             AppendPlan::Fresh { at_ms, units } => {
                 let entry = Cursor {
@@ -646,7 +606,7 @@ fn trim_to(log: &Log, entry: Entry, units: u64) -> Result<TrimPlan, Error> {
 
 impl TrimPlan {
     /// Writes the planned change into `buffer`, which must hold the bytes it was planned on.
-    pub fn write(&self, buffer: &mut impl LogBuffer) -> Result<(), Error> {
+    pub fn write(&self, buffer: &mut impl ByteBuffer) -> Result<(), Error> {
         let bytes = buffer.bytes_mut()?;
         if bytes.len() != self.stored_len || self.len > self.stored_len {
             return Err(Error::Internal);
@@ -719,31 +679,6 @@ fn write_block(
     Ok(())
 }
 
-/// Writes `value` at `offset` as a LEB128 varint of `len` bytes, its `varint_len`.
-fn put_varint(bytes: &mut [u8], offset: usize, mut value: u64, len: usize) -> Result<(), Error> {
-    let out = bytes.get_mut(offset..offset + len).ok_or(Error::Internal)?;
-    // Most fields of a busy key's entries take one byte.
-    if let [only] = out {
-        *only = value as u8;
-        return Ok(());
-    }
-    for byte in out.iter_mut() {
-        *byte = value as u8 | 0x80;
-        value >>= 7;
-    }
-    if let Some(last) = out.last_mut() {
-        *last &= 0x7f;
-    }
-    Ok(())
-}
-
-fn varint_len(value: u64) -> usize {
-    match value {
-        0..0x80 => 1,
-        _ => 1 + (63 - value.leading_zeros() as usize) / 7,
-    }
-}
-
 /// A multiplicative hash of the header's fields, a 32-bit word at a time, so that a damaged
 /// header is refused, not misread: each step is a bijection of the word, so any one changed
 /// word changes the result.
@@ -779,22 +714,6 @@ fn block_offset(index: usize) -> usize {
     HEADER_LEN + index * BLOCK
 }
 
-fn le_u32(bytes: &[u8], at: usize) -> u32 {
-    let mut word = [0u8; 4];
-    if let Some(field) = bytes.get(at..at + 4) {
-        word.copy_from_slice(field);
-    }
-    u32::from_le_bytes(word)
-}
-
-fn le_i64(bytes: &[u8], at: usize) -> i64 {
-    let mut word = [0u8; 8];
-    if let Some(field) = bytes.get(at..at + 8) {
-        word.copy_from_slice(field);
-    }
-    i64::from_le_bytes(word)
-}
-
 /// The entry at `offset`: the milliseconds since the previous entry (0 for a block's first,
 /// which has none), its units, and the offset after it. An entry never crosses its block's
 /// end.
@@ -817,34 +736,6 @@ fn read_entry(bytes: &[u8], offset: usize) -> Result<(i64, u64, usize), Error> {
 #[inline]
 fn read_units(bytes: &[u8], offset: usize) -> Option<(u64, usize)> {
     read_varint(bytes, offset).filter(|&(units, _)| units != 0)
-}
-
-/// A LEB128 varint at `offset`, and the offset after it; none if it runs off `bytes` or past
-/// 64 bits.
-#[inline]
-fn read_varint(bytes: &[u8], offset: usize) -> Option<(u64, usize)> {
-    // Most fields take one or two bytes, and a call may walk a block of them.
-    match *bytes.get(offset..)? {
-        [low, ..] if low < 0x80 => return Some((u64::from(low), offset + 1)),
-        [low, high, ..] if high < 0x80 => {
-            return Some((u64::from(low & 0x7f) | u64::from(high) << 7, offset + 2))
-        }
-        _ => {}
-    }
-    let (mut value, mut shift, mut at) = (0u64, 0u32, offset);
-    loop {
-        let byte = *bytes.get(at)?;
-        at += 1;
-        // The tenth byte holds the 64th bit alone.
-        if shift == 63 && byte > 1 {
-            return None;
-        }
-        value |= u64::from(byte & 0x7f) << shift;
-        if byte & 0x80 == 0 {
-            return Some((value, at));
-        }
-        shift += 7;
-    }
 }
 
 #[cfg(test)]
