@@ -1,11 +1,13 @@
 //! CL.LEASE's pure core: a concurrency limit. At most `limit` holders hold a lease on a key at
 //! once, each until its own end; a holder that calls again while its lease is live renews it.
 //! Time is in integer milliseconds since the Unix epoch. The set's bytes, and how a call
-//! finds its way in them, are in `lease/set.rs`.
+//! finds its way in them, are in `lease/set.rs`; how a write edits them, in `lease/edit.rs`.
 
+mod edit;
 mod set;
 
-pub use set::{empty, Editor, Found, LeaseSet, HEADER_LEN, MAX_END_MS, MAX_HOLDER};
+pub use edit::Editor;
+pub use set::{empty, Found, LeaseSet, HEADER_LEN, MAX_END_MS, MAX_HOLDER};
 
 use crate::args::LeaseParams;
 use crate::bytes::ByteBuffer;
