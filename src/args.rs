@@ -1,6 +1,6 @@
 //! Strict argument parsing shared by every command: integers the way Redis reads them, the
 //! optional `[quantity] [MS] [REFUND] [DRYRUN]` tail, and errors that name the offending
-//! argument.
+//! argument. CL.ALL's own grammar, built on these, is in `all_args.rs`.
 
 use crate::decimal::parse_i64;
 use crate::error::Error;
@@ -54,7 +54,7 @@ pub fn throttle(args: &[&[u8]]) -> Result<ThrottleArgs, Error> {
 
 /// `max_burst count period`, with this tail.
 #[inline(always)]
-fn throttle_params(
+pub(crate) fn throttle_params(
     max_burst: &[u8],
     count: &[u8],
     period: &[u8],
@@ -125,7 +125,11 @@ fn window_params(
 
 /// `limit period`, with this tail.
 #[inline(always)]
-fn limit_and_period(limit: &[u8], period: &[u8], tail: Tail) -> Result<WindowArgs, Error> {
+pub(crate) fn limit_and_period(
+    limit: &[u8],
+    period: &[u8],
+    tail: Tail,
+) -> Result<WindowArgs, Error> {
     Ok(WindowArgs {
         limit: integer(limit, "limit", 1)?,
         period_ms: span_ms(period, "period", tail.unit)?,
@@ -257,7 +261,11 @@ pub fn holders(args: &[&[u8]]) -> Result<TimeUnit, Error> {
 }
 
 /// `limit lease_time`, in this unit.
-fn lease_params(limit: &[u8], lease_time: &[u8], unit: TimeUnit) -> Result<LeaseParams, Error> {
+pub(crate) fn lease_params(
+    limit: &[u8],
+    lease_time: &[u8],
+    unit: TimeUnit,
+) -> Result<LeaseParams, Error> {
     Ok(LeaseParams {
         limit: integer(limit, "limit", 1)?,
         lease_ms: span_ms(lease_time, "lease_time", unit)?,
@@ -287,7 +295,7 @@ fn instant_ms(text: &[u8]) -> Result<i64, Error> {
 }
 
 /// A holder's name: 1 to 255 bytes, any bytes.
-fn holder_name(holder: &[u8]) -> Result<&[u8], Error> {
+pub(crate) fn holder_name(holder: &[u8]) -> Result<&[u8], Error> {
     if (1..=MAX_HOLDER).contains(&holder.len()) {
         Ok(holder)
     } else {
@@ -313,7 +321,7 @@ pub fn block<'a, 'b>(args: &'a [&'b [u8]]) -> Result<(&'a [&'b [u8]], Option<i64
     }
 }
 
-fn block_timeout(text: &[u8]) -> Result<i64, Error> {
+pub(crate) fn block_timeout(text: &[u8]) -> Result<i64, Error> {
     let timeout = integer(text, "timeout", 0)?;
     if timeout > MAX_BLOCK_MS {
         return Err(Error::AboveMaximum {
@@ -324,240 +332,15 @@ fn block_timeout(text: &[u8]) -> Result<i64, Error> {
     Ok(timeout)
 }
 
-/// The most keys, and so limiters, one CL.ALL call decides over.
-pub const MAX_KEYS: usize = 16;
-
-/// A CL.ALL limiter's arguments, read as its own command reads them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LimiterArgs {
-    Throttle(ThrottleArgs),
-    Fixed(WindowArgs),
-    Window(WindowArgs),
-    Lease(LeaseParams),
-}
-
-/// One limiter of a CL.ALL call, and where its parameters are among the call's arguments.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LimiterSpec {
-    pub args: LimiterArgs,
-    pub params_at: usize,
-    pub params_len: usize,
-}
-
-/// `CL.ALL numkeys key [key ...] limiter [limiter ...] [QUANTITY quantity] [MS] [REFUND]
-/// [DRYRUN] [DETAIL] [HOLDER holder] [BLOCK timeout]`, after the command's name: the
-/// keys are at positions `1..=limiters.len()`, and every position indexes that same list of
-/// arguments.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AllArgs<'a> {
-    pub limiters: Vec<LimiterSpec>,
-    /// The holder every LEASE limiter's lease is held under, and where it was given.
-    pub holder: Option<(&'a [u8], usize)>,
-    pub quantity: i64,
-    pub unit: TimeUnit,
-    pub detail: bool,
-    /// Where the quantity's value, `MS` and `REFUND` were given, if they were.
-    pub quantity_at: Option<usize>,
-    pub ms_at: Option<usize>,
-    pub refund_at: Option<usize>,
-    /// The call only answers what it would, and changes nothing (`DRYRUN`).
-    pub dry_run: bool,
-    /// BLOCK's timeout in milliseconds, when the call asked to wait.
-    pub block_ms: Option<i64>,
-}
-
-/// A CL.ALL limiter's keyword, and how many parameters follow it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Throttle,
-    Fixed,
-    Window,
-    Lease,
-}
-
-impl Kind {
-    fn of(keyword: &[u8]) -> Option<Kind> {
-        [
-            (&b"THROTTLE"[..], Kind::Throttle),
-            (b"FIXED", Kind::Fixed),
-            (b"WINDOW", Kind::Window),
-            (b"LEASE", Kind::Lease),
-        ]
-        .into_iter()
-        .find_map(|(name, kind)| keyword.eq_ignore_ascii_case(name).then_some(kind))
-    }
-
-    fn params(self) -> usize {
-        match self {
-            Kind::Throttle => 3,
-            Kind::Fixed | Kind::Window | Kind::Lease => 2,
-        }
-    }
-}
-
-/// Parses CL.ALL's arguments: first their shape (keys, one limiter per key, options), then
-/// each limiter's numbers with the shared quantity and unit, exactly as its own command
-/// parses them, so that the errors are the same.
-pub fn all<'a>(args: &[&'a [u8]]) -> Result<AllArgs<'a>, Error> {
-    const COMMAND: &str = "cl.all";
-    let [numkeys, ..] = args else {
-        return Err(Error::WrongArity(COMMAND));
-    };
-    let numkeys = integer(numkeys, "numkeys", 1)?;
-    if numkeys > MAX_KEYS as i64 {
-        return Err(Error::AboveMaximum {
-            arg: "numkeys",
-            max: MAX_KEYS as i64,
-        });
-    }
-    let numkeys = numkeys as usize;
-    let keys = args.get(1..=numkeys).ok_or(Error::WrongArity(COMMAND))?;
-    for (again, key) in keys.iter().enumerate() {
-        if let Some(first) = keys.iter().take(again).position(|earlier| earlier == key) {
-            return Err(Error::DuplicateKey {
-                first: first + 1,
-                again: again + 1,
-            });
-        }
-    }
-
-    // The shape first: where each limiter is, then the options.
-    let mut shapes = [(Kind::Throttle, 0); MAX_KEYS];
-    let mut at = numkeys + 1;
-    for (index, shape) in shapes.iter_mut().take(numkeys).enumerate() {
-        let key = index + 1;
-        let keyword = args.get(at).ok_or(Error::MissingLimiter(key))?;
-        let kind = match Kind::of(keyword) {
-            Some(kind) => kind,
-            None if is_option(keyword) => return Err(Error::MissingLimiter(key)),
-            None => return Err(Error::UnknownLimiter(key)),
-        };
-        *shape = (kind, at + 1);
-        at += 1 + kind.params();
-    }
-    if at > args.len() {
-        return Err(Error::WrongArity(COMMAND));
-    }
-
-    let (mut quantity_at, mut ms_at, mut detail, mut block_at) = (None, None, false, None);
-    let (mut holder_at, mut refund_at, mut dry_run) = (None, None, false);
-    while let Some(option) = args.get(at) {
-        if option.eq_ignore_ascii_case(b"QUANTITY") && quantity_at.is_none() {
-            quantity_at = Some(at + 1);
-            at += 2;
-        } else if is_ms(option) && ms_at.is_none() {
-            ms_at = Some(at);
-            at += 1;
-        } else if is_refund(option) && refund_at.is_none() {
-            refund_at = Some(at);
-            at += 1;
-        } else if is_dry_run(option) && !dry_run {
-            dry_run = true;
-            at += 1;
-        } else if option.eq_ignore_ascii_case(b"DETAIL") && !detail {
-            detail = true;
-            at += 1;
-        } else if option.eq_ignore_ascii_case(b"BLOCK") && block_at.is_none() {
-            block_at = Some(at + 1);
-            at += 2;
-        } else if option.eq_ignore_ascii_case(b"HOLDER") && holder_at.is_none() {
-            holder_at = Some(at + 1);
-            at += 2;
-        } else if Kind::of(option).is_some() {
-            return Err(Error::ExtraLimiter);
-        } else {
-            return Err(Error::Syntax);
-        }
-    }
-    let quantity = match quantity_at {
-        Some(at) => integer(args.get(at).ok_or(Error::Syntax)?, "quantity", 0)?,
-        None => 1,
-    };
-    let block_ms = match block_at {
-        Some(at) => Some(block_timeout(args.get(at).ok_or(Error::Syntax)?)?),
-        None => None,
-    };
-    let tail = Tail {
-        quantity,
-        unit: unit_of(ms_at.is_some()),
-        refund: refund_at.is_some(),
-        dry_run,
-        count_denied: false,
-    };
-    let holder = match holder_at {
-        Some(at) => Some((holder_name(args.get(at).ok_or(Error::Syntax)?)?, at)),
-        None => None,
-    };
-    let leases = shapes
-        .iter()
-        .take(numkeys)
-        .any(|&(kind, _)| kind == Kind::Lease);
-    match (leases, holder) {
-        // A look takes no lease, nor does a refund (CL.RELEASE gives a lease back): neither
-        // needs anyone to hold it.
-        (true, None) if quantity != 0 && !tail.refund => return Err(Error::NoHolder),
-        (false, Some(_)) => return Err(Error::HolderWithoutLease),
-        _ => {}
-    }
-
-    // Then each limiter's numbers, as its own command reads them.
-    let mut limiters = Vec::with_capacity(numkeys);
-    for &(kind, params_at) in shapes.iter().take(numkeys) {
-        let param = |offset: usize| args.get(params_at + offset).copied().unwrap_or_default();
-        let args = match kind {
-            Kind::Throttle => {
-                LimiterArgs::Throttle(throttle_params(param(0), param(1), param(2), tail)?)
-            }
-            Kind::Fixed => LimiterArgs::Fixed(limit_and_period(param(0), param(1), tail)?),
-            Kind::Window => LimiterArgs::Window(limit_and_period(param(0), param(1), tail)?),
-            Kind::Lease => LimiterArgs::Lease(lease_params(param(0), param(1), tail.unit)?),
-        };
-        limiters.push(LimiterSpec {
-            args,
-            params_at,
-            params_len: kind.params(),
-        });
-    }
-    // After the limiters' own numbers, as the single commands check it.
-    never_waits(block_ms, tail.refund, tail.dry_run, false)?;
-    Ok(AllArgs {
-        limiters,
-        holder,
-        quantity,
-        unit: tail.unit,
-        detail,
-        quantity_at,
-        ms_at,
-        refund_at,
-        dry_run,
-        block_ms,
-    })
-}
-
-/// An option that may follow CL.ALL's limiters.
-fn is_option(arg: &[u8]) -> bool {
-    [
-        &b"QUANTITY"[..],
-        b"MS",
-        b"REFUND",
-        b"DRYRUN",
-        b"DETAIL",
-        b"HOLDER",
-        b"BLOCK",
-    ]
-    .iter()
-    .any(|option| arg.eq_ignore_ascii_case(option))
-}
-
 /// What the optional tail of a limiter's parameters says, or CL.ALL's options for every
 /// limiter: how much, in which unit, taken or given back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Tail {
-    quantity: i64,
-    unit: TimeUnit,
-    refund: bool,
-    dry_run: bool,
-    count_denied: bool,
+pub(crate) struct Tail {
+    pub(crate) quantity: i64,
+    pub(crate) unit: TimeUnit,
+    pub(crate) refund: bool,
+    pub(crate) dry_run: bool,
+    pub(crate) count_denied: bool,
 }
 
 impl Tail {
@@ -572,7 +355,7 @@ impl Tail {
 }
 
 /// Seconds, or milliseconds with `MS`.
-fn unit_of(ms: bool) -> TimeUnit {
+pub(crate) fn unit_of(ms: bool) -> TimeUnit {
     if ms {
         TimeUnit::Milliseconds
     } else {
@@ -692,20 +475,20 @@ impl WindowArgs {
     }
 }
 
-fn is_refund(arg: &[u8]) -> bool {
+pub(crate) fn is_refund(arg: &[u8]) -> bool {
     Flag::of(arg) == Some(Flag::Refund)
 }
 
-fn is_dry_run(arg: &[u8]) -> bool {
+pub(crate) fn is_dry_run(arg: &[u8]) -> bool {
     Flag::of(arg) == Some(Flag::DryRun)
 }
 
-fn is_ms(arg: &[u8]) -> bool {
+pub(crate) fn is_ms(arg: &[u8]) -> bool {
     Flag::of(arg) == Some(Flag::Ms)
 }
 
 /// An integer argument no smaller than `min`.
-fn integer(text: &[u8], arg: &'static str, min: i64) -> Result<i64, Error> {
+pub(crate) fn integer(text: &[u8], arg: &'static str, min: i64) -> Result<i64, Error> {
     let value = parse_i64(text).ok_or(Error::NotAnInteger(arg))?;
     if value < min {
         return Err(Error::BelowMinimum { arg, min });
@@ -932,31 +715,6 @@ mod tests {
         }
     }
 
-    #[test]
-    fn cl_all_takes_refund_among_its_options() {
-        let parsed = all_of("2 a b FIXED 5 60 THROTTLE 1 2 60 REFUND QUANTITY 2").unwrap();
-        assert_eq!((parsed.refund_at, parsed.quantity_at), (Some(10), Some(12)));
-        assert!(parsed.limiters.iter().all(|spec| match spec.args {
-            LimiterArgs::Fixed(args) => args.refund,
-            LimiterArgs::Throttle(args) => args.refund,
-            _ => false,
-        }));
-        // A refund takes no lease, so it needs no holder.
-        assert!(all_of("1 a LEASE 3 30 REFUND").is_ok());
-        assert_eq!(
-            all_of("1 a FIXED 5 60 REFUND BLOCK 10").map(|_| ()),
-            Err(Error::NeverWaits("REFUND"))
-        );
-        assert_eq!(
-            all_of("1 a FIXED 5 60 REFUND REFUND").map(|_| ()),
-            Err(Error::Syntax)
-        );
-        assert_eq!(
-            all_of("2 a b FIXED 5 60 REFUND").map(|_| ()),
-            Err(Error::MissingLimiter(2))
-        );
-    }
-
     fn words(args: &str) -> Vec<&[u8]> {
         args.split(' ').map(str::as_bytes).collect()
     }
@@ -1062,187 +820,5 @@ mod tests {
         );
         assert_eq!(release(&[b""]), Err(Error::HolderLength));
         assert_eq!(release(&[]), Err(Error::WrongArity("cl.release")));
-    }
-
-    #[test]
-    fn cl_all_holds_its_leases_under_one_holder() {
-        let parsed = all_of("2 a b LEASE 3 30 FIXED 5 60 HOLDER MS MS").unwrap();
-        assert_eq!(
-            parsed.limiters[0].args,
-            LimiterArgs::Lease(LeaseParams {
-                limit: 3,
-                lease_ms: 30
-            })
-        );
-        assert_eq!(parsed.holder, Some((&b"MS"[..], 10)));
-        assert_eq!(parsed.unit, TimeUnit::Milliseconds);
-        assert_eq!(all_of("1 a LEASE 3 30").map(|_| ()), Err(Error::NoHolder));
-        assert!(
-            all_of("1 a LEASE 3 30 QUANTITY 0").is_ok(),
-            "a look needs no holder"
-        );
-        assert_eq!(
-            all_of("1 a FIXED 3 30 HOLDER h").map(|_| ()),
-            Err(Error::HolderWithoutLease)
-        );
-        assert_eq!(
-            all_of("1 a LEASE 3 30 HOLDER h HOLDER g").map(|_| ()),
-            Err(Error::Syntax)
-        );
-        assert_eq!(
-            all_of("1 a LEASE 0 30 HOLDER h").map(|_| ()),
-            Err(Error::BelowMinimum {
-                arg: "limit",
-                min: 1
-            })
-        );
-        assert_eq!(
-            all_of("1 a LEASE 3 30 HOLDER").map(|_| ()),
-            Err(Error::Syntax)
-        );
-    }
-
-    fn all_of(args: &str) -> Result<AllArgs<'_>, Error> {
-        let words: Vec<&[u8]> = args.split(' ').map(str::as_bytes).collect();
-        all(&words)
-    }
-
-    #[test]
-    fn cl_all_reads_one_limiter_per_key_and_the_options_in_any_order() {
-        let parsed = all_of("2 a b throttle 1 2 60 Window 5 10 detail QUANTITY 3 ms").unwrap();
-        let limiters = &parsed.limiters;
-        assert_eq!(limiters.len(), 2);
-        assert_eq!(
-            limiters[0],
-            LimiterSpec {
-                args: LimiterArgs::Throttle(ThrottleArgs {
-                    max_burst: 1,
-                    count: 2,
-                    period_ns: 60 * NANOS_PER_MILLI,
-                    quantity: 3,
-                    unit: TimeUnit::Milliseconds,
-                    refund: false,
-                    dry_run: false,
-                }),
-                params_at: 4,
-                params_len: 3,
-            }
-        );
-        assert_eq!(
-            limiters[1].args,
-            LimiterArgs::Window(WindowArgs {
-                limit: 5,
-                period_ms: 10,
-                quantity: 3,
-                unit: TimeUnit::Milliseconds,
-                refund: false,
-                dry_run: false,
-                count_denied: false,
-                at_ms: None,
-            })
-        );
-        assert_eq!(limiters[1].params_at, 8);
-        assert_eq!((parsed.quantity, parsed.unit), (3, TimeUnit::Milliseconds));
-        assert_eq!((parsed.quantity_at, parsed.ms_at), (Some(12), Some(13)));
-        assert!(parsed.detail);
-
-        let plain = all_of("1 k FIXED 5 60").unwrap();
-        assert_eq!(
-            (plain.quantity, plain.unit, plain.detail),
-            (1, TimeUnit::Seconds, false)
-        );
-        assert_eq!((plain.quantity_at, plain.ms_at), (None, None));
-        assert_eq!(
-            plain.limiters[0].args,
-            LimiterArgs::Fixed(fixed(&[b"5", b"60"]).unwrap())
-        );
-    }
-
-    #[test]
-    fn cl_all_names_what_is_wrong_with_its_shape() {
-        for (args, error) in [
-            (
-                "0 a FIXED 1 1",
-                Error::BelowMinimum {
-                    arg: "numkeys",
-                    min: 1,
-                },
-            ),
-            (
-                "17 a FIXED 1 1",
-                Error::AboveMaximum {
-                    arg: "numkeys",
-                    max: 16,
-                },
-            ),
-            ("x a FIXED 1 1", Error::NotAnInteger("numkeys")),
-            ("3 a b", Error::WrongArity("cl.all")),
-            (
-                "2 a a FIXED 1 1 FIXED 1 1",
-                Error::DuplicateKey { first: 1, again: 2 },
-            ),
-            (
-                "3 a b a FIXED 1 1 FIXED 1 1 FIXED 1 1",
-                Error::DuplicateKey { first: 1, again: 3 },
-            ),
-            ("2 a b FIXED 1 1", Error::MissingLimiter(2)),
-            ("2 a b FIXED 1 1 QUANTITY 2", Error::MissingLimiter(2)),
-            ("1 a FIXED 1 1 WINDOW 1 1", Error::ExtraLimiter),
-            ("1 a LEAKY 1 1", Error::UnknownLimiter(1)),
-            ("1 a THROTTLE 1 1", Error::WrongArity("cl.all")),
-            ("1 a FIXED 1 1 QUANTITY", Error::Syntax),
-            ("1 a FIXED 1 1 MS MS", Error::Syntax),
-            ("1 a FIXED 1 1 QUANTITY 1 QUANTITY 2", Error::Syntax),
-            ("1 a FIXED 1 1 SOON", Error::Syntax),
-            ("1 a FIXED 1 1 AT 5", Error::Syntax),
-        ] {
-            assert_eq!(all_of(args).map(|_| ()), Err(error), "{args}");
-        }
-    }
-
-    #[test]
-    fn cl_all_checks_each_number_as_the_limiters_own_command_does() {
-        for (args, error) in [
-            (
-                "1 a THROTTLE -1 1 1",
-                Error::BelowMinimum {
-                    arg: "max_burst",
-                    min: 0,
-                },
-            ),
-            ("1 a THROTTLE 1 x 1", Error::NotAnInteger("count")),
-            (
-                "1 a FIXED 0 1",
-                Error::BelowMinimum {
-                    arg: "limit",
-                    min: 1,
-                },
-            ),
-            (
-                "1 a WINDOW 1 9223372036854775807",
-                Error::TooLarge("period"),
-            ),
-            (
-                "2 a b FIXED 1 1 WINDOW 1 -5",
-                Error::BelowMinimum {
-                    arg: "period",
-                    min: 1,
-                },
-            ),
-            (
-                "1 a FIXED 1 1 QUANTITY -1",
-                Error::BelowMinimum {
-                    arg: "quantity",
-                    min: 0,
-                },
-            ),
-            // A quantity that reads like a keyword is still the quantity.
-            (
-                "1 a FIXED 1 1 QUANTITY AT MS",
-                Error::NotAnInteger("quantity"),
-            ),
-        ] {
-            assert_eq!(all_of(args).map(|_| ()), Err(error), "{args}");
-        }
     }
 }

@@ -12,7 +12,7 @@ use std::os::raw::{c_int, c_void};
 
 use redis_module::raw;
 
-use crate::args::MAX_KEYS;
+use crate::all_args::MAX_KEYS;
 use crate::blocking::{self, Callbacks, Pending};
 use crate::command::Command;
 use crate::commands;

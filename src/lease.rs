@@ -1,17 +1,19 @@
 //! CL.LEASE's pure core: a concurrency limit. At most `limit` holders hold a lease on a key at
 //! once, each until its own end; a holder that calls again while its lease is live renews it.
 //! Time is in integer milliseconds since the Unix epoch. The set's bytes, and how a call
-//! finds its way in them, are in `lease/set.rs`.
+//! finds its way in them, are in `lease/set.rs`; how a write edits them, in `lease/edit.rs`.
 
+mod edit;
 mod set;
 
-pub use set::{empty, Editor, Found, LeaseSet, HEADER_LEN, MAX_END_MS, MAX_HOLDER};
+pub use edit::Editor;
+pub use set::{empty, Found, LeaseSet, HEADER_LEN, MAX_END_MS, MAX_HOLDER};
 
 use crate::args::LeaseParams;
+use crate::bytes::ByteBuffer;
 use crate::error::Error;
 use crate::outcome::Outcome;
 use crate::time::NANOS_PER_MILLI;
-use crate::window::LogBuffer;
 
 /// One holder's call against a concurrency limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -140,7 +142,7 @@ impl Lease {
 /// where the call's own edit does not look is refused before anything changes; the ended
 /// leases go only if the set lets them go cleanly (they take no slot either way).
 pub fn apply(
-    buffer: &mut impl LogBuffer,
+    buffer: &mut impl ByteBuffer,
     holder: &[u8],
     change: LeaseChange,
     now_ms: i64,
@@ -166,7 +168,7 @@ pub fn apply(
 /// Drops the leases that ended by `now_ms`, after a call's own edit, if the set lets them go
 /// cleanly: a set damaged where the call's edit did not look is refused before a byte moves
 /// (and keeps them: they take no slot). Any other failure is the server's, and an error.
-fn drop_ended(buffer: &mut impl LogBuffer, now_ms: i64) -> Result<(), Error> {
+fn drop_ended(buffer: &mut impl ByteBuffer, now_ms: i64) -> Result<(), Error> {
     match Editor::new(buffer).drop_ended(now_ms) {
         Ok(_) | Err(Error::CorruptState) => Ok(()),
         Err(error) => Err(error),
@@ -175,7 +177,11 @@ fn drop_ended(buffer: &mut impl LogBuffer, now_ms: i64) -> Result<(), Error> {
 
 /// Frees `holder`'s live lease, if it holds one, dropping the leases that ended by `now_ms`
 /// with it, as `apply` does. A release of nothing writes nothing.
-pub fn release(buffer: &mut impl LogBuffer, holder: &[u8], now_ms: i64) -> Result<Released, Error> {
+pub fn release(
+    buffer: &mut impl ByteBuffer,
+    holder: &[u8],
+    now_ms: i64,
+) -> Result<Released, Error> {
     let (found, last_end_ms) = {
         let view = Live::of(Some(buffer.bytes_mut()?), now_ms)?;
         let Some(found) = view.holder(holder)?.filter(|found| found.end_ms > now_ms) else {

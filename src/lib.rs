@@ -3,7 +3,9 @@
 //! registration, the checks made at load time and the options.
 
 // Values.
+pub mod all_args;
 pub mod args;
+pub mod bytes;
 pub mod command;
 pub mod decimal;
 pub mod error;

@@ -6,11 +6,11 @@ use std::ptr::NonNull;
 
 use redis_module::raw;
 
+use crate::bytes::{ByteBuffer, MAX_VALUE_LEN};
 use crate::decimal::{decimal, parse_i64};
 use crate::error::Error;
 use crate::ffi::{api, succeeded};
 use crate::strings::OwnedString;
-use crate::window::{LogBuffer, MAX_VALUE_LEN};
 
 /// How a command means to use its key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -242,7 +242,7 @@ pub enum Expiry {
 
 /// A key opened for writing, holding a string or nothing (checked by the read that precedes
 /// every write), seen as a resizable byte buffer.
-impl LogBuffer for Key {
+impl ByteBuffer for Key {
     fn bytes_mut(&mut self) -> Result<&mut [u8], Error> {
         let handle = self.handle.ok_or(Error::Internal)?;
         let dma = api(unsafe { raw::RedisModule_StringDMA })?;

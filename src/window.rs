@@ -4,15 +4,18 @@
 //! entry per millisecond in which units were admitted, oldest first; calls in the same
 //! millisecond merge into one entry. Time is in integer milliseconds since the Unix epoch.
 //! The log's bytes, and how a call finds its way in them at a cost of O(log n) for n entries,
-//! are in `window/log.rs`.
+//! are in `window/log.rs`; how a refund shortens it, in `window/trim.rs`.
 
 mod log;
+mod trim;
 
 use crate::args::WindowArgs;
+use crate::bytes::ByteBuffer;
 use crate::error::Error;
 use crate::outcome::Outcome;
-pub use log::{reseal, LogBuffer, TrimPlan, HEADER_LEN, MAX_VALUE_LEN};
+pub use log::{reseal, HEADER_LEN};
 use log::{AppendPlan, Log};
+pub use trim::TrimPlan;
 
 use crate::time::NANOS_PER_MILLI;
 
@@ -184,7 +187,7 @@ impl SlidingWindow {
                 change: Some(Trim::Clear),
             });
         }
-        let plan = log::plan_trim(&log, &live, self.quantity)?;
+        let plan = trim::plan_trim(&log, &live, self.quantity)?;
         Ok(Refund {
             outcome: Outcome::allowed(
                 self.limit,
@@ -211,7 +214,7 @@ pub struct Refund {
 pub enum Trim {
     /// The newest units leave; the key expires when the newest left leaves the window.
     Keep {
-        plan: log::TrimPlan,
+        plan: trim::TrimPlan,
         expire_at_ms: i64,
     },
     /// Every unit in the window leaves: the key is deleted.
@@ -221,7 +224,7 @@ pub enum Trim {
 impl Append {
     /// Writes the change into `buffer`, which holds the log the decision was made on (empty
     /// when there was none). Only a defect can make it fail.
-    pub fn apply(&self, buffer: &mut impl LogBuffer) -> Result<(), Error> {
+    pub fn apply(&self, buffer: &mut impl ByteBuffer) -> Result<(), Error> {
         self.plan.write(buffer)
     }
 }

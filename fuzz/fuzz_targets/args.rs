@@ -4,7 +4,8 @@
 
 use libfuzzer_sys::fuzz_target;
 use redis_cell::all;
-use redis_cell::args::{self, LimiterArgs};
+use redis_cell::all_args::{self, LimiterArgs};
+use redis_cell::args;
 use redis_cell::decimal::parse_i64;
 use redis_cell::error::Error;
 use redis_cell::fixed::FixedWindow;
@@ -70,7 +71,7 @@ fuzz_target!(|argv: Vec<Vec<u8>>| {
         Ok((holder, _)) => assert!((1..=255).contains(&holder.len())),
         Err(error) => assert!(error.message().starts_with("ERR ")),
     }
-    match args::all(&argv).and_then(|parsed| all_on_empty_keys(&parsed)) {
+    match all_args::all(&argv).and_then(|parsed| all_on_empty_keys(&parsed)) {
         Ok(()) => {}
         Err(error) => assert!(error.message().starts_with("ERR ")),
     }
@@ -78,7 +79,7 @@ fuzz_target!(|argv: Vec<Vec<u8>>| {
 
 /// CL.ALL over keys that hold nothing yet: every limiter decides, the binding answer is one
 /// of theirs, and a request that can fit every limiter is admitted.
-fn all_on_empty_keys(parsed: &args::AllArgs) -> Result<(), Error> {
+fn all_on_empty_keys(parsed: &all_args::AllArgs) -> Result<(), Error> {
     let now = Instant::from_ns(NOW_NS);
     let mut verdicts: Vec<Verdict> = Vec::new();
     for spec in &parsed.limiters {

@@ -4,7 +4,7 @@
 use redis_module::raw;
 
 use crate::all::{self, Combined};
-use crate::args::{self, LimiterArgs};
+use crate::all_args::{self, LimiterArgs};
 use crate::commands::answer::{Answer, Reply, Wait};
 use crate::commands::call::Call;
 use crate::commands::state::{decide_in_line, notify, peek, write};
@@ -25,19 +25,19 @@ use crate::window::SlidingWindow;
 /// The most arguments CL.ALL takes: its name, numkeys, 16 keys, 16 limiters of up to four
 /// words, `QUANTITY quantity`, `MS`, `REFUND`, `DRYRUN`, `DETAIL`, `HOLDER holder` and
 /// `BLOCK timeout`.
-pub const MAX_ALL_ARGS: usize = 2 + args::MAX_KEYS * 5 + 10;
+pub const MAX_ALL_ARGS: usize = 2 + all_args::MAX_KEYS * 5 + 10;
 
 /// CL.ALL's body. Every limiter is built, then every key read and decided, and what each
 /// write will propagate gathered, before any key is written: an error on any argument or
 /// key stops the call with nothing changed, and nothing after the first write can.
 pub fn run_all(call: &Call<MAX_ALL_ARGS>, turn: Turn) -> Result<Answer, Error> {
-    let args = args::all(call.args())?;
+    let args = all_args::all(call.args())?;
     // A lease is held by the call's holder; asked for nothing, it only looks.
     let holder = args
         .holder
         .map(|(holder, _)| holder)
         .filter(|_| args.quantity != 0);
-    let mut limiters = [None; args::MAX_KEYS];
+    let mut limiters = [None; all_args::MAX_KEYS];
     for (limiter, spec) in limiters.iter_mut().zip(&args.limiters) {
         *limiter = Some(limiter_of(&spec.args, holder)?);
     }
@@ -90,7 +90,7 @@ fn write_all(
     entries: &mut [Entry],
     now: Instant,
 ) {
-    let mut written = [false; args::MAX_KEYS];
+    let mut written = [false; all_args::MAX_KEYS];
     for (entry, written) in entries.iter_mut().zip(written.iter_mut()) {
         if let Some(change) = combined.change(&entry.verdict) {
             let own_args = entry.own_args.get(..entry.own_len).unwrap_or_default();
@@ -139,9 +139,9 @@ impl<'a> Entry<'a> {
     /// `spec`, on it.
     fn decide(
         call: &Call<MAX_ALL_ARGS>,
-        args: &args::AllArgs,
+        args: &all_args::AllArgs,
         index: usize,
-        spec: &args::LimiterSpec,
+        spec: &all_args::LimiterSpec,
         limiter: Limiter<'a>,
         now: Instant,
         turn: Turn,
@@ -179,7 +179,7 @@ impl<'a> Entry<'a> {
 }
 
 /// What a CL.ALL call asks of every limiter.
-fn request_of(args: &args::AllArgs) -> Request {
+fn request_of(args: &all_args::AllArgs) -> Request {
     Request {
         quantity: args.quantity,
         refund: args.refund_at.is_some(),

@@ -44,46 +44,10 @@
 //! are reclaimed by moving the others down once they are more than half the value, which
 //! costs each appended byte O(1) over time.
 
+use crate::bytes::{
+    le_i64, le_u32, put_varint, read_varint, varint_len, ByteBuffer, MAX_VALUE_LEN,
+};
 use crate::error::Error;
-
-/// A growable byte buffer holding a log: a `Vec<u8>` in tests, the key's string in Redis.
-pub trait LogBuffer {
-    fn bytes_mut(&mut self) -> Result<&mut [u8], Error>;
-    /// Grows (with zero bytes) or shrinks the buffer to exactly `len` bytes.
-    fn resize(&mut self, len: usize) -> Result<(), Error>;
-
-    /// As `resize`, with the bytes made again at exactly their new length: where the buffer
-    /// would otherwise keep room to grow (the server doubles a string it grows), for a value
-    /// that seldom changes length.
-    fn reallocate(&mut self, len: usize) -> Result<(), Error> {
-        self.resize(len)
-    }
-
-    /// Fills an empty buffer with `bytes`, made elsewhere whole: for a new key, so that the
-    /// server sees it, and announces it, only with its value.
-    fn fill_empty(&mut self, bytes: &[u8]) -> Result<(), Error> {
-        if !self.bytes_mut()?.is_empty() {
-            return Err(Error::Internal);
-        }
-        self.reallocate(bytes.len())?;
-        self.bytes_mut()?
-            .get_mut(..bytes.len())
-            .ok_or(Error::Internal)?
-            .copy_from_slice(bytes);
-        Ok(())
-    }
-}
-
-impl LogBuffer for Vec<u8> {
-    fn bytes_mut(&mut self) -> Result<&mut [u8], Error> {
-        Ok(self.as_mut_slice())
-    }
-
-    fn resize(&mut self, len: usize) -> Result<(), Error> {
-        Vec::resize(self, len, 0);
-        Ok(())
-    }
-}
 
 pub const HEADER_LEN: usize = 48;
 const CHECKSUMMED: usize = 44;
@@ -92,26 +56,22 @@ const VERSION: u8 = 2;
 /// Small enough that walking a block's entries, which a call may do twice, costs a call on a
 /// long log less than the rest of the call; large enough that block headers take only an
 /// eighth of the log.
-const BLOCK: usize = 128;
+pub(super) const BLOCK: usize = 128;
 const BLOCK_HEADER: usize = 16;
 /// Most entries one block holds: a first entry of 1 byte, then 2 bytes or more each.
-const MAX_ENTRIES_IN_BLOCK: usize = (BLOCK - BLOCK_HEADER - 1) / 2 + 1;
+pub(super) const MAX_ENTRIES_IN_BLOCK: usize = (BLOCK - BLOCK_HEADER - 1) / 2 + 1;
 /// Whole blocks before the head's are reclaimed once there are at least this many bytes of
 /// them and they are more than half of all blocks' bytes.
 const COMPACT_MIN: usize = BLOCK;
-/// The longest string the server stores (its `proto-max-bulk-len` default, and the most
-/// `RedisModule_StringTruncate` makes): a log that would outgrow it is refused before any
-/// byte changes. The lease sets keep within it too.
-pub const MAX_VALUE_LEN: usize = 512 * 1024 * 1024;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Header {
-    head: usize,
-    tail: usize,
-    head_ms: i64,
-    tail_ms: i64,
-    head_units_before: u64,
-    units_logged: u64,
+pub(super) struct Header {
+    pub(super) head: usize,
+    pub(super) tail: usize,
+    pub(super) head_ms: i64,
+    pub(super) tail_ms: i64,
+    pub(super) head_units_before: u64,
+    pub(super) units_logged: u64,
 }
 
 /// A block's header.
@@ -124,9 +84,9 @@ struct Block {
 /// it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Cursor {
-    offset: usize,
-    at_ms: i64,
-    units_before: u64,
+    pub(super) offset: usize,
+    pub(super) at_ms: i64,
+    pub(super) units_before: u64,
 }
 
 /// The live part of a log: its oldest entry and the units from it to the newest.
@@ -147,8 +107,8 @@ pub struct Kept {
 
 /// A log whose header has been checked; nothing past the header is trusted yet.
 pub struct Log<'a> {
-    bytes: &'a [u8],
-    header: Header,
+    pub(super) bytes: &'a [u8],
+    pub(super) header: Header,
 }
 
 impl<'a> Log<'a> {
@@ -340,7 +300,7 @@ impl<'a> Log<'a> {
         })
     }
 
-    fn first_of_block(&self, index: usize) -> Result<Cursor, Error> {
+    pub(super) fn first_of_block(&self, index: usize) -> Result<Cursor, Error> {
         let offset = block_offset(index);
         let block = self.block(offset)?;
         Ok(Cursor {
@@ -472,7 +432,7 @@ pub fn plan_append(
 impl AppendPlan {
     /// Writes the planned change into `buffer`, which must hold the bytes it was planned on.
     /// What can fail here is only a defect, caught before the first write where it can be.
-    pub fn write(&self, buffer: &mut impl LogBuffer) -> Result<(), Error> {
+    pub fn write(&self, buffer: &mut impl ByteBuffer) -> Result<(), Error> {
         let plan = match *self {
             AppendPlan::Fresh { at_ms, units } => {
                 let entry = Cursor {
@@ -518,145 +478,6 @@ impl AppendPlan {
     }
 }
 
-/// One entry of a block, as a refund walks it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Entry {
-    cursor: Cursor,
-    units: u64,
-    /// Where its units field starts.
-    units_at: usize,
-}
-
-impl Log<'_> {
-    /// The entries of block `index`, in order, up to the newest entry.
-    fn block_entries(&self, index: usize) -> Result<Vec<Entry>, Error> {
-        let mut cursor = self.first_of_block(index)?;
-        let block_end = block_offset(index) + BLOCK;
-        let block = self.bytes.get(..block_end).unwrap_or(self.bytes);
-        let mut entries = Vec::new();
-        let mut units_at = cursor.offset;
-        for _ in 0..MAX_ENTRIES_IN_BLOCK {
-            let (units, end) = read_units(block, units_at).ok_or(Error::CorruptState)?;
-            entries.push(Entry {
-                cursor,
-                units,
-                units_at,
-            });
-            if cursor.offset >= self.header.tail {
-                break;
-            }
-            match block.get(end) {
-                Some(&low) if low != 0 => {
-                    let (delta_ms, after) = read_varint(block, end).ok_or(Error::CorruptState)?;
-                    cursor = Cursor {
-                        offset: end,
-                        at_ms: cursor
-                            .at_ms
-                            .checked_add_unsigned(delta_ms)
-                            .ok_or(Error::CorruptState)?,
-                        units_before: cursor.units_before.wrapping_add(units),
-                    };
-                    units_at = after;
-                }
-                _ => break,
-            }
-        }
-        Ok(entries)
-    }
-}
-
-/// How a refund shortens the log it was decided on: its newest units leave it, the newest
-/// entry kept losing some of its own or keeping them all. Worked out before any byte changes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TrimPlan {
-    stored_len: usize,
-    /// Where the newest entry kept has its units field, and the units it keeps.
-    units_at: usize,
-    units: u64,
-    len: usize,
-    header: Header,
-    /// When the newest entry kept was admitted.
-    pub tail_ms: i64,
-}
-
-/// Plans taking the newest `units` (at least 1, fewer than the live units) out of the log
-/// `live` was found in: a walk back over the blocks they are in, from the newest.
-pub fn plan_trim(log: &Log, live: &Live, units: i64) -> Result<TrimPlan, Error> {
-    let mut left = u64::try_from(units)
-        .ok()
-        .filter(|&units| units >= 1 && units < live.total as u64)
-        .ok_or(Error::Internal)?;
-    let header = log.header;
-    let oldest_block = block_index(live.oldest.offset);
-    let mut index = block_index(header.tail);
-    let mut entries = log.block_entries(index)?;
-    // The walk must find the newest entry where the header says, ending the units count.
-    match entries.last() {
-        Some(last)
-            if last.cursor.offset == header.tail
-                && last.cursor.units_before.wrapping_add(last.units) == header.units_logged => {}
-        _ => return Err(Error::CorruptState),
-    }
-    loop {
-        while let Some(entry) = entries.pop() {
-            if entry.units > left {
-                return trim_to(log, entry, entry.units - left);
-            }
-            left -= entry.units;
-            if left == 0 {
-                let kept = match entries.last() {
-                    Some(&kept) => kept,
-                    None if index > oldest_block => *log
-                        .block_entries(index - 1)?
-                        .last()
-                        .ok_or(Error::CorruptState)?,
-                    None => return Err(Error::CorruptState),
-                };
-                return trim_to(log, kept, kept.units);
-            }
-        }
-        if index <= oldest_block {
-            return Err(Error::CorruptState);
-        }
-        index -= 1;
-        entries = log.block_entries(index)?;
-    }
-}
-
-/// The plan that makes `entry`, keeping `units` of its own, the newest.
-fn trim_to(log: &Log, entry: Entry, units: u64) -> Result<TrimPlan, Error> {
-    let header = Header {
-        tail: entry.cursor.offset,
-        tail_ms: entry.cursor.at_ms,
-        units_logged: entry.cursor.units_before.wrapping_add(units),
-        ..log.header
-    };
-    if header.tail < header.head || header.tail_ms < header.head_ms {
-        return Err(Error::CorruptState);
-    }
-    Ok(TrimPlan {
-        stored_len: log.bytes.len(),
-        units_at: entry.units_at,
-        units,
-        len: entry.units_at + varint_len(units),
-        header,
-        tail_ms: entry.cursor.at_ms,
-    })
-}
-
-impl TrimPlan {
-    /// Writes the planned change into `buffer`, which must hold the bytes it was planned on.
-    pub fn write(&self, buffer: &mut impl LogBuffer) -> Result<(), Error> {
-        let bytes = buffer.bytes_mut()?;
-        if bytes.len() != self.stored_len || self.len > self.stored_len {
-            return Err(Error::Internal);
-        }
-        put_varint(bytes, self.units_at, self.units, varint_len(self.units))?;
-        write_header(bytes, &self.header)?;
-        buffer.resize(self.len)
-    }
-}
-
 /// Recomputes the header checksum of a log edited by hand, so that tools that craft damaged
 /// logs (the fuzzer, tests) reach the checks behind the checksum. False if `log` is too short
 /// to hold a header.
@@ -685,7 +506,7 @@ impl Header {
     }
 }
 
-fn write_header(bytes: &mut [u8], header: &Header) -> Result<(), Error> {
+pub(super) fn write_header(bytes: &mut [u8], header: &Header) -> Result<(), Error> {
     let out: &mut [u8; HEADER_LEN] = bytes
         .get_mut(..HEADER_LEN)
         .and_then(|h| h.try_into().ok())
@@ -719,31 +540,6 @@ fn write_block(
     Ok(())
 }
 
-/// Writes `value` at `offset` as a LEB128 varint of `len` bytes, its `varint_len`.
-fn put_varint(bytes: &mut [u8], offset: usize, mut value: u64, len: usize) -> Result<(), Error> {
-    let out = bytes.get_mut(offset..offset + len).ok_or(Error::Internal)?;
-    // Most fields of a busy key's entries take one byte.
-    if let [only] = out {
-        *only = value as u8;
-        return Ok(());
-    }
-    for byte in out.iter_mut() {
-        *byte = value as u8 | 0x80;
-        value >>= 7;
-    }
-    if let Some(last) = out.last_mut() {
-        *last &= 0x7f;
-    }
-    Ok(())
-}
-
-fn varint_len(value: u64) -> usize {
-    match value {
-        0..0x80 => 1,
-        _ => 1 + (63 - value.leading_zeros() as usize) / 7,
-    }
-}
-
 /// A multiplicative hash of the header's fields, a 32-bit word at a time, so that a damaged
 /// header is refused, not misread: each step is a bijection of the word, so any one changed
 /// word changes the result.
@@ -771,28 +567,12 @@ fn block_start(offset: usize) -> Option<usize> {
     (within >= BLOCK_HEADER).then_some(offset - within)
 }
 
-fn block_index(offset: usize) -> usize {
+pub(super) fn block_index(offset: usize) -> usize {
     offset.saturating_sub(HEADER_LEN) / BLOCK
 }
 
-fn block_offset(index: usize) -> usize {
+pub(super) fn block_offset(index: usize) -> usize {
     HEADER_LEN + index * BLOCK
-}
-
-fn le_u32(bytes: &[u8], at: usize) -> u32 {
-    let mut word = [0u8; 4];
-    if let Some(field) = bytes.get(at..at + 4) {
-        word.copy_from_slice(field);
-    }
-    u32::from_le_bytes(word)
-}
-
-fn le_i64(bytes: &[u8], at: usize) -> i64 {
-    let mut word = [0u8; 8];
-    if let Some(field) = bytes.get(at..at + 8) {
-        word.copy_from_slice(field);
-    }
-    i64::from_le_bytes(word)
 }
 
 /// The entry at `offset`: the milliseconds since the previous entry (0 for a block's first,
@@ -815,36 +595,8 @@ fn read_entry(bytes: &[u8], offset: usize) -> Result<(i64, u64, usize), Error> {
 
 /// An entry's units, which are never 0, and the offset after them.
 #[inline]
-fn read_units(bytes: &[u8], offset: usize) -> Option<(u64, usize)> {
+pub(super) fn read_units(bytes: &[u8], offset: usize) -> Option<(u64, usize)> {
     read_varint(bytes, offset).filter(|&(units, _)| units != 0)
-}
-
-/// A LEB128 varint at `offset`, and the offset after it; none if it runs off `bytes` or past
-/// 64 bits.
-#[inline]
-fn read_varint(bytes: &[u8], offset: usize) -> Option<(u64, usize)> {
-    // Most fields take one or two bytes, and a call may walk a block of them.
-    match *bytes.get(offset..)? {
-        [low, ..] if low < 0x80 => return Some((u64::from(low), offset + 1)),
-        [low, high, ..] if high < 0x80 => {
-            return Some((u64::from(low & 0x7f) | u64::from(high) << 7, offset + 2))
-        }
-        _ => {}
-    }
-    let (mut value, mut shift, mut at) = (0u64, 0u32, offset);
-    loop {
-        let byte = *bytes.get(at)?;
-        at += 1;
-        // The tenth byte holds the 64th bit alone.
-        if shift == 63 && byte > 1 {
-            return None;
-        }
-        value |= u64::from(byte & 0x7f) << shift;
-        if byte & 0x80 == 0 {
-            return Some((value, at));
-        }
-        shift += 7;
-    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,449 @@
+//! CL.ALL's grammar: the keys, one limiter per key, and the options that apply to them all.
+//! Each limiter's numbers are read by the same parsers as its own command's, in `args.rs`.
+
+use crate::args::{
+    block_timeout, holder_name, integer, is_dry_run, is_ms, is_refund, lease_params,
+    limit_and_period, never_waits, throttle_params, unit_of, LeaseParams, Tail, ThrottleArgs,
+    WindowArgs,
+};
+use crate::error::Error;
+use crate::time::TimeUnit;
+
+/// The most keys, and so limiters, one CL.ALL call decides over.
+pub const MAX_KEYS: usize = 16;
+
+/// A CL.ALL limiter's arguments, read as its own command reads them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LimiterArgs {
+    Throttle(ThrottleArgs),
+    Fixed(WindowArgs),
+    Window(WindowArgs),
+    Lease(LeaseParams),
+}
+
+/// One limiter of a CL.ALL call, and where its parameters are among the call's arguments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LimiterSpec {
+    pub args: LimiterArgs,
+    pub params_at: usize,
+    pub params_len: usize,
+}
+
+/// `CL.ALL numkeys key [key ...] limiter [limiter ...] [QUANTITY quantity] [MS] [REFUND]
+/// [DRYRUN] [DETAIL] [HOLDER holder] [BLOCK timeout]`, after the command's name: the
+/// keys are at positions `1..=limiters.len()`, and every position indexes that same list of
+/// arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AllArgs<'a> {
+    pub limiters: Vec<LimiterSpec>,
+    /// The holder every LEASE limiter's lease is held under, and where it was given.
+    pub holder: Option<(&'a [u8], usize)>,
+    pub quantity: i64,
+    pub unit: TimeUnit,
+    pub detail: bool,
+    /// Where the quantity's value, `MS` and `REFUND` were given, if they were.
+    pub quantity_at: Option<usize>,
+    pub ms_at: Option<usize>,
+    pub refund_at: Option<usize>,
+    /// The call only answers what it would, and changes nothing (`DRYRUN`).
+    pub dry_run: bool,
+    /// BLOCK's timeout in milliseconds, when the call asked to wait.
+    pub block_ms: Option<i64>,
+}
+
+/// A CL.ALL limiter's keyword, and how many parameters follow it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Throttle,
+    Fixed,
+    Window,
+    Lease,
+}
+
+impl Kind {
+    fn of(keyword: &[u8]) -> Option<Kind> {
+        [
+            (&b"THROTTLE"[..], Kind::Throttle),
+            (b"FIXED", Kind::Fixed),
+            (b"WINDOW", Kind::Window),
+            (b"LEASE", Kind::Lease),
+        ]
+        .into_iter()
+        .find_map(|(name, kind)| keyword.eq_ignore_ascii_case(name).then_some(kind))
+    }
+
+    fn params(self) -> usize {
+        match self {
+            Kind::Throttle => 3,
+            Kind::Fixed | Kind::Window | Kind::Lease => 2,
+        }
+    }
+}
+
+/// Parses CL.ALL's arguments: first their shape (keys, one limiter per key, options), then
+/// each limiter's numbers with the shared quantity and unit, exactly as its own command
+/// parses them, so that the errors are the same.
+pub fn all<'a>(args: &[&'a [u8]]) -> Result<AllArgs<'a>, Error> {
+    const COMMAND: &str = "cl.all";
+    let [numkeys, ..] = args else {
+        return Err(Error::WrongArity(COMMAND));
+    };
+    let numkeys = integer(numkeys, "numkeys", 1)?;
+    if numkeys > MAX_KEYS as i64 {
+        return Err(Error::AboveMaximum {
+            arg: "numkeys",
+            max: MAX_KEYS as i64,
+        });
+    }
+    let numkeys = numkeys as usize;
+    let keys = args.get(1..=numkeys).ok_or(Error::WrongArity(COMMAND))?;
+    for (again, key) in keys.iter().enumerate() {
+        if let Some(first) = keys.iter().take(again).position(|earlier| earlier == key) {
+            return Err(Error::DuplicateKey {
+                first: first + 1,
+                again: again + 1,
+            });
+        }
+    }
+
+    // The shape first: where each limiter is, then the options.
+    let mut shapes = [(Kind::Throttle, 0); MAX_KEYS];
+    let mut at = numkeys + 1;
+    for (index, shape) in shapes.iter_mut().take(numkeys).enumerate() {
+        let key = index + 1;
+        let keyword = args.get(at).ok_or(Error::MissingLimiter(key))?;
+        let kind = match Kind::of(keyword) {
+            Some(kind) => kind,
+            None if is_option(keyword) => return Err(Error::MissingLimiter(key)),
+            None => return Err(Error::UnknownLimiter(key)),
+        };
+        *shape = (kind, at + 1);
+        at += 1 + kind.params();
+    }
+    if at > args.len() {
+        return Err(Error::WrongArity(COMMAND));
+    }
+
+    let (mut quantity_at, mut ms_at, mut detail, mut block_at) = (None, None, false, None);
+    let (mut holder_at, mut refund_at, mut dry_run) = (None, None, false);
+    while let Some(option) = args.get(at) {
+        if option.eq_ignore_ascii_case(b"QUANTITY") && quantity_at.is_none() {
+            quantity_at = Some(at + 1);
+            at += 2;
+        } else if is_ms(option) && ms_at.is_none() {
+            ms_at = Some(at);
+            at += 1;
+        } else if is_refund(option) && refund_at.is_none() {
+            refund_at = Some(at);
+            at += 1;
+        } else if is_dry_run(option) && !dry_run {
+            dry_run = true;
+            at += 1;
+        } else if option.eq_ignore_ascii_case(b"DETAIL") && !detail {
+            detail = true;
+            at += 1;
+        } else if option.eq_ignore_ascii_case(b"BLOCK") && block_at.is_none() {
+            block_at = Some(at + 1);
+            at += 2;
+        } else if option.eq_ignore_ascii_case(b"HOLDER") && holder_at.is_none() {
+            holder_at = Some(at + 1);
+            at += 2;
+        } else if Kind::of(option).is_some() {
+            return Err(Error::ExtraLimiter);
+        } else {
+            return Err(Error::Syntax);
+        }
+    }
+    let quantity = match quantity_at {
+        Some(at) => integer(args.get(at).ok_or(Error::Syntax)?, "quantity", 0)?,
+        None => 1,
+    };
+    let block_ms = match block_at {
+        Some(at) => Some(block_timeout(args.get(at).ok_or(Error::Syntax)?)?),
+        None => None,
+    };
+    let tail = Tail {
+        quantity,
+        unit: unit_of(ms_at.is_some()),
+        refund: refund_at.is_some(),
+        dry_run,
+        count_denied: false,
+    };
+    let holder = match holder_at {
+        Some(at) => Some((holder_name(args.get(at).ok_or(Error::Syntax)?)?, at)),
+        None => None,
+    };
+    let leases = shapes
+        .iter()
+        .take(numkeys)
+        .any(|&(kind, _)| kind == Kind::Lease);
+    match (leases, holder) {
+        // A look takes no lease, nor does a refund (CL.RELEASE gives a lease back): neither
+        // needs anyone to hold it.
+        (true, None) if quantity != 0 && !tail.refund => return Err(Error::NoHolder),
+        (false, Some(_)) => return Err(Error::HolderWithoutLease),
+        _ => {}
+    }
+
+    // Then each limiter's numbers, as its own command reads them.
+    let mut limiters = Vec::with_capacity(numkeys);
+    for &(kind, params_at) in shapes.iter().take(numkeys) {
+        let param = |offset: usize| args.get(params_at + offset).copied().unwrap_or_default();
+        let args = match kind {
+            Kind::Throttle => {
+                LimiterArgs::Throttle(throttle_params(param(0), param(1), param(2), tail)?)
+            }
+            Kind::Fixed => LimiterArgs::Fixed(limit_and_period(param(0), param(1), tail)?),
+            Kind::Window => LimiterArgs::Window(limit_and_period(param(0), param(1), tail)?),
+            Kind::Lease => LimiterArgs::Lease(lease_params(param(0), param(1), tail.unit)?),
+        };
+        limiters.push(LimiterSpec {
+            args,
+            params_at,
+            params_len: kind.params(),
+        });
+    }
+    // After the limiters' own numbers, as the single commands check it.
+    never_waits(block_ms, tail.refund, tail.dry_run, false)?;
+    Ok(AllArgs {
+        limiters,
+        holder,
+        quantity,
+        unit: tail.unit,
+        detail,
+        quantity_at,
+        ms_at,
+        refund_at,
+        dry_run,
+        block_ms,
+    })
+}
+
+/// An option that may follow CL.ALL's limiters.
+fn is_option(arg: &[u8]) -> bool {
+    [
+        &b"QUANTITY"[..],
+        b"MS",
+        b"REFUND",
+        b"DRYRUN",
+        b"DETAIL",
+        b"HOLDER",
+        b"BLOCK",
+    ]
+    .iter()
+    .any(|option| arg.eq_ignore_ascii_case(option))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::args::fixed;
+    use crate::time::NANOS_PER_MILLI;
+
+    #[test]
+    fn cl_all_takes_refund_among_its_options() {
+        let parsed = all_of("2 a b FIXED 5 60 THROTTLE 1 2 60 REFUND QUANTITY 2").unwrap();
+        assert_eq!((parsed.refund_at, parsed.quantity_at), (Some(10), Some(12)));
+        assert!(parsed.limiters.iter().all(|spec| match spec.args {
+            LimiterArgs::Fixed(args) => args.refund,
+            LimiterArgs::Throttle(args) => args.refund,
+            _ => false,
+        }));
+        // A refund takes no lease, so it needs no holder.
+        assert!(all_of("1 a LEASE 3 30 REFUND").is_ok());
+        assert_eq!(
+            all_of("1 a FIXED 5 60 REFUND BLOCK 10").map(|_| ()),
+            Err(Error::NeverWaits("REFUND"))
+        );
+        assert_eq!(
+            all_of("1 a FIXED 5 60 REFUND REFUND").map(|_| ()),
+            Err(Error::Syntax)
+        );
+        assert_eq!(
+            all_of("2 a b FIXED 5 60 REFUND").map(|_| ()),
+            Err(Error::MissingLimiter(2))
+        );
+    }
+
+    #[test]
+    fn cl_all_holds_its_leases_under_one_holder() {
+        let parsed = all_of("2 a b LEASE 3 30 FIXED 5 60 HOLDER MS MS").unwrap();
+        assert_eq!(
+            parsed.limiters[0].args,
+            LimiterArgs::Lease(LeaseParams {
+                limit: 3,
+                lease_ms: 30
+            })
+        );
+        assert_eq!(parsed.holder, Some((&b"MS"[..], 10)));
+        assert_eq!(parsed.unit, TimeUnit::Milliseconds);
+        assert_eq!(all_of("1 a LEASE 3 30").map(|_| ()), Err(Error::NoHolder));
+        assert!(
+            all_of("1 a LEASE 3 30 QUANTITY 0").is_ok(),
+            "a look needs no holder"
+        );
+        assert_eq!(
+            all_of("1 a FIXED 3 30 HOLDER h").map(|_| ()),
+            Err(Error::HolderWithoutLease)
+        );
+        assert_eq!(
+            all_of("1 a LEASE 3 30 HOLDER h HOLDER g").map(|_| ()),
+            Err(Error::Syntax)
+        );
+        assert_eq!(
+            all_of("1 a LEASE 0 30 HOLDER h").map(|_| ()),
+            Err(Error::BelowMinimum {
+                arg: "limit",
+                min: 1
+            })
+        );
+        assert_eq!(
+            all_of("1 a LEASE 3 30 HOLDER").map(|_| ()),
+            Err(Error::Syntax)
+        );
+    }
+
+    fn all_of(args: &str) -> Result<AllArgs<'_>, Error> {
+        let words: Vec<&[u8]> = args.split(' ').map(str::as_bytes).collect();
+        all(&words)
+    }
+
+    #[test]
+    fn cl_all_reads_one_limiter_per_key_and_the_options_in_any_order() {
+        let parsed = all_of("2 a b throttle 1 2 60 Window 5 10 detail QUANTITY 3 ms").unwrap();
+        let limiters = &parsed.limiters;
+        assert_eq!(limiters.len(), 2);
+        assert_eq!(
+            limiters[0],
+            LimiterSpec {
+                args: LimiterArgs::Throttle(ThrottleArgs {
+                    max_burst: 1,
+                    count: 2,
+                    period_ns: 60 * NANOS_PER_MILLI,
+                    quantity: 3,
+                    unit: TimeUnit::Milliseconds,
+                    refund: false,
+                    dry_run: false,
+                }),
+                params_at: 4,
+                params_len: 3,
+            }
+        );
+        assert_eq!(
+            limiters[1].args,
+            LimiterArgs::Window(WindowArgs {
+                limit: 5,
+                period_ms: 10,
+                quantity: 3,
+                unit: TimeUnit::Milliseconds,
+                refund: false,
+                dry_run: false,
+                count_denied: false,
+                at_ms: None,
+            })
+        );
+        assert_eq!(limiters[1].params_at, 8);
+        assert_eq!((parsed.quantity, parsed.unit), (3, TimeUnit::Milliseconds));
+        assert_eq!((parsed.quantity_at, parsed.ms_at), (Some(12), Some(13)));
+        assert!(parsed.detail);
+
+        let plain = all_of("1 k FIXED 5 60").unwrap();
+        assert_eq!(
+            (plain.quantity, plain.unit, plain.detail),
+            (1, TimeUnit::Seconds, false)
+        );
+        assert_eq!((plain.quantity_at, plain.ms_at), (None, None));
+        assert_eq!(
+            plain.limiters[0].args,
+            LimiterArgs::Fixed(fixed(&[b"5", b"60"]).unwrap())
+        );
+    }
+
+    #[test]
+    fn cl_all_names_what_is_wrong_with_its_shape() {
+        for (args, error) in [
+            (
+                "0 a FIXED 1 1",
+                Error::BelowMinimum {
+                    arg: "numkeys",
+                    min: 1,
+                },
+            ),
+            (
+                "17 a FIXED 1 1",
+                Error::AboveMaximum {
+                    arg: "numkeys",
+                    max: 16,
+                },
+            ),
+            ("x a FIXED 1 1", Error::NotAnInteger("numkeys")),
+            ("3 a b", Error::WrongArity("cl.all")),
+            (
+                "2 a a FIXED 1 1 FIXED 1 1",
+                Error::DuplicateKey { first: 1, again: 2 },
+            ),
+            (
+                "3 a b a FIXED 1 1 FIXED 1 1 FIXED 1 1",
+                Error::DuplicateKey { first: 1, again: 3 },
+            ),
+            ("2 a b FIXED 1 1", Error::MissingLimiter(2)),
+            ("2 a b FIXED 1 1 QUANTITY 2", Error::MissingLimiter(2)),
+            ("1 a FIXED 1 1 WINDOW 1 1", Error::ExtraLimiter),
+            ("1 a LEAKY 1 1", Error::UnknownLimiter(1)),
+            ("1 a THROTTLE 1 1", Error::WrongArity("cl.all")),
+            ("1 a FIXED 1 1 QUANTITY", Error::Syntax),
+            ("1 a FIXED 1 1 MS MS", Error::Syntax),
+            ("1 a FIXED 1 1 QUANTITY 1 QUANTITY 2", Error::Syntax),
+            ("1 a FIXED 1 1 SOON", Error::Syntax),
+            ("1 a FIXED 1 1 AT 5", Error::Syntax),
+        ] {
+            assert_eq!(all_of(args).map(|_| ()), Err(error), "{args}");
+        }
+    }
+
+    #[test]
+    fn cl_all_checks_each_number_as_the_limiters_own_command_does() {
+        for (args, error) in [
+            (
+                "1 a THROTTLE -1 1 1",
+                Error::BelowMinimum {
+                    arg: "max_burst",
+                    min: 0,
+                },
+            ),
+            ("1 a THROTTLE 1 x 1", Error::NotAnInteger("count")),
+            (
+                "1 a FIXED 0 1",
+                Error::BelowMinimum {
+                    arg: "limit",
+                    min: 1,
+                },
+            ),
+            (
+                "1 a WINDOW 1 9223372036854775807",
+                Error::TooLarge("period"),
+            ),
+            (
+                "2 a b FIXED 1 1 WINDOW 1 -5",
+                Error::BelowMinimum {
+                    arg: "period",
+                    min: 1,
+                },
+            ),
+            (
+                "1 a FIXED 1 1 QUANTITY -1",
+                Error::BelowMinimum {
+                    arg: "quantity",
+                    min: 0,
+                },
+            ),
+            // A quantity that reads like a keyword is still the quantity.
+            (
+                "1 a FIXED 1 1 QUANTITY AT MS",
+                Error::NotAnInteger("quantity"),
+            ),
+        ] {
+            assert_eq!(all_of(args).map(|_| ()), Err(error), "{args}");
+        }
+    }
+}
