@@ -93,7 +93,7 @@ impl Combined {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::args::{ThrottleArgs, WindowArgs};
+    use crate::args::{ThrottleParams, WindowParams};
     use crate::fixed::{FixedWindow, OpenWindow};
     use crate::gcra::Gcra;
     use crate::limiter::{Limiter, Stored};
@@ -219,31 +219,21 @@ mod tests {
     /// Kind 3 is a lease, held by one holder (its renewals always admitted), lasting the
     /// period.
     fn limiter(kind: u8, limit: i64, period_ms: i64, quantity: i64) -> Limiter<'static> {
-        let window = WindowArgs {
-            limit,
-            period_ms,
-            quantity,
-            unit: TimeUnit::Milliseconds,
-            refund: false,
-            dry_run: false,
-            count_denied: false,
-            at_ms: None,
-        };
+        let window = WindowParams { limit, period_ms };
         match kind {
             0 => Limiter::Throttle(
-                Gcra::new(&ThrottleArgs {
-                    max_burst: limit - 1,
-                    count: limit,
-                    period_ns: period_ms * MILLI,
+                Gcra::new(
+                    &ThrottleParams {
+                        max_burst: limit - 1,
+                        count: limit,
+                        period_ns: period_ms * MILLI,
+                    },
                     quantity,
-                    unit: TimeUnit::Milliseconds,
-                    refund: false,
-                    dry_run: false,
-                })
+                )
                 .unwrap(),
             ),
-            1 => Limiter::Fixed(FixedWindow::new(&window)),
-            2 => Limiter::Sliding(SlidingWindow::new(&window)),
+            1 => Limiter::Fixed(FixedWindow::new(&window, quantity, false)),
+            2 => Limiter::Sliding(SlidingWindow::new(&window, quantity)),
             _ => Limiter::Lease(
                 crate::lease::Lease {
                     limit,

@@ -237,7 +237,7 @@ fn is_option(arg: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::args::fixed;
+    use crate::args::{fixed, ThrottleParams, WindowParams};
     use crate::time::NANOS_PER_MILLI;
 
     #[test]
@@ -317,9 +317,11 @@ mod tests {
             limiters[0],
             LimiterSpec {
                 args: LimiterArgs::Throttle(ThrottleArgs {
-                    max_burst: 1,
-                    count: 2,
-                    period_ns: 60 * NANOS_PER_MILLI,
+                    params: ThrottleParams {
+                        max_burst: 1,
+                        count: 2,
+                        period_ns: 60 * NANOS_PER_MILLI,
+                    },
                     quantity: 3,
                     unit: TimeUnit::Milliseconds,
                     refund: false,
@@ -332,8 +334,10 @@ mod tests {
         assert_eq!(
             limiters[1].args,
             LimiterArgs::Window(WindowArgs {
-                limit: 5,
-                period_ms: 10,
+                params: WindowParams {
+                    limit: 5,
+                    period_ms: 10,
+                },
                 quantity: 3,
                 unit: TimeUnit::Milliseconds,
                 refund: false,

@@ -6,13 +6,27 @@ use crate::decimal::parse_i64;
 use crate::error::Error;
 use crate::time::{TimeUnit, MAX_SPAN_NS, NANOS_PER_MILLI};
 
-/// `CL.THROTTLE key max_burst count period [quantity] [MS] [REFUND] [DRYRUN]`, after the key.
+/// A GCRA's parameters: `count` units per `period_ns`, in bursts of up to `max_burst + 1`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ThrottleArgs {
+pub struct ThrottleParams {
     pub max_burst: i64,
     pub count: i64,
     /// The period converted to nanoseconds.
     pub period_ns: i64,
+}
+
+/// A window's parameters, fixed or sliding: `limit` units per `period_ms`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WindowParams {
+    pub limit: i64,
+    /// The period converted to milliseconds.
+    pub period_ms: i64,
+}
+
+/// `CL.THROTTLE key max_burst count period [quantity] [MS] [REFUND] [DRYRUN]`, after the key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThrottleArgs {
+    pub params: ThrottleParams,
     pub quantity: i64,
     pub unit: TimeUnit,
     /// The call gives `quantity` back instead of taking it (`REFUND`).
@@ -26,9 +40,7 @@ pub struct ThrottleArgs {
 /// form a final `AT unix-ms`, the instant their replicas decide at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WindowArgs {
-    pub limit: i64,
-    /// The period converted to milliseconds.
-    pub period_ms: i64,
+    pub params: WindowParams,
     pub quantity: i64,
     pub unit: TimeUnit,
     /// The call gives `quantity` back instead of taking it (`REFUND`).
@@ -67,9 +79,11 @@ pub(crate) fn throttle_params(
         .checked_mul(tail.unit.nanos())
         .ok_or(Error::TooLarge("period"))?;
     Ok(ThrottleArgs {
-        max_burst,
-        count,
-        period_ns,
+        params: ThrottleParams {
+            max_burst,
+            count,
+            period_ns,
+        },
         quantity: tail.quantity,
         unit: tail.unit,
         refund: tail.refund,
@@ -131,8 +145,10 @@ pub(crate) fn limit_and_period(
     tail: Tail,
 ) -> Result<WindowArgs, Error> {
     Ok(WindowArgs {
-        limit: integer(limit, "limit", 1)?,
-        period_ms: span_ms(period, "period", tail.unit)?,
+        params: WindowParams {
+            limit: integer(limit, "limit", 1)?,
+            period_ms: span_ms(period, "period", tail.unit)?,
+        },
         quantity: tail.quantity,
         unit: tail.unit,
         refund: tail.refund,
@@ -518,11 +534,11 @@ mod tests {
     fn the_tail_is_quantity_then_an_optional_ms() {
         let plain = throttle_of(&["15", "30", "60"]).unwrap();
         assert_eq!((plain.quantity, plain.unit), (1, TimeUnit::Seconds));
-        assert_eq!(plain.period_ns, 60 * NANOS_PER_SECOND);
+        assert_eq!(plain.params.period_ns, 60 * NANOS_PER_SECOND);
 
         let ms = throttle_of(&["15", "30", "60", "ms"]).unwrap();
         assert_eq!((ms.quantity, ms.unit), (1, TimeUnit::Milliseconds));
-        assert_eq!(ms.period_ns, 60 * NANOS_PER_MILLI);
+        assert_eq!(ms.params.period_ns, 60 * NANOS_PER_MILLI);
 
         let both = throttle_of(&["15", "30", "60", "0", "MS"]).unwrap();
         assert_eq!((both.quantity, both.unit), (0, TimeUnit::Milliseconds));
@@ -608,9 +624,9 @@ mod tests {
     #[test]
     fn window_periods_are_in_milliseconds() {
         let seconds = fixed(&[b"5", b"60"]).unwrap();
-        assert_eq!(seconds.period_ms, 60_000);
+        assert_eq!(seconds.params.period_ms, 60_000);
         let millis = fixed(&[b"5", b"60", b"MS"]).unwrap();
-        assert_eq!(millis.period_ms, 60);
+        assert_eq!(millis.params.period_ms, 60);
     }
 
     #[test]
@@ -685,7 +701,7 @@ mod tests {
     fn countdenied_is_cl_fixed_s_alone_and_never_waits() {
         let fixed_of = |text| fixed(&words(text));
         let parsed = fixed_of("5 60 2 COUNTDENIED MS").unwrap();
-        assert!(parsed.count_denied && parsed.quantity == 2 && parsed.period_ms == 60);
+        assert!(parsed.count_denied && parsed.quantity == 2 && parsed.params.period_ms == 60);
         assert!(!fixed_of("5 60 2").unwrap().count_denied);
         assert_eq!(fixed_of("5 60 COUNTDENIED countdenied"), Err(Error::Syntax));
         assert_eq!(window(&words("5 60 COUNTDENIED")), Err(Error::Syntax));

@@ -6,7 +6,7 @@
 //! fixed windows of `limits` and rate-limiter-flexible): the count may then pass the limit.
 //! Time is in integer milliseconds since the Unix epoch.
 
-use crate::args::WindowArgs;
+use crate::args::WindowParams;
 use crate::outcome::Outcome;
 
 use crate::time::NANOS_PER_MILLI;
@@ -37,12 +37,12 @@ pub struct Decision {
 impl FixedWindow {
     /// From validated arguments (`limit ≥ 1`, `period_ms` within the span limit,
     /// `quantity ≥ 0`).
-    pub fn new(args: &WindowArgs) -> FixedWindow {
+    pub fn new(params: &WindowParams, quantity: i64, count_denied: bool) -> FixedWindow {
         FixedWindow {
-            limit: args.limit,
-            period_ms: args.period_ms,
-            quantity: args.quantity,
-            count_denied: args.count_denied,
+            limit: params.limit,
+            period_ms: params.period_ms,
+            quantity,
+            count_denied,
         }
     }
 
@@ -150,16 +150,7 @@ mod tests {
     const MILLI: i64 = NANOS_PER_MILLI;
 
     fn fixed(limit: i64, period_ms: i64, quantity: i64) -> FixedWindow {
-        FixedWindow::new(&WindowArgs {
-            limit,
-            period_ms,
-            quantity,
-            unit: TimeUnit::Milliseconds,
-            refund: false,
-            dry_run: false,
-            count_denied: false,
-            at_ms: None,
-        })
+        FixedWindow::new(&WindowParams { limit, period_ms }, quantity, false)
     }
 
     #[test]

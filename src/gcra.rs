@@ -8,7 +8,7 @@
 //!
 //! All time is in integer nanoseconds since the Unix epoch, the unit redis-cell stores.
 
-use crate::args::ThrottleArgs;
+use crate::args::ThrottleParams;
 use crate::error::Error;
 use crate::outcome::Outcome;
 use crate::time::MAX_SPAN_NS;
@@ -36,14 +36,14 @@ pub struct Decision {
 impl Gcra {
     /// Builds the parameters from validated arguments (`max_burst ≥ 0`, `count ≥ 1`,
     /// `period_ns ≥ 1`, `quantity ≥ 0`), refusing any whose arithmetic would overflow.
-    pub fn new(args: &ThrottleArgs) -> Result<Gcra, Error> {
+    pub fn new(params: &ThrottleParams, quantity: i64) -> Result<Gcra, Error> {
         // Integer division: redis-cell divides in floating point, which agrees for every
         // period up to 2^53 ns (104 days) and is off by a nanosecond beyond.
-        let emission_interval = args.period_ns / args.count.max(1);
+        let emission_interval = params.period_ns / params.count.max(1);
         if emission_interval < 1 {
             return Err(Error::SubNanosecondInterval);
         }
-        let limit = args
+        let limit = params
             .max_burst
             .checked_add(1)
             .ok_or(Error::TooLarge("max_burst"))?;
@@ -52,7 +52,7 @@ impl Gcra {
             .filter(|&tau| tau <= MAX_SPAN_NS)
             .ok_or(Error::TooLarge("max_burst"))?;
         let increment = emission_interval
-            .checked_mul(args.quantity)
+            .checked_mul(quantity)
             .filter(|&cost| cost <= MAX_SPAN_NS - tolerance)
             .ok_or(Error::TooLarge("quantity"))?;
         Ok(Gcra {
@@ -132,15 +132,14 @@ mod tests {
     const NOW: i64 = 1_795_910_400 * SECOND;
 
     fn gcra(max_burst: i64, count: i64, period_ns: i64, quantity: i64) -> Result<Gcra, Error> {
-        Gcra::new(&ThrottleArgs {
-            max_burst,
-            count,
-            period_ns,
+        Gcra::new(
+            &ThrottleParams {
+                max_burst,
+                count,
+                period_ns,
+            },
             quantity,
-            unit: TimeUnit::Seconds,
-            refund: false,
-            dry_run: false,
-        })
+        )
     }
 
     /// Runs calls against one key, as the command layer would, and returns the replies.

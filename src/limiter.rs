@@ -297,16 +297,12 @@ mod tests {
 
     #[test]
     fn a_call_held_back_by_waiters_takes_nothing() {
-        let gcra = Gcra::new(&crate::args::ThrottleArgs {
+        let params = crate::args::ThrottleParams {
             max_burst: 4,
             count: 1,
             period_ns: 1_000_000_000,
-            quantity: 1,
-            unit: crate::time::TimeUnit::Seconds,
-            refund: false,
-            dry_run: false,
-        })
-        .expect("valid parameters");
+        };
+        let gcra = Gcra::new(&params, 1).expect("valid parameters");
         let limiter = Limiter::Throttle(gcra);
         let now = Instant::from_ns(10_000_000_000);
         let admitted = limiter.decide(&Stored::Tat(None), now).expect("decides");

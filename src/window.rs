@@ -9,7 +9,7 @@
 mod log;
 mod trim;
 
-use crate::args::WindowArgs;
+use crate::args::WindowParams;
 use crate::bytes::ByteBuffer;
 use crate::error::Error;
 use crate::outcome::Outcome;
@@ -48,11 +48,11 @@ pub struct Append {
 impl SlidingWindow {
     /// From validated arguments (`limit ≥ 1`, `period_ms` within the span limit,
     /// `quantity ≥ 0`).
-    pub fn new(args: &WindowArgs) -> SlidingWindow {
+    pub fn new(params: &WindowParams, quantity: i64) -> SlidingWindow {
         SlidingWindow {
-            limit: args.limit,
-            period_ms: args.period_ms,
-            quantity: args.quantity,
+            limit: params.limit,
+            period_ms: params.period_ms,
+            quantity,
         }
     }
 
@@ -238,16 +238,7 @@ mod tests {
     pub(super) const NOW: i64 = 1_795_910_400_000;
 
     pub(super) fn window(limit: i64, period_ms: i64, quantity: i64) -> SlidingWindow {
-        SlidingWindow::new(&WindowArgs {
-            limit,
-            period_ms,
-            quantity,
-            unit: TimeUnit::Milliseconds,
-            refund: false,
-            dry_run: false,
-            count_denied: false,
-            at_ms: None,
-        })
+        SlidingWindow::new(&WindowParams { limit, period_ms }, quantity)
     }
 
     /// A limiter key: the log and the replies, as the command layer runs them.

@@ -24,7 +24,9 @@ fuzz_target!(|argv: Vec<Vec<u8>>| {
             assert_eq!(value.to_string().as_bytes(), *arg);
         }
     }
-    match args::throttle(&argv).and_then(|parsed| Gcra::new(&parsed).map(|g| (g, parsed))) {
+    match args::throttle(&argv)
+        .and_then(|parsed| Gcra::new(&parsed.params, parsed.quantity).map(|g| (g, parsed)))
+    {
         Ok((gcra, parsed)) => {
             let reply = gcra.decide(None, NOW_NS).outcome.to_reply(parsed.unit);
             assert!(reply[2] >= 0 && reply[2] <= reply[1] && reply[4] >= 0);
@@ -33,7 +35,7 @@ fuzz_target!(|argv: Vec<Vec<u8>>| {
     }
     match args::fixed(&argv) {
         Ok(parsed) => {
-            let reply = FixedWindow::new(&parsed)
+            let reply = FixedWindow::new(&parsed.params, parsed.quantity, parsed.count_denied)
                 .decide(None, NOW_NS / 1_000_000)
                 .outcome
                 .to_reply(parsed.unit);
@@ -43,7 +45,8 @@ fuzz_target!(|argv: Vec<Vec<u8>>| {
     }
     match args::window(&argv) {
         Ok(parsed) => {
-            let decision = SlidingWindow::new(&parsed).decide(None, NOW_NS / 1_000_000);
+            let decision = SlidingWindow::new(&parsed.params, parsed.quantity)
+                .decide(None, NOW_NS / 1_000_000);
             let reply = decision
                 .expect("an empty log decodes")
                 .outcome
@@ -55,7 +58,8 @@ fuzz_target!(|argv: Vec<Vec<u8>>| {
     match args::lease(&argv) {
         Ok(parsed) => {
             assert!((1..=255).contains(&parsed.holder.len()));
-            let decision = Lease::new(&parsed.params).decide(None, parsed.holder, NOW_NS / 1_000_000);
+            let decision =
+                Lease::new(&parsed.params).decide(None, parsed.holder, NOW_NS / 1_000_000);
             match decision {
                 Ok(decision) => {
                     let reply = decision.outcome.to_reply(parsed.unit);
@@ -84,13 +88,22 @@ fn all_on_empty_keys(parsed: &all_args::AllArgs) -> Result<(), Error> {
     let mut verdicts: Vec<Verdict> = Vec::new();
     for spec in &parsed.limiters {
         let (limiter, stored) = match &spec.args {
-            LimiterArgs::Throttle(args) => (Limiter::Throttle(Gcra::new(args)?), Stored::Tat(None)),
-            LimiterArgs::Fixed(args) => {
-                (Limiter::Fixed(FixedWindow::new(args)), Stored::Window(None))
-            }
-            LimiterArgs::Window(args) => {
-                (Limiter::Window(SlidingWindow::new(args)), Stored::Log(None))
-            }
+            LimiterArgs::Throttle(args) => (
+                Limiter::Throttle(Gcra::new(&args.params, args.quantity)?),
+                Stored::Tat(None),
+            ),
+            LimiterArgs::Fixed(args) => (
+                Limiter::Fixed(FixedWindow::new(
+                    &args.params,
+                    args.quantity,
+                    args.count_denied,
+                )),
+                Stored::Count(None),
+            ),
+            LimiterArgs::Window(args) => (
+                Limiter::Sliding(SlidingWindow::new(&args.params, args.quantity)),
+                Stored::Log(None),
+            ),
             LimiterArgs::Lease(params) => (
                 Limiter::Lease(Lease::new(params), parsed.holder.map(|(holder, _)| holder)),
                 Stored::Leases(None),

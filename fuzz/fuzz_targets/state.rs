@@ -7,11 +7,11 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use redis_cell::args::{ThrottleArgs, WindowArgs};
+use redis_cell::args::{ThrottleParams, WindowParams};
 use redis_cell::decimal::parse_i64;
-use redis_cell::time::TimeUnit;
-use redis_cell::fixed::{FixedWindow, Window};
+use redis_cell::fixed::{FixedWindow, OpenWindow};
 use redis_cell::gcra::Gcra;
+use redis_cell::time::TimeUnit;
 use redis_cell::window::{reseal, SlidingWindow, Trim};
 
 const START_MS: i64 = 1_795_910_400_000;
@@ -45,16 +45,7 @@ fn window(limit: i64, quantity: i64) -> SlidingWindow {
 }
 
 fn sliding(limit: i64, period_ms: i64, quantity: i64) -> SlidingWindow {
-    SlidingWindow::new(&WindowArgs {
-        limit,
-        period_ms,
-        quantity,
-        unit: TimeUnit::Milliseconds,
-        refund: false,
-        dry_run: false,
-        count_denied: false,
-        at_ms: None,
-    })
+    SlidingWindow::new(&WindowParams { limit, period_ms }, quantity)
 }
 
 /// Decides on `log` and, if admitted, writes and decides on the result again. A log damaged
@@ -96,16 +87,12 @@ fuzz_target!(|input: Input| {
     let quantity = i64::from(input.quantity % 64);
 
     if let Some(value) = parse_i64(&input.raw) {
-        let throttle = ThrottleArgs {
+        let throttle = ThrottleParams {
             max_burst: limit - 1,
             count: 10,
             period_ns: 60_000_000_000,
-            quantity,
-            unit: TimeUnit::Seconds,
-            refund: false,
-            dry_run: false,
         };
-        let gcra = Gcra::new(&throttle).expect("valid parameters");
+        let gcra = Gcra::new(&throttle, quantity).expect("valid parameters");
         check(
             gcra.decide(Some(value), now_ms * 1_000_000)
                 .outcome
@@ -116,18 +103,16 @@ fuzz_target!(|input: Input| {
                 .outcome
                 .to_reply(TimeUnit::Seconds),
         );
-        let fixed = FixedWindow::new(&WindowArgs {
-            limit,
-            period_ms: 60_000,
+        let fixed = FixedWindow::new(
+            &WindowParams {
+                limit,
+                period_ms: 60_000,
+            },
             quantity,
-            unit: TimeUnit::Milliseconds,
-            refund: false,
-            dry_run: false,
             // The quantity's top bit, which its value leaves alone.
-            count_denied: input.quantity & 0x80 != 0,
-            at_ms: None,
-        });
-        let stored = Window {
+            input.quantity & 0x80 != 0,
+        );
+        let stored = OpenWindow {
             count: value.max(0),
             end_ms: input.expiry_ms,
         };

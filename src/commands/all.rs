@@ -189,9 +189,15 @@ fn request_of(args: &all_args::AllArgs) -> Request {
 
 fn limiter_of<'a>(args: &LimiterArgs, holder: Option<&'a [u8]>) -> Result<Limiter<'a>, Error> {
     Ok(match args {
-        LimiterArgs::Throttle(args) => Limiter::Throttle(Gcra::new(args)?),
-        LimiterArgs::Fixed(args) => Limiter::Fixed(FixedWindow::new(args)),
-        LimiterArgs::Window(args) => Limiter::Sliding(SlidingWindow::new(args)),
+        LimiterArgs::Throttle(args) => Limiter::Throttle(Gcra::new(&args.params, args.quantity)?),
+        LimiterArgs::Fixed(args) => Limiter::Fixed(FixedWindow::new(
+            &args.params,
+            args.quantity,
+            args.count_denied,
+        )),
+        LimiterArgs::Window(args) => {
+            Limiter::Sliding(SlidingWindow::new(&args.params, args.quantity))
+        }
         LimiterArgs::Lease(params) => Limiter::Lease(Lease::new(params), holder),
     })
 }

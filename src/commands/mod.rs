@@ -50,13 +50,19 @@ pub fn run(
             &unsafe { Call::new(ctx, argv, argc, command, replayed) }?,
             turn,
             args::fixed,
-            |args| Limiter::Fixed(FixedWindow::new(args)),
+            |args| {
+                Limiter::Fixed(FixedWindow::new(
+                    &args.params,
+                    args.quantity,
+                    args.count_denied,
+                ))
+            },
         ),
         Command::Window => run_window(
             &unsafe { Call::new(ctx, argv, argc, command, replayed) }?,
             turn,
             args::window,
-            |args| Limiter::Sliding(SlidingWindow::new(args)),
+            |args| Limiter::Sliding(SlidingWindow::new(&args.params, args.quantity)),
         ),
         Command::All => run_all(
             &unsafe { Call::new(ctx, argv, argc, command, replayed) }?,

@@ -35,7 +35,7 @@ pub fn run_throttle(call: &SingleCall, turn: Turn) -> Result<Answer, Error> {
     let (params, block_ms) = args::block(call.params())?;
     let args = args::throttle(params)?;
     args.never_waits(block_ms)?;
-    let limiter = Limiter::Throttle(Gcra::new(&args)?);
+    let limiter = Limiter::Throttle(Gcra::new(&args.params, args.quantity)?);
     let now = call.instant(None)?;
     let request = Request {
         quantity: args.quantity,
