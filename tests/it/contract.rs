@@ -172,35 +172,282 @@ fn foreign_strings_get_an_error_and_stay_as_they_were(flavor: Flavor) {
     }
 }
 
+/// Bad input of every command, and the part of the error that names what is wrong. The keys:
+/// `k` absent, `pool` a set of one lease, `log` a sliding window's log, `text` a string no
+/// limiter reads, `list` a list.
+const BAD_INPUT: &[(&str, &[&[u8]], &str)] = &[
+    ("CL.THROTTLE", &[b"k"], "wrong number of arguments"),
+    (
+        "CL.THROTTLE",
+        &[b"k", b"1", b"1"],
+        "wrong number of arguments",
+    ),
+    (
+        "CL.THROTTLE",
+        &[
+            b"k", b"1", b"1", b"1", b"1", b"MS", b"REFUND", b"DRYRUN", b"x",
+        ],
+        "wrong number of arguments",
+    ),
+    (
+        "CL.THROTTLE",
+        &[b"k", b"1", b"1", b"1", b"1", b"MS", b"x"],
+        "syntax error",
+    ),
+    ("CL.THROTTLE", &[b"k", b"x", b"1", b"1"], "max_burst"),
+    ("CL.THROTTLE", &[b"k", b"-1", b"1", b"1"], "max_burst"),
+    ("CL.THROTTLE", &[b"k", MAX, b"1", b"1"], "max_burst"),
+    (
+        "CL.THROTTLE",
+        &[b"k", &[0xff, 0xfe], b"1", b"1"],
+        "max_burst",
+    ),
+    ("CL.THROTTLE", &[b"k", b"1", b"1.5", b"1"], "count"),
+    ("CL.THROTTLE", &[b"k", b"1", b"0", b"1"], "count"),
+    ("CL.THROTTLE", &[b"k", b"1", b"-5", b"1"], "count"),
+    ("CL.THROTTLE", &[b"k", b"1", MAX, b"1"], "count"),
+    (
+        "CL.THROTTLE",
+        &[b"k", b"1", b"9223372036854775808", b"1"],
+        "count",
+    ),
+    ("CL.THROTTLE", &[b"k", b"1", b"1", b""], "period"),
+    ("CL.THROTTLE", &[b"k", b"1", b"1", b"0"], "period"),
+    ("CL.THROTTLE", &[b"k", b"1", b"1", b"-1"], "period"),
+    ("CL.THROTTLE", &[b"k", b"1", b"1", MAX], "period"),
+    ("CL.THROTTLE", &[b"k", b"1", b"1", &[0xc3, 0x28]], "period"),
+    ("CL.THROTTLE", &[b"k", b"1", b"1", b"1", b"one"], "quantity"),
+    ("CL.THROTTLE", &[b"k", b"1", b"1", b"1", b"-1"], "quantity"),
+    ("CL.THROTTLE", &[b"k", b"1", b"1", b"1", MAX], "quantity"),
+    (
+        "CL.THROTTLE",
+        &[b"k", b"1", b"1", b"1", b"1", b"HOURS"],
+        "syntax error",
+    ),
+    (
+        "CL.THROTTLE",
+        &[b"k", b"1", b"1", b"1", b"1", b"MS", b"MS"],
+        "syntax error",
+    ),
+    ("CL.THROTTLE", &[b"list", b"1", b"1", b"1"], "WRONGTYPE"),
+    (
+        "CL.THROTTLE",
+        &[b"text", b"1", b"1", b"1"],
+        "not a valid state",
+    ),
+    ("CL.FIXED", &[b"k"], "wrong number of arguments"),
+    ("CL.FIXED", &[b"k", b"1"], "wrong number of arguments"),
+    // One word past the longest tail, CL.FIXED's with COUNTDENIED.
+    (
+        "CL.FIXED",
+        &[b"k", b"1", b"1", b"1", b"MS", b"w", b"x", b"y", b"z"],
+        "wrong number of arguments",
+    ),
+    ("CL.FIXED", &[b"k", b"x", b"1"], "limit"),
+    ("CL.FIXED", &[b"k", b"0", b"1"], "limit"),
+    ("CL.FIXED", &[b"k", b"-3", b"1"], "limit"),
+    ("CL.FIXED", &[b"k", &[0xff], b"1"], "limit"),
+    ("CL.FIXED", &[b"k", b"1", b"1.5"], "period"),
+    ("CL.FIXED", &[b"k", b"1", b"0"], "period"),
+    ("CL.FIXED", &[b"k", b"1", MAX], "period"),
+    ("CL.FIXED", &[b"k", b"1", b"1", b"-1"], "quantity"),
+    ("CL.FIXED", &[b"k", b"1", b"1", b""], "quantity"),
+    (
+        "CL.FIXED",
+        &[b"k", b"1", b"1", b"1", b"HOURS"],
+        "syntax error",
+    ),
+    ("CL.FIXED", &[b"list", b"1", b"1"], "WRONGTYPE"),
+    ("CL.WINDOW", &[b"k"], "wrong number of arguments"),
+    ("CL.WINDOW", &[b"k", b"1"], "wrong number of arguments"),
+    ("CL.WINDOW", &[b"k", b"x", b"1"], "limit"),
+    ("CL.WINDOW", &[b"k", b"0", b"1"], "limit"),
+    ("CL.WINDOW", &[b"k", b"1", b"0"], "period"),
+    ("CL.WINDOW", &[b"k", b"1", MAX], "period"),
+    ("CL.WINDOW", &[b"k", b"1", b"1", b"-1"], "quantity"),
+    (
+        "CL.WINDOW",
+        &[b"k", b"1", b"1", b"1", b"HOURS"],
+        "syntax error",
+    ),
+    (
+        "CL.WINDOW",
+        &[b"k", b"1", b"1", b"COUNTDENIED"],
+        "syntax error",
+    ),
+    // The replication form is refused from clients: it would let a caller pick the instant
+    // it is limited at.
+    (
+        "CL.WINDOW",
+        &[b"k", b"1", b"1", b"1", b"MS", b"AT", b"1"],
+        "AT is accepted only",
+    ),
+    ("CL.WINDOW", &[b"text", b"1", b"1"], "not a valid state"),
+    ("CL.WINDOW", &[b"pool", b"5", b"60"], "not a valid state"),
+    (
+        "CL.LEASE",
+        &[b"log", b"1", b"60", b"a"],
+        "not a valid state",
+    ),
+    ("CL.RELEASE", &[b"log", b"a"], "not a valid state"),
+    (
+        "CL.LEASE",
+        &[b"pool", b"1", b"60"],
+        "wrong number of arguments",
+    ),
+    (
+        "CL.LEASE",
+        &[b"pool", b"0", b"60", b"b"],
+        "limit must be >= 1",
+    ),
+    (
+        "CL.LEASE",
+        &[b"pool", b"x", b"60", b"b"],
+        "limit is not an integer",
+    ),
+    (
+        "CL.LEASE",
+        &[b"pool", b"1", b"0", b"b"],
+        "lease_time must be >= 1",
+    ),
+    (
+        "CL.LEASE",
+        &[b"pool", b"1", b"-5", b"b"],
+        "lease_time must be >= 1",
+    ),
+    (
+        "CL.LEASE",
+        &[b"pool", b"1", MAX, b"b"],
+        "lease_time is too large",
+    ),
+    (
+        "CL.LEASE",
+        &[b"pool", b"1", b"60", b""],
+        "holder must be 1 to 255 bytes",
+    ),
+    (
+        "CL.LEASE",
+        &[b"pool", b"1", b"60", LONG_HOLDER],
+        "holder must be 1 to 255 bytes",
+    ),
+    (
+        "CL.LEASE",
+        &[b"pool", b"1", b"60", b"b", b"SECONDS"],
+        "syntax error",
+    ),
+    (
+        "CL.LEASE",
+        &[b"pool", b"1", b"60", b"b", b"MS", b"MS"],
+        "syntax error",
+    ),
+    (
+        "CL.LEASE",
+        &[b"pool", b"1", b"60", b"b", b"BLOCK"],
+        "syntax error",
+    ),
+    (
+        "CL.LEASE",
+        &[b"pool", b"1", b"60", b"b", b"BLOCK", b"-1"],
+        "timeout must be >= 0",
+    ),
+    (
+        "CL.LEASE",
+        &[b"pool", b"1", b"60", b"b", b"AT", b"5"],
+        "AT is accepted only",
+    ),
+    (
+        "CL.LEASE",
+        &[b"text", b"1", b"60", b"b"],
+        "not a valid state",
+    ),
+    ("CL.LEASE", &[b"list", b"1", b"60", b"b"], "WRONGTYPE"),
+    ("CL.RELEASE", &[b"pool"], "wrong number of arguments"),
+    (
+        "CL.RELEASE",
+        &[b"pool", b""],
+        "holder must be 1 to 255 bytes",
+    ),
+    (
+        "CL.RELEASE",
+        &[b"pool", LONG_HOLDER],
+        "holder must be 1 to 255 bytes",
+    ),
+    (
+        "CL.RELEASE",
+        &[b"pool", b"a", b"BLOCK", b"100"],
+        "BLOCK is not one of its arguments",
+    ),
+    ("CL.RELEASE", &[b"pool", b"a", b"extra"], "syntax error"),
+    (
+        "CL.RELEASE",
+        &[b"pool", b"a", b"AT", b"5"],
+        "AT is accepted only",
+    ),
+    ("CL.RELEASE", &[b"text", b"a"], "not a valid state"),
+    ("CL.RELEASE", &[b"list", b"a"], "WRONGTYPE"),
+    ("CL.HOLDERS", &[], "wrong number of arguments"),
+    ("CL.HOLDERS", &[b"pool", b"SECONDS"], "syntax error"),
+    (
+        "CL.HOLDERS",
+        &[b"pool", b"MS", b"MS"],
+        "wrong number of arguments",
+    ),
+    ("CL.HOLDERS", &[b"text"], "not a valid state"),
+    ("CL.HOLDERS", &[b"list"], "WRONGTYPE"),
+    (
+        "CL.ALL",
+        &[b"1", b"pool", b"LEASE", b"1", b"60"],
+        "needs HOLDER",
+    ),
+    (
+        "CL.ALL",
+        &[b"1", b"pool", b"FIXED", b"1", b"60", b"HOLDER", b"a"],
+        "no limiter is a LEASE",
+    ),
+    (
+        "CL.ALL",
+        &[b"1", b"pool", b"LEASE", b"0", b"60", b"HOLDER", b"a"],
+        "limit must be >= 1",
+    ),
+    (
+        "CL.ALL",
+        &[b"1", b"pool", b"LEASE", b"1", b"60", b"HOLDER", b""],
+        "holder must be 1 to 255",
+    ),
+    (
+        "CL.ALL",
+        &[b"1", b"text", b"LEASE", b"1", b"60", b"HOLDER", b"a"],
+        "not a valid state",
+    ),
+];
+
+const MAX: &[u8] = b"9223372036854775807";
+const LONG_HOLDER: &[u8] = &[b'h'; 256];
+
 fn bad_arguments_get_errors_naming_them_and_change_nothing(flavor: Flavor) {
     let server = Server::start(flavor);
     let mut con = server.connection();
-    let max = "9223372036854775807".as_bytes();
+    assert_eq!(
+        limiter(&mut con, "CL.LEASE", &["pool", "1", "60", "a"])[0],
+        0
+    );
+    assert_eq!(limiter(&mut con, "CL.WINDOW", &["log", "5", "60"])[0], 0);
+    run::<()>(&mut con, ("SET", "text", "hello"));
+    run::<()>(&mut con, ("RPUSH", "list", "x"));
+    let before = keyspace(&mut con);
+    let writes = dirty(&mut con);
+    for &(command, args, named) in BAD_INPUT {
+        let error = error_of(&mut con, command, args);
+        assert!(error.contains(named), "{command} {args:?}: {error}");
+        assert!(
+            error.starts_with("ERR") || error.starts_with("WRONGTYPE"),
+            "{command} {args:?}: {error}"
+        );
+    }
+    assert_eq!(keyspace(&mut con), before, "an error changes no key");
+    assert_eq!(dirty(&mut con), writes, "an error writes nothing");
+    // A count at the top of the range is denied, not wrapped.
     for command in ["CL.FIXED", "CL.WINDOW"] {
-        let cases: &[(&[&[u8]], &str)] = &[
-            (&[b"k"], "wrong number of arguments"),
-            (&[b"k", b"1"], "wrong number of arguments"),
-            // One word past the longest tail, CL.FIXED's with COUNTDENIED.
-            (
-                &[b"k", b"1", b"1", b"1", b"MS", b"w", b"x", b"y", b"z"],
-                "wrong number of arguments",
-            ),
-            (&[b"k", b"x", b"1"], "limit"),
-            (&[b"k", b"0", b"1"], "limit"),
-            (&[b"k", b"-3", b"1"], "limit"),
-            (&[b"k", &[0xff], b"1"], "limit"),
-            (&[b"k", b"1", b"1.5"], "period"),
-            (&[b"k", b"1", b"0"], "period"),
-            (&[b"k", b"1", max], "period"),
-            (&[b"k", b"1", b"1", b"-1"], "quantity"),
-            (&[b"k", b"1", b"1", b""], "quantity"),
-            (&[b"k", b"1", b"1", b"1", b"HOURS"], "syntax error"),
-        ];
-        for (args, named) in cases {
-            let error = error_of(&mut con, command, args);
-            assert!(error.contains(named), "{command} {args:?}: {error}");
-        }
-        // A count at the top of the range is denied, not wrapped.
         let huge = "9223372036854775807";
         let full = limiter(&mut con, command, &["huge", huge, "60", huge]);
         assert_eq!(full[..3], [0, i64::MAX, 0], "{command}");
@@ -211,18 +458,8 @@ fn bad_arguments_get_errors_naming_them_and_change_nothing(flavor: Flavor) {
         );
         run::<()>(&mut con, ("DEL", "huge"));
     }
-    // The replication form of CL.WINDOW is refused from clients: it would let a caller pick
-    // the instant it is limited at.
-    let error = error_of(
-        &mut con,
-        "CL.WINDOW",
-        &[b"k", b"1", b"1", b"1", b"MS", b"AT", b"1"],
-    );
-    assert!(error.contains("AT is accepted only"), "{error}");
     let pong: String = run(&mut con, &["PING"]);
     assert_eq!(pong, "PONG");
-    let size: i64 = run(&mut con, &["DBSIZE"]);
-    assert_eq!(size, 0);
 }
 
 fn each_command_is_described_to_the_server(flavor: Flavor) {

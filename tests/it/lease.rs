@@ -9,8 +9,8 @@ use crate::harness::cluster::Cluster;
 use crate::harness::events::Events;
 use crate::harness::waiting::{connect, ms_between, until_waiting, waiting_field, Waiter};
 use crate::harness::{
-    aof_options, dirty, error_of, keyspace, limiter, replicate, snapshot, stats_field,
-    wait_for_replica, Flavor, Options, Rng, Server,
+    aof_options, dirty, keyspace, limiter, replicate, snapshot, stats_field, wait_for_replica,
+    Flavor, Options, Rng, Server,
 };
 
 both_servers!(
@@ -24,7 +24,6 @@ both_servers!(
     cl_all_holds_a_lease_and_a_rate_limit_in_one_decision,
     a_random_mix_is_identical_on_a_replica_and_after_a_crash_and_aof_restart,
     writes_fire_their_events_and_denials_none,
-    bad_input_gets_errors_naming_it_and_changes_nothing,
     a_cluster_routes_leases_and_releases_to_their_slot,
 );
 
@@ -603,128 +602,6 @@ fn writes_fire_their_events_and_denials_none(flavor: Flavor) {
 }
 
 /// Every key of any type: its name, DUMP and absolute expiry.
-fn every_key(con: &mut redis::Connection) -> Vec<(Vec<u8>, Option<Vec<u8>>, i64)> {
-    let mut keys: Vec<Vec<u8>> = run(con, ("KEYS", "*"));
-    keys.sort();
-    keys.into_iter()
-        .map(|key| {
-            let dumped: Option<Vec<u8>> = run(con, ("DUMP", &key));
-            let expiry: i64 = run(con, ("PEXPIRETIME", &key));
-            (key, dumped, expiry)
-        })
-        .collect()
-}
-
-fn bad_input_gets_errors_naming_it_and_changes_nothing(flavor: Flavor) {
-    let server = Server::start(flavor);
-    let mut con = server.connection();
-    assert_eq!(lease(&mut con, &["pool", "1", "60", "a"])[0], 0);
-    run::<()>(&mut con, ("SET", &["text", "hello"]));
-    run::<()>(&mut con, ("RPUSH", &["list", "x"]));
-    let before = every_key(&mut con);
-    let writes = dirty(&mut con);
-    let long = vec![b'h'; 256];
-    let max = b"9223372036854775807";
-    let lease_cases: &[(&[&[u8]], &str)] = &[
-        (&[b"pool", b"1", b"60"], "wrong number of arguments"),
-        (&[b"pool", b"0", b"60", b"b"], "limit must be >= 1"),
-        (&[b"pool", b"x", b"60", b"b"], "limit is not an integer"),
-        (&[b"pool", b"1", b"0", b"b"], "lease_time must be >= 1"),
-        (&[b"pool", b"1", b"-5", b"b"], "lease_time must be >= 1"),
-        (&[b"pool", b"1", max, b"b"], "lease_time is too large"),
-        (
-            &[b"pool", b"1", b"60", b""],
-            "holder must be 1 to 255 bytes",
-        ),
-        (
-            &[b"pool", b"1", b"60", &long],
-            "holder must be 1 to 255 bytes",
-        ),
-        (&[b"pool", b"1", b"60", b"b", b"SECONDS"], "syntax error"),
-        (&[b"pool", b"1", b"60", b"b", b"MS", b"MS"], "syntax error"),
-        (&[b"pool", b"1", b"60", b"b", b"BLOCK"], "syntax error"),
-        (
-            &[b"pool", b"1", b"60", b"b", b"BLOCK", b"-1"],
-            "timeout must be >= 0",
-        ),
-        (
-            &[b"pool", b"1", b"60", b"b", b"AT", b"5"],
-            "AT is accepted only",
-        ),
-        (&[b"text", b"1", b"60", b"b"], "not a valid state"),
-        (&[b"list", b"1", b"60", b"b"], "WRONGTYPE"),
-    ];
-    for (args, named) in lease_cases {
-        let error = error_of(&mut con, "CL.LEASE", args);
-        assert!(error.contains(named), "CL.LEASE {args:?}: {error}");
-    }
-    let release_cases: &[(&[&[u8]], &str)] = &[
-        (&[b"pool"], "wrong number of arguments"),
-        (&[b"pool", b""], "holder must be 1 to 255 bytes"),
-        (&[b"pool", &long], "holder must be 1 to 255 bytes"),
-        (
-            &[b"pool", b"a", b"BLOCK", b"100"],
-            "BLOCK is not one of its arguments",
-        ),
-        (&[b"pool", b"a", b"extra"], "syntax error"),
-        (&[b"pool", b"a", b"AT", b"5"], "AT is accepted only"),
-        (&[b"text", b"a"], "not a valid state"),
-        (&[b"list", b"a"], "WRONGTYPE"),
-    ];
-    for (args, named) in release_cases {
-        let error = error_of(&mut con, "CL.RELEASE", args);
-        assert!(error.contains(named), "CL.RELEASE {args:?}: {error}");
-    }
-    let holders_cases: &[(&[&[u8]], &str)] = &[
-        (&[], "wrong number of arguments"),
-        (&[b"pool", b"SECONDS"], "syntax error"),
-        (&[b"pool", b"MS", b"MS"], "wrong number of arguments"),
-        (&[b"text"], "not a valid state"),
-        (&[b"list"], "WRONGTYPE"),
-    ];
-    for (args, named) in holders_cases {
-        let error = error_of(&mut con, "CL.HOLDERS", args);
-        assert!(error.contains(named), "CL.HOLDERS {args:?}: {error}");
-    }
-    let all_cases: &[(&[&[u8]], &str)] = &[
-        (&[b"1", b"pool", b"LEASE", b"1", b"60"], "needs HOLDER"),
-        (
-            &[b"1", b"pool", b"FIXED", b"1", b"60", b"HOLDER", b"a"],
-            "no limiter is a LEASE",
-        ),
-        (
-            &[b"1", b"pool", b"LEASE", b"0", b"60", b"HOLDER", b"a"],
-            "limit must be >= 1",
-        ),
-        (
-            &[b"1", b"pool", b"LEASE", b"1", b"60", b"HOLDER", b""],
-            "holder must be 1 to 255",
-        ),
-        (
-            &[b"1", b"text", b"LEASE", b"1", b"60", b"HOLDER", b"a"],
-            "not a valid state",
-        ),
-    ];
-    for (args, named) in all_cases {
-        let error = error_of(&mut con, "CL.ALL", args);
-        assert!(error.contains(named), "CL.ALL {args:?}: {error}");
-    }
-    assert_eq!(every_key(&mut con), before);
-    assert_eq!(dirty(&mut con), writes, "an error writes nothing");
-    // A value of another limiter is not a set of leases, nor a set a log.
-    assert_eq!(limiter(&mut con, "CL.WINDOW", &["log", "5", "60"])[0], 0);
-    let log = snapshot(&mut con, b"log");
-    let error = error_of(&mut con, "CL.LEASE", &[b"log", b"1", b"60", b"a"]);
-    assert!(error.contains("not a valid state"), "{error}");
-    let error = error_of(&mut con, "CL.RELEASE", &[b"log", b"a"]);
-    assert!(error.contains("not a valid state"), "{error}");
-    let error = error_of(&mut con, "CL.WINDOW", &[b"pool", b"5", b"60"]);
-    assert!(error.contains("not a valid state"), "{error}");
-    assert_eq!(snapshot(&mut con, b"log"), log);
-    run::<()>(&mut con, ("DEL", "log"));
-    assert_eq!(every_key(&mut con), before);
-}
-
 fn a_cluster_routes_leases_and_releases_to_their_slot(flavor: Flavor) {
     const POOLS: usize = 200;
     let cluster = Cluster::start(flavor);

@@ -9,7 +9,6 @@ both_servers!(
     ms_periods_and_waits_are_in_milliseconds,
     state_is_redis_cells_tat_expiring_at_itself,
     keys_written_by_redis_cell_keep_working,
-    bad_arguments_get_errors_naming_them_and_change_nothing,
     corrupt_state_gets_an_error_and_stays_as_it_was,
 );
 
@@ -90,57 +89,6 @@ fn keys_written_by_redis_cell_keep_working(flavor: Flavor) {
     );
     let reply = limiter(&mut con, "CL.THROTTLE", &["legacy", "15", "30", "60"]);
     assert_eq!(reply, [0, 16, 5, -1, 22]);
-}
-
-fn bad_arguments_get_errors_naming_them_and_change_nothing(flavor: Flavor) {
-    let server = Server::start(flavor);
-    let mut con = server.connection();
-    let max = "9223372036854775807";
-    let cases: &[(&[&[u8]], &str)] = &[
-        (&[b"k"], "wrong number of arguments"),
-        (&[b"k", b"1", b"1"], "wrong number of arguments"),
-        (
-            &[
-                b"k", b"1", b"1", b"1", b"1", b"MS", b"REFUND", b"DRYRUN", b"x",
-            ],
-            "wrong number of arguments",
-        ),
-        (&[b"k", b"1", b"1", b"1", b"1", b"MS", b"x"], "syntax error"),
-        (&[b"k", b"x", b"1", b"1"], "max_burst"),
-        (&[b"k", b"1", b"1.5", b"1"], "count"),
-        (&[b"k", b"1", b"1", b""], "period"),
-        (&[b"k", b"1", b"1", b"1", b"one"], "quantity"),
-        (&[b"k", b"1", b"1", b"1", b"1", b"HOURS"], "syntax error"),
-        (&[b"k", b"-1", b"1", b"1"], "max_burst"),
-        (&[b"k", b"1", b"0", b"1"], "count"),
-        (&[b"k", b"1", b"-5", b"1"], "count"),
-        (&[b"k", b"1", b"1", b"0"], "period"),
-        (&[b"k", b"1", b"1", b"-1"], "period"),
-        (&[b"k", b"1", b"1", b"1", b"-1"], "quantity"),
-        (&[b"k", max.as_bytes(), b"1", b"1"], "max_burst"),
-        (&[b"k", b"1", max.as_bytes(), b"1"], "count"),
-        (&[b"k", b"1", b"1", max.as_bytes()], "period"),
-        (&[b"k", b"1", b"1", b"1", max.as_bytes()], "quantity"),
-        (
-            &[b"k", b"1", b"1", b"1", b"1", b"MS", b"MS"],
-            "syntax error",
-        ),
-        (&[b"k", b"1", b"9223372036854775808", b"1"], "count"),
-        (&[b"k", &[0xff, 0xfe], b"1", b"1"], "max_burst"),
-        (&[b"k", b"1", b"1", &[0xc3, 0x28]], "period"),
-    ];
-    for (args, named) in cases {
-        let error = error_of(&mut con, "CL.THROTTLE", args);
-        assert!(error.contains(named), "{args:?}: {error}");
-        assert!(
-            error.starts_with("ERR") || error.contains("wrong number"),
-            "{args:?}: {error}"
-        );
-    }
-    let pong: String = run(&mut con, &["PING"]);
-    assert_eq!(pong, "PONG");
-    let size: i64 = run(&mut con, &["DBSIZE"]);
-    assert_eq!(size, 0);
 }
 
 fn corrupt_state_gets_an_error_and_stays_as_it_was(flavor: Flavor) {

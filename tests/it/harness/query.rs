@@ -120,15 +120,22 @@ pub fn server_now_ns(con: &mut redis::Connection) -> i64 {
 /// A key as a replica or a restart must reproduce it: name, value and absolute expiry, DUMP.
 pub type KeyRecord = (Vec<u8>, (Option<Vec<u8>>, i64), Option<Vec<u8>>);
 
-/// Every key of the current database, sorted by name. A key that expires between `KEYS` and
-/// its reading is left out, as it is from a later reading elsewhere: a refund that drains a
-/// GCRA leaves a TAT that expires within the millisecond.
+/// Every key of the current database, of any type, sorted by name. A key that expires between
+/// `KEYS` and its reading is left out, as it is from a later reading elsewhere: a refund that
+/// drains a GCRA leaves a TAT that expires within the millisecond.
 pub fn keyspace(con: &mut redis::Connection) -> Vec<KeyRecord> {
     let mut keys: Vec<Vec<u8>> = redis::cmd("KEYS").arg("*").query(con).unwrap();
     keys.sort();
     keys.into_iter()
         .filter_map(|key| {
-            let state = snapshot(con, &key);
+            // A key of another type (a list beside the limiters) has no value to GET: its DUMP
+            // holds it.
+            let kind: String = run(con, ("TYPE", &key));
+            let state = if kind == "string" {
+                snapshot(con, &key)
+            } else {
+                (None, run(con, ("PEXPIRETIME", &key)))
+            };
             let dumped = dump(con, &key);
             (state.1 != -2 && dumped.is_some()).then_some((key, state, dumped))
         })
