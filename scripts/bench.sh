@@ -3,7 +3,8 @@
 #   1. requests/s for SET PX, the module API's floor (bench/floor.rs), each command and the
 #      Lua script it replaces (bench/*.lua), on random keys and on one hot key, with ratios
 #      to SET, to the floor given the command's arguments, and to the script;
-#   2. server instructions per call, counted by callgrind, for the same workloads;
+#   2. server instructions per call, counted by callgrind, for the same workloads, and the
+#      module's own share of them for the single commands (PARTS=self);
 #   3. MEMORY USAGE of a CL.WINDOW key against the sorted-set log at 100, 1,000 and 10,000
 #      live entries;
 #   4. server instructions per CL.WINDOW peek and denial on a log of 100 entries and on one
@@ -25,7 +26,7 @@
 #      window (a hit, and its stats) at limits of 100 and 10,000, its fixed window, and
 #      rate-limiter-flexible's consume, each library's own scripts against the module's path.
 # Knobs: REQUESTS, CLIENTS, PIPELINE, ROUNDS, CALLS; PARTS (default "throughput memory
-# waiting instructions aof replicated long-log lease refund adapters") to run only some;
+# waiting self instructions aof replicated long-log lease refund adapters") to run only some;
 # REDIS_CELL_MODULE to measure a module built elsewhere instead of building this one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,7 +42,7 @@ cargo build --release --quiet --example floor
 floor="${CARGO_TARGET_DIR:-$PWD/target}/release/examples/libfloor.so"
 REQUESTS=${REQUESTS:-400000} CLIENTS=${CLIENTS:-50} PIPELINE=${PIPELINE:-16}
 ROUNDS=${ROUNDS:-5} CALLS=${CALLS:-20000}
-PARTS=${PARTS:-throughput memory waiting instructions aof replicated long-log lease refund adapters}
+PARTS=${PARTS:-throughput memory waiting self instructions aof replicated long-log lease refund adapters}
 part() { [[ " $PARTS " == *" $1 "* ]]; }
 
 work=$(mktemp -d)
@@ -359,7 +360,7 @@ if part lease; then
   python3 bench/lease.py memory "$port"
   python3 bench/lease.py latency "$port"
 fi
-part instructions || part aof || part replicated || part long-log || part lease || part refund || part adapters || exit 0
+part self || part instructions || part aof || part replicated || part long-log || part lease || part refund || part adapters || exit 0
 
 # Instructions: the same server under callgrind, counting only while each workload runs.
 cport=$(free_port)
@@ -401,6 +402,33 @@ instruction_counts() { # fills the named array with each workload's instructions
     into[$name]=$(per_call "${rest%%|*}")
   done
 }
+
+# The module's own instructions per call: callgrind's count for the module's object alone,
+# steadier than the whole server's (which moves by up to about 1.5 % between runs), for the
+# single commands' rows.
+if part self; then
+  echo
+  echo "The module's own instructions per call (callgrind, $CALLS calls, 1 client, pipeline 16; the module's functions alone)"
+  printf '| %-33s | %12s |\n' "workload" "instructions"
+  printf '|%s|%s|\n' "-----------------------------------" "--------------"
+  object="$(basename "$module")]"
+  for entry in "${workloads[@]}"; do
+    name=${entry%%|*} rest=${entry#*|}
+    case "$name" in CL.THROTTLE*|CL.FIXED*|CL.WINDOW*) ;; *) continue ;; esac
+    reset_keys "$cport"
+    callgrind_control -z "$cgpid" >/dev/null 2>&1
+    callgrind_control -i on "$cgpid" >/dev/null 2>&1
+    # shellcheck disable=SC2086
+    redis-benchmark -p "$cport" -n "$CALLS" -c 1 -P 16 -r 100000 -q ${rest%%|*} >/dev/null 2>&1
+    callgrind_control -i off "$cgpid" >/dev/null 2>&1
+    rm -f "$work"/callgrind/out.*.[0-9]*
+    callgrind_control -d "$cgpid" >/dev/null 2>&1
+    dump=$(ls -t "$work"/callgrind/out.* | head -1)
+    own=$(callgrind_annotate --inclusive=no --threshold=100 "$dump" 2>/dev/null \
+      | grep -F "$object" | awk '{gsub(",", "", $1); total += $1} END {print total + 0}')
+    printf '| %-33s | %12.1f |\n' "$name" "$(python3 -c "print($own / $CALLS)")"
+  done
+fi
 
 if part instructions; then
   declare -A instructions
