@@ -50,7 +50,7 @@ def module_of(path):
 
 def without_tests_and_comments(text):
     # Everything from the test module on is tests (each file keeps them last).
-    cut = re.search(r"^\s*#\[cfg\(test\)\]\s*\n\s*(pub(\(\w+\))?\s+)?mod \w+", text, re.M)
+    cut = re.search(r"^\s*#\[cfg\(test\)\]\s*\n\s*(pub(\(\w+\))?\s+)?mod \w+\s*\{", text, re.M)
     if cut:
         text = text[: cut.start()]
     return re.sub(r"//[^\n]*", "", text)

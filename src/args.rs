@@ -698,6 +698,39 @@ mod tests {
     }
 
     #[test]
+    fn the_plain_tail_reads_as_the_flagged_one() {
+        for word in [
+            &b"0"[..],
+            b"1",
+            b"07",
+            b"5x",
+            b"9223372036854775807",
+            b"9223372036854775808",
+            b"1.5",
+            b"",
+            b"-1",
+            b"+1",
+            b"MS",
+            b"REFUND",
+            b"DRYRUN",
+            b"COUNTDENIED",
+            b"x",
+        ] {
+            for counts_denied in [false, true] {
+                assert_eq!(
+                    tail_of(&[word], "cl.fixed", counts_denied),
+                    flagged_tail(&[word], "cl.fixed", counts_denied),
+                    "{word:?}"
+                );
+            }
+        }
+        assert_eq!(
+            tail_of(&[], "cl.fixed", true),
+            flagged_tail(&[], "cl.fixed", true)
+        );
+    }
+
+    #[test]
     fn countdenied_is_cl_fixed_s_alone_and_never_waits() {
         let fixed_of = |text| fixed(&words(text));
         let parsed = fixed_of("5 60 2 COUNTDENIED MS").unwrap();

@@ -59,18 +59,19 @@ pub fn adds_acl_categories() -> bool {
     unsafe { raw::RedisModule_AddACLCategory }.is_some()
 }
 
-/// Creates a command; its keys, where fixed, at `first_key` (0: none). An error means the
-/// server refused the name.
+/// Creates a command; its keys, where fixed, at `first_key` (0: none). The error says why
+/// not: the server lacks the call, or refused the name.
 pub fn create_command(
     ctx: *mut raw::RedisModuleCtx,
     name: &CStr,
     handler: raw::RedisModuleCmdFunc,
     flags: &CStr,
     first_key: c_int,
-) -> Result<(), Error> {
+) -> Result<(), &'static str> {
     // SAFETY: called from OnLoad with the module's context; the strings are C strings the
     // server copies.
-    let create = api(unsafe { raw::RedisModule_CreateCommand })?;
+    let create = unsafe { raw::RedisModule_CreateCommand }.ok_or("no CreateCommand")?;
+    // The name, flags and key positions are fixed and valid: what can fail is the name.
     succeeded(unsafe {
         create(
             ctx,
@@ -81,6 +82,9 @@ pub fn create_command(
             first_key,
             first_key,
         )
+    })
+    .map_err(|_| {
+        "the server already has a command of that name (is another module providing it loaded?)"
     })
 }
 
