@@ -8,6 +8,7 @@ use redis_module::raw;
 
 use crate::error::Error;
 use crate::ffi::{api, succeeded};
+use crate::register;
 
 /// The callbacks a blocked client is given.
 pub struct ClientCallbacks {
@@ -59,8 +60,7 @@ pub unsafe fn block(
 /// unblocked, and then sends no reply (7.0) or stops on an assertion (7.2). Redis 7.4 and
 /// Valkey 8 are told apart by an API they added, RedisModule_AddACLCategory.
 pub fn client_unblock_reaches_modules() -> bool {
-    // SAFETY: reads an API pointer, filled in once at load.
-    unsafe { raw::RedisModule_AddACLCategory }.is_some()
+    register::adds_acl_categories()
 }
 
 /// Unblocks a client; the server runs its reply callback with `data` when it next can, unless
