@@ -1,6 +1,7 @@
 //! A Redis Cluster on loopback: three primaries and three replicas, each with the module
 //! loaded, made by `redis-cli --cluster create`.
 
+use super::query::run;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -49,7 +50,7 @@ impl Cluster {
         for node in &self.nodes {
             let mut con = node.connection();
             loop {
-                let info: String = redis::cmd("CLUSTER").arg("INFO").query(&mut con).unwrap();
+                let info: String = run(&mut con, ("CLUSTER", "INFO"));
                 let ok =
                     info.contains("cluster_state:ok") && info.contains("cluster_slots_ok:16384");
                 let synced = info_field(&mut con, "replication", "role") == "master"
@@ -79,21 +80,18 @@ impl Cluster {
     /// The node's cluster id.
     pub fn id(node: &Server) -> String {
         let mut con = node.connection();
-        redis::cmd("CLUSTER").arg("MYID").query(&mut con).unwrap()
+        run(&mut con, ("CLUSTER", "MYID"))
     }
 
     /// The primary serving `key`'s slot, as the cluster currently says.
     pub fn primary_for(&self, key: &str) -> &Server {
         let mut con = self.nodes[0].connection();
-        let slot: i64 = redis::cmd("CLUSTER")
-            .arg(&["KEYSLOT", key])
-            .query(&mut con)
-            .unwrap();
+        let slot: i64 = run(&mut con, ("CLUSTER", &["KEYSLOT", key]));
         self.nodes
             .iter()
             .find(|node| {
                 let mut con = node.connection();
-                let nodes: String = redis::cmd("CLUSTER").arg("NODES").query(&mut con).unwrap();
+                let nodes: String = run(&mut con, ("CLUSTER", "NODES"));
                 info_field(&mut con, "replication", "role") == "master" && serves(&nodes, slot)
             })
             .expect("a primary serves the slot")
@@ -106,7 +104,7 @@ impl Cluster {
             .iter()
             .find(|node| {
                 let mut con = node.connection();
-                let nodes: String = redis::cmd("CLUSTER").arg("NODES").query(&mut con).unwrap();
+                let nodes: String = run(&mut con, ("CLUSTER", "NODES"));
                 nodes
                     .lines()
                     .find(|line| line.contains("myself"))

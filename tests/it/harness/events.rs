@@ -1,5 +1,6 @@
 //! Keyspace events: a server that fires them all, and a subscriber that collects them.
 
+use super::query::run;
 use std::time::Duration;
 
 use redis::Value;
@@ -27,10 +28,7 @@ impl Events {
     pub fn subscribe(server: &Server) -> Events {
         let mut con = server.connection();
         con.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        let _: () = redis::cmd("PSUBSCRIBE")
-            .arg("__keyevent@0__:*")
-            .query(&mut con)
-            .unwrap();
+        run::<()>(&mut con, ("PSUBSCRIBE", "__keyevent@0__:*"));
         Events { con }
     }
 

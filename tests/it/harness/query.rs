@@ -63,7 +63,7 @@ pub fn error_of(con: &mut redis::Connection, command: &str, args: &[&[u8]]) -> S
 
 /// A field of `INFO <section>`.
 pub fn info_field(con: &mut redis::Connection, section: &str, field: &str) -> String {
-    let info: String = redis::cmd("INFO").arg(section).query(con).unwrap();
+    let info: String = run(con, ("INFO", section));
     info.lines()
         .find_map(|line| line.strip_prefix(&format!("{field}:")))
         .unwrap_or_else(|| panic!("INFO {section} has no {field}"))
@@ -73,7 +73,7 @@ pub fn info_field(con: &mut redis::Connection, section: &str, field: &str) -> St
 
 /// The module's INFO line for `command` (`cl_throttle`, …): `calls=…,allowed=…,…`.
 pub fn stats_line(con: &mut redis::Connection, command: &str) -> String {
-    let info: String = redis::cmd("INFO").arg("redis-cell").query(con).unwrap();
+    let info: String = run(con, ("INFO", "redis-cell"));
     let prefix = format!("redis-cell_{command}:");
     info.lines()
         .find_map(|line| line.strip_prefix(&prefix))
@@ -101,19 +101,19 @@ pub fn dirty(con: &mut redis::Connection) -> i64 {
 
 /// What a key holds: its value and its absolute expiry in ms (-1 none, -2 no key).
 pub fn snapshot(con: &mut redis::Connection, key: &[u8]) -> (Option<Vec<u8>>, i64) {
-    let value: Option<Vec<u8>> = redis::cmd("GET").arg(key).query(con).unwrap();
-    let expiry: i64 = redis::cmd("PEXPIRETIME").arg(key).query(con).unwrap();
+    let value: Option<Vec<u8>> = run(con, ("GET", key));
+    let expiry: i64 = run(con, ("PEXPIRETIME", key));
     (value, expiry)
 }
 
 /// The key's serialized value, as `DUMP` gives it.
 pub fn dump(con: &mut redis::Connection, key: &[u8]) -> Option<Vec<u8>> {
-    redis::cmd("DUMP").arg(key).query(con).unwrap()
+    run(con, ("DUMP", key))
 }
 
 /// The server's clock, from `TIME`.
 pub fn server_now_ns(con: &mut redis::Connection) -> i64 {
-    let (seconds, micros): (i64, i64) = redis::cmd("TIME").query(con).unwrap();
+    let (seconds, micros): (i64, i64) = run(con, &["TIME"]);
     seconds * 1_000_000_000 + micros * 1_000
 }
 
@@ -124,7 +124,7 @@ pub type KeyRecord = (Vec<u8>, (Option<Vec<u8>>, i64), Option<Vec<u8>>);
 /// `KEYS` and its reading is left out, as it is from a later reading elsewhere: a refund that
 /// drains a GCRA leaves a TAT that expires within the millisecond.
 pub fn keyspace(con: &mut redis::Connection) -> Vec<KeyRecord> {
-    let mut keys: Vec<Vec<u8>> = redis::cmd("KEYS").arg("*").query(con).unwrap();
+    let mut keys: Vec<Vec<u8>> = run(con, ("KEYS", "*"));
     keys.sort();
     keys.into_iter()
         .filter_map(|key| {
@@ -154,7 +154,7 @@ pub struct ServerKind {
 
 impl ServerKind {
     pub fn of(con: &mut redis::Connection) -> ServerKind {
-        let info: String = redis::cmd("INFO").arg("server").query(con).unwrap();
+        let info: String = run(con, ("INFO", "server"));
         let field = |name: &str| {
             info.lines()
                 .find_map(|line| line.strip_prefix(&format!("{name}:")))

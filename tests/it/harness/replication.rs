@@ -1,5 +1,6 @@
 //! Replicas, the AOF and its commands.
 
+use super::query::run;
 use std::time::{Duration, Instant};
 
 use super::query::info_field;
@@ -8,10 +9,10 @@ use super::server::{DataDir, Options, Server};
 /// Makes `replica` replicate `primary` and waits until the link is up.
 pub fn replicate(replica: &Server, primary: &Server) {
     let mut con = replica.connection();
-    let _: () = redis::cmd("REPLICAOF")
-        .arg(&["127.0.0.1", &primary.port.to_string()])
-        .query(&mut con)
-        .unwrap();
+    run::<()>(
+        &mut con,
+        ("REPLICAOF", &["127.0.0.1", &primary.port.to_string()]),
+    );
     let deadline = Instant::now() + Duration::from_secs(15);
     while Instant::now() < deadline {
         if info_field(&mut con, "replication", "master_link_status") == "up" {
@@ -24,10 +25,7 @@ pub fn replicate(replica: &Server, primary: &Server) {
 
 /// Waits until every write so far on `primary` has reached its one replica.
 pub fn wait_for_replica(primary: &mut redis::Connection) {
-    let acked: i64 = redis::cmd("WAIT")
-        .arg(&["1", "5000"])
-        .query(primary)
-        .unwrap();
+    let acked: i64 = run(primary, ("WAIT", &["1", "5000"]));
     assert_eq!(acked, 1, "the replica did not acknowledge in time");
 }
 

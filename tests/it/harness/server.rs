@@ -2,6 +2,7 @@
 //! `REDIS_SERVER` or `VALKEY_SERVER` names (paths.rs), on a free loopback port, stopped and
 //! cleaned up when dropped, even when a test fails.
 
+use super::query::run;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -361,7 +362,7 @@ impl Server {
         let mut con = self.connection();
         let deadline = Instant::now() + Duration::from_secs(5);
         loop {
-            let (seconds, micros): (i64, i64) = redis::cmd("TIME").query(&mut con).unwrap();
+            let (seconds, micros): (i64, i64) = run(&mut con, &["TIME"]);
             if seconds * 1000 + micros / 1000 == unix_ms && micros % 1000 < 300 {
                 return;
             }

@@ -1,6 +1,7 @@
 //! Calls that wait (BLOCK), each on its own connection and thread, and the module's count of
 //! waiters, which a test watches to know that a call is parked.
 
+use super::query::run;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -47,10 +48,10 @@ impl Waiter {
 
     fn begin(server: &Server, asking: bool, command: &str, args: &[impl AsRef<str>]) -> Waiter {
         let mut con = connect(server);
-        let id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut con).unwrap();
+        let id: i64 = run(&mut con, ("CLIENT", "ID"));
         if asking {
             // The flag holds for the connection's next command, the call.
-            let _: () = redis::cmd("ASKING").query(&mut con).unwrap();
+            run::<()>(&mut con, &["ASKING"]);
         }
         let mut cmd = redis::cmd(command);
         for arg in args {
