@@ -1,16 +1,20 @@
-//! The contract every limiter form shares (CL.THROTTLE, CL.FIXED, CL.WINDOW, and CL.ALL
-//! deciding each of their limiters), checked for each form on real servers: peeks and
-//! denials change nothing, bad input changes nothing, keys are binary-safe, replicas and AOF
-//! restarts hold identical state, a transaction or a script decides alike, ACL key patterns
-//! cover every key, writes fire the events of the commands they stand in for, and a cluster
-//! routes every form to its keys' slot.
+//! The contract stated once, on real servers. Over every limiter form (forms.rs): peeks and
+//! denials change nothing, keys are binary-safe, other types and foreign strings are refused,
+//! AOF restarts hold identical state, a cluster routes every form to its keys' slot. Over every
+//! command, and every flag on each form: bad input is refused and changes nothing. Over every
+//! row of calls.rs: key specs and flags, a transaction or a script decides as the calls do
+//! alone, ACL key patterns cover every key, writes fire the events of the commands they stand
+//! in for. And a random mix of every command and option is identical on a replica and after a
+//! crash and an AOF restart.
 
 use crate::harness::run;
 use redis::{ConnectionLike, Value};
 
+use crate::calls::Call;
 use crate::forms::{Algorithm, Form, FORMS};
 use crate::harness::cluster::Cluster;
 use crate::harness::events::{notifying, Events};
+use crate::harness::waiting::waiting_field;
 use crate::harness::{
     aof_options, dirty, dump, error_of, info_field, keyspace, limiter, replicate, snapshot,
     wait_for_replica, Flavor, Rng, Server,
@@ -26,7 +30,7 @@ both_servers!(
     each_command_is_described_to_the_server,
     a_replica_holds_identical_state_and_denials_propagate_nothing,
     an_aof_restart_restores_identical_state,
-    a_random_mix_of_every_form_is_identical_on_a_replica_and_after_an_aof_restart,
+    a_random_mix_of_every_call_is_identical_on_a_replica_and_after_a_crash_and_aof_restart,
     in_a_transaction_and_a_script_each_form_decides_alike_and_replicas_follow,
     an_acl_user_reaches_only_its_keys_and_a_refusal_changes_none,
     writes_fire_the_events_of_the_commands_they_replace,
@@ -409,6 +413,67 @@ const WINDOW_BAD_INPUT: &[(&[&[u8]], &str)] = &[
     (&[b"list", b"1", b"1"], "WRONGTYPE"),
 ];
 
+/// Bad use of the flags, the same for every limiter form: the options, the quantity, and the
+/// part of the error that names what is wrong.
+const FLAG_BAD_INPUT: &[(&[&str], &str, &str)] = &[
+    (&["REFUND", "BLOCK", "100"], "1", "REFUND and BLOCK"),
+    (&["REFUND", "REFUND"], "1", "syntax error"),
+    (&["REFUND"], "-1", "quantity"),
+    (&["REFUND"], "x", "quantity"),
+    (&["DRYRUN", "BLOCK", "10"], "1", "DRYRUN and BLOCK"),
+    (&["DRYRUN", "DRYRUN"], "1", "syntax error"),
+    (&["DRYRUN", "REFUND", "DRYRUN"], "1", "syntax error"),
+    (&["BLOCK", "-1"], "1", "timeout must be >= 0"),
+    (&["BLOCK", "soon"], "1", "timeout is not an integer"),
+    (
+        &["BLOCK", "99999999999999999"],
+        "1",
+        "timeout must be <= 4611686018427",
+    ),
+    (&["BLOCK", "1", "BLOCK", "1"], "1", "syntax error"),
+    (&["BLOCK"], "1", "syntax error"),
+    (&["MS", "MS"], "1", "syntax error"),
+];
+
+/// COUNTDENIED, which only CL.FIXED takes, and only without a wait.
+const COUNTDENIED_BAD_INPUT: &[(&str, &[&[u8]], &str)] = &[
+    (
+        "CL.FIXED",
+        &[b"k", b"1", b"60", b"COUNTDENIED", b"BLOCK", b"100"],
+        "COUNTDENIED and BLOCK",
+    ),
+    (
+        "CL.FIXED",
+        &[b"k", b"1", b"60", b"COUNTDENIED", b"COUNTDENIED"],
+        "syntax error",
+    ),
+    (
+        "CL.THROTTLE",
+        &[b"k", b"0", b"1", b"60", b"1", b"COUNTDENIED"],
+        "syntax error",
+    ),
+    (
+        "CL.ALL",
+        &[b"1", b"k", b"FIXED", b"1", b"60", b"COUNTDENIED"],
+        "syntax error",
+    ),
+    (
+        "CL.LEASE",
+        &[b"pool", b"1", b"60", b"a", b"COUNTDENIED"],
+        "syntax error",
+    ),
+    (
+        "CL.LEASE",
+        &[b"pool", b"1", b"60", b"a", b"DRYRUN", b"BLOCK", b"0"],
+        "DRYRUN and BLOCK",
+    ),
+    (
+        "CL.LEASE",
+        &[b"pool", b"1", b"60", b"a", b"REFUND"],
+        "syntax error",
+    ),
+];
+
 const MAX: &[u8] = b"9223372036854775807";
 const LONG_HOLDER: &[u8] = &[b'h'; 256];
 
@@ -422,14 +487,59 @@ fn bad_arguments_get_errors_naming_them_and_change_nothing(flavor: Flavor) {
     assert_eq!(limiter(&mut con, "CL.WINDOW", &["log", "5", "60"])[0], 0);
     run::<()>(&mut con, ("SET", "text", "hello"));
     run::<()>(&mut con, ("RPUSH", "list", "x"));
+    // Each form's own key holds some units, for the flags to find.
+    for form in FORMS {
+        form.call(&mut con, &form.name(), &one_per_minute(form), None);
+    }
     let before = keyspace(&mut con);
     let writes = dirty(&mut con);
     let windows = ["CL.FIXED", "CL.WINDOW"].into_iter().flat_map(|command| {
-        WINDOW_BAD_INPUT
-            .iter()
-            .map(move |&(args, named)| (command, args, named))
+        WINDOW_BAD_INPUT.iter().map(move |&(args, named)| {
+            (
+                command,
+                args.iter().map(|arg| arg.to_vec()).collect(),
+                named,
+            )
+        })
     });
-    for (command, args, named) in BAD_INPUT.iter().copied().chain(windows) {
+    let table = BAD_INPUT
+        .iter()
+        .chain(COUNTDENIED_BAD_INPUT)
+        .map(|&(command, args, named)| {
+            (
+                command,
+                args.iter().map(|arg| arg.to_vec()).collect(),
+                named,
+            )
+        });
+    let flags = FORMS.into_iter().flat_map(|form| {
+        let params = one_per_minute(form);
+        let mut cases: Vec<(&str, Vec<Vec<u8>>, &str)> = FLAG_BAD_INPUT
+            .iter()
+            .map(|&(options, quantity, named)| {
+                let key = form.name();
+                let args = form.args(&[key.as_bytes()], &params, Some(quantity), options);
+                (form.command(), args, named)
+            })
+            .collect();
+        // A refund is checked as the call is: its parameters, and the key's type and form.
+        let mut bad = params.clone();
+        bad[0] = "-5".into();
+        let key = form.name();
+        cases.push((
+            form.command(),
+            form.args(&[key.as_bytes()], &bad, Some("1"), &["REFUND"]),
+            "ERR",
+        ));
+        for (key, named) in [("list", "WRONGTYPE"), ("text", "not a valid state")] {
+            let args = form.args(&[key.as_bytes()], &params, Some("1"), &["REFUND"]);
+            cases.push((form.command(), args, named));
+        }
+        cases
+    });
+    for (command, args, named) in table.chain(windows).chain(flags) {
+        let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+        let args = args.as_slice();
         let error = error_of(&mut con, command, args);
         assert!(error.contains(named), "{command} {args:?}: {error}");
         assert!(
@@ -455,19 +565,62 @@ fn bad_arguments_get_errors_naming_them_and_change_nothing(flavor: Flavor) {
     assert_eq!(pong, "PONG");
 }
 
+/// Each step of every call names its key to the server, and each command carries the flags
+/// and key-spec flags of what it does.
 fn each_command_is_described_to_the_server(flavor: Flavor) {
     let server = Server::start(flavor);
     let mut con = server.connection();
-    for form in FORMS {
-        let (name, params) = (form.name(), one_per_minute(form));
-        let call = form.args(&[b"limits:user"], &params, Some("1"), &["MS"]);
-        let keys: Vec<String> = run(&mut con, ("COMMAND", &["GETKEYS", form.command()], &call));
-        assert_eq!(keys, ["limits:user"], "{name}");
-        let info: redis::Value = run(&mut con, ("COMMAND", &["INFO", form.command()]));
-        let text = format!("{info:?}");
-        for flag in ["write", "denyoom", "fast", "blocking", "RW", "update"] {
-            assert!(text.contains(flag), "{name}: {flag} missing from {text}");
+    for call in Call::all() {
+        for step in call.steps_on("limits:user") {
+            let keys: Vec<String> = run(&mut con, ("COMMAND", "GETKEYS", &step));
+            assert_eq!(keys, ["limits:user"], "{step:?}");
         }
+    }
+    let limiter: &[&str] = &[
+        "write", "denyoom", "fast", "blocking", "RW", "access", "update",
+    ];
+    for (command, flags, not) in [
+        ("CL.THROTTLE", limiter, &["readonly"][..]),
+        ("CL.FIXED", limiter, &["readonly"]),
+        ("CL.WINDOW", limiter, &["readonly"]),
+        ("CL.ALL", limiter, &["readonly"]),
+        ("CL.LEASE", limiter, &["readonly"]),
+        // A release frees memory, so it runs when the server is out of it.
+        (
+            "CL.RELEASE",
+            &["write", "fast", "RW", "delete"],
+            &["denyoom", "blocking"],
+        ),
+        (
+            "CL.HOLDERS",
+            &["readonly", "RO", "access"],
+            &["write", "blocking"],
+        ),
+    ] {
+        let info: Value = run(&mut con, ("COMMAND", "INFO", command));
+        let words = status_words(&info);
+        for flag in flags {
+            assert!(
+                words.iter().any(|word| word == flag),
+                "{command}: {flag} missing from {words:?}"
+            );
+        }
+        for flag in not {
+            assert!(
+                !words.iter().any(|word| word == flag),
+                "{command}: {flag} in {words:?}"
+            );
+        }
+    }
+}
+
+/// Every status and bulk word in a reply, at any depth: COMMAND INFO's flags.
+fn status_words(value: &Value) -> Vec<String> {
+    match value {
+        Value::Array(items) | Value::Set(items) => items.iter().flat_map(status_words).collect(),
+        Value::SimpleString(word) => vec![word.clone()],
+        Value::BulkString(word) => vec![String::from_utf8_lossy(word).into_owned()],
+        _ => Vec::new(),
     }
 }
 
@@ -558,12 +711,13 @@ fn an_aof_restart_restores_identical_state(flavor: Flavor) {
     drop(restarted);
 }
 
-/// Random calls over 150 keys, each always of one kind: CL.ALL over 1 to 4 of them, and their
-/// single commands, with random limits, quantities (peeks and too-large ones included), units
-/// and options, a quarter of them refunds, in pipelines of 500. Returns how many CL.ALL calls
-/// took units and how many were denied.
+/// Random calls over 200 keys, each always of one kind (a GCRA, a fixed window, a sliding
+/// window, a pool of leases): CL.ALL over 1 to 4 of them, their single commands, CL.RELEASE
+/// and CL.HOLDERS, with random limits, quantities (peeks and too-large ones included), units
+/// and options (a quarter refunds, some dry runs, COUNTDENIED on fixed windows), in pipelines
+/// of 500. Returns how many CL.ALL calls took units and how many were denied.
 fn mixed_workload(con: &mut redis::Connection, seed: u64, calls: u64) -> (u64, u64) {
-    const KEYS: u64 = 150;
+    const KEYS: u64 = 200;
     let mut rng = Rng::new(seed);
     let (mut admitted, mut denied) = (0, 0);
     let mut done = 0;
@@ -575,16 +729,26 @@ fn mixed_workload(con: &mut redis::Connection, seed: u64, calls: u64) -> (u64, u
             let ms = rng.below(2) == 0;
             let period = if ms { "3600000" } else { "3600" };
             let quantity = rng.below(4);
-            let refund: &[&str] = if rng.below(4) == 0 { &["REFUND"] } else { &[] };
+            let holder = format!("job:{}", rng.below(8));
+            let refund = rng.below(4) == 0;
+            let dry_run = rng.below(8) == 0;
+            let mut flags: Vec<&str> = Vec::new();
+            flags.extend(ms.then_some("MS"));
+            flags.extend(refund.then_some("REFUND"));
+            flags.extend(dry_run.then_some("DRYRUN"));
             let limiter_of = |id: u64, rng: &mut Rng| {
                 let limit = 1 + rng.below(20);
-                match id % 3 {
+                match id % 4 {
                     0 => (
                         "THROTTLE",
                         vec![(limit - 1).to_string(), "10".into(), period.to_owned()],
                     ),
                     1 => ("FIXED", vec![limit.to_string(), period.to_owned()]),
-                    _ => ("WINDOW", vec![limit.to_string(), period.to_owned()]),
+                    2 => ("WINDOW", vec![limit.to_string(), period.to_owned()]),
+                    _ => (
+                        "LEASE",
+                        vec![(limit % 5 + 1).to_string(), period.to_owned()],
+                    ),
                 }
             };
             if rng.below(2) == 0 {
@@ -605,28 +769,45 @@ fn mixed_workload(con: &mut redis::Connection, seed: u64, calls: u64) -> (u64, u
                     cmd.arg(keyword).arg(params);
                 }
                 let mut options = vec![vec!["QUANTITY".to_owned(), quantity.to_string()]];
-                if ms {
-                    options.push(vec!["MS".into()]);
+                if ids.iter().any(|id| id % 4 == 3) {
+                    options.push(vec!["HOLDER".into(), holder]);
                 }
                 if rng.below(2) == 0 {
                     options.push(vec!["DETAIL".into()]);
                 }
-                options.extend(refund.iter().map(|word| vec![word.to_string()]));
+                options.extend(flags.iter().map(|word| vec![word.to_string()]));
                 cmd.arg(rng.shuffled(options).concat());
-                taking.push(Some(quantity > 0 && refund.is_empty()));
+                taking.push(Some(quantity > 0 && !refund && !dry_run));
+                done += 1;
+                continue;
+            }
+            let id = rng.below(KEYS);
+            let key = format!("key:{id}");
+            let (keyword, params) = limiter_of(id, &mut rng);
+            if keyword == "LEASE" {
+                match rng.below(4) {
+                    0 => pipe.cmd("CL.RELEASE").arg(&key).arg(&holder),
+                    1 => pipe.cmd("CL.HOLDERS").arg(&key).arg(ms.then_some("MS")),
+                    _ => {
+                        flags.retain(|flag| *flag != "REFUND");
+                        pipe.cmd("CL.LEASE")
+                            .arg(&key)
+                            .arg(params)
+                            .arg(&holder)
+                            .arg(rng.shuffled(flags))
+                    }
+                };
             } else {
-                let id = rng.below(KEYS);
-                let (keyword, params) = limiter_of(id, &mut rng);
+                if keyword == "FIXED" && rng.below(3) == 0 {
+                    flags.push("COUNTDENIED");
+                }
                 pipe.cmd(Algorithm::of(keyword).command())
-                    .arg(format!("key:{id}"))
+                    .arg(&key)
                     .arg(params)
                     .arg(quantity)
-                    .arg(
-                        rng.shuffled([if ms { &["MS"][..] } else { &[] }, refund].to_vec())
-                            .concat(),
-                    );
-                taking.push(None);
+                    .arg(rng.shuffled(flags));
             }
+            taking.push(None);
             done += 1;
         }
         let replies: Vec<Value> = pipe.query(con).unwrap();
@@ -652,7 +833,11 @@ fn mixed_workload(con: &mut redis::Connection, seed: u64, calls: u64) -> (u64, u
     (admitted, denied)
 }
 
-fn a_random_mix_of_every_form_is_identical_on_a_replica_and_after_an_aof_restart(flavor: Flavor) {
+/// Every write was acknowledged after its fsync (`appendfsync always`): a crash loses none of
+/// them, and the AOF a replica's feed came from restores the same bytes.
+fn a_random_mix_of_every_call_is_identical_on_a_replica_and_after_a_crash_and_aof_restart(
+    flavor: Flavor,
+) {
     let primary = Server::start_with(flavor, aof_options(None));
     let replica = Server::start(flavor);
     replicate(&replica, &primary);
@@ -663,17 +848,22 @@ fn a_random_mix_of_every_form_is_identical_on_a_replica_and_after_an_aof_restart
         admitted >= 200 && denied >= 200,
         "{admitted} admitted, {denied} denied"
     );
+    let pools = (3..200).step_by(4).filter(|id| {
+        let holders: Vec<Value> = run(&mut con, ("CL.HOLDERS", format!("key:{id}")));
+        !holders.is_empty()
+    });
+    assert!(pools.count() > 20, "too few pools hold leases");
     wait_for_replica(&mut con);
     let expected = keyspace(&mut con);
     assert!(expected.len() > 100, "{} keys", expected.len());
     assert_eq!(keyspace(&mut replica.connection()), expected, "replica");
     drop(replica);
-    let dir = primary.shutdown();
+    let dir = primary.kill();
     let restarted = Server::start_with(flavor, aof_options(Some(dir)));
     assert_eq!(
         keyspace(&mut restarted.connection()),
         expected,
-        "AOF restart"
+        "AOF restart after a crash"
     );
     drop(restarted);
 }
@@ -683,48 +873,71 @@ const SCRIPT: &str = "local args = {} \
     for i, word in ipairs(ARGV) do args[i] = word == '{key}' and KEYS[1] or word end \
     return redis.call(unpack(args))";
 
-/// Inside MULTI/EXEC and inside a Lua script every form decides and writes as it does alone,
-/// and its writes reach a replica within the transaction's or the script's own unit.
+/// What of a reply does not hang on the instant it was made: the first three integers of a
+/// limiter's (or of each of CL.ALL's DETAIL), a release's count, the holders' names.
+fn decision(reply: &Value) -> Value {
+    match reply {
+        Value::Array(items) if items.iter().all(|item| matches!(item, Value::Int(_))) => {
+            Value::Array(items.iter().take(3).cloned().collect())
+        }
+        Value::Array(items) => Value::Array(
+            items
+                .iter()
+                .filter(|item| !matches!(item, Value::Int(_)))
+                .map(decision)
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// Inside MULTI/EXEC and inside a Lua script every call decides as it does alone, a BLOCK
+/// answers at once, and the writes reach a replica within the transaction's or the
+/// script's own unit.
 fn in_a_transaction_and_a_script_each_form_decides_alike_and_replicas_follow(flavor: Flavor) {
     let primary = Server::start(flavor);
     let replica = Server::start(flavor);
     replicate(&replica, &primary);
     let mut con = primary.connection();
-    for form in FORMS {
-        let name = form.name();
-        let params = form.algorithm.params(2, "3600");
-        let key = format!("{name}:in-multi");
+    let mut keys = 0;
+    for call in Call::all() {
+        let name = call.name();
+        let alone: Vec<Value> = call
+            .steps_on(&format!("{name}:alone"))
+            .into_iter()
+            .map(|step| run(&mut con, &step))
+            .collect();
+        let waited = waiting_field(&mut con, "waited");
+
         let mut pipe = redis::pipe();
         pipe.atomic();
-        for _ in 0..3 {
-            pipe.add_command(form.cmd(&[key.as_bytes()], &params, None, &[]));
+        for step in call.steps_on(&format!("{name}:in-multi")) {
+            pipe.cmd(&step[0]).arg(&step[1..]);
         }
-        let replies: Vec<Vec<i64>> = pipe.query(&mut con).unwrap();
-        assert_eq!(
-            replies.iter().map(|r| r[..3].to_vec()).collect::<Vec<_>>(),
-            [vec![0, 2, 1], vec![0, 2, 0], vec![1, 2, 0]],
-            "{name}"
-        );
+        let in_multi: Vec<Value> = pipe.query(&mut con).unwrap();
 
         let key = format!("{name}:in-script");
-        let args = form.args(&[b"{key}"], &params, None, &[]);
-        let script = |con: &mut redis::Connection| -> Vec<i64> {
-            redis::cmd("EVAL")
-                .arg(&[SCRIPT, "1", &key, form.command()])
-                .arg(&args)
-                .query(con)
-                .unwrap_or_else(|e| panic!("{name} in a script: {e}"))
-        };
-        assert_eq!(script(&mut con)[..3], [0, 2, 1], "{name}");
-        assert_eq!(script(&mut con)[..3], [0, 2, 0], "{name}");
-        let state = snapshot(&mut con, key.as_bytes());
-        assert_eq!(script(&mut con)[..3], [1, 2, 0], "{name}");
-        assert_eq!(snapshot(&mut con, key.as_bytes()), state, "{name}");
+        let in_script: Vec<Value> = call
+            .steps()
+            .into_iter()
+            .map(|step| run(&mut con, ("EVAL", SCRIPT, 1, &key, &step)))
+            .collect();
+
+        let decisions = |replies: &[Value]| replies.iter().map(decision).collect::<Vec<_>>();
+        assert_eq!(decisions(&in_multi), decisions(&alone), "{name} in MULTI");
+        assert_eq!(
+            decisions(&in_script),
+            decisions(&alone),
+            "{name} in a script"
+        );
+        assert_eq!(waiting_field(&mut con, "waited"), waited, "{name} waited");
+        let exists: i64 = run(&mut con, ("EXISTS", format!("{name}:alone")));
+        keys += 3 * exists;
     }
     wait_for_replica(&mut con);
-    let keys = keyspace(&mut con);
-    assert_eq!(keys.len(), 2 * FORMS.len());
-    assert_eq!(keyspace(&mut replica.connection()), keys);
+    let on_primary = keyspace(&mut con);
+    assert_eq!(on_primary.len() as i64, keys);
+    assert_eq!(keyspace(&mut replica.connection()), on_primary);
 }
 
 /// Key patterns in ACL rules cover every key of a call: a user reaches its own keys, and a
@@ -732,57 +945,64 @@ fn in_a_transaction_and_a_script_each_form_decides_alike_and_replicas_follow(fla
 fn an_acl_user_reaches_only_its_keys_and_a_refusal_changes_none(flavor: Flavor) {
     let server = Server::start(flavor);
     let mut admin = server.connection();
+    let commands = [
+        "+cl.throttle",
+        "+cl.fixed",
+        "+cl.window",
+        "+cl.all",
+        "+cl.lease",
+        "+cl.release",
+        "+cl.holders",
+    ];
     run::<()>(
         &mut admin,
         (
             "ACL",
-            &[
-                "SETUSER",
-                "limiter",
-                "on",
-                ">secret",
-                "+cl.throttle",
-                "+cl.fixed",
-                "+cl.window",
-                "+cl.all",
-                "~limits:*",
-            ],
+            "SETUSER",
+            "limiter",
+            "on",
+            ">secret",
+            &commands,
+            "~limits:*",
         ),
     );
     let mut con = server.connection();
     run::<()>(&mut con, ("AUTH", &["limiter", "secret"]));
-    for form in FORMS {
-        let name = form.name();
-        let params = form.algorithm.params(5, "60");
-        let own = format!("limits:{name}");
-        assert_eq!(
-            form.call(&mut con, &own, &params, None)[..3],
-            [0, 5, 4],
-            "{name}"
-        );
-        let before = keyspace(&mut admin);
-        let other = format!("other:{name}");
-        let mut refused = vec![vec![other.as_bytes()]];
-        if form.max_keys() > 1 {
-            // One key of its own and one not: the whole call is refused.
-            refused.push(vec![own.as_bytes(), other.as_bytes()]);
+    for call in Call::all() {
+        let name = call.name();
+        for step in call.steps_on(&format!("limits:{name}")) {
+            run::<Value>(&mut con, &step);
         }
-        for keys in refused {
-            let args = form.args(&keys, &params, None, &[]);
-            let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
-            let error = error_of(&mut con, form.command(), &args);
-            assert!(error.starts_with("NOPERM"), "{name}: {error}");
+        let before = keyspace(&mut admin);
+        for step in call.steps_on(&format!("other:{name}")) {
+            let args: Vec<&[u8]> = step[1..].iter().map(|word| word.as_bytes()).collect();
+            let error = error_of(&mut con, &step[0], &args);
+            assert!(error.starts_with("NOPERM"), "{step:?}: {error}");
         }
         assert_eq!(keyspace(&mut admin), before, "{name}");
     }
+    // One key of its own and one not: the whole call is refused.
+    let args: [&[u8]; 9] = [
+        b"2",
+        b"limits:a",
+        b"other:b",
+        b"FIXED",
+        b"5",
+        b"60",
+        b"FIXED",
+        b"5",
+        b"60",
+    ];
+    let error = error_of(&mut con, "CL.ALL", &args);
+    assert!(error.starts_with("NOPERM"), "CL.ALL: {error}");
     let error = error_of(&mut con, "GET", &[b"limits:CL.FIXED"]);
     assert!(error.starts_with("NOPERM"), "GET: {error}");
     let keys: Vec<String> = run(&mut admin, ("KEYS", "other:*"));
     assert!(keys.is_empty());
 }
 
-/// Each write fires what the server commands it stands in for fire; peeks, denials and errors
-/// fire nothing; a replica fires the same as its primary.
+/// Each write fires what the server commands it stands in for fire; peeks, denials, dry runs
+/// and errors fire nothing; a replica fires the same as its primary.
 fn writes_fire_the_events_of_the_commands_they_replace(flavor: Flavor) {
     let primary = notifying(flavor);
     let replica = notifying(flavor);
@@ -792,33 +1012,18 @@ fn writes_fire_the_events_of_the_commands_they_replace(flavor: Flavor) {
     let mut con = primary.connection();
     run::<()>(&mut con, ("SET", &["other", "x"]));
     run::<()>(&mut con, ("RPUSH", &["list", "x"]));
-    let mut expected = vec![("set", "other".to_owned()), ("rpush", "list".to_owned())];
-    for form in FORMS {
-        let key = form.name();
-        let (params, fired): (_, &[&str]) = match form.algorithm {
-            Algorithm::Throttle => (form.algorithm.params(1, "60"), &["set", "expire"]),
-            // Opens a window, then counts into it.
-            Algorithm::Fixed => (
-                form.algorithm.params(2, "60"),
-                &["incrby", "expire", "incrby"],
-            ),
-            Algorithm::Window => (form.algorithm.params(1, "60"), &["cl.window", "expire"]),
-        };
-        let calls = if form.algorithm == Algorithm::Fixed {
-            2
-        } else {
-            1
-        };
-        for _ in 0..calls {
-            form.call(&mut con, &key, &params, None);
+    let mut expected = vec![("set".to_owned(), "other".to_owned())];
+    expected.push(("rpush".into(), "list".into()));
+    for call in Call::all() {
+        let key = call.name();
+        for step in call.steps_on(&key) {
+            run::<Value>(&mut con, &step);
         }
-        assert_eq!(
-            form.call(&mut con, &key, &params, None)[0],
-            1,
-            "{key} denies"
+        expected.extend(
+            call.fired()
+                .iter()
+                .map(|event| (event.to_string(), key.clone())),
         );
-        form.call(&mut con, &key, &params, Some("0"));
-        expected.extend(fired.iter().map(|event| (*event, key.clone())));
     }
     // Errors: a string that is not a state, a list, and the state of another limiter (a TAT
     // is not a log, a log not a count or a TAT).
@@ -833,10 +1038,6 @@ fn writes_fire_the_events_of_the_commands_they_replace(flavor: Flavor) {
         }
     }
     run::<()>(&mut con, ("SET", &["marker", "1"]));
-    let expected: Vec<(String, String)> = expected
-        .into_iter()
-        .map(|(event, key)| (event.to_owned(), key))
-        .collect();
     assert_eq!(on_primary.until_marker("marker"), expected, "primary");
     assert_eq!(on_replica.until_marker("marker"), expected, "replica");
 }

@@ -6,8 +6,7 @@ use crate::harness::events::{notifying, Events};
 use crate::harness::run;
 use crate::harness::waiting::{connect, Waiter};
 use crate::harness::{
-    dirty, error_of, info_field, limiter, replicate, snapshot, stats_line, wait_for_replica,
-    Flavor, Server,
+    dirty, info_field, limiter, replicate, snapshot, stats_line, wait_for_replica, Flavor, Server,
 };
 
 both_servers!(
@@ -15,7 +14,6 @@ both_servers!(
     a_dry_run_behind_waiters_answers_as_the_call_would,
     a_dry_run_of_a_refund_answers_what_it_would_leave,
     cl_lease_and_cl_all_dry_runs_answer_as_their_calls,
-    dry_runs_with_block_or_twice_are_refused,
     a_dry_run_on_a_missing_key_fires_no_keymiss,
 );
 
@@ -187,33 +185,4 @@ fn a_dry_run_on_a_missing_key_fires_no_keymiss(flavor: Flavor) {
     run::<()>(&mut con, ("SET", &["marker", "1"]));
     assert_eq!(events.until_marker("marker"), []);
     assert_eq!(info_field(&mut con, "stats", "keyspace_misses"), "0");
-}
-
-fn dry_runs_with_block_or_twice_are_refused(flavor: Flavor) {
-    let server = Server::start(flavor);
-    let mut con = server.connection();
-    for form in FORMS {
-        let params = form.algorithm.params(3, "60");
-        for (options, named) in [
-            (&["DRYRUN", "BLOCK", "10"][..], "not compatible"),
-            (&["DRYRUN", "DRYRUN"][..], "syntax error"),
-        ] {
-            let args = form.args(&[b"k"], &params, Some("1"), options);
-            let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
-            let error = error_of(&mut con, form.command(), &args);
-            assert!(
-                error.contains(named),
-                "{} {options:?}: {error}",
-                form.name()
-            );
-        }
-    }
-    let error = error_of(
-        &mut con,
-        "CL.LEASE",
-        &[b"pool", b"1", b"60", b"a", b"DRYRUN", b"BLOCK", b"0"],
-    );
-    assert!(error.contains("DRYRUN and BLOCK"), "{error}");
-    let size: i64 = run(&mut con, &["DBSIZE"]);
-    assert_eq!(size, 0);
 }

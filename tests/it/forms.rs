@@ -63,14 +63,14 @@ pub const FORMS: [Form; 6] = [
 ];
 
 impl Form {
-    const fn single(algorithm: Algorithm) -> Form {
+    pub const fn single(algorithm: Algorithm) -> Form {
         Form {
             algorithm,
             in_all: false,
         }
     }
 
-    const fn all(algorithm: Algorithm) -> Form {
+    pub const fn all(algorithm: Algorithm) -> Form {
         Form {
             algorithm,
             in_all: true,

@@ -8,10 +8,7 @@ use std::time::{Duration, Instant};
 use crate::harness::cluster::Cluster;
 use crate::harness::events::Events;
 use crate::harness::waiting::{connect, ms_between, until_waiting, waiting_field, Waiter};
-use crate::harness::{
-    aof_options, dirty, keyspace, limiter, replicate, snapshot, stats_field, wait_for_replica,
-    Flavor, Options, Rng, Server,
-};
+use crate::harness::{dirty, limiter, replicate, snapshot, stats_field, Flavor, Options, Server};
 
 both_servers!(
     holders_up_to_the_limit_are_admitted_renew_and_release,
@@ -20,9 +17,7 @@ both_servers!(
     a_renewal_never_waits_behind_waiters,
     crossed_cl_all_waits_with_leases_both_complete,
     a_waiter_that_disconnects_takes_no_lease,
-    transactions_and_scripts_answer_at_once,
     cl_all_holds_a_lease_and_a_rate_limit_in_one_decision,
-    a_random_mix_is_identical_on_a_replica_and_after_a_crash_and_aof_restart,
     writes_fire_their_events_and_denials_none,
     a_cluster_routes_leases_and_releases_to_their_slot,
 );
@@ -346,50 +341,6 @@ fn a_waiter_that_disconnects_takes_no_lease(flavor: Flavor) {
     assert_eq!(waiting_field(&mut con, "left"), 1);
 }
 
-fn transactions_and_scripts_answer_at_once(flavor: Flavor) {
-    let server = Server::start(flavor);
-    let mut con = connect(&server);
-    let started = Instant::now();
-    let (first, denied, freed, again): (Vec<i64>, Vec<i64>, i64, Vec<i64>) = redis::pipe()
-        .atomic()
-        .cmd("CL.LEASE")
-        .arg(&["pool", "1", "60", "a"])
-        .cmd("CL.LEASE")
-        .arg(&["pool", "1", "60", "b", "BLOCK", "0"])
-        .cmd("CL.RELEASE")
-        .arg(&["pool", "a"])
-        .cmd("CL.LEASE")
-        .arg(&["pool", "1", "60", "b"])
-        .query(&mut con)
-        .unwrap();
-    assert_eq!(first, [0, 1, 0, -1, 60]);
-    assert_eq!(denied, [1, 1, 0, 60, 60]);
-    assert_eq!(freed, 1);
-    assert_eq!(again, [0, 1, 0, -1, 60]);
-    let reply: Vec<i64> = run(
-        &mut con,
-        (
-            "EVAL",
-            &[
-                "return redis.call('CL.LEASE', KEYS[1], '1', '60', 'c', 'BLOCK', '0')",
-                "1",
-                "pool",
-            ],
-        ),
-    );
-    assert_eq!(reply, [1, 1, 0, 60, 60]);
-    let freed: i64 = run(
-        &mut con,
-        (
-            "EVAL",
-            &["return redis.call('CL.RELEASE', KEYS[1], 'b')", "1", "pool"],
-        ),
-    );
-    assert_eq!(freed, 1);
-    assert!(started.elapsed() < Duration::from_secs(5));
-    assert_eq!(waiting_field(&mut con, "waited"), 0);
-}
-
 fn cl_all_holds_a_lease_and_a_rate_limit_in_one_decision(flavor: Flavor) {
     let server = Server::start(flavor);
     let mut con = connect(&server);
@@ -436,87 +387,6 @@ fn cl_all_holds_a_lease_and_a_rate_limit_in_one_decision(flavor: Flavor) {
     );
     assert_eq!(ms, [0, 2, 0, -1, 30_000]);
     assert_eq!(release(&mut con, "pool", "MS"), 1);
-}
-
-fn mixed_calls(con: &mut redis::Connection, seed: u64, calls: u64) {
-    let mut rng = Rng::new(seed);
-    for _ in 0..calls {
-        let key = format!("pool:{}", rng.below(4));
-        let holder = format!("job:{}", rng.below(12));
-        let limit = (1 + rng.below(4)).to_string();
-        match rng.below(6) {
-            0 | 1 => {
-                lease(con, &[&key, &limit, "3600", &holder]);
-            }
-            2 => {
-                lease(
-                    con,
-                    &[
-                        &key,
-                        &limit,
-                        &(50 + rng.below(400)).to_string(),
-                        &holder,
-                        "MS",
-                    ],
-                );
-            }
-            3 => {
-                release(con, &key, &holder);
-            }
-            4 => {
-                limiter(
-                    con,
-                    "CL.ALL",
-                    &[
-                        "2", "rate", &key, "WINDOW", "50", "3600", "LEASE", &limit, "3600",
-                        "HOLDER", &holder,
-                    ],
-                );
-            }
-            _ => {
-                let other = format!("job:{}", rng.below(12));
-                lease(con, &[&key, &limit, "7200", &other]);
-            }
-        }
-        if rng.below(50) == 0 {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-}
-
-fn a_random_mix_is_identical_on_a_replica_and_after_a_crash_and_aof_restart(flavor: Flavor) {
-    let primary = Server::start_with(flavor, aof_options(None));
-    let replica = Server::start(flavor);
-    replicate(&replica, &primary);
-    let mut con = connect(&primary);
-    mixed_calls(&mut con, 18, 600);
-    wait_for_replica(&mut con);
-    let expected = keyspace(&mut con);
-    assert!(expected.len() >= 3, "{expected:?}");
-    let mut replica_con = connect(&replica);
-    assert_eq!(keyspace(&mut replica_con), expected, "replica");
-    // Every write was acknowledged after its fsync: a crash loses none of them. Leases of
-    // under half a second may end meanwhile; the keys that last the hour are compared.
-    drop(replica);
-    let dir = primary.kill();
-    let restarted = Server::start_with(flavor, aof_options(Some(dir)));
-    let after = keyspace(&mut connect(&restarted));
-    let lasting: Vec<_> = expected
-        .iter()
-        .filter(|(_, (_, expiry), _)| *expiry - now_ms() > 60_000)
-        .collect();
-    assert!(lasting.len() >= 3, "{expected:?}");
-    for record in lasting {
-        assert!(after.contains(record), "{:?} lost in the restart", record.0);
-    }
-    drop(restarted);
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
 }
 
 /// With `new` events too (`n`): a key's first write fires `new` once, and a set that grows

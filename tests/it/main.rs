@@ -1,12 +1,14 @@
 //! The integration tests, against real servers with the module loaded: one binary, so that
 //! the harness compiles once. Each module is one subject; contract.rs states what every
-//! limiter form shares, and the others what is particular to one command or one concern.
+//! command and flag shares, over the tables of forms.rs and calls.rs, and the others what is
+//! particular to one command or one concern.
 
 #[macro_use]
 mod harness;
 
 mod all;
 mod block;
+mod calls;
 mod cluster;
 mod contract;
 mod countdenied;

@@ -3,12 +3,10 @@
 //! the first of them, refused with BLOCK, and counted; CL.ALL's refund over several keys.
 
 use crate::forms::{Algorithm, Form, FORMS};
-use crate::harness::events::{notifying, Events};
 use crate::harness::run;
 use crate::harness::waiting::{connect, ms_between, until_waiting, waiting_field, Waiter};
 use crate::harness::{
-    dirty, dump, error_of, info_field, keyspace, limiter, replicate, snapshot, wait_for_replica,
-    Flavor, Server,
+    dirty, error_of, info_field, limiter, replicate, snapshot, wait_for_replica, Flavor, Server,
 };
 
 both_servers!(
@@ -16,11 +14,8 @@ both_servers!(
     a_refund_of_what_was_just_taken_restores_the_key_exactly,
     a_refund_of_nothing_writes_and_propagates_nothing,
     a_refund_admits_the_first_waiter_at_once,
-    a_refund_with_bad_arguments_or_on_a_bad_key_changes_nothing,
     cl_all_refunds_every_limiter_and_only_looks_at_leases,
     a_refund_on_a_key_fuller_than_its_limit_still_gives_back,
-    refunds_fire_the_events_of_what_they_change,
-    a_replica_follows_refunds_byte_for_byte,
 );
 
 /// Three units per minute: for CL.THROTTLE a burst of three refilling one a minute.
@@ -176,50 +171,6 @@ fn a_refund_admits_the_first_waiter_at_once(flavor: Flavor) {
     }
 }
 
-fn a_refund_with_bad_arguments_or_on_a_bad_key_changes_nothing(flavor: Flavor) {
-    let server = Server::start(flavor);
-    let mut con = server.connection();
-    run::<()>(&mut con, ("RPUSH", &["list", "x"]));
-    run::<()>(&mut con, ("SET", &["text", "not a state"]));
-    for form in FORMS {
-        let (key, params) = (form.name(), three_per_minute(form));
-        form.call(&mut con, &key, &params, None);
-        let state = |con: &mut redis::Connection| {
-            let keys = [key.as_str(), "list", "text"];
-            let dumps: Vec<_> = keys.iter().map(|k| dump(con, k.as_bytes())).collect();
-            (dumps, snapshot(con, key.as_bytes()), dirty(con))
-        };
-        let before = state(&mut con);
-        let args = |options: &[&str], quantity: &str, on: &str| {
-            form.args(&[on.as_bytes()], &params, Some(quantity), options)
-        };
-        let cases = [
-            (
-                args(&["REFUND", "BLOCK", "100"], "1", &key),
-                "not compatible",
-            ),
-            (args(&["REFUND", "REFUND"], "1", &key), "syntax error"),
-            (args(&["REFUND"], "-1", &key), "quantity"),
-            (args(&["REFUND"], "x", &key), "quantity"),
-            (args(&["REFUND"], "1", "list"), "WRONGTYPE"),
-            (args(&["REFUND"], "1", "text"), "not a valid state"),
-        ];
-        for (args, named) in cases {
-            let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
-            let error = error_of(&mut con, form.command(), &args);
-            assert!(error.contains(named), "{key} {args:?}: {error}");
-        }
-        // A refund gets the command's own errors on its parameters.
-        let mut bad = params.clone();
-        bad[0] = "-5".into();
-        let args = form.args(&[key.as_bytes()], &bad, Some("1"), &["REFUND"]);
-        let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
-        let error = error_of(&mut con, form.command(), &args);
-        assert!(error.starts_with("ERR"), "{key}: {error}");
-        assert_eq!(state(&mut con), before, "{key}");
-    }
-}
-
 fn cl_all_refunds_every_limiter_and_only_looks_at_leases(flavor: Flavor) {
     let server = Server::start(flavor);
     let mut con = server.connection();
@@ -320,59 +271,4 @@ fn a_refund_on_a_key_fuller_than_its_limit_still_gives_back(flavor: Flavor) {
     );
     assert_eq!(detail, [[0, 5, 0, -1, 60], [0, 1, 0, -1, 60]]);
     assert_eq!(count(&mut con), "6");
-}
-
-fn refunds_fire_the_events_of_what_they_change(flavor: Flavor) {
-    let server = notifying(flavor);
-    let mut events = Events::subscribe(&server);
-    let mut con = server.connection();
-    let mut expected = Vec::new();
-    for form in FORMS {
-        let (key, params) = (form.name(), three_per_minute(form));
-        form.call(&mut con, &key, &params, Some("2"));
-        form.refund(&mut con, &key, &params, "1");
-        form.refund(&mut con, &key, &params, "1");
-        // Nothing left to give back: no event.
-        form.refund(&mut con, &key, &params, "1");
-        let fired: &[&str] = match form.algorithm {
-            Algorithm::Throttle => &["set", "expire", "set", "expire", "set", "expire"],
-            Algorithm::Fixed => &["incrby", "expire", "decrby", "del"],
-            Algorithm::Window => &["cl.window", "expire", "cl.window", "expire", "del"],
-        };
-        expected.extend(fired.iter().map(|event| (event.to_string(), key.clone())));
-    }
-    run::<()>(&mut con, ("SET", &["marker", "1"]));
-    let seen: Vec<(String, String)> = events
-        .until_marker("marker")
-        .into_iter()
-        // A TAT moved back to now expires at once, and the server may say so.
-        .filter(|(event, _)| event != "expired")
-        .collect();
-    assert_eq!(seen, expected);
-}
-
-fn a_replica_follows_refunds_byte_for_byte(flavor: Flavor) {
-    let primary = Server::start(flavor);
-    let replica = Server::start(flavor);
-    replicate(&replica, &primary);
-    let mut con = primary.connection();
-    let mut rng = crate::harness::Rng::new(0x5ef0);
-    for round in 0..400 {
-        let form = FORMS[rng.below(FORMS.len() as u64) as usize];
-        let key = format!("{}:{}", form.name(), rng.below(5));
-        let params = form.algorithm.params(5, "3600");
-        let quantity = rng.below(4).to_string();
-        if round % 3 == 0 {
-            form.call(&mut con, &key, &params, Some(&quantity));
-        } else {
-            form.refund(&mut con, &key, &params, &quantity);
-        }
-        if round % 2 == 0 {
-            form.call(&mut con, &key, &params, Some(&quantity));
-        }
-    }
-    wait_for_replica(&mut con);
-    let expected = keyspace(&mut con);
-    assert!(expected.len() >= 10, "{} keys", expected.len());
-    assert_eq!(keyspace(&mut replica.connection()), expected);
 }
