@@ -15,8 +15,12 @@ impl FakeClock {
     /// the fraction as a double and truncates it to the nanosecond (.151 s would read as
     /// 150999999 ns, in the millisecond before): half a microsecond more keeps every reading
     /// to the microsecond on the millisecond.
+    /// The file is written whole beside it and renamed into place, so that the server never
+    /// reads a half-written one.
     pub fn set_ms(&self, unix_ms: i64) {
-        std::fs::write(&self.file, format!("{}0005\n", civil_time(unix_ms))).expect("write clock");
+        let next = self.file.with_extension("next");
+        std::fs::write(&next, format!("{}0005\n", civil_time(unix_ms))).expect("write clock");
+        std::fs::rename(&next, &self.file).expect("move clock into place");
     }
 }
 
