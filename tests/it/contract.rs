@@ -389,6 +389,42 @@ const BAD_INPUT: &[(&str, &[&[u8]], &str)] = &[
         &[b"1", b"text", b"LEASE", b"1", b"60", b"HOLDER", b"a"],
         "not a valid state",
     ),
+    // COUNTDENIED, which only CL.FIXED takes, and only without a wait.
+    (
+        "CL.FIXED",
+        &[b"k", b"1", b"60", b"COUNTDENIED", b"BLOCK", b"100"],
+        "COUNTDENIED and BLOCK",
+    ),
+    (
+        "CL.FIXED",
+        &[b"k", b"1", b"60", b"COUNTDENIED", b"COUNTDENIED"],
+        "syntax error",
+    ),
+    (
+        "CL.THROTTLE",
+        &[b"k", b"0", b"1", b"60", b"1", b"COUNTDENIED"],
+        "syntax error",
+    ),
+    (
+        "CL.ALL",
+        &[b"1", b"k", b"FIXED", b"1", b"60", b"COUNTDENIED"],
+        "syntax error",
+    ),
+    (
+        "CL.LEASE",
+        &[b"pool", b"1", b"60", b"a", b"COUNTDENIED"],
+        "syntax error",
+    ),
+    (
+        "CL.LEASE",
+        &[b"pool", b"1", b"60", b"a", b"DRYRUN", b"BLOCK", b"0"],
+        "DRYRUN and BLOCK",
+    ),
+    (
+        "CL.LEASE",
+        &[b"pool", b"1", b"60", b"a", b"REFUND"],
+        "syntax error",
+    ),
 ];
 
 /// Bad input both window commands answer alike, with the part of the error that names it.
@@ -435,45 +471,6 @@ const FLAG_BAD_INPUT: &[(&[&str], &str, &str)] = &[
     (&["MS", "MS"], "1", "syntax error"),
 ];
 
-/// COUNTDENIED, which only CL.FIXED takes, and only without a wait.
-const COUNTDENIED_BAD_INPUT: &[(&str, &[&[u8]], &str)] = &[
-    (
-        "CL.FIXED",
-        &[b"k", b"1", b"60", b"COUNTDENIED", b"BLOCK", b"100"],
-        "COUNTDENIED and BLOCK",
-    ),
-    (
-        "CL.FIXED",
-        &[b"k", b"1", b"60", b"COUNTDENIED", b"COUNTDENIED"],
-        "syntax error",
-    ),
-    (
-        "CL.THROTTLE",
-        &[b"k", b"0", b"1", b"60", b"1", b"COUNTDENIED"],
-        "syntax error",
-    ),
-    (
-        "CL.ALL",
-        &[b"1", b"k", b"FIXED", b"1", b"60", b"COUNTDENIED"],
-        "syntax error",
-    ),
-    (
-        "CL.LEASE",
-        &[b"pool", b"1", b"60", b"a", b"COUNTDENIED"],
-        "syntax error",
-    ),
-    (
-        "CL.LEASE",
-        &[b"pool", b"1", b"60", b"a", b"DRYRUN", b"BLOCK", b"0"],
-        "DRYRUN and BLOCK",
-    ),
-    (
-        "CL.LEASE",
-        &[b"pool", b"1", b"60", b"a", b"REFUND"],
-        "syntax error",
-    ),
-];
-
 const MAX: &[u8] = b"9223372036854775807";
 const LONG_HOLDER: &[u8] = &[b'h'; 256];
 
@@ -502,16 +499,13 @@ fn bad_arguments_get_errors_naming_them_and_change_nothing(flavor: Flavor) {
             )
         })
     });
-    let table = BAD_INPUT
-        .iter()
-        .chain(COUNTDENIED_BAD_INPUT)
-        .map(|&(command, args, named)| {
-            (
-                command,
-                args.iter().map(|arg| arg.to_vec()).collect(),
-                named,
-            )
-        });
+    let table = BAD_INPUT.iter().map(|&(command, args, named)| {
+        (
+            command,
+            args.iter().map(|arg| arg.to_vec()).collect(),
+            named,
+        )
+    });
     let flags = FORMS.into_iter().flat_map(|form| {
         let params = one_per_minute(form);
         let mut cases: Vec<(&str, Vec<Vec<u8>>, &str)> = FLAG_BAD_INPUT
