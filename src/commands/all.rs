@@ -30,7 +30,7 @@ pub const MAX_ALL_ARGS: usize = 2 + all_args::MAX_KEYS * 5 + 10;
 /// CL.ALL's body. Every limiter is built, then every key read and decided, and what each
 /// write will propagate gathered, before any key is written: an error on any argument or
 /// key stops the call with nothing changed, and nothing after the first write can.
-pub fn run_all(call: &Call<MAX_ALL_ARGS>, turn: Turn) -> Result<Answer, Error> {
+pub fn run_all(call: &Call, turn: Turn) -> Result<Answer, Error> {
     let args = all_args::all(call.args())?;
     // A lease is held by the call's holder; asked for nothing, it only looks.
     let holder = args
@@ -138,7 +138,7 @@ impl<'a> Entry<'a> {
     /// Opens the call's `index`-th key and answers `request` with `limiter`, built from
     /// `spec`, on it.
     fn decide(
-        call: &Call<MAX_ALL_ARGS>,
+        call: &Call,
         args: &all_args::AllArgs,
         index: usize,
         spec: &all_args::LimiterSpec,

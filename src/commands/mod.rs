@@ -16,12 +16,12 @@ use redis_module::raw;
 
 use crate::args;
 use crate::command::Command;
-use crate::commands::all::run_all;
+use crate::commands::all::{run_all, MAX_ALL_ARGS};
 use crate::commands::answer::Answer;
 use crate::commands::call::Call;
 use crate::commands::holders::run_holders;
 use crate::commands::release::run_release;
-use crate::commands::single::{run_lease, run_throttle, run_window};
+use crate::commands::single::{run_lease, run_throttle, run_window, MAX_ARGS};
 use crate::error::Error;
 use crate::fixed::FixedWindow;
 use crate::limiter::Limiter;
@@ -39,40 +39,34 @@ pub fn run(
     replayed: bool,
     turn: Turn,
 ) -> Result<Answer, Error> {
-    // SAFETY: the server passes argc live argument strings, alive for the command (or, for a
-    // waiter, held by it).
+    // CL.ALL reads up to MAX_ALL_ARGS arguments, the others MAX_ARGS: each into storage of
+    // its own size, here.
+    if command == Command::All {
+        let mut storage = [&[][..]; MAX_ALL_ARGS];
+        // SAFETY: the server passes argc live argument strings, alive for the command (or,
+        // for a waiter, held by it).
+        let call = unsafe { Call::new(ctx, argv, argc, command, replayed, &mut storage) }?;
+        return run_all(&call, turn);
+    }
+    let mut storage = [&[][..]; MAX_ARGS];
+    // SAFETY: as above.
+    let call = unsafe { Call::new(ctx, argv, argc, command, replayed, &mut storage) }?;
     match command {
-        Command::Throttle => run_throttle(
-            &unsafe { Call::new(ctx, argv, argc, command, replayed) }?,
-            turn,
-        ),
-        Command::Fixed => run_window(
-            &unsafe { Call::new(ctx, argv, argc, command, replayed) }?,
-            turn,
-            args::fixed,
-            |args| {
-                Limiter::Fixed(FixedWindow::new(
-                    &args.params,
-                    args.quantity,
-                    args.count_denied,
-                ))
-            },
-        ),
-        Command::Window => run_window(
-            &unsafe { Call::new(ctx, argv, argc, command, replayed) }?,
-            turn,
-            args::window,
-            |args| Limiter::Sliding(SlidingWindow::new(&args.params, args.quantity)),
-        ),
-        Command::All => run_all(
-            &unsafe { Call::new(ctx, argv, argc, command, replayed) }?,
-            turn,
-        ),
-        Command::Lease => run_lease(
-            &unsafe { Call::new(ctx, argv, argc, command, replayed) }?,
-            turn,
-        ),
-        Command::Release => run_release(&unsafe { Call::new(ctx, argv, argc, command, replayed) }?),
-        Command::Holders => run_holders(&unsafe { Call::new(ctx, argv, argc, command, replayed) }?),
+        Command::Throttle => run_throttle(&call, turn),
+        Command::Fixed => run_window(&call, turn, args::fixed, |args| {
+            Limiter::Fixed(FixedWindow::new(
+                &args.params,
+                args.quantity,
+                args.count_denied,
+            ))
+        }),
+        Command::Window => run_window(&call, turn, args::window, |args| {
+            Limiter::Sliding(SlidingWindow::new(&args.params, args.quantity))
+        }),
+        Command::Lease => run_lease(&call, turn),
+        Command::Release => run_release(&call),
+        Command::Holders => run_holders(&call),
+        // Read above, with its own storage.
+        Command::All => Err(Error::Internal),
     }
 }

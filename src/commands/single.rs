@@ -21,7 +21,7 @@ use crate::time::Instant;
 pub const MAX_ARGS: usize = 11;
 
 /// A single-key command's call: its key, and the arguments after it.
-pub type SingleCall<'a> = Call<'a, MAX_ARGS>;
+pub type SingleCall<'a> = Call<'a>;
 
 impl SingleCall<'_> {
     pub fn params(&self) -> &[&[u8]] {
