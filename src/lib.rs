@@ -107,18 +107,18 @@ fn status(ok: bool) -> Status {
 fn load(ctx: &Context) -> Status {
     ffi::report_panics_in_the_log();
     if let Err(refusal) = check_server_version().and_then(|()| check_cluster_calls(ctx.ctx)) {
-        ctx.log_warning(&refusal);
+        ffi::log_warning(ctx.ctx, &refusal);
         return Status::Err;
     }
     if let Err(reason) = check_propagation(ctx.ctx).and_then(|()| make_words()) {
         free_words();
-        ctx.log_warning(&format!("redis-cell: {reason}: not loading"));
+        ffi::log_warning(ctx.ctx, &format!("redis-cell: {reason}: not loading"));
         return Status::Err;
     }
     register::set_module_options(ctx.ctx, NO_IMPLICIT_SIGNAL_MODIFIED);
     if let Err(reason) = command_table::register_all(ctx.ctx) {
         free_words();
-        ctx.log_warning(&format!("redis-cell: {reason}: not loading"));
+        ffi::log_warning(ctx.ctx, &format!("redis-cell: {reason}: not loading"));
         return Status::Err;
     }
     // Last, after every step that can fail: Redis 7.0 does not remove the command filters of
