@@ -4,7 +4,7 @@
 #      Lua script it replaces (bench/*.lua), on random keys and on one hot key, with ratios
 #      to SET, to the floor given the command's arguments, and to the script;
 #   2. server instructions per call, counted by callgrind, for the same workloads, and the
-#      module's own share of them for the single commands (PARTS=self);
+#      module's own share of them for the single commands and CL.ALL (PARTS=self);
 #   3. MEMORY USAGE of a CL.WINDOW key against the sorted-set log at 100, 1,000 and 10,000
 #      live entries;
 #   4. server instructions per CL.WINDOW peek and denial on a log of 100 entries and on one
@@ -405,7 +405,7 @@ instruction_counts() { # fills the named array with each workload's instructions
 
 # The module's own instructions per call: callgrind's count for the module's object alone,
 # steadier than the whole server's (which moves by up to about 1.5 % between runs), for the
-# single commands' rows.
+# single commands' rows and CL.ALL's.
 if part self; then
   echo
   echo "The module's own instructions per call (callgrind, $CALLS calls, 1 client, pipeline 16; the module's functions alone)"
@@ -414,7 +414,7 @@ if part self; then
   object="$(basename "$module")]"
   for entry in "${workloads[@]}"; do
     name=${entry%%|*} rest=${entry#*|}
-    case "$name" in CL.THROTTLE*|CL.FIXED*|CL.WINDOW*) ;; *) continue ;; esac
+    case "$name" in CL.THROTTLE*|CL.FIXED*|CL.WINDOW*|CL.ALL*) ;; *) continue ;; esac
     reset_keys "$cport"
     callgrind_control -z "$cgpid" >/dev/null 2>&1
     callgrind_control -i on "$cgpid" >/dev/null 2>&1
