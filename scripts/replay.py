@@ -99,6 +99,26 @@ def calls(rng, count):
             yield ["DEL", key] if rng.random() < 0.3 else ["CL.THROTTLE", key, "5", "10", "60"]
 
 
+# The server's own counts a call could move: writes, keyspace hits and misses, expiries.
+COUNTED = ("rdb_changes_since_last_save", "keyspace_hits", "keyspace_misses", "expired_keys")
+
+
+def connect(port):
+    con = redis.Redis(port=port, socket_timeout=10)
+    for _ in range(100):
+        try:
+            con.ping()
+            return con
+        except (redis.ConnectionError, redis.BusyLoadingError):
+            time.sleep(0.1)
+    sys.exit("the server never answered")
+
+
+def keys_of(con):
+    """Every key's name, DUMP and absolute expiry."""
+    return [(key, con.dump(key), con.execute_command("PEXPIRETIME", key)) for key in sorted(con.keys("*"))]
+
+
 def main(module, out, count):
     workdir = tempfile.mkdtemp(prefix="replay-")
     clock = os.path.join(workdir, "faketime")
@@ -108,20 +128,12 @@ def main(module, out, count):
         port = probe.getsockname()[1]
     env = dict(os.environ, LD_PRELOAD=LIBFAKETIME, FAKETIME_TIMESTAMP_FILE=clock, FAKETIME_NO_CACHE="1")
     env.pop("FAKETIME_DONT_FAKE_MONOTONIC", None)
-    server = subprocess.Popen(
-        [valkey_binary(), "--port", str(port), "--bind", "127.0.0.1", "--dir", workdir, "--save", "",
-         "--appendonly", "yes", "--appendfsync", "always", "--appenddirname", "aof",
-         "--notify-keyspace-events", "KEA", "--enable-debug-command", "yes", "--loadmodule", module],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
+    command = [valkey_binary(), "--port", str(port), "--bind", "127.0.0.1", "--dir", workdir, "--save", "",
+               "--appendonly", "yes", "--appendfsync", "always", "--appenddirname", "aof",
+               "--notify-keyspace-events", "KEAmn", "--enable-debug-command", "yes", "--loadmodule", module]
+    server = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        con = redis.Redis(port=port, socket_timeout=10)
-        for _ in range(100):
-            try:
-                con.ping()
-                break
-            except redis.ConnectionError:
-                time.sleep(0.1)
+        con = connect(port)
         con.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "0")
         events = []
         subscriber = redis.Redis(port=port).pubsub()
@@ -138,8 +150,10 @@ def main(module, out, count):
                 elif message["channel"] != b"__keyspace@0__:marker":
                     events.append((message["channel"], message["data"]))
 
+        # The subscription is confirmed before the first call.
+        while subscriber.get_message(timeout=1.0) is None:
+            pass
         threading.Thread(target=listen, daemon=True).start()
-        time.sleep(0.3)
         con.set("text", "hello")
         con.rpush("list", "x")
         rng = random.Random(27)
@@ -153,10 +167,20 @@ def main(module, out, count):
             except redis.ResponseError as error:
                 replies.append("ERR:" + str(error))
         con.set("marker", "1")
-        done.wait(10)
-        state = [(key, con.dump(key), con.execute_command("PEXPIRETIME", key)) for key in sorted(con.keys("*"))]
+        if not done.wait(10):
+            sys.exit("the marker's event never came: the events are incomplete")
+        state = keys_of(con)
+        counters = [con.info(section) for section in ("redis-cell", "stats")]
+        counters = [counters[0], {field: counters[1].get(field) for field in COUNTED}]
         aof_dir = os.path.join(workdir, "aof")
         aof = b"".join(open(os.path.join(aof_dir, name), "rb").read() for name in sorted(os.listdir(aof_dir)) if ".incr." in name)
+    finally:
+        server.kill()
+        server.wait()
+    # The AOF replayed: the replication form of every write, loaded by a fresh server.
+    server = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        loaded = keys_of(connect(port))
     finally:
         server.kill()
         server.wait()
@@ -167,7 +191,9 @@ def main(module, out, count):
     with open(out + ".events", "w") as f:
         f.writelines(f"{event!r}\n" for event in events)
     with open(out, "w") as f:
-        for name, part in [("replies", replies), ("state", state), ("aof", aof), ("events", events)]:
+        parts = [("replies", replies), ("state", state), ("aof", aof), ("events", events),
+                 ("counters", counters), ("loaded", loaded)]
+        for name, part in parts:
             f.write(f"{name} {hashlib.sha256(repr(part).encode()).hexdigest()} {len(part)}\n")
         errors = sum(reply.startswith("ERR:") for reply in replies)
         f.write(f"calls {len(replies)}, errors {errors}\n")

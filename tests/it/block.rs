@@ -21,6 +21,7 @@ both_servers!(
     client_unblock_ends_a_wait_and_takes_nothing,
     crossed_waits_of_cl_all_both_complete,
     a_replica_and_an_aof_restart_hold_the_same_bytes_after_admissions_that_waited,
+    a_wait_without_end_answers_at_once_in_a_transaction_and_a_script,
     block_is_read_in_any_case,
     info_counts_the_waits,
     a_primary_that_becomes_a_replica_sends_its_waiters_away,
@@ -357,6 +358,59 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
         }
     }
     files
+}
+
+/// contract.rs runs a BLOCK with a timeout in a transaction and a script; what is BLOCK's own
+/// is that a wait with no end (`BLOCK 0`) answers at once there too, for a rate limit and for
+/// a lease, and that a slot freed within the transaction is taken in it.
+fn a_wait_without_end_answers_at_once_in_a_transaction_and_a_script(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut con = connect(&server);
+    assert_eq!(limiter(&mut con, "CL.FIXED", &["f", "1", "60"])[0], 0);
+    let (denied, first, waiting, freed, again): (Vec<i64>, Vec<i64>, Vec<i64>, i64, Vec<i64>) =
+        redis::pipe()
+            .atomic()
+            .cmd("CL.FIXED")
+            .arg(&["f", "1", "60", "BLOCK", "0"])
+            .cmd("CL.LEASE")
+            .arg(&["pool", "1", "60", "a"])
+            .cmd("CL.LEASE")
+            .arg(&["pool", "1", "60", "b", "BLOCK", "0"])
+            .cmd("CL.RELEASE")
+            .arg(&["pool", "a"])
+            .cmd("CL.LEASE")
+            .arg(&["pool", "1", "60", "b"])
+            .query(&mut con)
+            .unwrap();
+    assert_eq!(denied[..3], [1, 1, 0]);
+    assert_eq!(first, [0, 1, 0, -1, 60]);
+    assert_eq!(waiting, [1, 1, 0, 60, 60]);
+    assert_eq!(freed, 1);
+    assert_eq!(again, [0, 1, 0, -1, 60]);
+    let script = "return redis.call(ARGV[1], KEYS[1], unpack(ARGV, 2))";
+    let fixed: Vec<i64> = run(
+        &mut con,
+        (
+            "EVAL",
+            script,
+            1,
+            "f",
+            &["CL.FIXED", "1", "60", "BLOCK", "0"],
+        ),
+    );
+    assert_eq!(fixed[..3], [1, 1, 0]);
+    let lease: Vec<i64> = run(
+        &mut con,
+        (
+            "EVAL",
+            script,
+            1,
+            "pool",
+            &["CL.LEASE", "1", "60", "c", "BLOCK", "0"],
+        ),
+    );
+    assert_eq!(lease, [1, 1, 0, 60, 60]);
+    assert_eq!(waiting_field(&mut con, "waited"), 0);
 }
 
 /// Its bad input is contract.rs's; what is its own is that the keyword is read in any case.

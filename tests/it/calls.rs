@@ -11,7 +11,8 @@ pub const KEY: &str = "{key}";
 /// One row of the table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Call {
-    /// A limiter form with no option: two units fit an hour, the third is denied.
+    /// A limiter form with no option: two units fit an hour, the third is denied, then a
+    /// peek.
     Plain(Form),
     /// CL.LEASE, or CL.ALL deciding a LEASE limiter: two slots, the third holder denied.
     Lease {
@@ -81,9 +82,12 @@ impl Call {
         let lease = |holder: &str| words(&["CL.LEASE", KEY, "2", "3600", holder]);
         let throttle = Form::single(Algorithm::Throttle);
         match self {
+            // Then a peek, which fires nothing.
             Call::Plain(form) => {
                 let params = form.algorithm.params(2, "3600");
-                vec![on_key(form, &params, None, &[]); 3]
+                let mut steps = vec![on_key(form, &params, None, &[]); 3];
+                steps.push(on_key(form, &params, Some("0"), &[]));
+                steps
             }
             Call::Lease { in_all: false } => ["a", "b", "c"].map(lease).to_vec(),
             Call::Lease { in_all: true } => ["a", "b", "c"]
@@ -128,10 +132,14 @@ impl Call {
                 );
                 vec![call.clone(), dry.clone(), call, dry]
             }
+            // More than the limit on an empty key: denied, yet counted, so the window opens
+            // and the next calls are denied too (uncounted, they would be admitted).
             Call::CountDenied => {
                 let fixed = Form::single(Algorithm::Fixed);
-                let params = fixed.algorithm.params(1, "3600");
-                vec![on_key(fixed, &params, Some("1"), &["COUNTDENIED"]); 3]
+                let params = fixed.algorithm.params(2, "3600");
+                ["3", "1", "1"]
+                    .map(|quantity| on_key(fixed, &params, Some(quantity), &["COUNTDENIED"]))
+                    .to_vec()
             }
             // The third waits its 10 ms alone, and answers at once in a transaction or a
             // script.
@@ -185,7 +193,7 @@ impl Call {
                 &["cl.window", "expire", "cl.window", "expire", "del"]
             }
             Call::DryRun => &["incrby", "expire", "incrby"],
-            // A counted denial adds to the count as INCRBY would.
+            // A counted denial adds to the count as INCRBY would, and opens a window.
             Call::CountDenied => &["incrby", "expire", "incrby", "incrby"],
         }
     }

@@ -1,6 +1,7 @@
 //! CL.LEASE and CL.RELEASE, the concurrency limit, on real Redis 7.0 and Valkey 9 servers:
 //! holders up to the limit, renewals, releases, leases that end, waiting for a slot, CL.ALL's
-//! LEASE limiter, replicas, the AOF after a crash, events, bad input and a cluster.
+//! LEASE limiter, the events of a set that grows and shrinks, and a cluster. What every
+//! command shares (bad input, replicas and the AOF, MULTI, ACL) is contract.rs's.
 
 use crate::harness::run;
 use std::time::{Duration, Instant};

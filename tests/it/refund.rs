@@ -1,6 +1,7 @@
 //! REFUND, on every limiter form: units given back, never more than an untouched key has,
 //! written and propagated only when something moved, never held back by waiters and waking
-//! the first of them, refused with BLOCK, and counted; CL.ALL's refund over several keys.
+//! the first of them, and counted; CL.ALL's refund over several keys. Its bad input and
+//! events are contract.rs's.
 
 use crate::forms::{Algorithm, Form, FORMS};
 use crate::harness::run;
