@@ -70,11 +70,7 @@ impl Call {
     pub fn steps(self) -> Vec<Vec<String>> {
         let on_key = |form: Form, params: &[String], quantity: Option<&str>, options: &[&str]| {
             let mut words = vec![form.command().to_owned()];
-            words.extend(
-                form.args(&[KEY.as_bytes()], params, quantity, options)
-                    .into_iter()
-                    .map(|word| String::from_utf8(word).expect("text arguments")),
-            );
+            words.extend(form.text_args(KEY, params, quantity, options));
             words
         };
         let words =

@@ -747,19 +747,16 @@ fn mixed_workload(con: &mut redis::Connection, seed: u64, calls: u64) -> (u64, u
                     ),
                     1 => ("FIXED", vec![limit.to_string(), period.to_owned()]),
                     2 => ("WINDOW", vec![limit.to_string(), period.to_owned()]),
-                    // A third of the leases in ms end within half a second: the mix drops
-                    // ended holders as it goes.
-                    _ if ms && rng.below(3) == 0 => (
-                        "LEASE",
-                        vec![
-                            (limit % 5 + 1).to_string(),
-                            (50 + rng.below(400)).to_string(),
-                        ],
-                    ),
-                    _ => (
-                        "LEASE",
-                        vec![(limit % 5 + 1).to_string(), period.to_owned()],
-                    ),
+                    _ => {
+                        // A third of the leases in ms end within half a second: the mix drops
+                        // ended holders as it goes.
+                        let lease_time = if ms && rng.below(3) == 0 {
+                            (50 + rng.below(400)).to_string()
+                        } else {
+                            period.to_owned()
+                        };
+                        ("LEASE", vec![(limit % 5 + 1).to_string(), lease_time])
+                    }
                 }
             };
             if rng.below(2) == 0 {

@@ -152,7 +152,18 @@ impl Form {
         quantity: Option<&str>,
         timeout_ms: &str,
     ) -> Vec<String> {
-        self.args(&[key.as_bytes()], params, quantity, &["BLOCK", timeout_ms])
+        self.text_args(key, params, quantity, &["BLOCK", timeout_ms])
+    }
+
+    /// The arguments of a call on one key, as text.
+    pub fn text_args(
+        self,
+        key: &str,
+        params: &[String],
+        quantity: Option<&str>,
+        options: &[&str],
+    ) -> Vec<String> {
+        self.args(&[key.as_bytes()], params, quantity, options)
             .into_iter()
             .map(|word| String::from_utf8(word).expect("text arguments"))
             .collect()
