@@ -15,6 +15,7 @@ pub mod time;
 
 // Pure cores.
 pub mod all;
+pub mod buckets;
 pub mod fixed;
 pub mod gcra;
 pub mod lease;
