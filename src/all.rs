@@ -171,7 +171,7 @@ mod tests {
             match limiter {
                 Limiter::Throttle(_) => Key::Tat(None),
                 Limiter::Fixed(_) => Key::Window(None),
-                Limiter::Sliding(_) => Key::Log(None),
+                Limiter::Sliding(_) | Limiter::Bucketed(_) => Key::Log(None),
                 Limiter::Lease(..) => Key::Leases(None),
             }
         }
@@ -196,6 +196,11 @@ mod tests {
                     append.apply(&mut buffer).unwrap();
                     *log = Some(buffer);
                 }
+                (Key::Log(cells), Change::Cells(plan)) => {
+                    let mut buffer = cells.take().unwrap_or_default();
+                    plan.apply(&mut buffer).unwrap();
+                    *cells = Some(buffer);
+                }
                 (Key::Leases(set), Change::Lease { holder, change, .. }) => {
                     let mut buffer = set.take().unwrap_or_default();
                     crate::lease::apply(&mut buffer, holder, change, now.ms).unwrap();
@@ -217,7 +222,7 @@ mod tests {
 
     /// Small limits, so that a few calls fill them, with periods of up to a few seconds.
     /// Kind 3 is a lease, held by one holder (its renewals always admitted), lasting the
-    /// period.
+    /// period; kind 4 a bucketed window.
     fn limiter(kind: u8, limit: i64, period_ms: i64, quantity: i64) -> Limiter<'static> {
         let window = WindowParams { limit, period_ms };
         match kind {
@@ -234,6 +239,15 @@ mod tests {
             ),
             1 => Limiter::Fixed(FixedWindow::new(&window, quantity, false)),
             2 => Limiter::Sliding(SlidingWindow::new(&window, quantity)),
+            // Four cells of the period, made a multiple of four.
+            4 => Limiter::Bucketed(crate::buckets::BucketedWindow::new(
+                &WindowParams {
+                    limit,
+                    period_ms: period_ms * 4,
+                },
+                4,
+                quantity,
+            )),
             _ => Limiter::Lease(
                 crate::lease::Lease {
                     limit,
@@ -252,7 +266,7 @@ mod tests {
     }
 
     fn shape() -> impl Strategy<Value = Vec<(u8, i64, i64)>> {
-        prop::collection::vec((0u8..4, 1i64..5, 1i64..4_000), 1..5)
+        prop::collection::vec((0u8..5, 1i64..5, 1i64..4_000), 1..5)
     }
 
     /// Calls as (milliseconds since the previous one, quantity, which limiters it goes to).

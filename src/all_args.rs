@@ -2,9 +2,9 @@
 //! Each limiter's numbers are read by the same parsers as its own command's, in `args.rs`.
 
 use crate::args::{
-    block_timeout, holder_name, integer, is_dry_run, is_ms, is_refund, lease_params,
-    limit_and_period, never_waits, throttle_params, unit_of, LeaseParams, Tail, ThrottleArgs,
-    WindowArgs,
+    block_timeout, bucket_count, holder_name, integer, is_dry_run, is_ms, is_refund, lease_params,
+    limit_and_period, names_buckets, never_waits, throttle_params, unit_of, LeaseParams, Tail,
+    ThrottleArgs, WindowArgs,
 };
 use crate::error::Error;
 use crate::time::TimeUnit;
@@ -72,9 +72,12 @@ impl Kind {
         .find_map(|(name, kind)| keyword.eq_ignore_ascii_case(name).then_some(kind))
     }
 
-    fn params(self) -> usize {
+    /// How many parameters follow the keyword at `at`: a WINDOW's go on with `BUCKETS n`
+    /// when they name it.
+    fn params(self, args: &[&[u8]], at: usize) -> usize {
         match self {
             Kind::Throttle => 3,
+            Kind::Window if names_buckets(args.get(at + 3)) => 4,
             Kind::Fixed | Kind::Window | Kind::Lease => 2,
         }
     }
@@ -107,7 +110,7 @@ pub fn all<'a>(args: &[&'a [u8]]) -> Result<AllArgs<'a>, Error> {
     }
 
     // The shape first: where each limiter is, then the options.
-    let mut shapes = [(Kind::Throttle, 0); MAX_KEYS];
+    let mut shapes = [(Kind::Throttle, 0, 0); MAX_KEYS];
     let mut at = numkeys + 1;
     for (index, shape) in shapes.iter_mut().take(numkeys).enumerate() {
         let key = index + 1;
@@ -117,8 +120,9 @@ pub fn all<'a>(args: &[&'a [u8]]) -> Result<AllArgs<'a>, Error> {
             None if is_option(keyword) => return Err(Error::MissingLimiter(key)),
             None => return Err(Error::UnknownLimiter(key)),
         };
-        *shape = (kind, at + 1);
-        at += 1 + kind.params();
+        let params = kind.params(args, at);
+        *shape = (kind, at + 1, params);
+        at += 1 + params;
     }
     if at > args.len() {
         return Err(Error::WrongArity(COMMAND));
@@ -176,7 +180,7 @@ pub fn all<'a>(args: &[&'a [u8]]) -> Result<AllArgs<'a>, Error> {
     let leases = shapes
         .iter()
         .take(numkeys)
-        .any(|&(kind, _)| kind == Kind::Lease);
+        .any(|&(kind, _, _)| kind == Kind::Lease);
     match (leases, holder) {
         // A look takes no lease, nor does a refund (CL.RELEASE gives a lease back): neither
         // needs anyone to hold it.
@@ -187,20 +191,26 @@ pub fn all<'a>(args: &[&'a [u8]]) -> Result<AllArgs<'a>, Error> {
 
     // Then each limiter's numbers, as its own command reads them.
     let mut limiters = Vec::with_capacity(numkeys);
-    for &(kind, params_at) in shapes.iter().take(numkeys) {
+    for &(kind, params_at, params_len) in shapes.iter().take(numkeys) {
         let param = |offset: usize| args.get(params_at + offset).copied().unwrap_or_default();
         let args = match kind {
             Kind::Throttle => {
                 LimiterArgs::Throttle(throttle_params(param(0), param(1), param(2), tail)?)
             }
             Kind::Fixed => LimiterArgs::Fixed(limit_and_period(param(0), param(1), tail)?),
-            Kind::Window => LimiterArgs::Window(limit_and_period(param(0), param(1), tail)?),
+            Kind::Window => {
+                let mut window = limit_and_period(param(0), param(1), tail)?;
+                if params_len == 4 {
+                    window.buckets = Some(bucket_count(param(3), window.params.period_ms)?);
+                }
+                LimiterArgs::Window(window)
+            }
             Kind::Lease => LimiterArgs::Lease(lease_params(param(0), param(1), tail.unit)?),
         };
         limiters.push(LimiterSpec {
             args,
             params_at,
-            params_len: kind.params(),
+            params_len,
         });
     }
     // After the limiters' own numbers, as the single commands check it.
@@ -344,6 +354,7 @@ mod tests {
                 dry_run: false,
                 count_denied: false,
                 at_ms: None,
+                buckets: None,
             })
         );
         assert_eq!(limiters[1].params_at, 8);

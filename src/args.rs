@@ -2,6 +2,7 @@
 //! optional `[quantity] [MS] [REFUND] [DRYRUN]` tail, and errors that name the offending
 //! argument. CL.ALL's own grammar, built on these, is in `all_args.rs`.
 
+use crate::buckets::{MAX_CELLS, MIN_CELLS};
 use crate::decimal::parse_i64;
 use crate::error::Error;
 use crate::time::{TimeUnit, MAX_SPAN_NS, NANOS_PER_MILLI};
@@ -52,6 +53,8 @@ pub struct WindowArgs {
     pub count_denied: bool,
     /// The instant to decide at instead of the server's clock (`AT`).
     pub at_ms: Option<i64>,
+    /// CL.WINDOW's cells (`BUCKETS n`): the window of sub-windows instead of the exact one.
+    pub buckets: Option<i64>,
 }
 
 /// Parses the arguments of `CL.THROTTLE` that follow the key.
@@ -95,46 +98,123 @@ pub(crate) fn throttle_params(
 /// replication form carries.
 #[inline(always)]
 pub fn fixed(args: &[&[u8]]) -> Result<WindowArgs, Error> {
-    window_args(args, "cl.fixed", true)
+    window_args(args, "cl.fixed", WindowKind::Fixed)
 }
 
 /// Parses the arguments of `CL.WINDOW` that follow the key, including the `AT unix-ms` its
 /// replication form carries.
 #[inline(always)]
 pub fn window(args: &[&[u8]]) -> Result<WindowArgs, Error> {
-    window_args(args, "cl.window", false)
+    window_args(args, "cl.window", WindowKind::Sliding)
 }
 
-/// A window command's arguments; `counts_denied` says whether it takes `COUNTDENIED`.
+/// Which window command's arguments are read: CL.FIXED's take `COUNTDENIED`, CL.WINDOW's
+/// `BUCKETS n`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WindowKind {
+    Fixed,
+    Sliding,
+}
+
+/// A window command's arguments.
 #[inline(always)]
 fn window_args(
     args: &[&[u8]],
     command: &'static str,
-    counts_denied: bool,
+    kind: WindowKind,
 ) -> Result<WindowArgs, Error> {
     match args {
         [rest @ .., keyword, at] if keyword.eq_ignore_ascii_case(b"AT") => {
-            window_params(rest, Some(instant_ms(at)?), command, counts_denied)
+            window_params(rest, Some(instant_ms(at)?), command, kind)
         }
-        _ => window_params(args, None, command, counts_denied),
+        _ => window_params(args, None, command, kind),
     }
 }
 
-/// `limit period [quantity] [MS] [REFUND] [DRYRUN] [COUNTDENIED]`.
+/// `limit period [quantity] [MS] [REFUND] [DRYRUN] [COUNTDENIED]`, or for CL.WINDOW
+/// `limit period [quantity] [BUCKETS n] [MS] [REFUND] [DRYRUN]`.
 #[inline(always)]
 fn window_params(
     args: &[&[u8]],
     at_ms: Option<i64>,
     command: &'static str,
-    counts_denied: bool,
+    kind: WindowKind,
 ) -> Result<WindowArgs, Error> {
     let [limit, period, tail @ ..] = args else {
         return Err(Error::WrongArity(command));
     };
-    let tail = tail_of(tail, command, counts_denied)?;
+    let (tail, buckets) = match kind {
+        WindowKind::Fixed => (tail_of(tail, command, true)?, None),
+        WindowKind::Sliding => sliding_tail(tail, command)?,
+    };
     let mut args = limit_and_period(limit, period, tail)?;
     args.at_ms = at_ms;
+    args.buckets = buckets
+        .map(|n| bucket_count(n, args.params.period_ms))
+        .transpose()?;
     Ok(args)
+}
+
+/// CL.WINDOW's tail: the single-key commands' tail, with `BUCKETS n` among its flags. Returns
+/// n's text, read once the period is known.
+#[inline(always)]
+fn sliding_tail<'a>(
+    tail: &[&'a [u8]],
+    command: &'static str,
+) -> Result<(Tail, Option<&'a [u8]>), Error> {
+    // A plain call names no flag, and pays nothing for looking for this one.
+    let at = match tail {
+        [] => None,
+        [quantity] if quantity.first().is_some_and(u8::is_ascii_digit) => None,
+        _ => tail.iter().position(|word| is_buckets(word)),
+    };
+    let Some(at) = at else {
+        return Ok((tail_of(tail, command, false)?, None));
+    };
+    // A quantity, the three flags, and BUCKETS with its value.
+    if tail.len() > 1 + FLAGS.len() - 1 + 2 {
+        return Err(Error::WrongArity(command));
+    }
+    let n = *tail.get(at + 1).ok_or(Error::Syntax)?;
+    let mut rest = [&[][..]; 6];
+    let mut len = 0;
+    for (slot, word) in rest
+        .iter_mut()
+        .zip(tail.iter().take(at).chain(tail.iter().skip(at + 2)))
+    {
+        *slot = word;
+        len += 1;
+    }
+    let rest = rest.get(..len).unwrap_or_default();
+    // The quantity comes first: BUCKETS n before it is out of place.
+    if at == 0 && rest.first().is_some_and(|word| Flag::of(word).is_none()) {
+        return Err(Error::Syntax);
+    }
+    Ok((flagged_tail(rest, command, false)?, Some(n)))
+}
+
+fn is_buckets(word: &[u8]) -> bool {
+    word.eq_ignore_ascii_case(b"BUCKETS")
+}
+
+/// `BUCKETS n`'s count of cells, which must cut the period into whole milliseconds.
+pub(crate) fn bucket_count(text: &[u8], period_ms: i64) -> Result<i64, Error> {
+    let n = integer(text, "BUCKETS", MIN_CELLS)?;
+    if n > MAX_CELLS {
+        return Err(Error::AboveMaximum {
+            arg: "BUCKETS",
+            max: MAX_CELLS,
+        });
+    }
+    if period_ms % n != 0 {
+        return Err(Error::PeriodNotCut);
+    }
+    Ok(n)
+}
+
+/// Whether a CL.ALL WINDOW limiter's parameters go on with `BUCKETS n`, at this word.
+pub(crate) fn names_buckets(word: Option<&&[u8]>) -> bool {
+    word.is_some_and(|word| is_buckets(word))
 }
 
 /// `limit period`, with this tail.
@@ -155,6 +235,7 @@ pub(crate) fn limit_and_period(
         dry_run: tail.dry_run,
         count_denied: tail.count_denied,
         at_ms: None,
+        buckets: None,
     })
 }
 
@@ -754,6 +835,56 @@ mod tests {
             fixed_of("5 60 1 MS REFUND DRYRUN COUNTDENIED x"),
             Err(Error::WrongArity("cl.fixed"))
         );
+    }
+
+    #[test]
+    fn buckets_is_a_window_option_in_any_order_once() {
+        let parsed = window(&words("5 60 2 BUCKETS 30 MS")).unwrap();
+        assert_eq!(
+            (parsed.buckets, parsed.quantity, parsed.unit),
+            (Some(30), 2, TimeUnit::Milliseconds)
+        );
+        let parsed = window(&words("5 60 refund buckets 4 AT 17")).unwrap();
+        assert_eq!(
+            (parsed.buckets, parsed.refund, parsed.at_ms),
+            (Some(4), true, Some(17))
+        );
+        assert_eq!(window(&words("5 60 BUCKETS 60")).unwrap().buckets, Some(60));
+        assert_eq!(window(&words("5 60 3")).unwrap().buckets, None);
+        let all = window(&words("5 60 1 BUCKETS 2 MS REFUND DRYRUN")).unwrap();
+        assert_eq!(all.buckets, Some(2));
+        for (args, error) in [
+            ("5 60 BUCKETS", Error::Syntax),
+            ("5 60 BUCKETS 4 BUCKETS 4", Error::Syntax),
+            ("5 60 BUCKETS 4 3", Error::Syntax),
+            ("5 60 MS BUCKETS", Error::Syntax),
+            (
+                "5 60 1 BUCKETS 2 MS REFUND DRYRUN x",
+                Error::WrongArity("cl.window"),
+            ),
+            ("5 60 BUCKETS x", Error::NotAnInteger("BUCKETS")),
+            (
+                "5 60 BUCKETS 1",
+                Error::BelowMinimum {
+                    arg: "BUCKETS",
+                    min: 2,
+                },
+            ),
+            (
+                "5 60 BUCKETS 1025",
+                Error::AboveMaximum {
+                    arg: "BUCKETS",
+                    max: 1024,
+                },
+            ),
+            ("5 60 BUCKETS 7", Error::PeriodNotCut),
+            ("5 10 MS BUCKETS 3", Error::PeriodNotCut),
+            ("5 10 x BUCKETS 2", Error::NotAnInteger("quantity")),
+        ] {
+            assert_eq!(window(&words(args)), Err(error), "{args}");
+        }
+        // CL.FIXED has no cells.
+        assert_eq!(fixed(&words("5 60 BUCKETS 4")), Err(Error::Syntax));
     }
 
     #[test]

@@ -186,6 +186,15 @@ const BLOCK: Arg = Arg {
         c"When denied, wait up to this many milliseconds (0: as long as it takes) for the units to fit, behind the calls that waited first.",
     )
 };
+const BUCKETS: Arg = Arg {
+    token: Some(c"BUCKETS"),
+    optional: true,
+    ..required(
+        c"n",
+        ArgType::Integer,
+        c"Count in n cells of period / n (2 to 1024, cutting the period into whole milliseconds) instead of exactly: n counters per key whatever the traffic.",
+    )
+};
 const LIMIT: Arg = required(c"limit", ArgType::Integer, c"Units allowed per period.");
 const MAX_BURST: Arg = required(
     c"max_burst",
@@ -238,8 +247,8 @@ const COMMANDS: [Command; 7] = [
         keys: Keys::First,
         arity: -4,
         summary: c"Rate limits a key with an exact sliding window: at most limit units in any period. Replies [limited, limit, remaining, retry_after, reset_after].",
-        complexity: c"O(1) amortized, plus O(N) for the N oldest log entries a call expires or, when denied, waits for.",
-        args: &[KEY, LIMIT, PERIOD, QUANTITY, MS, REFUND, DRYRUN, BLOCK],
+        complexity: c"O(1) amortized, plus O(N) for the N oldest log entries a call expires or, when denied, waits for; with BUCKETS n, O(1) amortized for an admission and O(n) at most otherwise.",
+        args: &[KEY, LIMIT, PERIOD, QUANTITY, BUCKETS, MS, REFUND, DRYRUN, BLOCK],
     },
     Command {
         name: c"cl.all",
@@ -262,7 +271,7 @@ const COMMANDS: [Command; 7] = [
                     ArgType::OneOf(&[
                         block(c"throttle", c"THROTTLE", &[MAX_BURST, COUNT, PERIOD]),
                         block(c"fixed", c"FIXED", &WINDOW_PARAMS),
-                        block(c"window", c"WINDOW", &WINDOW_PARAMS),
+                        block(c"window", c"WINDOW", &[LIMIT, PERIOD, BUCKETS]),
                         block(c"lease", c"LEASE", &[SLOTS, LEASE_TIME]),
                     ]),
                     c"One per key, in key order: GCRA, fixed window, sliding window or concurrency limit.",

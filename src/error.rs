@@ -40,6 +40,11 @@ pub enum Error {
     NoBlock(&'static str),
     /// `REFUND` or `DRYRUN` with `BLOCK`: neither ever waits.
     NeverWaits(&'static str),
+    /// CL.WINDOW's `BUCKETS n` does not cut the period into cells of whole milliseconds.
+    PeriodNotCut,
+    /// The key holds a sliding window of the other form: `Some(n)` cells, or `None`, the
+    /// exact log.
+    WindowForm(Option<i64>),
     /// The named argument makes the limiter's time arithmetic overflow.
     TooLarge(&'static str),
     /// `count` exceeds the period in nanoseconds: GCRA would need to admit more than one unit
@@ -102,6 +107,15 @@ impl Error {
             Error::NeverWaits(option) => format!(
                 "ERR {option} and BLOCK options at the same time are not compatible: a call with {option} never waits"
             ),
+            Error::PeriodNotCut => {
+                "ERR period must be a multiple of BUCKETS, in milliseconds".to_owned()
+            }
+            Error::WindowForm(Some(n)) => {
+                format!("ERR the key holds a sliding window of BUCKETS {n}, not an exact one")
+            }
+            Error::WindowForm(None) => {
+                "ERR the key holds an exact sliding window, not one of BUCKETS".to_owned()
+            }
             Error::TooLarge(arg) => {
                 format!("ERR {arg} is too large: the limiter's time span would overflow")
             }
@@ -172,6 +186,9 @@ mod tests {
             },
             Error::NoBlock(word),
             Error::NeverWaits(word),
+            Error::PeriodNotCut,
+            Error::WindowForm(Some(number as i64)),
+            Error::WindowForm(None),
             Error::TooLarge(word),
             Error::SubNanosecondInterval,
             Error::AtFromClient,

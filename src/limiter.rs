@@ -3,13 +3,14 @@
 //! the change it makes. Pure, like the cores it wraps: the command layer reads and writes the
 //! keys.
 
+use crate::buckets::{self, BucketedWindow, CellsChange, CellsPlan};
 use crate::error::Error;
 use crate::fixed::{FixedWindow, OpenWindow};
 use crate::gcra::{self, Gcra};
 use crate::lease::{Lease, LeaseChange};
 use crate::outcome::Outcome;
 use crate::time::{ceil_ms, Instant};
-use crate::window::{Append, SlidingWindow, Trim, TrimPlan};
+use crate::window::{self, Append, SlidingWindow, Trim, TrimPlan};
 
 /// What a call asks of its limiters: `quantity` units, taken or given back (`REFUND`), or
 /// only what that would answer (`DRYRUN`).
@@ -44,6 +45,8 @@ pub enum Limiter<'a> {
     Throttle(Gcra),
     Fixed(FixedWindow),
     Sliding(SlidingWindow),
+    /// The sliding window of sub-windows (CL.WINDOW's `BUCKETS n`).
+    Bucketed(BucketedWindow),
     /// A concurrency limit, for this holder; with none, a look that takes no slot.
     Lease(Lease, Option<&'a [u8]>),
 }
@@ -55,7 +58,7 @@ pub enum Stored<'a> {
     Tat(Option<i64>),
     /// CL.FIXED: the count, and the window's end from the key's expiry.
     Count(Option<OpenWindow>),
-    /// CL.WINDOW: the log's bytes.
+    /// CL.WINDOW: the log's bytes, or with `BUCKETS n` the cells'.
     Log(Option<&'a [u8]>),
     /// CL.LEASE: the set of leases' bytes.
     Leases(Option<&'a [u8]>),
@@ -82,6 +85,8 @@ pub enum Change<'a> {
     /// A refund's units leave the log; the key expires when the newest unit left leaves the
     /// window.
     Trim { plan: TrimPlan, expire_at_ms: i64 },
+    /// Write a bucketed window's cells; the key expires when its newest cell leaves.
+    Cells(CellsPlan),
     /// A refund left the limiter as an untouched one: the key is deleted.
     Clear(Cleared),
     /// Renew or add `holder`'s lease; the key expires when the set's last lease ends.
@@ -176,12 +181,19 @@ impl<'a> Limiter<'a> {
                 })
             }
             (Limiter::Sliding(sliding), Stored::Log(log)) => {
-                let decision = sliding.decide(log, now.ms)?;
+                let decision = sliding
+                    .decide(log, now.ms)
+                    .map_err(|e| form_error(e, log, false))?;
                 Ok(Verdict {
                     outcome: decision.outcome,
                     change: decision.append.map(Change::Log),
                 })
             }
+            (Limiter::Bucketed(bucketed), Stored::Log(cells)) => Ok(cells_verdict(
+                bucketed
+                    .decide(cells, now.ms)
+                    .map_err(|e| form_error(e, cells, true))?,
+            )),
             (Limiter::Lease(lease, Some(holder)), Stored::Leases(set)) => {
                 let decision = lease.decide(set, holder, now.ms)?;
                 let change = match (decision.change, decision.last_end_ms) {
@@ -227,8 +239,15 @@ impl<'a> Limiter<'a> {
                     }),
                 })
             }
+            (Limiter::Bucketed(bucketed), Stored::Log(cells)) => Ok(cells_verdict(
+                bucketed
+                    .refund(cells, now.ms)
+                    .map_err(|e| form_error(e, cells, true))?,
+            )),
             (Limiter::Sliding(sliding), Stored::Log(log)) => {
-                let refund = sliding.refund(log, now.ms)?;
+                let refund = sliding
+                    .refund(log, now.ms)
+                    .map_err(|e| form_error(e, log, false))?;
                 Ok(Verdict {
                     outcome: refund.outcome,
                     change: refund.change.map(|trim| match trim {
@@ -274,8 +293,40 @@ impl<'a> Limiter<'a> {
             Limiter::Throttle(gcra) => Limiter::Throttle(gcra.peek()),
             Limiter::Fixed(fixed) => Limiter::Fixed(fixed.peek()),
             Limiter::Sliding(sliding) => Limiter::Sliding(sliding.peek()),
+            Limiter::Bucketed(bucketed) => Limiter::Bucketed(bucketed.peek()),
             Limiter::Lease(lease, _) => Limiter::Lease(*lease, None),
         }
+    }
+}
+
+/// A bucketed window's decision as a verdict: its cells written, or for a refund that gave
+/// every unit back, the key cleared as the exact window's is.
+fn cells_verdict<'a>(decision: buckets::Decision) -> Verdict<'a> {
+    Verdict {
+        outcome: decision.outcome,
+        change: decision.change.map(|change| match change {
+            CellsChange::Write(plan) => Change::Cells(plan),
+            CellsChange::Clear => Change::Clear(Cleared::Log),
+        }),
+    }
+}
+
+/// A sliding window's key that its form cannot read is named for what it holds when it holds
+/// the other form: the exact log or the cells. Looked at only once the value was refused.
+fn form_error(error: Error, value: Option<&[u8]>, reads_cells: bool) -> Error {
+    match (error, value) {
+        (Error::CorruptState, Some(value)) if reads_cells => {
+            if window::holds_log(value) {
+                Error::WindowForm(None)
+            } else {
+                error
+            }
+        }
+        (Error::CorruptState, Some(value)) => match buckets::cells_in(value) {
+            Some(n) => Error::WindowForm(Some(n)),
+            None => error,
+        },
+        _ => error,
     }
 }
 

@@ -19,6 +19,12 @@ pub use trim::TrimPlan;
 
 use crate::time::NANOS_PER_MILLI;
 
+/// Whether `value` is an exact window's log, with a sound header: for the error that names
+/// the form a key holds.
+pub fn holds_log(value: &[u8]) -> bool {
+    Log::decode(value).is_ok()
+}
+
 /// One request against a sliding window limiter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SlidingWindow {

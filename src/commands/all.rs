@@ -5,8 +5,10 @@ use redis_module::raw;
 
 use crate::all::{self, Combined};
 use crate::all_args::{self, LimiterArgs};
+use crate::args::WindowArgs;
 use crate::commands::answer::{Answer, Reply, Wait};
 use crate::commands::call::Call;
+use crate::commands::sliding;
 use crate::commands::state::{decide_in_line, notify, peek, write};
 use crate::counters::Counted;
 use crate::error::Error;
@@ -20,12 +22,11 @@ use crate::outcome::Outcome;
 use crate::propagate::Propagate;
 use crate::store::Key;
 use crate::time::Instant;
-use crate::window::SlidingWindow;
 
-/// The most arguments CL.ALL takes: its name, numkeys, 16 keys, 16 limiters of up to four
-/// words, `QUANTITY quantity`, `MS`, `REFUND`, `DRYRUN`, `DETAIL`, `HOLDER holder` and
-/// `BLOCK timeout`.
-pub const MAX_ALL_ARGS: usize = 2 + all_args::MAX_KEYS * 5 + 10;
+/// The most arguments CL.ALL takes: its name, numkeys, 16 keys, 16 limiters of up to five
+/// words (`WINDOW limit period BUCKETS n`), `QUANTITY quantity`, `MS`, `REFUND`, `DRYRUN`,
+/// `DETAIL`, `HOLDER holder` and `BLOCK timeout`.
+pub const MAX_ALL_ARGS: usize = 2 + all_args::MAX_KEYS * 6 + 10;
 
 /// CL.ALL's body. Every limiter is built, then every key read and decided, and what each
 /// write will propagate gathered, before any key is written: an error on any argument or
@@ -120,9 +121,9 @@ fn write_all(
 }
 
 /// The most arguments a limiter's own command is propagated with: the key, two parameters,
-/// the quantity (for a LEASE, the holder), MS and REFUND (a THROTTLE limiter gathers seven,
-/// unused: it propagates a SET).
-const MAX_OWN_ARGS: usize = 7;
+/// the quantity (for a LEASE, the holder), `BUCKETS n`, MS and REFUND (a THROTTLE limiter
+/// gathers seven, unused: it propagates a SET).
+const MAX_OWN_ARGS: usize = 9;
 
 /// One key of a CL.ALL call: its limiter, the open key, the limiter's verdict, and the
 /// arguments its own command would propagate with.
@@ -150,16 +151,24 @@ impl<'a> Entry<'a> {
         let request = request_of(args);
         let (key, verdict) = decide_in_line(call.ctx, name, &limiter, request, now, turn)?;
         // The key and the limiter's parameters as the client gave them, then the shared
-        // quantity (a lease: the holder), MS and REFUND: the arguments of the limiter's own
-        // command. A refund changes no lease, so a LEASE limiter never propagates one.
+        // quantity (a lease: the holder), a WINDOW's `BUCKETS n`, MS and REFUND: the
+        // arguments of the limiter's own command. A refund changes no lease, so a LEASE
+        // limiter never propagates one.
         let quantity_or_holder = match spec.args {
             LimiterArgs::Lease(_) => args.holder.map(|(_, at)| at),
             _ => args.quantity_at,
         };
+        let numbers = match spec.args {
+            LimiterArgs::Window(WindowArgs {
+                buckets: Some(_), ..
+            }) => 2,
+            _ => spec.params_len,
+        };
         let (own_args, own_len) = call.args_at::<MAX_OWN_ARGS>(
             std::iter::once(index + 1)
-                .chain(spec.params_at..spec.params_at + spec.params_len)
+                .chain(spec.params_at..spec.params_at + numbers)
                 .chain(quantity_or_holder)
+                .chain(spec.params_at + numbers..spec.params_at + spec.params_len)
                 .chain(args.ms_at)
                 .chain(args.refund_at),
         )?;
@@ -195,9 +204,7 @@ fn limiter_of<'a>(args: &LimiterArgs, holder: Option<&'a [u8]>) -> Result<Limite
             args.quantity,
             args.count_denied,
         )),
-        LimiterArgs::Window(args) => {
-            Limiter::Sliding(SlidingWindow::new(&args.params, args.quantity))
-        }
+        LimiterArgs::Window(args) => sliding(args),
         LimiterArgs::Lease(params) => Limiter::Lease(Lease::new(params), holder),
     })
 }

@@ -15,10 +15,10 @@ use crate::propagate::Propagate;
 use crate::time::Instant;
 
 /// The most arguments a single-key command takes, its name included
-/// (`CL.FIXED key limit period quantity MS REFUND DRYRUN COUNTDENIED BLOCK timeout`,
+/// (`CL.WINDOW key limit period quantity BUCKETS n MS REFUND DRYRUN BLOCK timeout`,
 /// which is refused for what it says, not for its length; the replication form of the
 /// windows, with `AT unix-ms`, never has `BLOCK`).
-pub const MAX_ARGS: usize = 11;
+pub const MAX_ARGS: usize = 12;
 
 /// A single-key command's call: its key, and the arguments after it.
 pub type SingleCall<'a> = Call<'a>;

@@ -75,7 +75,7 @@ pub fn read<'k>(limiter: &Limiter, key: &'k Key) -> Result<Stored<'k>, Error> {
             Some(_) => return Err(Error::CorruptState),
             None => None,
         }),
-        Limiter::Sliding(_) => Stored::Log(key.read_bytes()?),
+        Limiter::Sliding(_) | Limiter::Bucketed(_) => Stored::Log(key.read_bytes()?),
         Limiter::Lease(..) => Stored::Leases(key.read_bytes()?),
     })
 }
@@ -127,6 +127,11 @@ pub fn write(
             key.expire_at(expire_at_ms)?;
             replicate_window(ctx, c"CL.WINDOW", propagate, now)
         }
+        Change::Cells(ref plan) => {
+            plan.apply(key)?;
+            key.expire_at(plan.expire_at_ms)?;
+            replicate_window(ctx, c"CL.WINDOW", propagate, now)
+        }
         Change::Clear(cleared) => {
             key.delete()?;
             let command = match cleared {
@@ -164,7 +169,7 @@ pub fn notify(key: &Key, change: &Change) {
             }
         }
         Change::CountDown { .. } => key.notify(Event::DecrBy),
-        Change::Log(_) | Change::Trim { .. } => {
+        Change::Log(_) | Change::Trim { .. } | Change::Cells(_) => {
             key.notify(Event::WindowLog);
             key.notify(Event::Expire);
         }
