@@ -25,8 +25,13 @@
 #  10. the adapters (bench/adapters.py): server instructions per operation of limits' moving
 #      window (a hit, and its stats) at limits of 100 and 10,000, its fixed window, and
 #      rate-limiter-flexible's consume, each library's own scripts against the module's path.
+#  11. BUCKETS (long quotas): STRLEN and MEMORY USAGE of "10,000 a month" filled to its limit
+#      as CL.WINDOW BUCKETS 30, as the exact CL.WINDOW and as the sorted set, and the value's
+#      bound (8 bytes a cell + 32) at 30 and 1,024 cells; server instructions per admitted
+#      call at 60 and 1,024 cells against the floor given the same arguments, and per peek
+#      and denial at 1,024 cells with none and with 1,022 of its cells left since the last write.
 # Knobs: REQUESTS, CLIENTS, PIPELINE, ROUNDS, CALLS; PARTS (default "throughput memory
-# waiting self instructions aof replicated long-log lease refund adapters") to run only some;
+# waiting self instructions aof replicated long-log lease refund adapters buckets") to run only some;
 # REDIS_CELL_MODULE to measure a module built elsewhere instead of building this one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,7 +47,7 @@ cargo build --release --quiet --example floor
 floor="${CARGO_TARGET_DIR:-$PWD/target}/release/examples/libfloor.so"
 REQUESTS=${REQUESTS:-400000} CLIENTS=${CLIENTS:-50} PIPELINE=${PIPELINE:-16}
 ROUNDS=${ROUNDS:-5} CALLS=${CALLS:-20000}
-PARTS=${PARTS:-throughput memory waiting self instructions aof replicated long-log lease refund adapters}
+PARTS=${PARTS:-throughput memory waiting self instructions aof replicated long-log lease refund adapters buckets}
 part() { [[ " $PARTS " == *" $1 "* ]]; }
 
 work=$(mktemp -d)
@@ -68,8 +73,10 @@ wait_ready() {
 # the last 10,000 ending a second before start) and the same entries as sorted sets. It also
 # holds the long-log keys, which only peeks and denials touch: 100 and 100,000 entries a
 # second apart, the last a second before start, logged under a period that keeps them all.
+# With PARTS naming buckets, also the BUCKETS part's keys (see there): only then, so that a
+# module built before BUCKETS can replay the rest.
 make_aof() {
-  python3 - "$1" <<'EOF'
+  python3 - "$1" "$(part buckets && echo buckets)" <<'EOF'
 import sys, time
 now = int(time.time() * 1000)
 def resp(*args):
@@ -89,6 +96,30 @@ for entries in [100, 100000]:
     first = now - 1000 * entries
     for i in range(entries):
         parts.append(resp("CL.WINDOW", "long:%d" % entries, 10**9, 200000000, 1, "MS", "AT", first + 1000 * i))
+if sys.argv[2] == "buckets":
+    # "10,000 a month" filled to its limit, one unit a call, evenly over the month's last 29
+    # days (so every unit is in the last 30 cells of a day), as 30 cells, as the exact log and
+    # as the sorted set (one member a call, as bench/window.lua adds them).
+    month, units = 2592000 * 1000, 10000
+    first, last = now - month + 86400000 + 1000, now - 1000
+    for i in range(units):
+        at = first + (last - first) * i // (units - 1)
+        parts.append(resp("CL.WINDOW", "month:cells", units, 2592000, 1, "BUCKETS", 30, "AT", at))
+        parts.append(resp("CL.WINDOW", "month:exact", units, 2592000, 1, "AT", at))
+        parts.append(resp("ZADD", "month:zsets", at, "%d:%d" % (at, i)))
+    parts.append(resp("PEXPIRE", "month:zsets", month))
+    # Hot-key templates of a day in 60 and in 1,024 cells, a unit in every cell.
+    for n in [60, 1024]:
+        width = 86400000 // n
+        for cell in range(now // width - n + 1, now // width + 1):
+            parts.append(resp("CL.WINDOW", "tpl:b%d:hot" % n, 10**9, 86400, 1, "BUCKETS", n, "AT", cell * width))
+    # Two rings of 1,024 one-hour cells, a unit in each, for peeks and denials: one written up
+    # to the current cell (no cell has left since its last write), one whose last write was
+    # 1,022 cells ago (1,022 of its cells have left since; its newest leaves in an hour or more).
+    width = 3600 * 1000
+    for key, newest in [("ring:fresh", now // width), ("ring:idle", now // width - 1022)]:
+        for cell in range(newest - 1023, newest + 1):
+            parts.append(resp("CL.WINDOW", key, 1000000, 1024 * 3600, 1, "BUCKETS", 1024, "AT", cell * width))
 open(sys.argv[1], "w").write("".join(parts))
 EOF
 }
@@ -360,7 +391,7 @@ if part lease; then
   python3 bench/lease.py memory "$port"
   python3 bench/lease.py latency "$port"
 fi
-part self || part instructions || part aof || part replicated || part long-log || part lease || part refund || part adapters || exit 0
+part self || part instructions || part aof || part replicated || part long-log || part lease || part refund || part adapters || part buckets || exit 0
 
 # Instructions: the same server under callgrind, counting only while each workload runs.
 cport=$(free_port)
@@ -561,5 +592,75 @@ if part adapters; then
     lib=$(per_call_file "$PWD/.venv/bin/python3" bench/adapters.py calls "$kind-lib" "$CALLS")
     cell=$(per_call_file "$PWD/.venv/bin/python3" bench/adapters.py calls "$kind" "$CALLS")
     printf '| %-52s | %12.0f | %12.0f | %10s |\n' "$name" "$lib" "$cell" "$(ratio "$lib" "$cell")"
+  done
+fi
+
+# Long quotas (BUCKETS n): memory on the first server, instructions on the callgrind server.
+if part buckets; then
+  echo
+  echo "\"10,000 a month\" (limit 10000, period 2592000 s) filled to its limit, 10,000 calls of one unit evenly over the last 29 days, as written through the AOF (x 1,000,000 keys: MEMORY USAGE x 1e6)"
+  printf '| %-36s | %8s | %12s | %16s | %6s |\n' "key" "STRLEN" "MEMORY USAGE" "x 1,000,000 keys" "units"
+  printf '|%s|%s|%s|%s|%s|\n' "--------------------------------------" "----------" "--------------" "------------------" "--------"
+  for row in "month:cells|CL.WINDOW BUCKETS 30|BUCKETS 30" "month:exact|CL.WINDOW, exact|" "month:zsets|sorted set, a member a call|"; do
+    IFS='|' read -r key name options <<<"$row"
+    if [ "$key" = month:zsets ]; then
+      len="—" units=$(redis-cli -p "$port" -n 1 ZCARD "$key")
+    else
+      len=$(redis-cli -p "$port" -n 1 STRLEN "$key")
+      # shellcheck disable=SC2086
+      units=$((10000 - $(redis-cli -e -p "$port" -n 1 CL.WINDOW "$key" 10000 2592000 0 $options | sed -n 3p)))
+    fi
+    bytes=$(redis-cli -p "$port" -n 1 MEMORY USAGE "$key" SAMPLES 0)
+    million=$(python3 -c "b = $bytes * 1e6; print(f'{b / 1e9:.1f} GB' if b >= 1e9 else f'{b / 1e6:.0f} MB')")
+    printf '| %-36s | %8s | %10d B | %16s | %6d |\n' "$name" "$len" "$bytes" "$million" "$units"
+  done
+  echo
+  echo "The bucketed value's bound, 8 bytes a cell and a header of 32, with a limit of 2^40 (8-byte cells), period 2592000 s:"
+  printf '| %5s | %8s | %8s | %4s |\n' "cells" "STRLEN" "8n + 32" ""
+  printf '|%s|%s|%s|%s|\n' "-------" "----------" "----------" "------"
+  for n in 30 1024; do
+    redis-cli -e -p "$port" -n 1 CL.WINDOW "bound:$n" $((1 << 40)) 2592000 1 BUCKETS "$n" >/dev/null
+    len=$(redis-cli -p "$port" -n 1 STRLEN "bound:$n")
+    verdict=ok
+    [ "$len" -le $((8 * n + 32)) ] || verdict=OVER
+    printf '| %5d | %8d | %8d | %4s |\n' "$n" "$len" $((8 * n + 32)) "$verdict"
+  done
+
+  # Admitted calls (a limit of 10^9, a day): on random keys (each new, its value made) and on
+  # one hot key whose every cell holds a unit when each run starts; the floor is given the
+  # same arguments. The issue's targets: 1.10x the floor at 60 cells, 1.20x at 1,024.
+  reset_bucket_keys() {
+    redis-cli -p "$cport" FLUSHDB >/dev/null
+    for n in 60 1024; do redis-cli -p "$cport" -n 1 COPY "tpl:b$n:hot" "hot:b$n" DB 0 >/dev/null; done
+  }
+  echo
+  echo "CL.WINDOW BUCKETS n, admitted calls, server instructions per call (callgrind, $CALLS calls, 1 client, pipeline 16; limit 10^9, period 86400 s; the hot key starts each run with a unit in every cell; floor: FLOOR.WRITE given the same arguments)"
+  printf '| %-42s | %12s | %12s | %8s | %6s |\n' "workload" "instructions" "floor" "vs floor" "target"
+  printf '|%s|%s|%s|%s|%s|\n' "--------------------------------------------" "--------------" "--------------" "----------" "--------"
+  for row in "60|random keys|key:__rand_int__|key:__rand_int__|1.10" "60|hot key|hot:b60|hot|1.10" \
+    "1024|random keys|key:__rand_int__|key:__rand_int__|1.20" "1024|hot key|hot:b1024|hot|1.20"; do
+    IFS='|' read -r n keys key floor_key target <<<"$row"
+    reset_bucket_keys
+    cell=$(per_call "CL.WINDOW $key 1000000000 86400 BUCKETS $n")
+    reset_bucket_keys
+    floor_value=$(per_call "FLOOR.WRITE $floor_key 1000000000 86400 BUCKETS $n")
+    printf '| %-42s | %12.0f | %12.0f | %8s | %6s |\n' "BUCKETS $n, $keys" "$cell" "$floor_value" \
+      "$(ratio "$cell" "$floor_value")" "${target}x"
+  done
+
+  # Peeks and denials write nothing: each pays for the cells that have left since the key's
+  # last write, at most n. Two rings of 1,024 one-hour cells, a unit in each when written.
+  # The cells that have left since the last write: the units no longer counted, one a cell.
+  left() { echo $((1024 - 1000000 + $(redis-cli -p "$cport" -n 1 CL.WINDOW "$1" 1000000 3686400 0 BUCKETS 1024 | sed -n 3p))); }
+  fresh_left=$(left ring:fresh) idle_left=$(left ring:idle)
+  echo
+  echo "CL.WINDOW BUCKETS 1024, peeks and denials, server instructions per call (callgrind, $CALLS calls, 1 client, pipeline 16; limit 1000000, period 3686400 s, one-hour cells, a unit in each as written; cells left since the last write: $fresh_left of the fresh ring's 1024, $idle_left of the idle ring's)"
+  printf '| %-28s | %12s | %12s | %8s | %14s |\n' "call" "fresh" "idle" "ratio" "per cell left"
+  printf '|%s|%s|%s|%s|%s|\n' "------------------------------" "--------------" "--------------" "----------" "----------------"
+  for row in "peek (quantity 0)|0" "denial (quantity = limit)|1000000"; do
+    fresh=$(per_call "CL.WINDOW ring:fresh 1000000 3686400 ${row#*|} BUCKETS 1024" 1)
+    idle=$(per_call "CL.WINDOW ring:idle 1000000 3686400 ${row#*|} BUCKETS 1024" 1)
+    printf '| %-28s | %12.0f | %12.0f | %8s | %14.1f |\n' "${row%%|*}" "$fresh" "$idle" \
+      "$(ratio "$idle" "$fresh")" "$(python3 -c "print(($idle - $fresh) / ($idle_left - $fresh_left))")"
   done
 fi

@@ -2,7 +2,6 @@
 //! optional `[quantity] [MS] [REFUND] [DRYRUN]` tail, and errors that name the offending
 //! argument. CL.ALL's own grammar, built on these, is in `all_args.rs`.
 
-use crate::buckets::{MAX_CELLS, MIN_CELLS};
 use crate::decimal::parse_i64;
 use crate::error::Error;
 use crate::time::{TimeUnit, MAX_SPAN_NS, NANOS_PER_MILLI};
@@ -196,6 +195,10 @@ fn sliding_tail<'a>(
 fn is_buckets(word: &[u8]) -> bool {
     word.eq_ignore_ascii_case(b"BUCKETS")
 }
+
+/// The fewest and the most cells `BUCKETS n` cuts a window into.
+pub const MIN_CELLS: i64 = 2;
+pub const MAX_CELLS: i64 = 1024;
 
 /// `BUCKETS n`'s count of cells, which must cut the period into whole milliseconds.
 pub(crate) fn bucket_count(text: &[u8], period_ms: i64) -> Result<i64, Error> {

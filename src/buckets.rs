@@ -21,7 +21,7 @@ use crate::error::Error;
 use crate::outcome::Outcome;
 use crate::time::NANOS_PER_MILLI;
 use cells::{cell_bytes_for, cell_max, encode, put_cell, value_len, write_header, Cells, Header};
-pub use cells::{cells_in, Grid, MAX_CELLS, MIN_CELLS};
+pub use cells::{cells_in, Grid};
 
 /// One request against a bucketed window limiter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -3,6 +3,7 @@
 //! the change it makes. Pure, like the cores it wraps: the command layer reads and writes the
 //! keys.
 
+use crate::args::WindowArgs;
 use crate::buckets::{self, BucketedWindow, CellsChange, CellsPlan};
 use crate::error::Error;
 use crate::fixed::{FixedWindow, OpenWindow};
@@ -156,6 +157,16 @@ impl<'a> Verdict<'a> {
                 .change
                 .filter(|_| counts_denied && self.outcome.limited),
         })
+    }
+}
+
+impl Limiter<'static> {
+    /// CL.WINDOW's limiter, and CL.ALL's WINDOW: exact, or with `BUCKETS n` in cells.
+    pub fn sliding(args: &WindowArgs) -> Limiter<'static> {
+        match args.buckets {
+            Some(n) => Limiter::Bucketed(BucketedWindow::new(&args.params, n, args.quantity)),
+            None => Limiter::Sliding(SlidingWindow::new(&args.params, args.quantity)),
+        }
     }
 }
 

@@ -24,13 +24,12 @@
 //! The header is checked whole and the length against it, so no read can run off the value;
 //! what the cells hold is only ever added or subtracted with checks.
 
+use crate::args::{MAX_CELLS, MIN_CELLS};
 use crate::error::Error;
 
 pub const HEADER_LEN: usize = 32;
 const MAGIC: &[u8; 3] = b"CLB";
 const VERSION: u8 = 1;
-pub const MIN_CELLS: i64 = 2;
-pub const MAX_CELLS: i64 = 1024;
 
 /// The grid a window's cells are drawn on: `n` cells of `width_ms`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,7 +8,6 @@ use crate::all_args::{self, LimiterArgs};
 use crate::args::WindowArgs;
 use crate::commands::answer::{Answer, Reply, Wait};
 use crate::commands::call::Call;
-use crate::commands::sliding;
 use crate::commands::state::{decide_in_line, notify, peek, write};
 use crate::counters::Counted;
 use crate::error::Error;
@@ -204,7 +203,7 @@ fn limiter_of<'a>(args: &LimiterArgs, holder: Option<&'a [u8]>) -> Result<Limite
             args.quantity,
             args.count_denied,
         )),
-        LimiterArgs::Window(args) => sliding(args),
+        LimiterArgs::Window(args) => Limiter::sliding(args),
         LimiterArgs::Lease(params) => Limiter::Lease(Lease::new(params), holder),
     })
 }

@@ -15,7 +15,6 @@ use std::os::raw::c_int;
 use redis_module::raw;
 
 use crate::args;
-use crate::buckets::BucketedWindow;
 use crate::command::Command;
 use crate::commands::all::{run_all, MAX_ALL_ARGS};
 use crate::commands::answer::Answer;
@@ -27,16 +26,6 @@ use crate::error::Error;
 use crate::fixed::FixedWindow;
 use crate::limiter::Limiter;
 use crate::lines::Turn;
-use crate::window::SlidingWindow;
-
-/// CL.WINDOW's limiter, exact or with `BUCKETS n`; CL.ALL's WINDOW limiters are built by it
-/// too.
-pub fn sliding(args: &args::WindowArgs) -> Limiter<'static> {
-    match args.buckets {
-        Some(n) => Limiter::Bucketed(BucketedWindow::new(&args.params, n, args.quantity)),
-        None => Limiter::Sliding(SlidingWindow::new(&args.params, args.quantity)),
-    }
-}
 
 /// Runs a call of `command` at `turn` in its keys' lines: parse, read, decide, and write when
 /// admitted. Bodies write only as their last step, so an error leaves the keys as they were.
@@ -70,7 +59,7 @@ pub fn run(
                 args.count_denied,
             ))
         }),
-        Command::Window => run_window(&call, turn, args::window, sliding),
+        Command::Window => run_window(&call, turn, args::window, Limiter::sliding),
         Command::Lease => run_lease(&call, turn),
         Command::Release => run_release(&call),
         Command::Holders => run_holders(&call),

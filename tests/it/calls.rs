@@ -43,6 +43,7 @@ impl Call {
             Call::Refund(Algorithm::Throttle),
             Call::Refund(Algorithm::Fixed),
             Call::Refund(Algorithm::Window),
+            Call::Refund(Algorithm::Buckets),
             Call::DryRun,
             Call::CountDenied,
             Call::Block,
@@ -59,7 +60,7 @@ impl Call {
             Call::Release => "CL.RELEASE".into(),
             Call::Holders => "CL.HOLDERS".into(),
             Call::Ms => "CL.THROTTLE MS".into(),
-            Call::Refund(algorithm) => format!("{} REFUND", algorithm.command()),
+            Call::Refund(algorithm) => format!("{} REFUND", Form::single(algorithm).name()),
             Call::DryRun => "CL.ALL FIXED DRYRUN".into(),
             Call::CountDenied => "CL.FIXED COUNTDENIED".into(),
             Call::Block => "CL.THROTTLE BLOCK".into(),
@@ -168,7 +169,9 @@ impl Call {
                 Algorithm::Throttle => TWO_SETS,
                 // Opens a window, then counts into it.
                 Algorithm::Fixed => &["incrby", "expire", "incrby"],
-                Algorithm::Window => &["cl.window", "expire", "cl.window", "expire"],
+                Algorithm::Window | Algorithm::Buckets => {
+                    &["cl.window", "expire", "cl.window", "expire"]
+                }
             },
             Call::Lease { .. } => TWO_LEASES,
             Call::Release => &[
@@ -185,7 +188,7 @@ impl Call {
             // A lower count keeps its expiry, as DECRBY does; the second refund empties the
             // key, and the third has nothing to give back.
             Call::Refund(Algorithm::Fixed) => &["incrby", "expire", "decrby", "del"],
-            Call::Refund(Algorithm::Window) => {
+            Call::Refund(Algorithm::Window | Algorithm::Buckets) => {
                 &["cl.window", "expire", "cl.window", "expire", "del"]
             }
             Call::DryRun => &["incrby", "expire", "incrby"],

@@ -530,14 +530,27 @@ fn bad_arguments_get_errors_naming_them_and_change_nothing(flavor: Flavor) {
             let args = form.args(&[key.as_bytes()], &params, Some("1"), &["REFUND"]);
             cases.push((form.command(), args, named));
         }
+        // A sliding window's key of the other form is named for what it holds.
+        let other = match form.algorithm {
+            Algorithm::Window => Some((Algorithm::Buckets, "holds a sliding window of BUCKETS 4")),
+            Algorithm::Buckets => Some((Algorithm::Window, "holds an exact sliding window")),
+            _ => None,
+        };
+        if let Some((other, named)) = other {
+            let key = Form::single(other).name();
+            for options in [&[][..], &["REFUND"], &["DRYRUN"]] {
+                let args = form.args(&[key.as_bytes()], &params, Some("1"), options);
+                cases.push((form.command(), args, named));
+            }
+        }
         cases
     });
-    // One argument past the most a command reads (its name included: 11, CL.ALL's 92).
+    // One argument past the most a command reads (its name included: 12, CL.ALL's 108).
     let words = |count: usize| vec![b"1".to_vec(); count];
     let too_long = [
-        ("CL.THROTTLE", words(11), "wrong number of arguments"),
-        ("CL.LEASE", words(11), "wrong number of arguments"),
-        ("CL.ALL", words(92), "wrong number of arguments"),
+        ("CL.THROTTLE", words(12), "wrong number of arguments"),
+        ("CL.LEASE", words(12), "wrong number of arguments"),
+        ("CL.ALL", words(108), "wrong number of arguments"),
     ];
     for (command, args, named) in table.chain(windows).chain(flags).chain(too_long) {
         let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();

@@ -1,6 +1,6 @@
-//! Every limiter form the shared contract runs over: the three single-key commands, and CL.ALL
-//! deciding each of their limiters. A form builds its own call, with its keys where it takes
-//! them, so that one test body states a contract once for all six.
+//! Every limiter form the shared contract runs over: the single-key limiters (CL.WINDOW exact
+//! and with `BUCKETS n`), and CL.ALL deciding each of them. A form builds its own call, with
+//! its keys where it takes them, so that one test body states a contract once for all eight.
 
 /// A limiter's algorithm, as its own command and as a CL.ALL limiter keyword.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -8,7 +8,13 @@ pub enum Algorithm {
     Throttle,
     Fixed,
     Window,
+    /// CL.WINDOW with `BUCKETS n`: its options name the cells.
+    Buckets,
 }
+
+/// The cells of the bucketed form: they cut every period the tests use (whole seconds, or
+/// milliseconds in multiples of 4).
+pub const BUCKETS: &str = "4";
 
 impl Algorithm {
     /// The algorithm a CL.ALL limiter keyword names.
@@ -24,7 +30,7 @@ impl Algorithm {
         match self {
             Algorithm::Throttle => "CL.THROTTLE",
             Algorithm::Fixed => "CL.FIXED",
-            Algorithm::Window => "CL.WINDOW",
+            Algorithm::Window | Algorithm::Buckets => "CL.WINDOW",
         }
     }
 
@@ -32,7 +38,15 @@ impl Algorithm {
         match self {
             Algorithm::Throttle => "THROTTLE",
             Algorithm::Fixed => "FIXED",
-            Algorithm::Window => "WINDOW",
+            Algorithm::Window | Algorithm::Buckets => "WINDOW",
+        }
+    }
+
+    /// The options that make the limiter what it is, after its numbers: `BUCKETS n`.
+    pub fn options(self) -> &'static [&'static str] {
+        match self {
+            Algorithm::Buckets => &["BUCKETS", BUCKETS],
+            _ => &[],
         }
     }
 
@@ -41,7 +55,9 @@ impl Algorithm {
     pub fn params(self, limit: i64, period: &str) -> Vec<String> {
         match self {
             Algorithm::Throttle => vec![(limit - 1).to_string(), "1".into(), period.into()],
-            Algorithm::Fixed | Algorithm::Window => vec![limit.to_string(), period.into()],
+            Algorithm::Fixed | Algorithm::Window | Algorithm::Buckets => {
+                vec![limit.to_string(), period.into()]
+            }
         }
     }
 }
@@ -53,13 +69,15 @@ pub struct Form {
     pub in_all: bool,
 }
 
-pub const FORMS: [Form; 6] = [
+pub const FORMS: [Form; 8] = [
     Form::single(Algorithm::Throttle),
     Form::single(Algorithm::Fixed),
     Form::single(Algorithm::Window),
+    Form::single(Algorithm::Buckets),
     Form::all(Algorithm::Throttle),
     Form::all(Algorithm::Fixed),
     Form::all(Algorithm::Window),
+    Form::all(Algorithm::Buckets),
 ];
 
 impl Form {
@@ -88,10 +106,16 @@ impl Form {
 
     /// `CL.FIXED`, or `CL.ALL FIXED`: for messages and key names.
     pub fn name(self) -> String {
-        if self.in_all {
+        let options = self.algorithm.options().join(" ");
+        let name = if self.in_all {
             format!("CL.ALL {}", self.algorithm.keyword())
         } else {
             self.command().to_owned()
+        };
+        if options.is_empty() {
+            name
+        } else {
+            format!("{name} {options}")
         }
     }
 
@@ -130,6 +154,7 @@ impl Form {
             for _ in keys {
                 args.push(self.algorithm.keyword().as_bytes().to_vec());
                 args.extend(words(&params));
+                args.extend(words(self.algorithm.options()));
             }
             if let Some(quantity) = quantity {
                 args.extend(words(&["QUANTITY", quantity]));
@@ -138,6 +163,7 @@ impl Form {
             args.push(keys[0].to_vec());
             args.extend(words(&params));
             args.extend(quantity.map(|quantity| quantity.as_bytes().to_vec()));
+            args.extend(words(self.algorithm.options()));
         }
         args.extend(words(options));
         args
@@ -190,9 +216,11 @@ impl Form {
         params: &[String],
         quantity: Option<&str>,
     ) -> Vec<i64> {
-        self.cmd(&[key.as_bytes()], params, quantity, &[])
+        let reply = self
+            .cmd(&[key.as_bytes()], params, quantity, &[])
             .query(con)
-            .unwrap_or_else(|e| panic!("{} {key}: {e}", self.name()))
+            .unwrap_or_else(|e| panic!("{} {key}: {e}", self.name()));
+        self.as_exact(reply, params)
     }
 
     /// Gives `quantity` back on one key (`REFUND`) and returns its five integers.
@@ -216,9 +244,31 @@ impl Form {
         quantity: &str,
         options: &[&str],
     ) -> Vec<i64> {
-        self.cmd(&[key.as_bytes()], params, Some(quantity), options)
+        let reply = self
+            .cmd(&[key.as_bytes()], params, Some(quantity), options)
             .query(con)
-            .unwrap_or_else(|e| panic!("{} {key} {options:?}: {e}", self.name()))
+            .unwrap_or_else(|e| panic!("{} {key} {options:?}: {e}", self.name()));
+        self.as_exact(reply, params)
+    }
+
+    /// A reply read as the exact window's: the bucketed form's units leave when their cell
+    /// does, within the last cell of the period after they came, so a wait of the whole period
+    /// reads as one more than `period − period / n` (units rounded up), never more than the
+    /// period. Those waits become the period; any other is left as it is, and fails where the
+    /// exact window's would differ. The exact values are tests/it/buckets.rs's, under a
+    /// controlled clock.
+    pub fn as_exact(self, mut reply: Vec<i64>, params: &[String]) -> Vec<i64> {
+        if self.algorithm != Algorithm::Buckets {
+            return reply;
+        }
+        let period: i64 = params[1].parse().expect("a period");
+        let cells: i64 = BUCKETS.parse().expect("a count of cells");
+        for wait in reply.iter_mut().skip(3) {
+            if (period - period / cells + 1..=period).contains(wait) {
+                *wait = period;
+            }
+        }
+        reply
     }
 
     /// The error a call on one key answers with; panics if it succeeds.

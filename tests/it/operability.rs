@@ -143,7 +143,7 @@ fn command_docs_describe_every_argument(flavor: Flavor) {
         (
             "cl.window",
             &[
-                "key", "limit", "period", "quantity", "ms", "refund", "dryrun", "timeout",
+                "key", "limit", "period", "quantity", "n", "ms", "refund", "dryrun", "timeout",
             ],
         ),
     ] {
@@ -161,13 +161,19 @@ fn command_docs_describe_every_argument(flavor: Flavor) {
         assert_eq!(text(field(&arguments[0], "type")), "key");
         assert_eq!(text(field(&arguments[1], "type")), "integer");
         let quantity_at = names.iter().position(|name| name == "quantity").unwrap();
-        // The flags, between the quantity and BLOCK's timeout: each its name as a token.
+        // The flags, between the quantity and BLOCK's timeout: each its name as a token;
+        // CL.WINDOW's cells, an integer after theirs.
         for (flag, name) in arguments
             .iter()
             .zip(&names)
             .take(arguments.len() - 1)
             .skip(quantity_at + 1)
         {
+            if name == "n" {
+                assert_eq!(text(field(flag, "type")), "integer");
+                assert_eq!(text(field(flag, "token")), "BUCKETS");
+                continue;
+            }
             assert_eq!(text(field(flag, "type")), "pure-token");
             assert_eq!(text(field(flag, "token")), name.to_uppercase());
         }
@@ -293,7 +299,7 @@ fn command_docs_give_cl_all_its_whole_grammar(flavor: Flavor) {
         [
             block("throttle", "THROTTLE", &["max_burst", "count", "period"]),
             block("fixed", "FIXED", &["limit", "period"]),
-            block("window", "WINDOW", &["limit", "period"]),
+            block("window", "WINDOW", &["limit", "period", "n"]),
             block("lease", "LEASE", &["limit", "lease_time"]),
         ]
     );

@@ -36,7 +36,7 @@ fn a_refund_gives_back_units_and_answers_the_key_as_it_is_left(flavor: Flavor) {
         // GCRA's reset is when the last unit drains, a window's when its units leave.
         let reset_after_two = match form.algorithm {
             Algorithm::Throttle => 120,
-            Algorithm::Fixed | Algorithm::Window => 60,
+            Algorithm::Fixed | Algorithm::Window | Algorithm::Buckets => 60,
         };
         assert_eq!(
             form.call(&mut con, &key, &params, Some("2")),
@@ -61,7 +61,7 @@ fn a_refund_gives_back_units_and_answers_the_key_as_it_is_left(flavor: Flavor) {
                 let now_ms: i64 = crate::harness::server_now_ns(&mut con) / 1_000_000;
                 assert!(expire_at == -2 || expire_at <= now_ms + 1, "{key}");
             }
-            Algorithm::Fixed | Algorithm::Window => {
+            Algorithm::Fixed | Algorithm::Window | Algorithm::Buckets => {
                 assert!(!exists(&mut con, &key), "{key} is left");
             }
         }
