@@ -727,7 +727,7 @@ fn an_aof_restart_restores_identical_state(flavor: Flavor) {
 }
 
 /// Random calls over 200 keys, each always of one kind (a GCRA, a fixed window, a sliding
-/// window, a pool of leases): CL.ALL over 1 to 4 of them, their single commands, CL.RELEASE
+/// window exact or in cells, a pool of leases): CL.ALL over 1 to 4 of them, their single commands, CL.RELEASE
 /// and CL.HOLDERS, with random limits, quantities (peeks and too-large ones included), units
 /// and options (a quarter refunds, some dry runs, COUNTDENIED on fixed windows), in pipelines
 /// of 500. Returns how many CL.ALL calls took units and how many were denied.
@@ -759,6 +759,16 @@ fn mixed_workload(con: &mut redis::Connection, seed: u64, calls: u64) -> (u64, u
                         vec![(limit - 1).to_string(), "10".into(), period.to_owned()],
                     ),
                     1 => ("FIXED", vec![limit.to_string(), period.to_owned()]),
+                    // Half the sliding windows in cells, their number changing from call to
+                    // call: each change moves the cells onto the new grid.
+                    2 if id % 8 == 6 => {
+                        let n = ["2", "4", "8", "30", "60"][rng.below(5) as usize];
+                        let params = [limit.to_string(), period.to_owned()];
+                        (
+                            "WINDOW",
+                            [&params[..], &["BUCKETS".into(), n.into()]].concat(),
+                        )
+                    }
                     2 => ("WINDOW", vec![limit.to_string(), period.to_owned()]),
                     _ => {
                         // A third of the leases in ms end within half a second: the mix drops
@@ -822,10 +832,13 @@ fn mixed_workload(con: &mut redis::Connection, seed: u64, calls: u64) -> (u64, u
                 if keyword == "FIXED" && rng.below(3) == 0 {
                     flags.push("COUNTDENIED");
                 }
+                // The quantity follows the limiter's numbers; BUCKETS n, the flags.
+                let numbers = if keyword == "THROTTLE" { 3 } else { 2 };
                 pipe.cmd(Algorithm::of(keyword).command())
                     .arg(&key)
-                    .arg(params)
+                    .arg(&params[..numbers])
                     .arg(quantity)
+                    .arg(&params[numbers..])
                     .arg(rng.shuffled(flags));
             }
             taking.push(None);
@@ -875,6 +888,11 @@ fn a_random_mix_of_every_call_is_identical_on_a_replica_and_after_a_crash_and_ao
         !holders.is_empty()
     });
     assert!(pools.count() > 20, "too few pools hold leases");
+    let in_cells = (6..200).step_by(8).filter(|id| {
+        let (value, _) = snapshot(&mut con, format!("key:{id}").as_bytes());
+        value.is_some_and(|value| value.starts_with(b"CLB"))
+    });
+    assert!(in_cells.count() > 5, "too few windows hold cells");
     wait_for_replica(&mut con);
     // A key whose last lease ends within the comparison could be gone from one side: the
     // keys that last a minute more are compared, byte for byte.

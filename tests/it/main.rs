@@ -8,6 +8,7 @@ mod harness;
 
 mod all;
 mod block;
+mod buckets;
 mod calls;
 mod cluster;
 mod contract;
