@@ -74,10 +74,17 @@ class Fixed(_Rate):
     KEYWORD = "FIXED"
 
 
+@dataclass(frozen=True)
 class Window(_Rate):
-    """A CL.ALL limiter: at most ``limit`` in any ``period`` (an exact sliding window)."""
+    """A CL.ALL limiter: at most ``limit`` in any ``period`` (an exact sliding window), or
+    with ``buckets`` the sliding window of that many sub-windows."""
+
+    buckets: Optional[int] = None
 
     KEYWORD = "WINDOW"
+
+    def words(self) -> List[object]:
+        return super().words() + _buckets(self.buckets)
 
 
 @dataclass(frozen=True)
@@ -93,6 +100,10 @@ class Lease:
 
 
 Limiter = Union[Throttle, Fixed, Window, Lease]
+
+
+def _buckets(buckets: Optional[int]) -> List[object]:
+    return [] if buckets is None else ["BUCKETS", buckets]
 
 
 def _flags(ms: bool, refund: bool, dry_run: bool, block: Optional[int]) -> List[object]:
@@ -127,8 +138,9 @@ class commands:
 
     @staticmethod
     def window(key, limit, period, quantity=1, *, ms=False, refund=False, dry_run=False,
-               block=None) -> List[object]:
-        return ["CL.WINDOW", key, limit, period, quantity, *_flags(ms, refund, dry_run, block)]
+               buckets: Optional[int] = None, block=None) -> List[object]:
+        return ["CL.WINDOW", key, limit, period, quantity, *_buckets(buckets),
+                *_flags(ms, refund, dry_run, block)]
 
     @staticmethod
     def lease(key, limit, lease_time, holder, *, ms=False, dry_run=False,

@@ -7,6 +7,7 @@ import redis
 import redis.asyncio
 
 from redis_cell import AsyncClient, Client, Fixed, Lease, Reply, Throttle, Window
+from redis_cell.client import commands
 
 
 def test_throttle_answers_the_worked_example(r):
@@ -55,6 +56,40 @@ def test_cl_all_answers_the_binding_limiter_or_each_with_detail(r):
     assert cell.all(limiters).limited
 
 
+def test_a_window_of_buckets_counts_whole_cells(r):
+    cell = Client(r)
+    # Six cells of 10 s: the units leave with the current cell, 50 to 60 s from now.
+    taken = cell.window("b", 10, 60, 3, buckets=6)
+    assert (taken.limited, taken.remaining) == (False, 7)
+    assert 50 < taken.reset_after <= 60
+    too_many = cell.window("b", 10, 60, 8, buckets=6, dry_run=True)
+    assert too_many.limited and too_many.remaining == 7
+    assert 50 < too_many.retry_after <= 60
+    with pytest.raises(redis.ResponseError, match="BUCKETS 6, not an exact one"):
+        cell.window("b", 10, 60)
+    with pytest.raises(redis.ResponseError, match="multiple of BUCKETS"):
+        cell.window("c", 10, 60, buckets=7)
+    assert commands.window("q", 1, 1000, ms=True, buckets=4, block=5000) == [
+        "CL.WINDOW", "q", 1, 1000, 1, "BUCKETS", 4, "MS", "BLOCK", 5000]
+    # One a second in cells of 250 ms: a waiter is admitted when the first cell leaves.
+    assert cell.window("q", 1, 1000, ms=True, buckets=4).allowed
+    asked = time.monotonic()
+    assert cell.window("q", 1, 1000, ms=True, buckets=4, block=5000).allowed
+    assert 0.7 <= time.monotonic() - asked < 4
+
+
+def test_cl_all_takes_a_window_of_buckets(r):
+    cell = Client(r)
+    limiters = [Window("wb", 5, 60, buckets=6), Fixed("f", 10, 60)]
+    assert Window("wb", 5, 60, buckets=6).words() == ["WINDOW", 5, 60, "BUCKETS", 6]
+    window, fixed = cell.all(limiters, 2, detail=True)
+    assert (window.limited, window.remaining, fixed.remaining) == (False, 3, 8)
+    assert 50 < window.reset_after <= 60
+    assert cell.all(limiters, 4).limited
+    with pytest.raises(redis.ResponseError, match="BUCKETS 6, not an exact one"):
+        cell.all([Window("wb", 5, 60)])
+
+
 def test_leases_are_held_released_and_listed(r):
     cell = Client(r)
     assert cell.lease("pool", 1, 60, "job:1") == Reply(False, 1, 0, None, 60)
@@ -97,6 +132,10 @@ async def test_the_asyncio_client_answers_alike(server, r):
         assert (await cell.fixed("af", 3, 60, dry_run=True)).limited
         assert await cell.window("aw", 2, 60, refund=True) == Reply(False, 2, 2, None, 0)
         assert await cell.all([Fixed("af", 3, 60)], 0) == Reply(False, 3, 0, None, 60)
+        assert (await cell.window("ab", 2, 60, buckets=6)).remaining == 1
+        assert (await cell.all([Window("ab", 2, 60, buckets=6)])).remaining == 0
+        with pytest.raises(redis.ResponseError, match="BUCKETS 6"):
+            await cell.window("ab", 2, 60)
         assert await cell.lease("ap", 2, 60, "h") == Reply(False, 2, 1, None, 60)
         [(holder, left)] = await cell.holders("ap", ms=True)
         assert holder == b"h" and 59_000 < left <= 60_000

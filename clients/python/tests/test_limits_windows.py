@@ -100,9 +100,9 @@ def test_an_empty_moving_window_starts_now(cell):
 
 def test_clear_removes_each_algorithm_s_key(cell, r):
     item = RateLimitItemPerMinute(4)
-    for name in ["fixed-window", "moving-window", "gcra"]:
+    for name in ["fixed-window", "moving-window", "sliding-window-buckets", "gcra"]:
         STRATEGIES[name](cell).hit(item, "gone")
-    assert len(r.keys("LIMITS:*")) == 3
+    assert len(r.keys("LIMITS:*")) == 4
     STRATEGIES["moving-window"](cell).clear(item, "gone")
     assert r.keys("LIMITS:*") == []
 

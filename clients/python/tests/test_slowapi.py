@@ -16,7 +16,8 @@ from conftest import refused_after
 
 
 @pytest.mark.parametrize("strategy, prefix", [("gcra", "LIMITS:gcra:*"),
-                                              ("moving-window", "LIMITS:window:*")])
+                                              ("moving-window", "LIMITS:window:*"),
+                                              ("sliding-window-buckets", "LIMITS:buckets:*")])
 def test_slowapi_decides_in_the_module(strategy, prefix, server, r):
     limiter = Limiter(key_func=get_remote_address, strategy=strategy,
                       storage_uri=f"cell+redis://127.0.0.1:{server}", headers_enabled=True)
@@ -29,6 +30,7 @@ def test_slowapi_decides_in_the_module(strategy, prefix, server, r):
     app.state.limiter = limiter
     app.add_exception_handler(RateLimitExceeded, _rate_limit_exceeded_handler)
     client = TestClient(app)
-    # GCRA gives a unit back every 20 s; the moving window's oldest leaves after a minute.
+    # GCRA gives a unit back every 20 s; the windows' oldest unit (or cell) leaves within a
+    # minute.
     refused_after(lambda: client.get("/"), 3, 20 if strategy == "gcra" else 60)
     assert r.keys(prefix), "the decisions were the module's"

@@ -11,21 +11,31 @@ Importing it registers:
   ``fixed-window`` on ``CL.FIXED`` (denied hits counted, on limits' own keys, so existing
   counters carry over), ``moving-window`` on ``CL.WINDOW`` (exact, O(log n) a call),
   ``sliding-window-counter`` as limits runs it;
+- a strategy named ``"sliding-window-buckets"``: at most ``amount`` in the last n cells of
+  ``window / n``, on ``CL.WINDOW … BUCKETS n``, n the largest divisor of the period in ms up
+  to the storage option ``buckets`` (60 by default); limits' moving window on other storages;
 - a strategy named ``"gcra"`` in ``limits.strategies.STRATEGIES`` and
   ``limits.aio.strategies.STRATEGIES``: ``amount`` per window as GCRA with bursts of
   ``amount``, on ``CL.THROTTLE``, and in process on limits' ``MemoryStorage`` (Flask-Limiter's
   in-memory fallback builds ``STRATEGIES[name](MemoryStorage())``).
 
 Each algorithm keeps its keys under a prefix of its own: ``<key_prefix>:<key>`` for the fixed
-window (limits' own), ``<key_prefix>:window:<key>`` and ``<key_prefix>:gcra:<key>``.
+window (limits' own), ``<key_prefix>:window:<key>``, ``<key_prefix>:buckets:<key>`` and
+``<key_prefix>:gcra:<key>``.
 """
 
 from .aio import CellAsyncRedisStorage
-from .sync import CellRedisStorage, FixedWindowRateLimiter, GCRARateLimiter
+from .sync import (
+    CellRedisStorage,
+    FixedWindowRateLimiter,
+    GCRARateLimiter,
+    SlidingWindowBucketsRateLimiter,
+)
 
 __all__ = [
     "CellAsyncRedisStorage",
     "CellRedisStorage",
     "FixedWindowRateLimiter",
     "GCRARateLimiter",
+    "SlidingWindowBucketsRateLimiter",
 ]

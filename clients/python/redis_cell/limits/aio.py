@@ -17,11 +17,12 @@ from . import core
 class CellAsyncRedisStorage(RedisStorage):
     """``limits.aio``'s Redis storage on a server with the module loaded, always through
     redis-py's asyncio client: ``async+cell+redis://host:port`` is limits'
-    ``async+redis://host:port``."""
+    ``async+redis://host:port``. ``buckets`` as the sync storage's."""
 
     STORAGE_SCHEME = ["async+cell+redis", "async+cell+rediss", "async+cell+redis+unix"]
 
-    def __init__(self, uri: str, **options) -> None:
+    def __init__(self, uri: str, buckets: int = core.MOST_BUCKETS, **options) -> None:
+        self.buckets = core.check_buckets(buckets)
         options["implementation"] = "redispy"
         super().__init__("async+" + uri.removeprefix("async+cell+"), **options)
         self.lua_cell_moving_window = self.connection.register_script(
@@ -56,6 +57,13 @@ class CellAsyncRedisStorage(RedisStorage):
             keys=[core.window_key(self.key_prefix, key)], args=[limit, expiry * 1000])
         return core.moving_window(reply, expiry)
 
+    async def get_bucket_window(self, key: str, limit: int, expiry: int) -> Tuple[float, int]:
+        period_ms = expiry * 1000
+        reply = await self.lua_cell_moving_window(
+            keys=[core.buckets_key(self.key_prefix, key)],
+            args=[limit, period_ms, *core.buckets_option(period_ms, self.buckets)])
+        return core.moving_window(reply, expiry)
+
     async def clear(self, key: str) -> None:
         await self.connection.delete(*core.every_key(self.key_prefix, key))
 
@@ -86,6 +94,35 @@ class FixedWindowRateLimiter(strategies.FixedWindowRateLimiter):
             return await super().get_window_stats(item, *identifiers)
         _, remaining, reset_after_ms = await self._cell(item, identifiers, 0, dry_run=True)
         return WindowStats(core.window_stats_reset(reset_after_ms), remaining)
+
+
+class SlidingWindowBucketsRateLimiter(strategies.MovingWindowRateLimiter):
+    """The sync half's bucketed window (see
+    ``redis_cell.limits.SlidingWindowBucketsRateLimiter``), for ``limits.aio``: on a
+    :class:`CellAsyncRedisStorage`, ``CL.WINDOW … BUCKETS n``; elsewhere limits' moving
+    window."""
+
+    async def _cell(self, item, identifiers, cost: int, dry_run: bool):
+        return core.decision(await self.storage.cell(core.buckets_words(
+            self.storage.key_prefix, item.key_for(*identifiers), item.amount,
+            item.get_expiry(), self.storage.buckets, cost, dry_run)))
+
+    async def hit(self, item, *identifiers, cost: int = 1) -> bool:
+        if not isinstance(self.storage, CellAsyncRedisStorage):
+            return await super().hit(item, *identifiers, cost=cost)
+        return (await self._cell(item, identifiers, cost, dry_run=False))[0]
+
+    async def test(self, item, *identifiers, cost: int = 1) -> bool:
+        if not isinstance(self.storage, CellAsyncRedisStorage):
+            return await super().test(item, *identifiers, cost=cost)
+        return (await self._cell(item, identifiers, cost, dry_run=True))[0]
+
+    async def get_window_stats(self, item, *identifiers) -> WindowStats:
+        if not isinstance(self.storage, CellAsyncRedisStorage):
+            return await super().get_window_stats(item, *identifiers)
+        start, count = await self.storage.get_bucket_window(
+            item.key_for(*identifiers), item.amount, item.get_expiry())
+        return WindowStats(start + item.get_expiry(), item.amount - count)
 
 
 class GCRARateLimiter(strategies.RateLimiter):
@@ -131,3 +168,4 @@ class GCRARateLimiter(strategies.RateLimiter):
 
 strategies.STRATEGIES["gcra"] = GCRARateLimiter
 strategies.STRATEGIES["fixed-window"] = FixedWindowRateLimiter
+strategies.STRATEGIES["sliding-window-buckets"] = SlidingWindowBucketsRateLimiter

@@ -6,21 +6,27 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 NANOS = 1_000_000_000
 MILLIS = 1_000_000
 
 # The moving window's oldest live unit, which no single reply carries: a peek counts the live
 # units, and a dry run of one more than remain says when the oldest leaves. One script, so
-# that both see the same log; each call is O(log n) in the live entries.
+# that both see the same log; each call is O(log n) in the live entries. ARGV[3...] are more
+# options for both calls (BUCKETS n: the oldest cell, then).
 MOVING_WINDOW_SCRIPT = """
-local peek = redis.call('CL.WINDOW', KEYS[1], ARGV[1], ARGV[2], 0, 'MS')
+local peek = redis.call('CL.WINDOW', KEYS[1], ARGV[1], ARGV[2], 0, 'MS', unpack(ARGV, 3))
 local taken = tonumber(ARGV[1]) - peek[3]
 if taken <= 0 then return {0, 0} end
-local next = redis.call('CL.WINDOW', KEYS[1], ARGV[1], ARGV[2], peek[3] + 1, 'MS', 'DRYRUN')
+local next = redis.call('CL.WINDOW', KEYS[1], ARGV[1], ARGV[2], peek[3] + 1, 'MS', 'DRYRUN',
+                        unpack(ARGV, 3))
 return {taken, next[4]}
 """
+
+# The most cells a bucketed window gets unless the storage says otherwise: 60 divides every
+# period of whole minutes, so a minute gets cells of a second and a day cells of 24 minutes.
+MOST_BUCKETS = 60
 
 
 def gcra_key(prefix: str, key: str) -> str:
@@ -33,6 +39,12 @@ def window_key(prefix: str, key: str) -> str:
     return f"{prefix}:window:{key}"
 
 
+def buckets_key(prefix: str, key: str) -> str:
+    """A bucketed window's key: the module refuses an exact window's log there, and the
+    reverse."""
+    return f"{prefix}:buckets:{key}"
+
+
 def fixed_key(prefix: str, key: str) -> str:
     """A fixed window's key: limits' own, whose INCR counters CL.FIXED reads as they are."""
     return f"{prefix}:{key}"
@@ -40,7 +52,32 @@ def fixed_key(prefix: str, key: str) -> str:
 
 def every_key(prefix: str, key: str) -> List[str]:
     """Every algorithm's key for one limit, which ``clear`` removes."""
-    return [fixed_key(prefix, key), window_key(prefix, key), gcra_key(prefix, key)]
+    return [fixed_key(prefix, key), window_key(prefix, key), buckets_key(prefix, key),
+            gcra_key(prefix, key)]
+
+
+def check_buckets(most: int) -> int:
+    """The storage option ``buckets``, within the module's bounds of n."""
+    if isinstance(most, bool) or not isinstance(most, int) or not 2 <= most <= 1024:
+        raise ValueError(f"buckets must be an integer from 2 to 1024, not {most!r}")
+    return most
+
+
+def buckets_for(period_ms: int, most: int) -> Optional[int]:
+    """The largest n, 2 to ``most``, that divides the period, as the module requires; None
+    when there is none (a period of 1 ms, or a prime number of ms above ``most``), which
+    limits' periods of whole seconds never are."""
+    for n in range(min(most, period_ms), 1, -1):
+        if period_ms % n == 0:
+            return n
+    return None
+
+
+def buckets_option(period_ms: int, most: int) -> List[object]:
+    """``BUCKETS n``; nothing where no n fits, so the window is the exact one, never
+    looser than any n would be."""
+    n = buckets_for(period_ms, most)
+    return [] if n is None else ["BUCKETS", n]
 
 
 def gcra_words(prefix: str, key: str, amount: int, expiry: int, cost: int,
@@ -63,6 +100,15 @@ def window_words(prefix: str, key: str, limit: int, expiry: int,
                  amount: int) -> List[object]:
     """``CL.WINDOW``: ``amount`` entries, admitted only if all fit, as limits acquires them."""
     return ["CL.WINDOW", window_key(prefix, key), limit, expiry * 1000, amount, "MS"]
+
+
+def buckets_words(prefix: str, key: str, limit: int, expiry: int, most: int, cost: int,
+                  dry_run: bool) -> List[object]:
+    """``CL.WINDOW … BUCKETS n``, with n from ``buckets_for``."""
+    period_ms = expiry * 1000
+    words = ["CL.WINDOW", buckets_key(prefix, key), limit, period_ms, cost, "MS",
+             *buckets_option(period_ms, most)]
+    return words + (["DRYRUN"] if dry_run else [])
 
 
 def admitted(reply: Sequence) -> bool:

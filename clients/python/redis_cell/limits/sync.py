@@ -16,11 +16,16 @@ from . import core
 class CellRedisStorage(RedisStorage):
     """limits' Redis storage, on a server with the module loaded: ``cell+redis://host:port``
     (and ``cell+rediss://``, ``cell+redis+unix://``), the URI redis-py is given without
-    ``cell+``. Its moving window is ``CL.WINDOW``'s log, under ``<prefix>:window:``."""
+    ``cell+``. Its moving window is ``CL.WINDOW``'s log, under ``<prefix>:window:``.
+
+    ``buckets`` (2 to 1024, 60 unless given) bounds the cells of the
+    ``sliding-window-buckets`` strategy: each limit gets the largest number up to it that
+    divides its period in milliseconds."""
 
     STORAGE_SCHEME = ["cell+redis", "cell+rediss", "cell+redis+unix"]
 
-    def __init__(self, uri: str, **options) -> None:
+    def __init__(self, uri: str, buckets: int = core.MOST_BUCKETS, **options) -> None:
+        self.buckets = core.check_buckets(buckets)
         super().__init__(uri.removeprefix("cell+"), **options)
         self.lua_cell_moving_window = self.storage.register_script(core.MOVING_WINDOW_SCRIPT)
 
@@ -43,6 +48,15 @@ class CellRedisStorage(RedisStorage):
     def get_moving_window(self, key: str, limit: int, expiry: int) -> Tuple[float, int]:
         reply = self.lua_cell_moving_window([core.window_key(self.key_prefix, key)],
                                             [limit, expiry * 1000])
+        return core.moving_window(reply, expiry)
+
+    def get_bucket_window(self, key: str, limit: int, expiry: int) -> Tuple[float, int]:
+        """``get_moving_window`` of the bucketed window: its oldest cell stands for the
+        oldest unit."""
+        period_ms = expiry * 1000
+        reply = self.lua_cell_moving_window(
+            [core.buckets_key(self.key_prefix, key)],
+            [limit, period_ms, *core.buckets_option(period_ms, self.buckets)])
         return core.moving_window(reply, expiry)
 
     def clear(self, key: str) -> None:
@@ -75,6 +89,36 @@ class FixedWindowRateLimiter(strategies.FixedWindowRateLimiter):
             return super().get_window_stats(item, *identifiers)
         _, remaining, reset_after_ms = self._cell(item, identifiers, 0, dry_run=True)
         return WindowStats(core.window_stats_reset(reset_after_ms), remaining)
+
+
+class SlidingWindowBucketsRateLimiter(strategies.MovingWindowRateLimiter):
+    """At most ``amount`` in the last n cells of ``window / n``: on a
+    :class:`CellRedisStorage`, ``CL.WINDOW … BUCKETS n``, n counters a key whatever the
+    traffic. Elsewhere (Flask-Limiter's in-memory fallback) it is limits' exact moving
+    window, which admits no more than any n would."""
+
+    def _cell(self, item, identifiers, cost: int, dry_run: bool):
+        return core.decision(self.storage.cell(core.buckets_words(
+            self.storage.key_prefix, item.key_for(*identifiers), item.amount,
+            item.get_expiry(), self.storage.buckets, cost, dry_run)))
+
+    def hit(self, item, *identifiers, cost: int = 1) -> bool:
+        if not isinstance(self.storage, CellRedisStorage):
+            return super().hit(item, *identifiers, cost=cost)
+        return self._cell(item, identifiers, cost, dry_run=False)[0]
+
+    def test(self, item, *identifiers, cost: int = 1) -> bool:
+        if not isinstance(self.storage, CellRedisStorage):
+            return super().test(item, *identifiers, cost=cost)
+        return self._cell(item, identifiers, cost, dry_run=True)[0]
+
+    def get_window_stats(self, item, *identifiers) -> WindowStats:
+        """As the moving window's: the reset is when the oldest unit's cell leaves."""
+        if not isinstance(self.storage, CellRedisStorage):
+            return super().get_window_stats(item, *identifiers)
+        start, count = self.storage.get_bucket_window(item.key_for(*identifiers), item.amount,
+                                                      item.get_expiry())
+        return WindowStats(start + item.get_expiry(), item.amount - count)
 
 
 class GCRARateLimiter(strategies.RateLimiter):
@@ -121,3 +165,4 @@ class GCRARateLimiter(strategies.RateLimiter):
 
 strategies.STRATEGIES["gcra"] = GCRARateLimiter
 strategies.STRATEGIES["fixed-window"] = FixedWindowRateLimiter
+strategies.STRATEGIES["sliding-window-buckets"] = SlidingWindowBucketsRateLimiter
