@@ -450,6 +450,43 @@ const WINDOW_BAD_INPUT: &[(&[&[u8]], &str)] = &[
     (&[b"list", b"1", b"1"], "WRONGTYPE"),
 ];
 
+/// Bad `BUCKETS n`, in CL.WINDOW's tail and in CL.ALL's WINDOW limiter, over a period of
+/// 60 s: the words after the period, and the part of each one's error that names what is
+/// wrong. In CL.ALL, `BUCKETS n` belongs to the limiter and follows its period at once.
+const BUCKETS_BAD_INPUT: &[(&[&str], &str, &str)] = &[
+    (&["BUCKETS"], "syntax error", "wrong number of arguments"),
+    (
+        &["BUCKETS", "4", "BUCKETS", "4"],
+        "syntax error",
+        "syntax error",
+    ),
+    (
+        &["BUCKETS", "x"],
+        "BUCKETS is not an integer",
+        "BUCKETS is not an integer",
+    ),
+    (
+        &["BUCKETS", "1"],
+        "BUCKETS must be >= 2",
+        "BUCKETS must be >= 2",
+    ),
+    (
+        &["BUCKETS", "1025"],
+        "BUCKETS must be <= 1024",
+        "BUCKETS must be <= 1024",
+    ),
+    (
+        &["BUCKETS", "7"],
+        "period must be a multiple of BUCKETS",
+        "period must be a multiple of BUCKETS",
+    ),
+    (
+        &["MS", "BUCKETS", "7"],
+        "period must be a multiple of BUCKETS",
+        "syntax error",
+    ),
+];
+
 /// Bad use of the flags, the same for every limiter form: the options, the quantity, and the
 /// part of the error that names what is wrong.
 const FLAG_BAD_INPUT: &[(&[&str], &str, &str)] = &[
@@ -500,6 +537,24 @@ fn bad_arguments_get_errors_naming_them_and_change_nothing(flavor: Flavor) {
             )
         })
     });
+    let buckets = BUCKETS_BAD_INPUT
+        .iter()
+        .flat_map(|&(words, single_named, all_named)| {
+            let single = ["log", "5", "60"].iter().chain(words);
+            let all = ["1", "log", "WINDOW", "5", "60"].iter().chain(words);
+            [
+                (
+                    "CL.WINDOW",
+                    single.map(|w| w.as_bytes().to_vec()).collect(),
+                    single_named,
+                ),
+                (
+                    "CL.ALL",
+                    all.map(|w| w.as_bytes().to_vec()).collect(),
+                    all_named,
+                ),
+            ]
+        });
     let table = BAD_INPUT.iter().map(|&(command, args, named)| {
         (
             command,
@@ -552,7 +607,12 @@ fn bad_arguments_get_errors_naming_them_and_change_nothing(flavor: Flavor) {
         ("CL.LEASE", words(12), "wrong number of arguments"),
         ("CL.ALL", words(108), "wrong number of arguments"),
     ];
-    for (command, args, named) in table.chain(windows).chain(flags).chain(too_long) {
+    for (command, args, named) in table
+        .chain(windows)
+        .chain(buckets)
+        .chain(flags)
+        .chain(too_long)
+    {
         let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
         let args = args.as_slice();
         let error = error_of(&mut con, command, args);
