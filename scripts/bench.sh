@@ -604,14 +604,15 @@ if part buckets; then
   for row in "month:cells|CL.WINDOW BUCKETS 30|BUCKETS 30" "month:exact|CL.WINDOW, exact|" "month:zsets|sorted set, a member a call|"; do
     IFS='|' read -r key name options <<<"$row"
     if [ "$key" = month:zsets ]; then
-      len="—" units=$(redis-cli -p "$port" -n 1 ZCARD "$key")
+      # No string to measure; "—" is 3 bytes, so it comes padded to the column.
+      len="       —" units=$(redis-cli -p "$port" -n 1 ZCARD "$key")
     else
       len=$(redis-cli -p "$port" -n 1 STRLEN "$key")
       # shellcheck disable=SC2086
       units=$((10000 - $(redis-cli -e -p "$port" -n 1 CL.WINDOW "$key" 10000 2592000 0 $options | sed -n 3p)))
     fi
     bytes=$(redis-cli -p "$port" -n 1 MEMORY USAGE "$key" SAMPLES 0)
-    million=$(python3 -c "b = $bytes * 1e6; print(f'{b / 1e9:.1f} GB' if b >= 1e9 else f'{b / 1e6:.0f} MB')")
+    million=$(python3 -c "b = $bytes * 1e6; print(f'{b / 1e9:,.1f} GB' if b >= 1e9 else f'{b / 1e6:,.0f} MB')")
     printf '| %-36s | %8s | %10d B | %16s | %6d |\n' "$name" "$len" "$bytes" "$million" "$units"
   done
   echo
@@ -631,36 +632,51 @@ if part buckets; then
   # same arguments. The issue's targets: 1.10x the floor at 60 cells, 1.20x at 1,024.
   reset_bucket_keys() {
     redis-cli -p "$cport" FLUSHDB >/dev/null
-    for n in 60 1024; do redis-cli -p "$cport" -n 1 COPY "tpl:b$n:hot" "hot:b$n" DB 0 >/dev/null; done
+    local cells
+    for cells in 60 1024; do redis-cli -p "$cport" -n 1 COPY "tpl:b$cells:hot" "hot:b$cells" DB 0 >/dev/null; done
+  }
+  own_of_last() { # the module's own instructions per call in the last count's dump
+    local dump
+    dump=$(ls -t "$work"/callgrind/out.* | head -1)
+    callgrind_annotate --inclusive=no --threshold=100 "$dump" 2>/dev/null | grep -F "$(basename "$module")]" \
+      | awk -v calls="$CALLS" '{gsub(",", "", $1); total += $1} END {printf "%.0f", total / calls}'
   }
   echo
-  echo "CL.WINDOW BUCKETS n, admitted calls, server instructions per call (callgrind, $CALLS calls, 1 client, pipeline 16; limit 10^9, period 86400 s; the hot key starts each run with a unit in every cell; floor: FLOOR.WRITE given the same arguments)"
-  printf '| %-42s | %12s | %12s | %8s | %6s |\n' "workload" "instructions" "floor" "vs floor" "target"
-  printf '|%s|%s|%s|%s|%s|\n' "--------------------------------------------" "--------------" "--------------" "----------" "--------"
+  echo "CL.WINDOW BUCKETS n, admitted calls, server instructions per call (callgrind, $CALLS calls, 1 client, pipeline 16; limit 10^9, period 86400 s; the hot key starts each run with a unit in every cell; floor: FLOOR.WRITE given the same arguments; module's own: its functions alone)"
+  printf '| %-30s | %12s | %12s | %8s | %6s | %12s |\n' "workload" "instructions" "floor" "vs floor" "target" "module's own"
+  printf '|%s|%s|%s|%s|%s|%s|\n' "--------------------------------" "--------------" "--------------" "----------" "--------" "--------------"
   for row in "60|random keys|key:__rand_int__|key:__rand_int__|1.10" "60|hot key|hot:b60|hot|1.10" \
     "1024|random keys|key:__rand_int__|key:__rand_int__|1.20" "1024|hot key|hot:b1024|hot|1.20"; do
     IFS='|' read -r n keys key floor_key target <<<"$row"
     reset_bucket_keys
     cell=$(per_call "CL.WINDOW $key 1000000000 86400 BUCKETS $n")
+    own=$(own_of_last)
     reset_bucket_keys
     floor_value=$(per_call "FLOOR.WRITE $floor_key 1000000000 86400 BUCKETS $n")
-    printf '| %-42s | %12.0f | %12.0f | %8s | %6s |\n' "BUCKETS $n, $keys" "$cell" "$floor_value" \
-      "$(ratio "$cell" "$floor_value")" "${target}x"
+    printf '| %-30s | %12.0f | %12.0f | %8s | %6s | %12s |\n' "BUCKETS $n, $keys" "$cell" "$floor_value" \
+      "$(ratio "$cell" "$floor_value")" "${target}x" "$own"
   done
 
-  # Peeks and denials write nothing: each pays for the cells that have left since the key's
-  # last write, at most n. Two rings of 1,024 one-hour cells, a unit in each when written.
-  # The cells that have left since the last write: the units no longer counted, one a cell.
-  left() { echo $((1024 - 1000000 + $(redis-cli -p "$cport" -n 1 CL.WINDOW "$1" 1000000 3686400 0 BUCKETS 1024 | sed -n 3p))); }
-  fresh_left=$(left ring:fresh) idle_left=$(left ring:idle)
+  # Peeks and denials write nothing. A call subtracts the cells that have left since the key's
+  # last write, and a denial then walks the live cells, oldest first, until enough units would
+  # have left for its quantity: at most n cells between the two. Two rings of 1,024 one-hour
+  # cells, a unit in each as written: "fresh", written up to the current cell, and "idle",
+  # whose last write was 1,022 cells ago. A denial of the limit walks every live cell; one of a
+  # unit more than remains walks one.
+  remaining() { redis-cli -p "$cport" -n 1 CL.WINDOW "$1" 1000000 3686400 0 BUCKETS 1024 | sed -n 3p; }
+  fresh_left=$((1024 - 1000000 + $(remaining ring:fresh))) idle_left=$((1024 - 1000000 + $(remaining ring:idle)))
   echo
-  echo "CL.WINDOW BUCKETS 1024, peeks and denials, server instructions per call (callgrind, $CALLS calls, 1 client, pipeline 16; limit 1000000, period 3686400 s, one-hour cells, a unit in each as written; cells left since the last write: $fresh_left of the fresh ring's 1024, $idle_left of the idle ring's)"
-  printf '| %-28s | %12s | %12s | %8s | %14s |\n' "call" "fresh" "idle" "ratio" "per cell left"
-  printf '|%s|%s|%s|%s|%s|\n' "------------------------------" "--------------" "--------------" "----------" "----------------"
-  for row in "peek (quantity 0)|0" "denial (quantity = limit)|1000000"; do
-    fresh=$(per_call "CL.WINDOW ring:fresh 1000000 3686400 ${row#*|} BUCKETS 1024" 1)
-    idle=$(per_call "CL.WINDOW ring:idle 1000000 3686400 ${row#*|} BUCKETS 1024" 1)
-    printf '| %-28s | %12.0f | %12.0f | %8s | %14.1f |\n' "${row%%|*}" "$fresh" "$idle" \
-      "$(ratio "$idle" "$fresh")" "$(python3 -c "print(($idle - $fresh) / ($idle_left - $fresh_left))")"
+  echo "CL.WINDOW BUCKETS 1024, peeks and denials, server instructions per call (callgrind, $CALLS calls, 1 client, pipeline 16; limit 1000000, period 3686400 s, one-hour cells, a unit in each as written; cells left since the last write: $fresh_left of the fresh ring's 1024, $idle_left of the idle ring's; floor: FLOOR.WRITE given a denial's arguments)"
+  printf '| %-36s | %12s | %8s | %12s | %8s | %8s |\n' "call" "fresh" "vs floor" "idle" "vs floor" "vs fresh"
+  printf '|%s|%s|%s|%s|%s|%s|\n' "--------------------------------------" "--------------" "----------" "--------------" "----------" "----------"
+  floor_value=$(per_call "FLOOR.WRITE ring:floor 1000000 3686400 1000000 BUCKETS 1024" 1)
+  for row in "peek (quantity 0)|0|0" "denial, one unit more than remains|+1|+1" "denial of the limit|1000000|1000000"; do
+    IFS='|' read -r name fresh_q idle_q <<<"$row"
+    [ "$fresh_q" = +1 ] && fresh_q=$(($(remaining ring:fresh) + 1)) idle_q=$(($(remaining ring:idle) + 1))
+    fresh=$(per_call "CL.WINDOW ring:fresh 1000000 3686400 $fresh_q BUCKETS 1024" 1)
+    idle=$(per_call "CL.WINDOW ring:idle 1000000 3686400 $idle_q BUCKETS 1024" 1)
+    printf '| %-36s | %12.0f | %8s | %12.0f | %8s | %8s |\n' "$name" "$fresh" "$(ratio "$fresh" "$floor_value")" \
+      "$idle" "$(ratio "$idle" "$floor_value")" "$(ratio "$idle" "$fresh")"
   done
+  printf '| %-36s | %12.0f | %8s | %12s | %8s | %8s |\n' "floor, a denial's arguments" "$floor_value" "" "" "" ""
 fi
