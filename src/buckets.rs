@@ -517,8 +517,9 @@ mod tests {
             }
         }
 
+        /// The server drops a key once its expiry has passed: `now > when`.
         fn expire(&mut self, now_ms: i64) {
-            if self.expire_at_ms.is_some_and(|at| at <= now_ms) {
+            if self.expire_at_ms.is_some_and(|at| at < now_ms) {
                 *self = Key::default();
             }
         }
@@ -641,9 +642,27 @@ mod tests {
 
         fn expire(&mut self, grid: Grid, now_ms: i64) {
             let newest = self.cells.last_key_value().map(|(&j, _)| j);
-            if newest.is_some_and(|j| (j + grid.n) * grid.width_ms <= now_ms) {
+            if newest.is_some_and(|j| (j + grid.n) * grid.width_ms < now_ms) {
                 self.cells.clear();
             }
+        }
+
+        /// The cells, kept on `old`, seen on `grid`: each cell's units go to the cell of
+        /// `grid` holding its last millisecond, and those before the ring ending at the
+        /// newest are dropped.
+        fn on(&self, old: Grid, grid: Grid) -> Model {
+            let moved = |j: i64| ((j + 1) * old.width_ms - 1).div_euclid(grid.width_ms);
+            let Some(newest) = self.cells.last_key_value().map(|(&j, _)| moved(j)) else {
+                return Model::default();
+            };
+            let mut cells = BTreeMap::new();
+            for (&j, &units) in &self.cells {
+                let to = moved(j);
+                if to > newest - grid.n {
+                    *cells.entry(to).or_default() += units;
+                }
+            }
+            Model { cells }
         }
 
         fn call(&mut self, limit: i64, grid: Grid, q: i64, now_ms: i64) -> [i64; 5] {
@@ -743,6 +762,46 @@ mod tests {
         }
 
         #[test]
+        fn grids_that_change_from_call_to_call_answer_as_the_model(
+            limit in 1i64..30,
+            grids in prop::collection::vec((2i64..9, 1i64..120), 3),
+            calls in prop::collection::vec(
+                (-100i64..600, 0usize..3, 0i64..8, prop::bool::weighted(0.2)),
+                1..120,
+            ),
+        ) {
+            let grids: Vec<Grid> = grids
+                .into_iter()
+                .map(|(n, width_ms)| Grid { n, width_ms })
+                .collect();
+            let (mut key, mut model) = (Key::default(), Model::default());
+            // The grid the key's value is on: its last write's.
+            let mut stored = grids[0];
+            let mut now = NOW;
+            for (step, which, q, refund) in calls {
+                now += step;
+                let grid = grids[which];
+                let limiter = buckets(limit, grid.n * grid.width_ms, grid.n, q);
+                model.expire(stored, now);
+                key.expire(now);
+                // A call reads the cells on its grid, and writes them there if it writes.
+                let mut seen = model.on(stored, grid);
+                let had_units = !seen.live(grid, now).is_empty();
+                let (reply, expected) = if refund {
+                    (key.refund(limiter, now), seen.refund(limit, grid, q, now))
+                } else {
+                    (key.call(limiter, now), seen.call(limit, grid, q, now))
+                };
+                prop_assert_eq!(reply, expected);
+                let wrote = q > 0 && if refund { had_units } else { reply[0] == 0 };
+                if wrote {
+                    (model, stored) = (seen, grid);
+                }
+                prop_assert_eq!(key.value.is_some(), !model.cells.is_empty());
+            }
+        }
+
+        #[test]
         fn a_clock_that_steps_back_answers_as_the_model(
             limit in 1i64..30,
             (n, width) in grids(),
@@ -824,24 +883,56 @@ mod tests {
         #[test]
         fn any_bytes_are_decided_or_refused_without_panicking(
             bytes in prop::collection::vec(any::<u8>(), 0..120),
-            header in prop::bool::ANY,
             now in 0i64..1 << 42,
             q in 0i64..1_000,
         ) {
-            let mut bytes = bytes;
-            // One byte a cell, as many cells as the value holds: past the length check.
-            if header && bytes.len() >= 34 {
-                let n = (bytes.len() - 32) as u16;
-                bytes[..5].copy_from_slice(&[b'C', b'L', b'B', 1, 1]);
-                bytes[5..7].copy_from_slice(&n.to_le_bytes());
-            }
-            let limiter = buckets(100, 1_000, 4, q);
-            if let Ok(decision) = limiter.decide(Some(&bytes), now) {
-                if let Some(CellsChange::Write(plan)) = decision.change {
-                    plan.apply(&mut bytes.clone()).unwrap();
-                }
-            }
-            let _ = limiter.refund(Some(&bytes), now);
+            decide_and_write(&bytes, now, q)?;
         }
+
+        /// A sound header on the call's grid or near it, any cells and any sum: past the
+        /// decoding, into the decisions and the writes.
+        #[test]
+        fn crafted_cells_are_decided_or_refused_without_panicking(
+            cells in prop::collection::vec(any::<u8>(), 1..40),
+            cell_bytes in prop::sample::select(vec![1usize, 2, 4, 8]),
+            (n, width_ms) in prop_oneof![Just((4i64, 250i64)), (2i64..6, 1i64..600)],
+            newest_offset in -12i64..12,
+            sum in prop_oneof![0u64..2_000, any::<u64>()],
+            now in NOW..NOW + 10_000,
+            q in 0i64..200,
+        ) {
+            let mut bytes = vec![0u8; 32 + n as usize * cell_bytes];
+            let header = Header {
+                grid: Grid { n, width_ms },
+                cell_bytes,
+                newest: now / width_ms + newest_offset,
+                sum,
+            };
+            write_header(&mut bytes, &header).unwrap();
+            for (byte, value) in bytes[32..].iter_mut().zip(cells.iter().cycle()) {
+                *byte = *value;
+            }
+            decide_and_write(&bytes, now, q)?;
+        }
+    }
+
+    /// Decides and refunds on `bytes` with four cells of 250 ms: refused or decided, and
+    /// whatever is decided writes, and reads again.
+    fn decide_and_write(bytes: &[u8], now: i64, q: i64) -> Result<(), TestCaseError> {
+        let limiter = buckets(100, 1_000, 4, q);
+        for decision in [
+            limiter.decide(Some(bytes), now),
+            limiter.refund(Some(bytes), now),
+        ] {
+            let Ok(decision) = decision else { continue };
+            let reply = decision.outcome.to_reply(TimeUnit::Milliseconds);
+            prop_assert!(reply[3] >= -1 && reply[4] >= 0);
+            if let Some(CellsChange::Write(plan)) = decision.change {
+                let mut written = bytes.to_vec();
+                prop_assert!(plan.apply(&mut written).is_ok());
+                prop_assert!(Cells::decode(&written).is_ok());
+            }
+        }
+        Ok(())
     }
 }

@@ -4,9 +4,12 @@
 //! specs, MULTI) runs over forms.rs's table, where it has its rows.
 
 use crate::harness::waiting::{connect, Waiter};
-use crate::harness::{dump, limiter, run, snapshot, Flavor, Server};
+use crate::harness::{dump, limiter, run, server_now_ns, snapshot, Flavor, Server};
 
-both_servers!(a_month_of_ten_thousand_takes_a_few_bytes_whatever_the_traffic,);
+both_servers!(
+    a_month_of_ten_thousand_takes_a_few_bytes_whatever_the_traffic,
+    cells_are_aligned_to_the_epoch_whatever_the_first_call,
+);
 
 /// 2030-03-17T17:46:40Z: a multiple of every cell width the tests use.
 const BASE: i64 = 1_900_000_000_000;
@@ -134,6 +137,26 @@ fn another_period_or_count_of_cells_moves_units_only_later_under_a_controlled_cl
     assert_eq!(cells.strlen("s"), 32 + 8 * 4);
 }
 
+/// Cells narrower than the stored ones: the stored units go to the new cell that holds their
+/// old cell's last millisecond, as the contract has it, so they count until that cell leaves,
+/// up to one old cell past the new period; units admitted meanwhile join the newest cell.
+#[test]
+fn narrower_cells_hold_the_old_units_until_their_last_millisecond_under_a_controlled_clock() {
+    let server = Server::with_exact_fake_clock(BASE);
+    let mut cells = Cells {
+        con: server.connection(),
+        server: &server,
+    };
+    // Two cells of 10 s: 9 units in cell 0, which ends at 9,999.
+    cells.at(1_000, "n", &["10", "20000", "9", "BUCKETS", "2", "MS"]);
+    let narrow = |quantity: &'static str| ["10", "2000", quantity, "BUCKETS", "2", "MS"];
+    // Two cells of 1 s: the 9 units are in cell 9, which leaves at 11,000.
+    assert_eq!(cells.at(1_500, "n", &narrow("0")), [0, 10, 1, -1, 9_500]);
+    assert_eq!(cells.at(1_500, "n", &narrow("1")), [0, 10, 0, -1, 9_500]);
+    assert_eq!(cells.at(10_999, "n", &narrow("1")), [1, 10, 0, 1, 1]);
+    assert_eq!(cells.at(11_000, "n", &narrow("10")), [0, 10, 0, -1, 2_000]);
+}
+
 #[test]
 fn refund_dry_run_and_cl_all_under_a_controlled_clock() {
     let server = Server::with_exact_fake_clock(BASE);
@@ -238,4 +261,38 @@ fn a_month_of_ten_thousand_takes_a_few_bytes_whatever_the_traffic(flavor: Flavor
     );
     let strlen: i64 = run(&mut con, ("STRLEN", "wide"));
     assert_eq!(strlen, 32 + 1024 * 8);
+}
+
+/// The first call's reset is the time to its cell's end plus the rest of the period: cells
+/// start at multiples of their width since the epoch, not at the key's first call. Read
+/// against the server's clock before and after each call, until a call's readings cannot
+/// both fall on a cell's start (where a grid drawn from the first call would answer alike).
+fn cells_are_aligned_to_the_epoch_whatever_the_first_call(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut con = server.connection();
+    let mut checked = 0;
+    for attempt in 0..50 {
+        let key = format!("aligned:{attempt}");
+        let before = server_now_ns(&mut con) / 1_000_000;
+        let reply = limiter(
+            &mut con,
+            "CL.WINDOW",
+            &[&key, "10", "1000", "BUCKETS", "4", "MS"],
+        );
+        let after = server_now_ns(&mut con) / 1_000_000;
+        let expected: Vec<i64> = (before..=after)
+            .map(|t| (t.div_euclid(250) + 4) * 250 - t)
+            .collect();
+        assert!(
+            expected.contains(&reply[4]),
+            "{reply:?} not in {expected:?}"
+        );
+        if !expected.contains(&1_000) {
+            checked += 1;
+            if checked == 3 {
+                return;
+            }
+        }
+    }
+    panic!("no call fell off a cell's start");
 }
