@@ -247,7 +247,7 @@ const COMMANDS: [Command; 7] = [
         keys: Keys::First,
         arity: -4,
         summary: c"Rate limits a key with an exact sliding window: at most limit units in any period. Replies [limited, limit, remaining, retry_after, reset_after].",
-        complexity: c"O(1) amortized, plus O(N) for the N oldest log entries a call expires or, when denied, waits for; with BUCKETS n, O(1) amortized for an admission and O(n) at most otherwise.",
+        complexity: c"O(1) amortized, plus O(N) for the N oldest log entries a call expires or, when denied, waits for; with BUCKETS n, O(1) plus the cells that left since the key's last write, and O(n) at most.",
         args: &[KEY, LIMIT, PERIOD, QUANTITY, BUCKETS, MS, REFUND, DRYRUN, BLOCK],
     },
     Command {

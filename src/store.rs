@@ -166,8 +166,9 @@ impl Key {
         self.signal_modified()
     }
 
-    /// Tells the server the key changed (WATCH, client-side caching). Closes every write.
-    fn signal_modified(&mut self) -> Result<(), Error> {
+    /// Tells the server the key changed (WATCH, client-side caching). Closes every write that
+    /// leaves the expiry as it is.
+    pub fn signal_modified(&mut self) -> Result<(), Error> {
         let signal = api(unsafe { raw::RedisModule_SignalModifiedKey })?;
         // SAFETY: ctx and name are the running command's.
         unsafe { signal(self.ctx, self.name) };

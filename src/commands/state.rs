@@ -129,7 +129,11 @@ pub fn write(
         }
         Change::Cells(ref plan) => {
             plan.apply(key)?;
-            key.expire_at(plan.expire_at_ms)?;
+            if plan.expiry_moves() {
+                key.expire_at(plan.expire_at_ms)?;
+            } else {
+                key.signal_modified()?;
+            }
             replicate_window(ctx, c"CL.WINDOW", propagate, now)
         }
         Change::Clear(cleared) => {
@@ -154,8 +158,9 @@ pub fn write(
 
 /// Fires the keyspace events of the commands a change stands in for, after its write and
 /// propagation: `SET … PXAT` for a TAT, INCRBY (and EXPIRE when a window opens) for a count
-/// and DECRBY for a lower one, for a log `cl.window` and EXPIRE, for a lease `cl.lease` and
-/// EXPIRE, and DEL for a window a refund cleared.
+/// and DECRBY for a lower one, for a log `cl.window` and EXPIRE, for cells `cl.window` (and
+/// EXPIRE when the newest cell moves), for a lease `cl.lease` and EXPIRE, and DEL for a
+/// window a refund cleared.
 pub fn notify(key: &Key, change: &Change) {
     match *change {
         Change::Tat { .. } => {
@@ -169,9 +174,15 @@ pub fn notify(key: &Key, change: &Change) {
             }
         }
         Change::CountDown { .. } => key.notify(Event::DecrBy),
-        Change::Log(_) | Change::Trim { .. } | Change::Cells(_) => {
+        Change::Log(_) | Change::Trim { .. } => {
             key.notify(Event::WindowLog);
             key.notify(Event::Expire);
+        }
+        Change::Cells(ref plan) => {
+            key.notify(Event::WindowLog);
+            if plan.expiry_moves() {
+                key.notify(Event::Expire);
+            }
         }
         Change::Clear(_) => key.notify(Event::Del),
         Change::Lease { .. } => {

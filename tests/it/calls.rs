@@ -169,9 +169,9 @@ impl Call {
                 Algorithm::Throttle => TWO_SETS,
                 // Opens a window, then counts into it.
                 Algorithm::Fixed => &["incrby", "expire", "incrby"],
-                Algorithm::Window | Algorithm::Buckets => {
-                    &["cl.window", "expire", "cl.window", "expire"]
-                }
+                Algorithm::Window => &["cl.window", "expire", "cl.window", "expire"],
+                // The second call counts into the newest cell: the expiry stays.
+                Algorithm::Buckets => &["cl.window", "expire", "cl.window"],
             },
             Call::Lease { .. } => TWO_LEASES,
             Call::Release => &[
@@ -188,7 +188,9 @@ impl Call {
             // A lower count keeps its expiry, as DECRBY does; the second refund empties the
             // key, and the third has nothing to give back.
             Call::Refund(Algorithm::Fixed) => &["incrby", "expire", "decrby", "del"],
-            Call::Refund(Algorithm::Window | Algorithm::Buckets) => {
+            // The first refund leaves the newest cell the newest: the expiry stays.
+            Call::Refund(Algorithm::Buckets) => &["cl.window", "expire", "cl.window", "del"],
+            Call::Refund(Algorithm::Window) => {
                 &["cl.window", "expire", "cl.window", "expire", "del"]
             }
             Call::DryRun => &["incrby", "expire", "incrby"],

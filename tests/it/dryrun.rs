@@ -66,8 +66,9 @@ fn a_dry_run_answers_what_the_call_would_and_changes_nothing(flavor: Flavor) {
         let key = form.name();
         let count = fired.iter().filter(|(_, on)| *on == key).count();
         let expected = match form.algorithm {
-            // incrby and expire when the window opens, incrby after.
-            crate::forms::Algorithm::Fixed => 4,
+            // incrby and expire when the window opens, incrby after; cl.window and expire
+            // when the first cell opens, cl.window after.
+            crate::forms::Algorithm::Fixed | crate::forms::Algorithm::Buckets => 4,
             // set and expire, or cl.window and expire, each time.
             _ => 6,
         };
