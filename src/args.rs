@@ -161,10 +161,24 @@ fn sliding_tail<'a>(
     tail: &[&'a [u8]],
     command: &'static str,
 ) -> Result<(Tail, Option<&'a [u8]>), Error> {
-    // A plain call names no flag, and pays nothing for looking for this one.
+    // A plain call names no flag, and pays nothing for looking for this one; a call that
+    // names the cells alone, after its quantity or not, is read as plainly.
     let at = match tail {
         [] => None,
         [quantity] if quantity.first().is_some_and(u8::is_ascii_digit) => None,
+        [keyword, n] if is_buckets(keyword) => return Ok((Tail::PLAIN, Some(n))),
+        [quantity, keyword, n]
+            if is_buckets(keyword) && quantity.first().is_some_and(u8::is_ascii_digit) =>
+        {
+            let quantity = integer(quantity, "quantity", 0)?;
+            return Ok((
+                Tail {
+                    quantity,
+                    ..Tail::PLAIN
+                },
+                Some(n),
+            ));
+        }
         _ => tail.iter().position(|word| is_buckets(word)),
     };
     let Some(at) = at else {
@@ -888,6 +902,21 @@ mod tests {
         }
         // CL.FIXED has no cells.
         assert_eq!(fixed(&words("5 60 BUCKETS 4")), Err(Error::Syntax));
+        // The plain forms read as the same words among flags do.
+        for tail in [
+            "BUCKETS 4",
+            "3 BUCKETS 4",
+            "0 BUCKETS 4",
+            "x BUCKETS 4",
+            "-1 BUCKETS 4",
+        ] {
+            let plain = window(&words(&format!("5 60 {tail}")));
+            let flagged = window(&words(&format!("5 60 {tail} DRYRUN"))).map(|args| WindowArgs {
+                dry_run: false,
+                ..args
+            });
+            assert_eq!(plain, flagged, "{tail}");
+        }
     }
 
     #[test]

@@ -119,10 +119,10 @@ fn write_all(
     }
 }
 
-/// The most arguments a limiter's own command is propagated with: the key, two parameters,
-/// the quantity (for a LEASE, the holder), `BUCKETS n`, MS and REFUND (a THROTTLE limiter
-/// gathers seven, unused: it propagates a SET).
-const MAX_OWN_ARGS: usize = 9;
+/// The most arguments a limiter's own command is propagated with: a WINDOW's key, two
+/// parameters, the quantity, `BUCKETS n`, MS and REFUND (a THROTTLE limiter gathers seven,
+/// unused: it propagates a SET).
+const MAX_OWN_ARGS: usize = 8;
 
 /// One key of a CL.ALL call: its limiter, the open key, the limiter's verdict, and the
 /// arguments its own command would propagate with.
