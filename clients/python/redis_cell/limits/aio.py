@@ -68,19 +68,17 @@ class CellAsyncRedisStorage(RedisStorage):
         await self.connection.delete(*core.every_key(self.key_prefix, key))
 
 
-class FixedWindowRateLimiter(strategies.FixedWindowRateLimiter):
-    """``limits.aio``'s fixed window; on a :class:`CellAsyncRedisStorage` each hit is one
-    ``CL.FIXED`` that counts denied hits, on limits' own keys."""
+class _DecidedByTheModule:
+    """``hit`` and ``test`` as one command of the module's, which ``_cell`` makes, on a
+    :class:`CellAsyncRedisStorage`; limits' own elsewhere."""
 
-    async def _cell(self, item, identifiers, cost: int, dry_run: bool):
-        return core.decision(await self.storage.cell(core.fixed_words(
-            self.storage.key_prefix, item.key_for(*identifiers), item.amount,
-            item.get_expiry(), cost, dry_run)), unit_ms=1000)
+    # A hit of 0 opens a fixed window in limits (INCRBY 0, then EXPIRE), where the module's
+    # peek opens nothing: limits' own script keeps that exact.
+    _zero_hit_in_limits = False
 
     async def hit(self, item, *identifiers, cost: int = 1) -> bool:
-        # A hit of 0 opens a window in limits (INCRBY 0, then EXPIRE), where the module's
-        # peek opens nothing: limits' own script keeps that exact.
-        if cost == 0 or not isinstance(self.storage, CellAsyncRedisStorage):
+        on_cell = isinstance(self.storage, CellAsyncRedisStorage)
+        if not on_cell or (cost == 0 and self._zero_hit_in_limits):
             return await super().hit(item, *identifiers, cost=cost)
         return (await self._cell(item, identifiers, cost, dry_run=False))[0]
 
@@ -89,6 +87,18 @@ class FixedWindowRateLimiter(strategies.FixedWindowRateLimiter):
             return await super().test(item, *identifiers, cost=cost)
         return (await self._cell(item, identifiers, cost, dry_run=True))[0]
 
+
+class FixedWindowRateLimiter(_DecidedByTheModule, strategies.FixedWindowRateLimiter):
+    """``limits.aio``'s fixed window; on a :class:`CellAsyncRedisStorage` each hit is one
+    ``CL.FIXED`` that counts denied hits, on limits' own keys."""
+
+    _zero_hit_in_limits = True
+
+    async def _cell(self, item, identifiers, cost: int, dry_run: bool):
+        return core.decision(await self.storage.cell(core.fixed_words(
+            self.storage.key_prefix, item.key_for(*identifiers), item.amount,
+            item.get_expiry(), cost, dry_run)), unit_ms=1000)
+
     async def get_window_stats(self, item, *identifiers) -> WindowStats:
         if not isinstance(self.storage, CellAsyncRedisStorage):
             return await super().get_window_stats(item, *identifiers)
@@ -96,7 +106,8 @@ class FixedWindowRateLimiter(strategies.FixedWindowRateLimiter):
         return WindowStats(core.window_stats_reset(reset_after_ms), remaining)
 
 
-class SlidingWindowBucketsRateLimiter(strategies.MovingWindowRateLimiter):
+class SlidingWindowBucketsRateLimiter(_DecidedByTheModule,
+                                      strategies.MovingWindowRateLimiter):
     """The sync half's bucketed window (see
     ``redis_cell.limits.SlidingWindowBucketsRateLimiter``), for ``limits.aio``: on a
     :class:`CellAsyncRedisStorage`, ``CL.WINDOW … BUCKETS n``; elsewhere limits' moving
@@ -106,16 +117,6 @@ class SlidingWindowBucketsRateLimiter(strategies.MovingWindowRateLimiter):
         return core.decision(await self.storage.cell(core.buckets_words(
             self.storage.key_prefix, item.key_for(*identifiers), item.amount,
             item.get_expiry(), self.storage.buckets, cost, dry_run)))
-
-    async def hit(self, item, *identifiers, cost: int = 1) -> bool:
-        if not isinstance(self.storage, CellAsyncRedisStorage):
-            return await super().hit(item, *identifiers, cost=cost)
-        return (await self._cell(item, identifiers, cost, dry_run=False))[0]
-
-    async def test(self, item, *identifiers, cost: int = 1) -> bool:
-        if not isinstance(self.storage, CellAsyncRedisStorage):
-            return await super().test(item, *identifiers, cost=cost)
-        return (await self._cell(item, identifiers, cost, dry_run=True))[0]
 
     async def get_window_stats(self, item, *identifiers) -> WindowStats:
         if not isinstance(self.storage, CellAsyncRedisStorage):

@@ -63,19 +63,17 @@ class CellRedisStorage(RedisStorage):
         self.storage.delete(*core.every_key(self.key_prefix, key))
 
 
-class FixedWindowRateLimiter(strategies.FixedWindowRateLimiter):
-    """limits' fixed window; on a :class:`CellRedisStorage` each hit is one ``CL.FIXED``
-    that counts denied hits, as limits' own ``incr`` then compare does, on the same keys."""
+class _DecidedByTheModule:
+    """``hit`` and ``test`` as one command of the module's, which ``_cell`` makes, on a
+    :class:`CellRedisStorage`; limits' own elsewhere."""
 
-    def _cell(self, item, identifiers, cost: int, dry_run: bool):
-        return core.decision(self.storage.cell(core.fixed_words(
-            self.storage.key_prefix, item.key_for(*identifiers), item.amount,
-            item.get_expiry(), cost, dry_run)), unit_ms=1000)
+    # A hit of 0 opens a fixed window in limits (INCRBY 0, then EXPIRE), where the module's
+    # peek opens nothing: limits' own script keeps that exact.
+    _zero_hit_in_limits = False
 
     def hit(self, item, *identifiers, cost: int = 1) -> bool:
-        # A hit of 0 opens a window in limits (INCRBY 0, then EXPIRE), where the module's
-        # peek opens nothing: limits' own script keeps that exact.
-        if cost == 0 or not isinstance(self.storage, CellRedisStorage):
+        on_cell = isinstance(self.storage, CellRedisStorage)
+        if not on_cell or (cost == 0 and self._zero_hit_in_limits):
             return super().hit(item, *identifiers, cost=cost)
         return self._cell(item, identifiers, cost, dry_run=False)[0]
 
@@ -84,6 +82,18 @@ class FixedWindowRateLimiter(strategies.FixedWindowRateLimiter):
             return super().test(item, *identifiers, cost=cost)
         return self._cell(item, identifiers, cost, dry_run=True)[0]
 
+
+class FixedWindowRateLimiter(_DecidedByTheModule, strategies.FixedWindowRateLimiter):
+    """limits' fixed window; on a :class:`CellRedisStorage` each hit is one ``CL.FIXED``
+    that counts denied hits, as limits' own ``incr`` then compare does, on the same keys."""
+
+    _zero_hit_in_limits = True
+
+    def _cell(self, item, identifiers, cost: int, dry_run: bool):
+        return core.decision(self.storage.cell(core.fixed_words(
+            self.storage.key_prefix, item.key_for(*identifiers), item.amount,
+            item.get_expiry(), cost, dry_run)), unit_ms=1000)
+
     def get_window_stats(self, item, *identifiers) -> WindowStats:
         if not isinstance(self.storage, CellRedisStorage):
             return super().get_window_stats(item, *identifiers)
@@ -91,7 +101,8 @@ class FixedWindowRateLimiter(strategies.FixedWindowRateLimiter):
         return WindowStats(core.window_stats_reset(reset_after_ms), remaining)
 
 
-class SlidingWindowBucketsRateLimiter(strategies.MovingWindowRateLimiter):
+class SlidingWindowBucketsRateLimiter(_DecidedByTheModule,
+                                      strategies.MovingWindowRateLimiter):
     """At most ``amount`` in the last n cells of ``window / n``: on a
     :class:`CellRedisStorage`, ``CL.WINDOW … BUCKETS n``, n counters a key whatever the
     traffic. Elsewhere (Flask-Limiter's in-memory fallback) it is limits' exact moving
@@ -101,16 +112,6 @@ class SlidingWindowBucketsRateLimiter(strategies.MovingWindowRateLimiter):
         return core.decision(self.storage.cell(core.buckets_words(
             self.storage.key_prefix, item.key_for(*identifiers), item.amount,
             item.get_expiry(), self.storage.buckets, cost, dry_run)))
-
-    def hit(self, item, *identifiers, cost: int = 1) -> bool:
-        if not isinstance(self.storage, CellRedisStorage):
-            return super().hit(item, *identifiers, cost=cost)
-        return self._cell(item, identifiers, cost, dry_run=False)[0]
-
-    def test(self, item, *identifiers, cost: int = 1) -> bool:
-        if not isinstance(self.storage, CellRedisStorage):
-            return super().test(item, *identifiers, cost=cost)
-        return self._cell(item, identifiers, cost, dry_run=True)[0]
 
     def get_window_stats(self, item, *identifiers) -> WindowStats:
         """As the moving window's: the reset is when the oldest unit's cell leaves."""
