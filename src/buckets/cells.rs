@@ -236,7 +236,8 @@ pub fn put_slot(bytes: &mut [u8], header: &Header, slot: usize, units: u64) -> R
         1 => out.copy_from_slice(&[units as u8]),
         2 => out.copy_from_slice(&(units as u16).to_le_bytes()),
         4 => out.copy_from_slice(&(units as u32).to_le_bytes()),
-        _ => out.copy_from_slice(&units.to_le_bytes()),
+        8 => out.copy_from_slice(&units.to_le_bytes()),
+        _ => return Err(Error::Internal),
     }
     Ok(())
 }
