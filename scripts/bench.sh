@@ -661,6 +661,15 @@ if part buckets; then
     printf '| %-30s | %12.0f | %12.0f | %8s | %6s | %12s |\n' "BUCKETS $n, $keys" "$cell" "$floor_value" \
       "$(ratio "$cell" "$floor_value")" "${target}x" "$own"
   done
+  # The exact window at the same arity, for reference: two words after the period take the
+  # flagged reading of the tail, a plain call's fast path does not.
+  reset_bucket_keys
+  exact=$(per_call "CL.WINDOW key:__rand_int__ 1000000000 86400 1 MS")
+  own=$(own_of_last)
+  reset_bucket_keys
+  floor_value=$(per_call "FLOOR.WRITE key:__rand_int__ 1000000000 86400 1 MS")
+  printf '| %-30s | %12.0f | %12.0f | %8s | %6s | %12s |\n' "exact, 1 MS, random keys" "$exact" "$floor_value" \
+    "$(ratio "$exact" "$floor_value")" "—" "$own"
 
   # Peeks and denials write nothing. A call subtracts the cells that have left since the key's
   # last write, and a denial then walks the live cells, oldest first, until enough units would
