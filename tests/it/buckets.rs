@@ -11,13 +11,21 @@ both_servers!(cells_are_aligned_to_the_epoch_whatever_the_first_call,);
 /// 2030-03-17T17:46:40Z: a multiple of every cell width the tests use.
 const BASE: i64 = 1_900_000_000_000;
 
-/// A limiter of `limit` per `period_ms` in `n` cells, called at `BASE + offset_ms`.
+/// A server under a controlled clock, and a connection that calls CL.WINDOW on it at
+/// `BASE + offset_ms`.
 struct Cells<'a> {
     server: &'a Server,
     con: redis::Connection,
 }
 
-impl Cells<'_> {
+impl<'a> Cells<'a> {
+    fn on(server: &'a Server) -> Cells<'a> {
+        Cells {
+            con: server.connection(),
+            server,
+        }
+    }
+
     fn at(&mut self, offset_ms: i64, key: &str, args: &[&str]) -> Vec<i64> {
         self.server.set_clock_ms(BASE + offset_ms);
         let mut words = vec![key];
@@ -33,10 +41,7 @@ impl Cells<'_> {
 #[test]
 fn replies_at_cell_edges_and_the_expiry_under_a_controlled_clock() {
     let server = Server::with_exact_fake_clock(BASE);
-    let mut cells = Cells {
-        con: server.connection(),
-        server: &server,
-    };
+    let mut cells = Cells::on(&server);
     // Three per second in four cells of 250 ms.
     let w = |quantity: &'static str| [quantity, "BUCKETS", "4", "MS"];
     let mut at = |offset: i64, quantity: &'static str| {
@@ -76,10 +81,7 @@ fn replies_at_cell_edges_and_the_expiry_under_a_controlled_clock() {
 #[test]
 fn the_bound_holds_over_n_minus_one_cells_and_not_a_whole_period_under_a_controlled_clock() {
     let server = Server::with_exact_fake_clock(BASE);
-    let mut cells = Cells {
-        con: server.connection(),
-        server: &server,
-    };
+    let mut cells = Cells::on(&server);
     let mut at = |offset: i64, quantity: &'static str| {
         cells.at(offset, "b", &["10", "1000", quantity, "BUCKETS", "4", "MS"])[0]
     };
@@ -95,10 +97,7 @@ fn the_bound_holds_over_n_minus_one_cells_and_not_a_whole_period_under_a_control
 #[test]
 fn another_period_or_count_of_cells_moves_units_only_later_under_a_controlled_clock() {
     let server = Server::with_exact_fake_clock(BASE);
-    let mut cells = Cells {
-        con: server.connection(),
-        server: &server,
-    };
+    let mut cells = Cells::on(&server);
     // Cells of 250 ms: a unit in cell 0, two in cell 1.
     cells.at(10, "g", &["10", "1000", "1", "BUCKETS", "4", "MS"]);
     cells.at(260, "g", &["10", "1000", "2", "BUCKETS", "4", "MS"]);
@@ -141,10 +140,7 @@ fn another_period_or_count_of_cells_moves_units_only_later_under_a_controlled_cl
 #[test]
 fn narrower_cells_hold_the_old_units_until_their_last_millisecond_under_a_controlled_clock() {
     let server = Server::with_exact_fake_clock(BASE);
-    let mut cells = Cells {
-        con: server.connection(),
-        server: &server,
-    };
+    let mut cells = Cells::on(&server);
     // Two cells of 10 s: 9 units in cell 0, which ends at 9,999.
     cells.at(1_000, "n", &["10", "20000", "9", "BUCKETS", "2", "MS"]);
     let narrow = |quantity: &'static str| ["10", "2000", quantity, "BUCKETS", "2", "MS"];
@@ -158,10 +154,7 @@ fn narrower_cells_hold_the_old_units_until_their_last_millisecond_under_a_contro
 #[test]
 fn refund_dry_run_and_cl_all_under_a_controlled_clock() {
     let server = Server::with_exact_fake_clock(BASE);
-    let mut cells = Cells {
-        con: server.connection(),
-        server: &server,
-    };
+    let mut cells = Cells::on(&server);
     let five = |quantity: &'static str, flag: &'static str| {
         let mut args = vec!["5", "1000", quantity, "BUCKETS", "4", "MS"];
         args.extend((!flag.is_empty()).then_some(flag));
@@ -236,10 +229,7 @@ fn a_waiter_is_admitted_when_a_cell_leaves_under_a_controlled_clock() {
 fn a_month_of_ten_thousand_takes_a_few_bytes_whatever_the_traffic_under_a_controlled_clock() {
     const DAY: i64 = 86_400_000;
     let server = Server::with_exact_fake_clock(BASE);
-    let mut cells = Cells {
-        con: server.connection(),
-        server: &server,
-    };
+    let mut cells = Cells::on(&server);
     let month = |quantity: &'static str| ["10000", "2592000", quantity, "BUCKETS", "30"];
     assert_eq!(cells.at(0, "api", &month("1"))[0], 0);
     assert_eq!(cells.strlen("api"), 32 + 2);
