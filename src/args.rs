@@ -161,23 +161,15 @@ fn sliding_tail<'a>(
     tail: &[&'a [u8]],
     command: &'static str,
 ) -> Result<(Tail, Option<&'a [u8]>), Error> {
-    // A plain call names no flag, and pays nothing for looking for this one; a call that
-    // names the cells alone, after its quantity or not, is read as plainly.
+    // A plain call names no flag, and pays nothing for looking for this one. Most calls that
+    // name the cells name them last, once: what comes before is an ordinary tail.
     let at = match tail {
         [] => None,
         [quantity] if quantity.first().is_some_and(u8::is_ascii_digit) => None,
-        [keyword, n] if is_buckets(keyword) => return Ok((Tail::PLAIN, Some(n))),
-        [quantity, keyword, n]
-            if is_buckets(keyword) && quantity.first().is_some_and(u8::is_ascii_digit) =>
+        [rest @ .., keyword, n]
+            if is_buckets(keyword) && rest.len() <= 4 && !rest.iter().any(|w| is_buckets(w)) =>
         {
-            let quantity = integer(quantity, "quantity", 0)?;
-            return Ok((
-                Tail {
-                    quantity,
-                    ..Tail::PLAIN
-                },
-                Some(n),
-            ));
+            return Ok((tail_of(rest, command, false)?, Some(n)));
         }
         _ => tail.iter().position(|word| is_buckets(word)),
     };
