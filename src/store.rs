@@ -121,6 +121,12 @@ impl Key {
     pub fn write_integer(&mut self, value: i64, expiry: Expiry) -> Result<(), Error> {
         let mut digits = [0u8; 20];
         self.put(decimal(value, &mut digits))?;
+        self.set_expiry(expiry)
+    }
+
+    /// Closes a write of the key's value: sets its expiry, or leaves it as it is, and tells
+    /// the server the key changed.
+    pub fn set_expiry(&mut self, expiry: Expiry) -> Result<(), Error> {
         match expiry {
             Expiry::At(ms) => self.expire_at(ms),
             Expiry::Unchanged => self.signal_modified(),
@@ -166,9 +172,8 @@ impl Key {
         self.signal_modified()
     }
 
-    /// Tells the server the key changed (WATCH, client-side caching). Closes every write that
-    /// leaves the expiry as it is.
-    pub fn signal_modified(&mut self) -> Result<(), Error> {
+    /// Tells the server the key changed (WATCH, client-side caching). Closes every write.
+    fn signal_modified(&mut self) -> Result<(), Error> {
         let signal = api(unsafe { raw::RedisModule_SignalModifiedKey })?;
         // SAFETY: ctx and name are the running command's.
         unsafe { signal(self.ctx, self.name) };

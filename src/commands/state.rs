@@ -129,11 +129,11 @@ pub fn write(
         }
         Change::Cells(ref plan) => {
             plan.apply(key)?;
-            if plan.expiry_moves() {
-                key.expire_at(plan.expire_at_ms)?;
+            key.set_expiry(if plan.expiry_moves() {
+                Expiry::At(plan.expire_at_ms)
             } else {
-                key.signal_modified()?;
-            }
+                Expiry::Unchanged
+            })?;
             replicate_window(ctx, c"CL.WINDOW", propagate, now)
         }
         Change::Clear(cleared) => {
