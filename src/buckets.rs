@@ -152,17 +152,18 @@ impl BucketedWindow {
     /// leave, newest cell first, as the exact window gives back its newest entries. Answers
     /// the state it leaves, admitted.
     pub fn refund(&self, stored: Option<&[u8]>, now_ms: i64) -> Result<Decision, Error> {
-        let peek = self.peek().decide(stored, now_ms)?;
+        // Only a refund that gives nothing back answers with a peek: read it then alone.
+        let peek = || Ok(self.peek().decide(stored, now_ms)?.admitted());
         let now_cell = self.grid.cell_of(now_ms);
         let ring = stored.map(|bytes| Ring::on(bytes, self.grid)).transpose()?;
         let Some(ring) = ring else {
-            return Ok(peek.admitted());
+            return peek();
         };
         let Some(count) = ring.live(now_cell)? else {
-            return Ok(peek.admitted());
+            return peek();
         };
         if self.quantity == 0 {
-            return Ok(peek.admitted());
+            return peek();
         }
         if self.quantity >= count {
             return Ok(Decision {
