@@ -29,6 +29,7 @@
 //! what the cells hold is only ever added or subtracted with checks.
 
 use crate::args::{MAX_CELLS, MIN_CELLS};
+use crate::bytes::le_i64;
 use crate::error::Error;
 
 pub const HEADER_LEN: usize = 32;
@@ -102,8 +103,8 @@ impl<'a> Cells<'a> {
             },
             cell_bytes: usize::from(raw[4]),
             origin: i64::from(u16::from_le_bytes([raw[7], raw[8]])),
-            newest: i64_at(raw, 15),
-            sum: i64_at(raw, 23) as u64,
+            newest: le_i64(raw, 15),
+            sum: le_i64(raw, 23) as u64,
         };
         let grid = header.grid;
         let cells_len = bytes.len() - HEADER_LEN;
@@ -174,14 +175,6 @@ pub fn cell_max(cell_bytes: usize) -> u64 {
         4 => 0xffff_ffff,
         _ => u64::MAX,
     }
-}
-
-fn i64_at(bytes: &[u8], at: usize) -> i64 {
-    let mut word = [0u8; 8];
-    if let Some(field) = bytes.get(at..at + 8) {
-        word.copy_from_slice(field);
-    }
-    i64::from_le_bytes(word)
 }
 
 /// One cell's units, read at its fixed width: a call may read every cell, so no copy loop.
