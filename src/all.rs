@@ -173,6 +173,7 @@ mod tests {
                 Limiter::Fixed(_) => Key::Window(None),
                 Limiter::Sliding(_) | Limiter::Bucketed(_) => Key::Log(None),
                 Limiter::Lease(..) => Key::Leases(None),
+                Limiter::Smooth(_) => unreachable!("CL.ALL takes no SMOOTH limiter"),
             }
         }
 

@@ -118,6 +118,7 @@ pub fn all<'a>(args: &[&'a [u8]]) -> Result<AllArgs<'a>, Error> {
         let kind = match Kind::of(keyword) {
             Some(kind) => kind,
             None if is_option(keyword) => return Err(Error::MissingLimiter(key)),
+            None if keyword.eq_ignore_ascii_case(b"SMOOTH") => return Err(Error::SmoothInAll(key)),
             None => return Err(Error::UnknownLimiter(key)),
         };
         let params = kind.params(args, at);
@@ -405,6 +406,7 @@ mod tests {
             ("2 a b FIXED 1 1 QUANTITY 2", Error::MissingLimiter(2)),
             ("1 a FIXED 1 1 WINDOW 1 1", Error::ExtraLimiter),
             ("1 a LEAKY 1 1", Error::UnknownLimiter(1)),
+            ("1 a smooth 1 1", Error::SmoothInAll(1)),
             ("1 a THROTTLE 1 1", Error::WrongArity("cl.all")),
             ("1 a FIXED 1 1 QUANTITY", Error::Syntax),
             ("1 a FIXED 1 1 MS MS", Error::Syntax),

@@ -4,7 +4,7 @@
 
 use crate::decimal::parse_i64;
 use crate::error::Error;
-use crate::time::{TimeUnit, MAX_SPAN_NS, NANOS_PER_MILLI};
+use crate::time::{TimeUnit, MAX_SPAN_NS, MILLIS_PER_SECOND, NANOS_PER_MILLI};
 
 /// A GCRA's parameters: `count` units per `period_ns`, in bursts of up to `max_burst + 1`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -321,6 +321,143 @@ pub fn lease<'a>(args: &[&'a [u8]]) -> Result<LeaseArgs<'a>, Error> {
         block_ms,
         dry_run: dry_run_at.is_some(),
     })
+}
+
+/// The shape of CL.SMOOTH's limiter: Guava's `SmoothBursty`, which stores up to `burst` of
+/// unused time as permits that cost nothing, or `SmoothWarmingUp`, whose stored permits cost
+/// more the colder it is. Spans are in the call's unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SmoothShape {
+    Bursty { burst: i64 },
+    WarmingUp { warmup: i64, cold: i64 },
+}
+
+/// A smooth limiter's parameters: `permits` per `period`, in `unit`, of this shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SmoothParams {
+    pub permits: i64,
+    pub period: i64,
+    pub unit: TimeUnit,
+    pub shape: SmoothShape,
+}
+
+/// `CL.SMOOTH key permits period [quantity] [MS] [BURST span] [WARMUP span [COLD factor]]
+/// [DRYRUN] [BLOCK timeout]`, after the key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SmoothArgs {
+    pub params: SmoothParams,
+    /// Guava's `int` permits: at most `MAX_SMOOTH_QUANTITY`.
+    pub quantity: i64,
+    pub dry_run: bool,
+    pub block_ms: Option<i64>,
+}
+
+/// The most permits one CL.SMOOTH call asks for: Guava's `int`.
+pub const MAX_SMOOTH_QUANTITY: i64 = i32::MAX as i64;
+
+/// The default `BURST`, Guava's `maxBurstSeconds` of `RateLimiter.create`: one second.
+const DEFAULT_BURST_SECONDS: i64 = 1;
+
+/// The default `COLD` factor, Guava's.
+const DEFAULT_COLD: i64 = 3;
+
+/// Parses the arguments of `CL.SMOOTH` that follow the key: an optional quantity, then the
+/// options in any order, each once. REFUND is refused by name: a smooth limiter reserves
+/// instants, and has no units to give back.
+pub fn smooth(args: &[&[u8]]) -> Result<SmoothArgs, Error> {
+    const COMMAND: &str = "cl.smooth";
+    let [permits, period, rest @ ..] = args else {
+        return Err(Error::WrongArity(COMMAND));
+    };
+    let (quantity, options) = match rest {
+        [quantity, options @ ..] if quantity.first().is_some_and(u8::is_ascii_digit) => {
+            (Some(*quantity), options)
+        }
+        _ => (None, rest),
+    };
+    // Counted as the server counts arguments: the key is the first.
+    let first_option = 4 + usize::from(quantity.is_some());
+    let [mut ms, mut dry_run, mut burst, mut warmup, mut cold, mut block] = [None; 6];
+    let mut at = 0;
+    while let Some(option) = options.get(at) {
+        if is_refund(option) {
+            return Err(Error::NoRefund(COMMAND));
+        }
+        let (seen, takes_value) = if is_ms(option) {
+            Some((&mut ms, false))
+        } else if is_dry_run(option) {
+            Some((&mut dry_run, false))
+        } else if option.eq_ignore_ascii_case(b"BURST") {
+            Some((&mut burst, true))
+        } else if option.eq_ignore_ascii_case(b"WARMUP") {
+            Some((&mut warmup, true))
+        } else if option.eq_ignore_ascii_case(b"COLD") {
+            Some((&mut cold, true))
+        } else if option.eq_ignore_ascii_case(b"BLOCK") {
+            Some((&mut block, true))
+        } else {
+            None
+        }
+        .filter(|(seen, takes_value)| seen.is_none() && (!takes_value || at + 1 < options.len()))
+        .ok_or(Error::BadOption {
+            command: COMMAND,
+            position: first_option + at,
+        })?;
+        // The value's text, or the keyword's for a flag.
+        *seen = options.get(at + usize::from(takes_value)).copied();
+        at += 1 + usize::from(takes_value);
+    }
+    let unit = unit_of(ms.is_some());
+    let permits = integer(permits, "permits", 1)?;
+    let period = span(period, "period", unit)?;
+    let quantity = match quantity {
+        Some(text) => integer(text, "quantity", 0)?,
+        None => 1,
+    };
+    if quantity > MAX_SMOOTH_QUANTITY {
+        return Err(Error::AboveMaximum {
+            arg: "quantity",
+            max: MAX_SMOOTH_QUANTITY,
+        });
+    }
+    let shape = match (burst, warmup, cold) {
+        (Some(_), Some(_), _) => return Err(Error::BurstAndWarmup),
+        (_, None, Some(_)) => return Err(Error::ColdWithoutWarmup),
+        (burst, None, None) => SmoothShape::Bursty {
+            burst: match burst {
+                Some(text) => span(text, "BURST", unit)?,
+                None => DEFAULT_BURST_SECONDS * unit_per_second(unit),
+            },
+        },
+        (None, Some(warmup), cold) => SmoothShape::WarmingUp {
+            warmup: span(warmup, "WARMUP", unit)?,
+            cold: cold.map_or(Ok(DEFAULT_COLD), |cold| integer(cold, "COLD", 1))?,
+        },
+    };
+    let block_ms = block.map(block_timeout).transpose()?;
+    never_waits(block_ms, false, dry_run.is_some(), false)?;
+    Ok(SmoothArgs {
+        params: SmoothParams {
+            permits,
+            period,
+            unit,
+            shape,
+        },
+        quantity,
+        dry_run: dry_run.is_some(),
+        block_ms,
+    })
+}
+
+/// A span of at least one `unit`, kept in that unit, within what the limiters can look ahead.
+fn span(text: &[u8], arg: &'static str, unit: TimeUnit) -> Result<i64, Error> {
+    span_ms(text, arg, unit)?;
+    integer(text, arg, 1)
+}
+
+/// How many of `unit` make a second.
+fn unit_per_second(unit: TimeUnit) -> i64 {
+    MILLIS_PER_SECOND / unit.millis()
 }
 
 /// `CL.RELEASE key holder`, after the key: the holder, and in the replication form the

@@ -38,6 +38,8 @@ pub struct Callbacks {
     pub free: Option<unsafe extern "C" fn(*mut raw::RedisModuleCtx, *mut c_void)>,
     pub disconnect: raw::RedisModuleDisconnectFunc,
     pub timer: raw::RedisModuleTimerProc,
+    /// The timer of a held reply (`hold`).
+    pub release: raw::RedisModuleTimerProc,
 }
 
 /// Parks a call that asked to wait: blocks its client, puts it at the end of its keys' lines,
@@ -126,6 +128,64 @@ fn unblock_callback(callbacks: &Callbacks) -> raw::RedisModuleCmdFunc {
     } else {
         None
     }
+}
+
+/// A reply held until its instant, and the client it goes to: a hold timer's data.
+struct Hold {
+    client: *mut raw::RedisModuleBlockedClient,
+    result: Result<Answer, Error>,
+}
+
+/// Holds an admitted call's reply until `at_ns` (CL.SMOOTH's BLOCK, where Guava's caller
+/// sleeps). The call has made its reservation, written and propagated it: the hold stands in
+/// no line and its end changes nothing; a timer unblocks the client with the reply it was
+/// given. A client that goes away meanwhile keeps its reservation, as a Guava caller that is
+/// interrupted does; CLIENT UNBLOCK cannot end a hold (the client has no timeout callback,
+/// so the server answers it 0). Gives the reply back when the client cannot be held, to be
+/// sent at once.
+pub fn hold(
+    ctx: *mut raw::RedisModuleCtx,
+    result: Result<Answer, Error>,
+    at_ns: i64,
+    callbacks: &Callbacks,
+) -> Result<(), Result<Answer, Error>> {
+    let Ok(now_ns) = blocked::can_block().and_then(|()| clock::now_ns()) else {
+        return Err(result);
+    };
+    let client_callbacks = ClientCallbacks {
+        reply: callbacks.reply,
+        timeout: None,
+        free: callbacks.free,
+        disconnect: callbacks.disconnect,
+    };
+    // SAFETY: ctx is the running command's context, which may block (the caller checked its
+    // flags); the callbacks are this module's, alive while it is loaded.
+    let Ok((client, _)) = (unsafe { blocked::block(ctx, &client_callbacks) }) else {
+        return Err(result);
+    };
+    let hold = Box::into_raw(Box::new(Hold { client, result }));
+    let period_ms = period_until(at_ns, now_ns);
+    if blocked::start_timer(ctx, period_ms, callbacks.release, hold as usize).is_err() {
+        // SAFETY: the timer was not made, so the box is still this function's alone.
+        release(*unsafe { Box::from_raw(hold) });
+    }
+    Ok(())
+}
+
+/// A held reply's instant has come (`data` is its `Hold`): its client gets it.
+pub fn released(data: *mut c_void) {
+    if data.is_null() {
+        return;
+    }
+    // SAFETY: a hold timer's data is the Box made by `hold`, and the timer fires once.
+    release(*unsafe { Box::from_raw(data.cast::<Hold>()) });
+}
+
+/// Unblocks a held client with its reply; should the server refuse, the client stays
+/// blocked for good, which nothing here can mend, and is left to its disconnect.
+fn release(hold: Hold) {
+    let Hold { client, result } = hold;
+    unblock(client, Pending::Answer(result));
 }
 
 /// Sets the waiter's one timer for the earlier of `try_at_ns` and its deadline (none when it

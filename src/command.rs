@@ -9,11 +9,12 @@ pub enum Command {
     Lease,
     Release,
     Holders,
+    Smooth,
 }
 
 impl Command {
     /// Every command, in the order INFO shows them.
-    pub const ALL: [Command; 7] = [
+    pub const ALL: [Command; 8] = [
         Command::Throttle,
         Command::Fixed,
         Command::Window,
@@ -21,6 +22,7 @@ impl Command {
         Command::Lease,
         Command::Release,
         Command::Holders,
+        Command::Smooth,
     ];
 
     /// The name as the server knows it, and as its errors quote it.
@@ -33,6 +35,7 @@ impl Command {
             Command::Lease => "cl.lease",
             Command::Release => "cl.release",
             Command::Holders => "cl.holders",
+            Command::Smooth => "cl.smooth",
         }
     }
 }

@@ -219,7 +219,7 @@ const HOLDER: Arg = required(
     c"Who holds the lease: 1 to 255 bytes, chosen by the client.",
 );
 
-const COMMANDS: [Command; 7] = [
+const COMMANDS: [Command; 8] = [
     Command {
         name: c"cl.throttle",
         handler: entry::throttle,
@@ -355,6 +355,69 @@ const COMMANDS: [Command; 7] = [
             Arg {
                 summary: c"The times left are in milliseconds.",
                 ..MS
+            },
+        ],
+    },
+    Command {
+        name: c"cl.smooth",
+        handler: entry::smooth,
+        access: Access::Decides,
+        keys: Keys::First,
+        arity: -4,
+        summary: c"Rate limits a key as Guava's RateLimiter does: permits per period, a free call goes at once and the next pays for it, bursty or warming up. Replies [limited, limit, remaining, retry_after, reset_after].",
+        complexity: c"O(1)",
+        args: &[
+            KEY,
+            required(c"permits", ArgType::Integer, c"Permits per period, at the stable rate."),
+            PERIOD,
+            Arg {
+                summary: c"Permits this call takes (default 1, at most 2147483647); 0 only looks.",
+                ..QUANTITY
+            },
+            Arg {
+                summary: c"The period, the spans and the waits in the reply are in milliseconds.",
+                ..MS
+            },
+            Arg {
+                token: Some(c"BURST"),
+                optional: true,
+                ..required(
+                    c"span",
+                    ArgType::Integer,
+                    c"Idle time stored as permits that cost nothing, Guava's maxBurstSeconds (default 1 second); not with WARMUP.",
+                )
+            },
+            Arg {
+                token: Some(c"WARMUP"),
+                optional: true,
+                ..required(
+                    c"warmup",
+                    ArgType::Block(&[
+                        required(
+                            c"span",
+                            ArgType::Integer,
+                            c"How long a cold limiter takes to reach the stable rate.",
+                        ),
+                        Arg {
+                            token: Some(c"COLD"),
+                            optional: true,
+                            ..required(
+                                c"factor",
+                                ArgType::Integer,
+                                c"How many times slower than the stable rate a cold limiter starts (default 3).",
+                            )
+                        },
+                    ]),
+                    c"Warm up as Guava's SmoothWarmingUp: idleness makes the first permits dearer.",
+                )
+            },
+            Arg {
+                summary: c"Answer what the call would, and reserve nothing; never with BLOCK.",
+                ..DRYRUN
+            },
+            Arg {
+                summary: c"When admitted to wait up to this many milliseconds (0: as long as it takes), reserve the permits now and hold the reply until their instant; denied at once if that is later.",
+                ..BLOCK
             },
         ],
     },
@@ -544,6 +607,11 @@ mod tests {
     fn argument(arg: &Arg) -> String {
         let value = match (&arg.kind, arg.token) {
             (ArgType::PureToken, Some(token)) => text(token),
+            // A keyword and what follows it, as ZRANGE's `LIMIT offset count`.
+            (ArgType::Block(params), Some(token)) => std::iter::once(text(token))
+                .chain(params.iter().map(argument))
+                .collect::<Vec<_>>()
+                .join(" "),
             (ArgType::OneOf(_) | ArgType::Block(_), _) | (_, None) => text(arg.name),
             (_, Some(token)) => format!("{} {}", text(token), text(arg.name)),
         };

@@ -90,6 +90,7 @@ static ALL: Counters = Counters::new();
 static LEASE: Counters = Counters::new();
 static RELEASE: Counters = Counters::new();
 static HOLDERS: Counters = Counters::new();
+static SMOOTH: Counters = Counters::new();
 /// A command's counters.
 pub fn of(command: Command) -> &'static Counters {
     match command {
@@ -100,6 +101,7 @@ pub fn of(command: Command) -> &'static Counters {
         Command::Lease => &LEASE,
         Command::Release => &RELEASE,
         Command::Holders => &HOLDERS,
+        Command::Smooth => &SMOOTH,
     }
 }
 

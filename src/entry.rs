@@ -19,7 +19,7 @@ use crate::commands;
 use crate::commands::answer::{self, Answer};
 use crate::decimal::parse_i64;
 use crate::error::Error;
-use crate::ffi::{catch_defect, context_flags, string_bytes, REPLAYED};
+use crate::ffi::{catch_defect, context_flags, may_wait, string_bytes, REPLAYED};
 use crate::info;
 use crate::lines::{self, Turn};
 use crate::register;
@@ -54,13 +54,6 @@ pub fn guard_load(ctx: *mut raw::RedisModuleCtx, body: impl FnOnce() -> bool) ->
 fn guard_callback(ctx: *mut raw::RedisModuleCtx, body: impl FnOnce(), on_panic: impl FnOnce()) {
     guard(ctx, Some(Point::Callback), body, on_panic);
 }
-
-/// Where a call may not wait, and answers at once as BLPOP does: in a transaction, a script or
-/// a function, where the server denies blocking (a call from a module), and when replayed.
-const NO_WAITING: u32 = raw::REDISMODULE_CTX_FLAGS_MULTI
-    | raw::REDISMODULE_CTX_FLAGS_LUA
-    | raw::REDISMODULE_CTX_FLAGS_DENY_BLOCKING
-    | REPLAYED;
 
 /// A command call, guarded: its answer sent, or the call parked.
 #[inline(always)]
@@ -105,13 +98,22 @@ fn dispatch(
     // SAFETY: the server passes argc live argument strings.
     let args = || unsafe { std::slice::from_raw_parts(argv, usize::try_from(argc).unwrap_or(0)) };
     match &result {
-        // A writable replica answers at once: its waiters could never write.
         Ok(Answer {
             wait: Some(wait), ..
-        }) if flags & NO_WAITING == 0
-            && flags & raw::REDISMODULE_CTX_FLAGS_MASTER != 0
-            && blocking::park(ctx, command, args(), wait, &CALLBACKS).is_ok() =>
-        {
+        }) if may_wait(flags) && blocking::park(ctx, command, args(), wait, &CALLBACKS).is_ok() => {
+            return;
+        }
+        // Counted as it is decided; the reply goes out at its instant, or at once when the
+        // client cannot be held.
+        Ok(Answer {
+            held_until_ns: Some(at_ns),
+            ..
+        }) if may_wait(flags) => {
+            let at_ns = *at_ns;
+            answer::record(command, &result);
+            if let Err(result) = blocking::hold(ctx, result, at_ns, &CALLBACKS) {
+                answer::send(ctx, result);
+            }
             return;
         }
         Ok(Answer {
@@ -188,6 +190,16 @@ pub extern "C" fn release(
     command(ctx, argv, argc, Command::Release)
 }
 
+/// `CL.SMOOTH key permits period [quantity] [MS] [BURST span] [WARMUP span [COLD factor]]
+/// [DRYRUN] [BLOCK timeout]`
+pub extern "C" fn smooth(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> c_int {
+    command(ctx, argv, argc, Command::Smooth)
+}
+
 /// `CL.HOLDERS key [MS]`
 pub extern "C" fn holders(
     ctx: *mut raw::RedisModuleCtx,
@@ -251,7 +263,13 @@ static CALLBACKS: Callbacks = Callbacks {
     free: Some(free_reply),
     disconnect: Some(on_disconnect),
     timer: Some(on_timer),
+    release: Some(on_release),
 };
+
+/// The timer of a reply held until its instant.
+extern "C" fn on_release(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
+    guard_callback(ctx, || blocking::released(data), || {});
+}
 
 /// A waiter's timer.
 extern "C" fn on_timer(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {

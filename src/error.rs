@@ -45,6 +45,16 @@ pub enum Error {
     /// The key holds a sliding window of the other form: `Some(n)` cells, or `None`, the
     /// exact log.
     WindowForm(Option<i64>),
+    /// The command takes no `REFUND` (CL.SMOOTH reserves instants, not units).
+    NoRefund(&'static str),
+    /// CL.SMOOTH: `BURST` and `WARMUP` together; a limiter has one shape.
+    BurstAndWarmup,
+    /// CL.SMOOTH: `COLD`, and no `WARMUP` for it to shape.
+    ColdWithoutWarmup,
+    /// CL.SMOOTH: the key holds a limiter of the other shape: warming up when `true`.
+    SmoothShape(bool),
+    /// CL.ALL: the limiter at this position (from 1) is SMOOTH, which it does not take.
+    SmoothInAll(usize),
     /// The named argument makes the limiter's time arithmetic overflow.
     TooLarge(&'static str),
     /// `count` exceeds the period in nanoseconds: GCRA would need to admit more than one unit
@@ -116,6 +126,24 @@ impl Error {
             Error::WindowForm(None) => {
                 "ERR the key holds an exact sliding window, not one of BUCKETS".to_owned()
             }
+            Error::NoRefund(command) => format!(
+                "ERR {command} does not refund: its reservations are instants, not units; REFUND is not one of its arguments"
+            ),
+            Error::BurstAndWarmup => {
+                "ERR BURST and WARMUP options at the same time are not compatible".to_owned()
+            }
+            Error::ColdWithoutWarmup => {
+                "ERR COLD is given, but no WARMUP for it to shape".to_owned()
+            }
+            Error::SmoothShape(true) => {
+                "ERR the key holds a smooth limiter with WARMUP, not a bursty one".to_owned()
+            }
+            Error::SmoothShape(false) => {
+                "ERR the key holds a bursty smooth limiter, not one with WARMUP".to_owned()
+            }
+            Error::SmoothInAll(position) => format!(
+                "ERR limiter {position} is SMOOTH, which CL.ALL does not take: call CL.SMOOTH on its key alone"
+            ),
             Error::TooLarge(arg) => {
                 format!("ERR {arg} is too large: the limiter's time span would overflow")
             }
@@ -189,6 +217,12 @@ mod tests {
             Error::PeriodNotCut,
             Error::WindowForm(Some(number as i64)),
             Error::WindowForm(None),
+            Error::NoRefund(word),
+            Error::BurstAndWarmup,
+            Error::ColdWithoutWarmup,
+            Error::SmoothShape(true),
+            Error::SmoothShape(false),
+            Error::SmoothInAll(number),
             Error::TooLarge(word),
             Error::SubNanosecondInterval,
             Error::AtFromClient,

@@ -79,6 +79,17 @@ pub fn context_flags(ctx: *mut raw::RedisModuleCtx) -> u32 {
 pub const REPLAYED: u32 =
     raw::REDISMODULE_CTX_FLAGS_REPLICATED | raw::REDISMODULE_CTX_FLAGS_LOADING;
 
+/// Whether a call with these context flags may wait, as BLPOP may: not in a transaction, a
+/// script or a function, not where the server denies blocking (a call from a module), not
+/// replayed, and only on a primary (a writable replica's waiters could never write).
+pub fn may_wait(flags: u32) -> bool {
+    const NO_WAITING: u32 = raw::REDISMODULE_CTX_FLAGS_MULTI
+        | raw::REDISMODULE_CTX_FLAGS_LUA
+        | raw::REDISMODULE_CTX_FLAGS_DENY_BLOCKING
+        | REPLAYED;
+    flags & NO_WAITING == 0 && flags & raw::REDISMODULE_CTX_FLAGS_MASTER != 0
+}
+
 /// Writes a warning to the server's log.
 pub fn log_warning(ctx: *mut raw::RedisModuleCtx, message: &str) {
     // A NUL would end the line early; a panic's message may hold one.

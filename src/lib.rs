@@ -21,6 +21,7 @@ pub mod gcra;
 pub mod lease;
 pub mod limiter;
 pub mod line_order;
+pub mod smooth;
 pub mod window;
 
 // The FFI.

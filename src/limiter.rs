@@ -10,6 +10,7 @@ use crate::fixed::{FixedWindow, OpenWindow};
 use crate::gcra::{self, Gcra};
 use crate::lease::{Lease, LeaseChange};
 use crate::outcome::Outcome;
+use crate::smooth::{Smooth, SmoothWrite};
 use crate::time::{ceil_ms, Instant};
 use crate::window::{self, Append, SlidingWindow, Trim, TrimPlan};
 
@@ -41,7 +42,7 @@ impl Request {
 }
 
 /// One request against one limiter.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Limiter<'a> {
     Throttle(Gcra),
     Fixed(FixedWindow),
@@ -50,6 +51,8 @@ pub enum Limiter<'a> {
     Bucketed(BucketedWindow),
     /// A concurrency limit, for this holder; with none, a look that takes no slot.
     Lease(Lease, Option<&'a [u8]>),
+    /// Guava's smooth rate limiter (CL.SMOOTH).
+    Smooth(Smooth),
 }
 
 /// What a limiter's key holds, read as that limiter's state; `None` when there is no key.
@@ -63,6 +66,8 @@ pub enum Stored<'a> {
     Log(Option<&'a [u8]>),
     /// CL.LEASE: the set of leases' bytes.
     Leases(Option<&'a [u8]>),
+    /// CL.SMOOTH: Guava's state and the rate it was kept at.
+    Smooth(Option<&'a [u8]>),
 }
 
 /// What an admission or a refund changes in its key.
@@ -90,6 +95,9 @@ pub enum Change<'a> {
     Cells(CellsPlan),
     /// A refund left the limiter as an untouched one: the key is deleted.
     Clear(Cleared),
+    /// Store a smooth limiter's state, as `SET … PXAT` would; the key expires when the
+    /// limiter is a new one's again.
+    Smooth(SmoothWrite),
     /// Renew or add `holder`'s lease; the key expires when the set's last lease ends.
     Lease {
         holder: &'a [u8],
@@ -225,6 +233,13 @@ impl<'a> Limiter<'a> {
                 outcome: lease.look(set, now.ms)?,
                 change: None,
             }),
+            (Limiter::Smooth(smooth), Stored::Smooth(value)) => {
+                let decision = smooth.decide(value, now.ns)?;
+                Ok(Verdict {
+                    outcome: decision.outcome,
+                    change: decision.write.map(Change::Smooth),
+                })
+            }
             _ => Err(Error::Internal),
         }
     }
@@ -306,6 +321,7 @@ impl<'a> Limiter<'a> {
             Limiter::Sliding(sliding) => Limiter::Sliding(sliding.peek()),
             Limiter::Bucketed(bucketed) => Limiter::Bucketed(bucketed.peek()),
             Limiter::Lease(lease, _) => Limiter::Lease(*lease, None),
+            Limiter::Smooth(smooth) => Limiter::Smooth(smooth.peek()),
         }
     }
 }

@@ -102,12 +102,17 @@ impl Key {
         expire_at_ms: i64,
         digits: &'d mut [u8; 20],
     ) -> Result<Written<'d>, Error> {
-        let text = decimal(value, digits);
-        let made = self.put(text)?;
+        self.set(decimal(value, digits), expire_at_ms)
+    }
+
+    /// A write made as `SET key value PXAT expire_at_ms` would make it. Returns what was
+    /// written, for the `SET` that propagates it; its events are the caller's.
+    pub fn set<'v>(&mut self, value: &'v [u8], expire_at_ms: i64) -> Result<Written<'v>, Error> {
+        let made = self.put(value)?;
         self.expire_at(expire_at_ms)?;
         Ok(match made {
             Some(string) => Written::Made(string),
-            None => Written::InPlace(text),
+            None => Written::InPlace(value),
         })
     }
 

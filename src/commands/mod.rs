@@ -21,7 +21,7 @@ use crate::commands::answer::Answer;
 use crate::commands::call::Call;
 use crate::commands::holders::run_holders;
 use crate::commands::release::run_release;
-use crate::commands::single::{run_lease, run_throttle, run_window, MAX_ARGS};
+use crate::commands::single::{run_lease, run_smooth, run_throttle, run_window, MAX_ARGS};
 use crate::error::Error;
 use crate::fixed::FixedWindow;
 use crate::limiter::Limiter;
@@ -63,6 +63,7 @@ pub fn run(
         Command::Lease => run_lease(&call, turn),
         Command::Release => run_release(&call),
         Command::Holders => run_holders(&call),
+        Command::Smooth => run_smooth(&call, turn),
         // Read above, with its own storage.
         Command::All => Err(Error::Internal),
     }

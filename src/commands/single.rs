@@ -6,13 +6,15 @@ use crate::commands::answer::Answer;
 use crate::commands::call::Call;
 use crate::commands::state::{decide_in_line, notify, write};
 use crate::error::Error;
+use crate::ffi::{context_flags, may_wait};
 use crate::gcra::Gcra;
 use crate::lease::Lease;
-use crate::limiter::{Limiter, Request};
+use crate::limiter::{Change, Limiter, Request};
 use crate::lines::Turn;
 use crate::outcome::Outcome;
 use crate::propagate::Propagate;
-use crate::time::Instant;
+use crate::smooth::{Smooth, Timeout};
+use crate::time::{Instant, MICROS_PER_MILLI};
 
 /// The most arguments a single-key command takes, its name included
 /// (`CL.WINDOW key limit period quantity BUCKETS n MS REFUND DRYRUN BLOCK timeout`,
@@ -43,10 +45,44 @@ pub fn run_throttle(call: &SingleCall, turn: Turn) -> Result<Answer, Error> {
         dry_run: args.dry_run,
     };
     // Propagated as the SET it amounts to, not as itself.
-    let (outcome, changed) = single(call, limiter, request, now, Propagate::Verbatim, turn)?;
+    let (outcome, change) = single(call, limiter, request, now, Propagate::Verbatim, turn)?;
     Ok(Answer::single(
-        outcome, request, changed, args.unit, block_ms,
+        outcome,
+        request,
+        change.is_some(),
+        args.unit,
+        block_ms,
     ))
+}
+
+/// `CL.SMOOTH key permits period [quantity] [MS] [BURST span] [WARMUP span [COLD factor]]
+/// [DRYRUN] [BLOCK timeout]`: Guava's `tryAcquire(quantity, timeout)`. An admission reserves
+/// at once, and is propagated as the SET it amounts to; with BLOCK, one that reserved a later
+/// instant has its reply held until then. Where a call may not wait (a transaction, a script,
+/// a replica), BLOCK is ignored: the call is `tryAcquire(quantity, 0)`. It stands in no line.
+pub fn run_smooth(call: &SingleCall, turn: Turn) -> Result<Answer, Error> {
+    let args = args::smooth(call.params())?;
+    let timeout = match args.block_ms.filter(|_| may_wait(context_flags(call.ctx))) {
+        None => Timeout::Micros(0),
+        Some(0) => Timeout::Forever,
+        Some(ms) => Timeout::Micros(ms.saturating_mul(MICROS_PER_MILLI)),
+    };
+    let limiter = Limiter::Smooth(Smooth::new(&args.params, args.quantity, timeout));
+    let now = call.instant(None)?;
+    let request = Request {
+        quantity: args.quantity,
+        refund: false,
+        dry_run: args.dry_run,
+    };
+    let (outcome, change) = single(call, limiter, request, now, Propagate::Verbatim, turn)?;
+    let held_until_ns = match change {
+        Some(Change::Smooth(write)) => write.release_at_ns,
+        _ => None,
+    };
+    Ok(Answer {
+        held_until_ns,
+        ..Answer::single(outcome, request, change.is_some(), args.params.unit, None)
+    })
 }
 
 /// A window command: `key limit period [quantity] [MS] [REFUND] [DRYRUN] [COUNTDENIED]
@@ -75,9 +111,13 @@ pub fn run_window(
         refund: args.refund,
         dry_run: args.dry_run,
     };
-    let (outcome, changed) = single(call, limiter(&args), request, now, propagate, turn)?;
+    let (outcome, change) = single(call, limiter(&args), request, now, propagate, turn)?;
     Ok(Answer::single(
-        outcome, request, changed, args.unit, block_ms,
+        outcome,
+        request,
+        change.is_some(),
+        args.unit,
+        block_ms,
     ))
 }
 
@@ -100,27 +140,27 @@ pub fn run_lease(call: &SingleCall, turn: Turn) -> Result<Answer, Error> {
         refund: false,
         dry_run: args.dry_run,
     };
-    let (outcome, changed) = single(call, limiter, request, now, propagate, turn)?;
+    let (outcome, change) = single(call, limiter, request, now, propagate, turn)?;
     Ok(Answer::single(
         outcome,
         request,
-        changed,
+        change.is_some(),
         args.unit,
         args.block_ms,
     ))
 }
 
 /// One limiter on the call's key: read, answer the request, and write what it changes, unless
-/// waiters who came first hold the call back. Says whether it wrote.
+/// waiters who came first hold the call back. Returns the change it wrote, if any.
 #[inline(always)]
-fn single(
+fn single<'a>(
     call: &SingleCall,
-    limiter: Limiter,
+    limiter: Limiter<'a>,
     request: Request,
     now: Instant,
     propagate: Propagate,
     turn: Turn,
-) -> Result<(Outcome, bool), Error> {
+) -> Result<(Outcome, Option<Change<'a>>), Error> {
     let (mut key, verdict) = decide_in_line(call.ctx, call.arg(0)?, &limiter, request, now, turn)?;
     let writes = turn.writes() && request.writes();
     let change = verdict.change.as_ref().filter(|_| writes);
@@ -128,5 +168,5 @@ fn single(
         write(call.ctx, &mut key, change, propagate, now)?;
         notify(&key, change);
     }
-    Ok((verdict.outcome, change.is_some()))
+    Ok((verdict.outcome, change.copied()))
 }

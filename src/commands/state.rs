@@ -77,6 +77,7 @@ pub fn read<'k>(limiter: &Limiter, key: &'k Key) -> Result<Stored<'k>, Error> {
         }),
         Limiter::Sliding(_) | Limiter::Bucketed(_) => Stored::Log(key.read_bytes()?),
         Limiter::Lease(..) => Stored::Leases(key.read_bytes()?),
+        Limiter::Smooth(_) => Stored::Smooth(key.read_bytes()?),
     })
 }
 
@@ -96,6 +97,11 @@ pub fn write(
             let mut digits = [0u8; 20];
             let written = key.set_integer(tat, expire_at_ms, &mut digits)?;
             replicate_set_pxat(ctx, key.name(), &written, expire_at_ms)
+        }
+        // The same, with the limiter's bytes.
+        Change::Smooth(ref smooth) => {
+            let written = key.set(&smooth.value, smooth.expire_at_ms)?;
+            replicate_set_pxat(ctx, key.name(), &written, smooth.expire_at_ms)
         }
         Change::Count {
             count,
@@ -157,13 +163,13 @@ pub fn write(
 }
 
 /// Fires the keyspace events of the commands a change stands in for, after its write and
-/// propagation: `SET … PXAT` for a TAT, INCRBY (and EXPIRE when a window opens) for a count
+/// propagation: `SET … PXAT` for a TAT and a smooth limiter's state, INCRBY (and EXPIRE when a window opens) for a count
 /// and DECRBY for a lower one, for a log `cl.window` and EXPIRE, for cells `cl.window` (and
 /// EXPIRE when the newest cell moves), for a lease `cl.lease` and EXPIRE, and DEL for a
 /// window a refund cleared.
 pub fn notify(key: &Key, change: &Change) {
     match *change {
-        Change::Tat { .. } => {
+        Change::Tat { .. } | Change::Smooth(_) => {
             key.notify(Event::Set);
             key.notify(Event::Expire);
         }

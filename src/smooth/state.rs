@@ -1,0 +1,171 @@
+//! The bytes of a CL.SMOOTH key: Guava's two fields of state, and the rate they were last
+//! kept at, which a call at another rate rescales them from. 32 bytes, little-endian:
+//!
+//! ```text
+//! 0..8    nextFreeTicketMicros   i64
+//! 8..16   storedPermits          f64
+//! 16..24  maxPermits             f64, at the rate last written
+//! 24..32  cool-down, µs/permit   f64, at the rate last written; negative for a warm-up
+//! ```
+//!
+//! The cool-down's sign carries the shape, so that the whole state fits in 32 bytes.
+
+use crate::bytes::le_i64;
+use crate::error::Error;
+
+/// The length of every smooth limiter's value.
+pub const LEN: usize = 32;
+
+/// What a key holds: Guava's state, and the rate it is kept at.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Held {
+    pub next_free: i64,
+    pub stored: f64,
+    pub max_permits: f64,
+    pub cool_down: f64,
+    pub warming_up: bool,
+}
+
+impl Held {
+    /// Reads a key's value. Anything else than 32 bytes of finite, non-negative permits and
+    /// a positive rate is not a smooth limiter's.
+    pub fn decode(value: &[u8]) -> Result<Held, Error> {
+        let [next_free, stored, max_permits, cool_down] = words(value)?;
+        let float = |word: i64| f64::from_bits(word as u64);
+        let (stored, max_permits, cool_down) =
+            (float(stored), float(max_permits), float(cool_down));
+        let positive = |x: f64| x.is_finite() && x > 0.0;
+        if !(stored.is_finite()
+            && stored >= 0.0
+            && positive(max_permits)
+            && positive(cool_down.abs()))
+        {
+            return Err(Error::CorruptState);
+        }
+        Ok(Held {
+            next_free,
+            stored,
+            max_permits,
+            cool_down: cool_down.abs(),
+            warming_up: cool_down.is_sign_negative(),
+        })
+    }
+
+    pub fn encode(&self) -> [u8; LEN] {
+        let cool_down = if self.warming_up {
+            -self.cool_down
+        } else {
+            self.cool_down
+        };
+        let mut value = [0u8; LEN];
+        let words = [
+            self.next_free.to_le_bytes(),
+            self.stored.to_le_bytes(),
+            self.max_permits.to_le_bytes(),
+            cool_down.to_le_bytes(),
+        ];
+        for (chunk, word) in value.chunks_exact_mut(8).zip(words) {
+            chunk.copy_from_slice(&word);
+        }
+        value
+    }
+}
+
+/// The four 8-byte words of a 32-byte value.
+fn words(value: &[u8]) -> Result<[i64; 4], Error> {
+    if value.len() != LEN {
+        return Err(Error::CorruptState);
+    }
+    let mut words = [0i64; 4];
+    for (word, at) in words.iter_mut().zip((0..LEN).step_by(8)) {
+        *word = le_i64(value, at);
+    }
+    Ok(words)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn a_value_is_32_bytes_and_keeps_the_shape_in_the_sign() {
+        let held = Held {
+            next_free: 1_795_910_400_000_000,
+            stored: 1.5,
+            max_permits: 2.0,
+            cool_down: 500_000.0,
+            warming_up: true,
+        };
+        let value = held.encode();
+        assert_eq!(value.len(), 32);
+        assert_eq!(Held::decode(&value), Ok(held));
+        let bursty = Held {
+            warming_up: false,
+            ..held
+        };
+        assert_eq!(Held::decode(&bursty.encode()), Ok(bursty));
+    }
+
+    #[test]
+    fn other_values_are_refused() {
+        let good = Held {
+            next_free: 0,
+            stored: 0.0,
+            max_permits: 1.0,
+            cool_down: 1.0,
+            warming_up: false,
+        };
+        assert!(Held::decode(&good.encode()).is_ok());
+        for bad in [
+            Held {
+                stored: -1.0,
+                ..good
+            },
+            Held {
+                stored: f64::NAN,
+                ..good
+            },
+            Held {
+                stored: f64::INFINITY,
+                ..good
+            },
+            Held {
+                max_permits: 0.0,
+                ..good
+            },
+            Held {
+                max_permits: f64::INFINITY,
+                ..good
+            },
+            Held {
+                cool_down: 0.0,
+                ..good
+            },
+            Held {
+                cool_down: f64::NAN,
+                ..good
+            },
+        ] {
+            assert_eq!(
+                Held::decode(&bad.encode()),
+                Err(Error::CorruptState),
+                "{bad:?}"
+            );
+        }
+        assert_eq!(
+            Held::decode(b"1795910400000000000"),
+            Err(Error::CorruptState)
+        );
+        assert_eq!(Held::decode(&[0u8; 33]), Err(Error::CorruptState));
+    }
+
+    proptest! {
+        #[test]
+        fn any_bytes_decode_or_are_refused_and_round_trip(bytes in proptest::collection::vec(any::<u8>(), 0..40)) {
+            if let Ok(held) = Held::decode(&bytes) {
+                prop_assert_eq!(Held::decode(&held.encode()), Ok(held));
+            }
+        }
+    }
+}
