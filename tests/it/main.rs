@@ -25,5 +25,6 @@ mod operability;
 mod randomized;
 mod refund;
 mod reliability;
+mod smooth;
 mod throttle;
 mod window;

@@ -22,6 +22,15 @@ impl FakeClock {
         std::fs::write(&next, format!("{}0005\n", civil_time(unix_ms))).expect("write clock");
         std::fs::rename(&next, &self.file).expect("move clock into place");
     }
+
+    /// Sets the server's wall clock to microsecond `unix_us` (and half of one more, as
+    /// `set_ms` does).
+    pub fn set_us(&self, unix_us: i64) {
+        let next = self.file.with_extension("next");
+        let (ms, us) = (unix_us.div_euclid(1000), unix_us.rem_euclid(1000));
+        std::fs::write(&next, format!("{}{us:03}5\n", civil_time(ms))).expect("write clock");
+        std::fs::rename(&next, &self.file).expect("move clock into place");
+    }
 }
 
 /// `YYYY-MM-DD hh:mm:ss.mmm` in UTC, the absolute form libfaketime freezes the clock at.

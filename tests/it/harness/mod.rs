@@ -1,12 +1,13 @@
 //! The shared harness of the integration tests, by subject: the binaries (paths.rs), a server
 //! process (server.rs), its fake clock (clock.rs), calls and readings (query.rs), replicas
 //! and the AOF (replication.rs), a cluster (cluster.rs), seeded randomness (rng.rs), calls
-//! that wait (waiting.rs), keyspace events (events.rs).
+//! that wait (waiting.rs), keyspace events (events.rs), Guava's RateLimiter (guava.rs).
 #![allow(dead_code)]
 
 pub mod clock;
 pub mod cluster;
 pub mod events;
+pub mod guava;
 pub mod paths;
 pub mod query;
 pub mod replication;

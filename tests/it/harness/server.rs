@@ -374,6 +374,29 @@ impl Server {
         }
     }
 
+    /// Moves an exact fake clock (`with_exact_fake_clock`) to microsecond `unix_us`, and
+    /// waits until the server reads it.
+    pub fn set_clock_us(&self, unix_us: i64) {
+        let clock = self
+            .clock
+            .as_ref()
+            .expect("server started without a fake clock");
+        clock.set_us(unix_us);
+        let mut con = self.connection();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let (seconds, micros): (i64, i64) = run(&mut con, &["TIME"]);
+            if seconds * 1_000_000 + micros == unix_us {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "server clock stuck at {seconds}.{micros:06}, wanted {unix_us} µs"
+            );
+            std::thread::sleep(Duration::from_micros(100));
+        }
+    }
+
     /// The last lines of the server's log, for failure messages.
     pub fn log_tail(&self) -> String {
         let log = std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default();
