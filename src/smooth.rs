@@ -9,8 +9,11 @@
 //! interval), so a limiter that has been idle starts slow and warms up.
 //!
 //! The arithmetic is Guava's, operation for operation, in `f64` and integer microseconds:
-//! the `(long)` casts that truncate waits (Rust's `as i64` saturates as Java's does), Java's
-//! wrapping `long` sums, `LongMath.saturatedAdd`, and the resync before every reservation.
+//! the `(long)` casts that truncate waits (Rust's `as i64` saturates as Java's does),
+//! `LongMath.saturatedAdd`, and the resync before every reservation. One departure: where
+//! Guava adds two waits as plain `long`s, which wraps to a negative wait past 2^63 µs (a
+//! warm-up with a huge cold factor and quantity), the sum saturates, as its saturatedAdd
+//! does, so that no state goes back before the epoch.
 //! The rate is always derived the same way: `permitsPerSecond = permits / period_in_seconds`,
 //! then `stableIntervalMicros = 1e6 / permitsPerSecond`.
 
@@ -147,7 +150,7 @@ impl Rate {
                     micros = (take_above * length / 2.0) as i64;
                     take -= take_above;
                 }
-                micros.wrapping_add((self.stable_interval * take) as i64)
+                micros.saturating_add((self.stable_interval * take) as i64)
             }
         }
     }
@@ -165,7 +168,7 @@ impl Guava {
     /// `resync`: time past the next free instant stores permits, at the cool-down interval.
     fn resync(&mut self, now: i64, max_permits: f64, cool_down: f64) {
         if now > self.next_free {
-            let new_permits = now.wrapping_sub(self.next_free) as f64 / cool_down;
+            let new_permits = now.saturating_sub(self.next_free) as f64 / cool_down;
             self.stored = java_min(max_permits, self.stored + new_permits);
             self.next_free = now;
         }
@@ -187,7 +190,7 @@ impl Guava {
         let fresh = quantity as f64 - spend;
         let wait = rate
             .stored_wait(self.stored, spend)
-            .wrapping_add((fresh * rate.stable_interval) as i64);
+            .saturating_add((fresh * rate.stable_interval) as i64);
         self.next_free = self.next_free.saturating_add(wait);
         self.stored -= spend;
         moment

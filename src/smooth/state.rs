@@ -16,6 +16,13 @@ use crate::error::Error;
 /// The length of every smooth limiter's value.
 pub const LEN: usize = 32;
 
+/// How far stored permits may exceed their maximum, relatively, and still be a state.
+const ROUNDING: f64 = 1e-12;
+
+/// More permits than any parameters store (2^63 permits a millisecond, stored for 2^62 ns,
+/// is about 4·10^31): a larger maximum is no state, and would overflow a rescale.
+const MAX_PERMITS: f64 = 1e40;
+
 /// What a key holds: Guava's state, and the rate it is kept at.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Held {
@@ -27,19 +34,20 @@ pub struct Held {
 }
 
 impl Held {
-    /// Reads a key's value. Anything else than 32 bytes of finite, non-negative permits and
-    /// a positive rate is not a smooth limiter's.
+    /// Reads a key's value. Anything else than 32 bytes of an instant since the epoch, a rate
+    /// that parameters can give and stored permits between none and its maximum is not a
+    /// smooth limiter's. (A rescale may leave
+    /// the maximum exceeded by a rounding, which resync then caps: an ulp or two.)
     pub fn decode(value: &[u8]) -> Result<Held, Error> {
         let [next_free, stored, max_permits, cool_down] = words(value)?;
         let float = |word: i64| f64::from_bits(word as u64);
         let (stored, max_permits, cool_down) =
             (float(stored), float(max_permits), float(cool_down));
         let positive = |x: f64| x.is_finite() && x > 0.0;
-        if !(stored.is_finite()
-            && stored >= 0.0
-            && positive(max_permits)
-            && positive(cool_down.abs()))
-        {
+        let within = |stored: f64| (0.0..=max_permits * (1.0 + ROUNDING)).contains(&stored);
+        let rate = positive(max_permits) && max_permits <= MAX_PERMITS && positive(cool_down.abs());
+        // The clock never reads before the epoch, and waits only push the instant later.
+        if !(rate && within(stored) && next_free >= 0) {
             return Err(Error::CorruptState);
         }
         Ok(Held {
