@@ -30,8 +30,11 @@
 #      bound (8 bytes a cell + 32) at 30 and 1,024 cells; server instructions per admitted
 #      call at 60 and 1,024 cells against the floor given the same arguments, and per peek
 #      and denial at 1,024 cells with none and with 1,022 of its cells left since the last write.
+#  12. CL.SMOOTH: server instructions per admitted call, bursty and warming up, on random and
+#      hot keys, against the floor given the same arguments; STRLEN and MEMORY USAGE of a key;
+#      how late held replies (BLOCK) come after their reserved instants (bench/smooth.py).
 # Knobs: REQUESTS, CLIENTS, PIPELINE, ROUNDS, CALLS; PARTS (default "throughput memory
-# waiting self instructions aof replicated long-log lease refund adapters buckets") to run only some;
+# waiting self instructions aof replicated long-log lease refund adapters buckets smooth") to run only some;
 # REDIS_CELL_MODULE to measure a module built elsewhere instead of building this one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -47,7 +50,7 @@ cargo build --release --quiet --example floor
 floor="${CARGO_TARGET_DIR:-$PWD/target}/release/examples/libfloor.so"
 REQUESTS=${REQUESTS:-400000} CLIENTS=${CLIENTS:-50} PIPELINE=${PIPELINE:-16}
 ROUNDS=${ROUNDS:-5} CALLS=${CALLS:-20000}
-PARTS=${PARTS:-throughput memory waiting self instructions aof replicated long-log lease refund adapters buckets}
+PARTS=${PARTS:-throughput memory waiting self instructions aof replicated long-log lease refund adapters buckets smooth}
 part() { [[ " $PARTS " == *" $1 "* ]]; }
 
 work=$(mktemp -d)
@@ -397,7 +400,7 @@ if part lease; then
   python3 bench/lease.py memory "$port"
   python3 bench/lease.py latency "$port"
 fi
-part self || part instructions || part aof || part replicated || part long-log || part lease || part refund || part adapters || part buckets || exit 0
+part self || part instructions || part aof || part replicated || part long-log || part lease || part refund || part adapters || part buckets || part smooth || exit 0
 
 # Instructions: the same server under callgrind, counting only while each workload runs.
 cport=$(free_port)
@@ -429,6 +432,13 @@ per_call_file() { # GENERATOR [ARGS...]: server instructions per call, of the CA
 per_call() { # COMMAND [DB]: server instructions per call, CALLS calls of it
   # shellcheck disable=SC2086
   instructions_of redis-benchmark -p "$cport" --dbnum "${2:-0}" -n "$CALLS" -c 1 -P 16 -r 100000 -q $1
+}
+
+own_of_last() { # the module's own instructions per call in the last count's dump
+  local dump
+  dump=$(ls -t "$work"/callgrind/out.* | head -1)
+  callgrind_annotate --inclusive=no --threshold=100 "$dump" 2>/dev/null | grep -F "$(basename "$module")]" \
+    | awk -v calls="$CALLS" '{gsub(",", "", $1); total += $1} END {printf "%.0f", total / calls}'
 }
 
 instruction_counts() { # fills the named array with each workload's instructions per call
@@ -640,12 +650,6 @@ if part buckets; then
     local cells
     for cells in 60 1024; do redis-cli -p "$cport" -n 1 COPY "tpl:b$cells:hot" "hot:b$cells" DB 0 >/dev/null; done
   }
-  own_of_last() { # the module's own instructions per call in the last count's dump
-    local dump
-    dump=$(ls -t "$work"/callgrind/out.* | head -1)
-    callgrind_annotate --inclusive=no --threshold=100 "$dump" 2>/dev/null | grep -F "$(basename "$module")]" \
-      | awk -v calls="$CALLS" '{gsub(",", "", $1); total += $1} END {printf "%.0f", total / calls}'
-  }
   echo
   echo "CL.WINDOW BUCKETS n, admitted calls, server instructions per call (callgrind, $CALLS calls, 1 client, pipeline 16; limit 10^9, period 86400 s; the hot key starts each run with a unit in every cell; floor: FLOOR.WRITE given the same arguments; module's own: its functions alone)"
   printf '| %-30s | %12s | %12s | %8s | %6s | %12s |\n' "workload" "instructions" "floor" "vs floor" "target" "module's own"
@@ -689,4 +693,46 @@ if part buckets; then
       "$idle" "$(ratio "$idle" "$floor_value")" "$(ratio "$idle" "$fresh")"
   done
   printf '| %-36s | %12.0f | %8s | %12s | %8s | %8s |\n' "floor, a denial's arguments" "$floor_value" "" "" "" ""
+fi
+
+# CL.SMOOTH: instructions on the callgrind server, memory on the first, held replies on a
+# server of their own.
+if part smooth; then
+  echo
+  echo "CL.SMOOTH, admitted calls, server instructions per call (callgrind, $CALLS calls, 1 client, pipeline 16; random keys: 10 per 60 s, nine in ten new; hot key: 10^9 a second, every call admitted and written in place; floor: FLOOR.WRITE given the same arguments; module's own: its functions alone; target 1.10x)"
+  printf '| %-30s | %12s | %12s | %8s | %12s |\n' "workload" "instructions" "floor" "vs floor" "module's own"
+  printf '|%s|%s|%s|%s|%s|\n' "--------------------------------" "--------------" "--------------" "----------" "--------------"
+  # Random keys take 10 per 60 s, CL.THROTTLE's rate above, so that a key outlives the run
+  # as the floor's does: at 100 per 60 s a key is full again, and expires, within a second,
+  # and the server's active expiry of 18,000 keys is counted into the calls.
+  for row in "bursty, random keys|key:__rand_int__ 10 60" "bursty, hot key|hot 1000000000 1" \
+    "warm-up, random keys|key:__rand_int__ 10 60 WARMUP 60" "warm-up, hot key|hot 1000000000 1 WARMUP 1"; do
+    IFS='|' read -r name args <<<"$row"
+    redis-cli -p "$cport" FLUSHDB >/dev/null
+    smooth=$(per_call "CL.SMOOTH $args")
+    own=$(own_of_last)
+    redis-cli -p "$cport" FLUSHDB >/dev/null
+    floor_value=$(per_call "FLOOR.WRITE $args")
+    printf '| %-30s | %12.0f | %12.0f | %8s | %12s |\n' "$name" "$smooth" "$floor_value" \
+      "$(ratio "$smooth" "$floor_value")" "$own"
+  done
+  echo
+  echo "CL.SMOOTH, one key after one call, beside CL.THROTTLE's (STRLEN, MEMORY USAGE):"
+  printf '| %-36s | %8s | %12s |\n' "key" "STRLEN" "MEMORY USAGE"
+  printf '|%s|%s|%s|\n' "--------------------------------------" "----------" "--------------"
+  for row in "CL.SMOOTH 100 60|CL.SMOOTH|100 60" "CL.SMOOTH 100 60 WARMUP 60|CL.SMOOTH|100 60 WARMUP 60" "CL.THROTTLE 99 100 60|CL.THROTTLE|99 100 60"; do
+    IFS='|' read -r name command args <<<"$row"
+    key="mem:${name// /:}"
+    # shellcheck disable=SC2086
+    redis-cli -e -p "$port" "$command" "$key" $args >/dev/null
+    printf '| %-36s | %8d | %10d B |\n' "$name" "$(redis-cli -p "$port" STRLEN "$key")" \
+      "$(redis-cli -p "$port" MEMORY USAGE "$key" SAMPLES 0)"
+  done
+  sport=$(free_port)
+  taskset -c 0 /usr/bin/redis-server --bind 127.0.0.1 --port "$sport" --save "" \
+    --loadmodule "$module" --logfile "$work/smooth.log" >/dev/null 2>&1 &
+  pids+=($!)
+  wait_ready "$sport"
+  taskset -c 1 python3 bench/smooth.py "$sport" 1 1000
+  taskset -c 1 python3 bench/smooth.py "$sport" 10 500
 fi

@@ -361,6 +361,17 @@ const DEFAULT_BURST_SECONDS: i64 = 1;
 /// The default `COLD` factor, Guava's.
 const DEFAULT_COLD: i64 = 3;
 
+/// The options a CL.SMOOTH call names, as their texts (a flag's is its keyword).
+#[derive(Default)]
+struct SmoothOptions<'a> {
+    ms: Option<&'a [u8]>,
+    dry_run: Option<&'a [u8]>,
+    burst: Option<&'a [u8]>,
+    warmup: Option<&'a [u8]>,
+    cold: Option<&'a [u8]>,
+    block: Option<&'a [u8]>,
+}
+
 /// Parses the arguments of `CL.SMOOTH` that follow the key: an optional quantity, then the
 /// options in any order, each once. REFUND is refused by name: a smooth limiter reserves
 /// instants, and has no units to give back.
@@ -369,45 +380,55 @@ pub fn smooth(args: &[&[u8]]) -> Result<SmoothArgs, Error> {
     let [permits, period, rest @ ..] = args else {
         return Err(Error::WrongArity(COMMAND));
     };
-    let (quantity, options) = match rest {
-        [quantity, options @ ..] if quantity.first().is_some_and(u8::is_ascii_digit) => {
-            (Some(*quantity), options)
+    let (quantity, words) = match rest {
+        [quantity, words @ ..] if quantity.first().is_some_and(u8::is_ascii_digit) => {
+            (Some(*quantity), words)
         }
         _ => (None, rest),
     };
     // Counted as the server counts arguments: the key is the first.
     let first_option = 4 + usize::from(quantity.is_some());
-    let [mut ms, mut dry_run, mut burst, mut warmup, mut cold, mut block] = [None; 6];
+    let mut options = SmoothOptions::default();
     let mut at = 0;
-    while let Some(option) = options.get(at) {
+    while let Some(option) = words.get(at) {
         if is_refund(option) {
             return Err(Error::NoRefund(COMMAND));
         }
         let (seen, takes_value) = if is_ms(option) {
-            Some((&mut ms, false))
+            Some((&mut options.ms, false))
         } else if is_dry_run(option) {
-            Some((&mut dry_run, false))
+            Some((&mut options.dry_run, false))
         } else if option.eq_ignore_ascii_case(b"BURST") {
-            Some((&mut burst, true))
+            Some((&mut options.burst, true))
         } else if option.eq_ignore_ascii_case(b"WARMUP") {
-            Some((&mut warmup, true))
+            Some((&mut options.warmup, true))
         } else if option.eq_ignore_ascii_case(b"COLD") {
-            Some((&mut cold, true))
+            Some((&mut options.cold, true))
         } else if option.eq_ignore_ascii_case(b"BLOCK") {
-            Some((&mut block, true))
+            Some((&mut options.block, true))
         } else {
             None
         }
-        .filter(|(seen, takes_value)| seen.is_none() && (!takes_value || at + 1 < options.len()))
+        .filter(|(seen, takes_value)| seen.is_none() && (!takes_value || at + 1 < words.len()))
         .ok_or(Error::BadOption {
             command: COMMAND,
             position: first_option + at,
         })?;
-        // The value's text, or the keyword's for a flag.
-        *seen = options.get(at + usize::from(takes_value)).copied();
+        *seen = words.get(at + usize::from(takes_value)).copied();
         at += 1 + usize::from(takes_value);
     }
-    let unit = unit_of(ms.is_some());
+    smooth_args(permits, period, quantity, &options)
+}
+
+/// CL.SMOOTH's values, once the shape of the call is known to be right.
+#[inline(always)]
+fn smooth_args(
+    permits: &[u8],
+    period: &[u8],
+    quantity: Option<&[u8]>,
+    options: &SmoothOptions,
+) -> Result<SmoothArgs, Error> {
+    let unit = unit_of(options.ms.is_some());
     let permits = integer(permits, "permits", 1)?;
     let period = span(period, "period", unit)?;
     let quantity = match quantity {
@@ -420,7 +441,7 @@ pub fn smooth(args: &[&[u8]]) -> Result<SmoothArgs, Error> {
             max: MAX_SMOOTH_QUANTITY,
         });
     }
-    let shape = match (burst, warmup, cold) {
+    let shape = match (options.burst, options.warmup, options.cold) {
         (Some(_), Some(_), _) => return Err(Error::BurstAndWarmup),
         (_, None, Some(_)) => return Err(Error::ColdWithoutWarmup),
         (burst, None, None) => SmoothShape::Bursty {
@@ -434,8 +455,9 @@ pub fn smooth(args: &[&[u8]]) -> Result<SmoothArgs, Error> {
             cold: cold.map_or(Ok(DEFAULT_COLD), |cold| integer(cold, "COLD", 1))?,
         },
     };
-    let block_ms = block.map(block_timeout).transpose()?;
-    never_waits(block_ms, false, dry_run.is_some(), false)?;
+    let block_ms = options.block.map(block_timeout).transpose()?;
+    let dry_run = options.dry_run.is_some();
+    never_waits(block_ms, false, dry_run, false)?;
     Ok(SmoothArgs {
         params: SmoothParams {
             permits,
@@ -444,15 +466,18 @@ pub fn smooth(args: &[&[u8]]) -> Result<SmoothArgs, Error> {
             shape,
         },
         quantity,
-        dry_run: dry_run.is_some(),
+        dry_run,
         block_ms,
     })
 }
 
 /// A span of at least one `unit`, kept in that unit, within what the limiters can look ahead.
 fn span(text: &[u8], arg: &'static str, unit: TimeUnit) -> Result<i64, Error> {
-    span_ms(text, arg, unit)?;
-    integer(text, arg, 1)
+    let span = integer(text, arg, 1)?;
+    span.checked_mul(unit.nanos())
+        .filter(|&ns| ns <= MAX_SPAN_NS)
+        .map(|_| span)
+        .ok_or(Error::TooLarge(arg))
 }
 
 /// How many of `unit` make a second.

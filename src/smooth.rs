@@ -130,7 +130,8 @@ impl Rate {
     /// one.
     pub fn limit(&self) -> i64 {
         match self.shape {
-            Shape::Bursty => (self.max_permits.floor() as i64).saturating_add(1),
+            // The cast is the floor of a non-negative value.
+            Shape::Bursty => (self.max_permits as i64).saturating_add(1),
             Shape::WarmingUp { .. } => 1,
         }
     }
@@ -206,22 +207,27 @@ impl Guava {
         // d that fills it, in f64 as resync computes it. The estimate is within a step or two
         // (max_permits · cool_down, the span to fill from empty, is below 2^53 µs).
         let fills = |d: i64| self.stored + d as f64 / rate.cool_down >= rate.max_permits;
-        let mut d = ((rate.max_permits - self.stored) * rate.cool_down)
-            .ceil()
-            .clamp(1.0, FILL_SPAN_BOUND as f64) as i64;
-        for _ in 0..ADJUSTMENTS {
-            if fills(d) {
-                break;
-            }
-            d += 1;
-        }
-        if !fills(d) {
-            // Never report it full too early: a key that outlives its state costs memory only.
-            d = FILL_SPAN_BOUND;
-        }
-        for _ in 0..ADJUSTMENTS {
-            if d > 1 && fills(d - 1) {
+        // Truncated, then one more: the cast takes no call to ceil.
+        let estimate = (rate.max_permits - self.stored) * rate.cool_down;
+        let mut d = (estimate.clamp(0.0, FILL_SPAN_BOUND as f64) as i64).saturating_add(1);
+        if fills(d) {
+            for _ in 0..ADJUSTMENTS {
+                if d == 1 || !fills(d - 1) {
+                    break;
+                }
                 d -= 1;
+            }
+        } else {
+            let mut steps = 0;
+            while !fills(d) {
+                steps += 1;
+                if steps > ADJUSTMENTS {
+                    // Never report it full too early: a key that outlives its state costs
+                    // memory only.
+                    d = FILL_SPAN_BOUND;
+                    break;
+                }
+                d += 1;
             }
         }
         self.next_free.saturating_add(d)
@@ -239,9 +245,10 @@ impl Guava {
         };
         let mut free = *self;
         free.resync(now, rate.max_permits, rate.cool_down);
-        // Whole stored permits cost nothing; subtracting them one at a time is exact.
-        let whole = free.stored.floor();
-        let fraction = free.stored - whole;
+        // Whole stored permits cost nothing; subtracting them one at a time is exact. (The
+        // cast is the floor of a non-negative value, and exact below 2^53.)
+        let whole = free.stored as i64;
+        let fraction = free.stored - whole as f64;
         let stable = rate.stable_interval as i64;
         // The call that spends the fraction (or, with none, a whole fresh permit) waits this;
         // while waits truncate to 0 µs, the next free instant stays now.
@@ -255,7 +262,7 @@ impl Guava {
             (_, true, 1..) => 2,
             _ => i64::MAX,
         };
-        (whole as i64).saturating_add(paid).min(rate.limit())
+        whole.saturating_add(paid).min(rate.limit())
     }
 }
 
