@@ -660,6 +660,7 @@ fn each_command_is_described_to_the_server(flavor: Flavor) {
         ("CL.WINDOW", limiter, &["readonly"]),
         ("CL.ALL", limiter, &["readonly"]),
         ("CL.LEASE", limiter, &["readonly"]),
+        ("CL.SMOOTH", limiter, &["readonly"]),
         // A release frees memory, so it runs when the server is out of it.
         (
             "CL.RELEASE",

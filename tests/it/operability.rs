@@ -201,6 +201,21 @@ fn command_docs_describe_every_argument(flavor: Flavor) {
         ),
         ("cl.release", &[("key", "key"), ("holder", "string")]),
         ("cl.holders", &[("key", "key"), ("ms", "pure-token")]),
+        // Guava's limiter: BURST's span, and WARMUP's block of a span and COLD's factor.
+        (
+            "cl.smooth",
+            &[
+                ("key", "key"),
+                ("permits", "integer"),
+                ("period", "integer"),
+                ("quantity", "integer"),
+                ("ms", "pure-token"),
+                ("span", "integer"),
+                ("warmup", "block"),
+                ("dryrun", "pure-token"),
+                ("timeout", "integer"),
+            ][..],
+        ),
     ] {
         let docs: Value = run(&mut con, ("COMMAND", &["DOCS", command]));
         let doc = field(&docs, command);
@@ -321,6 +336,7 @@ fn the_commands_carry_their_acl_categories(flavor: Flavor) {
         "cl.lease",
         "cl.release",
         "cl.holders",
+        "cl.smooth",
     ] {
         // CL.RELEASE never waits; CL.HOLDERS only reads.
         let waits = !["cl.release", "cl.holders"].contains(&command);

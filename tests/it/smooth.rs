@@ -23,6 +23,7 @@ both_servers!(
     writes_fire_set_and_expire,
     bad_input_gets_errors_naming_it_and_changes_nothing,
     decisions_are_made_at_the_servers_clock_precision,
+    an_acl_user_reaches_only_its_keys,
 );
 
 /// A key's state as CL.SMOOTH stores it: `nextFreeTicketMicros`, then the bits of
@@ -549,4 +550,43 @@ fn decisions_are_guavas_under_a_controlled_clock() {
         "{denied} {waited} {expired}"
     );
     drop(held_clients);
+}
+
+/// The key is the first argument, for cluster routing and ACL key patterns: a user reaches its
+/// own keys, and a call on any other is refused before it is touched.
+fn an_acl_user_reaches_only_its_keys(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut admin = server.connection();
+    let keys: Vec<String> = run(
+        &mut admin,
+        (
+            "COMMAND",
+            "GETKEYS",
+            "CL.SMOOTH",
+            "limits:a",
+            "1",
+            "1",
+            "WARMUP",
+            "5",
+        ),
+    );
+    assert_eq!(keys, ["limits:a"]);
+    run::<()>(
+        &mut admin,
+        (
+            "ACL",
+            "SETUSER",
+            "smoother",
+            "on",
+            ">secret",
+            "+cl.smooth",
+            "~limits:*",
+        ),
+    );
+    let mut user = server.connection();
+    run::<()>(&mut user, ("AUTH", "smoother", "secret"));
+    assert_eq!(smooth(&mut user, &["limits:a", "1", "1"])[0], 0);
+    let refused = error_of(&mut user, "CL.SMOOTH", &[b"other:a", b"1", b"1"]);
+    assert!(refused.starts_with("NOPERM"), "{refused}");
+    assert_eq!(run::<i64>(&mut admin, ("EXISTS", "other:a")), 0);
 }
