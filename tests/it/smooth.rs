@@ -17,7 +17,7 @@ both_servers!(
     a_held_reply_goes_at_its_instant_never_before,
     a_call_that_cannot_be_served_in_time_is_denied_at_once,
     a_client_gone_while_held_keeps_its_reservation,
-    block_is_ignored_in_a_transaction,
+    block_is_ignored_in_a_transaction_a_script_and_on_a_replica,
     a_dry_run_answers_as_the_call_would_and_reserves_nothing,
     a_replica_and_an_aof_restart_hold_identical_state,
     writes_fire_set_and_expire,
@@ -164,7 +164,7 @@ fn a_client_gone_while_held_keeps_its_reservation(flavor: Flavor) {
     assert_eq!(smooth(&mut con, &["gone", "4", "1"])[0], 1);
 }
 
-fn block_is_ignored_in_a_transaction(flavor: Flavor) {
+fn block_is_ignored_in_a_transaction_a_script_and_on_a_replica(flavor: Flavor) {
     let server = Server::start(flavor);
     let mut con = server.connection();
     drained(&mut con, "tx");
@@ -187,6 +187,18 @@ fn block_is_ignored_in_a_transaction(flavor: Flavor) {
             "tx",
         ),
     );
+    assert_eq!(reply[..3], [1, 5, 0]);
+    // And on a writable replica, whose calls could never be held: a key 24 s deep, so that
+    // it is still denied once the replica has synced.
+    smooth(&mut con, &["deep", "4", "1", "100"]);
+    let replica = Server::start(flavor);
+    replicate(&replica, &server);
+    wait_for_replica(&mut con);
+    let mut on_replica = replica.connection();
+    run::<()>(&mut on_replica, ("CONFIG", "SET", "replica-read-only", "no"));
+    let started = Instant::now();
+    let reply = smooth(&mut on_replica, &["deep", "4", "1", "BLOCK", "1000"]);
+    assert!(started.elapsed() < Duration::from_millis(200));
     assert_eq!(reply[..3], [1, 5, 0]);
 }
 
