@@ -713,6 +713,136 @@ mod tests {
         }
     }
 
+    /// Guava's own decisions on a trace (tests/oracle/SmoothOracle.java, compiled for this
+    /// run): admitted, wait, next free instant, stored and maximum permits' bits.
+    fn guava(trace: &str) -> Vec<(bool, i64, i64, u64, u64)> {
+        use std::io::Write;
+        use std::process::{Command, Stdio};
+        let jar = std::env::var("GUAVA_JAR").unwrap_or_else(|_| "/usr/share/java/guava.jar".into());
+        let out = std::env::temp_dir().join(format!("smooth-oracle-{}", std::process::id()));
+        let source = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/oracle/SmoothOracle.java"
+        );
+        let compiled = Command::new("javac")
+            .args(["-cp", &jar, "-d"])
+            .arg(&out)
+            .arg(source)
+            .status()
+            .expect("javac runs (scripts/setup.sh installs openjdk-17-jdk-headless)");
+        assert!(compiled.success());
+        let mut java = Command::new("java")
+            .arg("-cp")
+            .arg(format!("{}:{jar}", out.display()))
+            .arg("com.google.common.util.concurrent.SmoothOracle")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("java runs");
+        java.stdin
+            .take()
+            .expect("piped")
+            .write_all(trace.as_bytes())
+            .expect("written");
+        let output = java.wait_with_output().expect("the oracle ends");
+        std::fs::remove_dir_all(&out).ok();
+        assert!(output.status.success());
+        String::from_utf8(output.stdout)
+            .expect("text")
+            .lines()
+            .map(|line| {
+                let f: Vec<&str> = line.split_whitespace().collect();
+                let bits = |hex: &str| u64::from_str_radix(hex, 16).expect("hex");
+                (
+                    f[0] == "1",
+                    f[1].parse().expect("wait"),
+                    f[2].parse().expect("next"),
+                    bits(f[3]),
+                    bits(f[4]),
+                )
+            })
+            .collect()
+    }
+
+    /// The model is Guava: the same random calls on four limiters (bursty and warm-up, seconds
+    /// and milliseconds, rates that change, timeouts) through the model and through Guava 31
+    /// itself give the same decisions, waits and state, bit for bit.
+    #[test]
+    fn the_model_is_guavas_own_limiter() {
+        let mut seed = 0x2029_u64;
+        let mut below = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let shapes = [
+            ("bursty", TimeUnit::Seconds, 1, 2, 0),
+            ("bursty", TimeUnit::Milliseconds, 1500, 700, 0),
+            ("warmup", TimeUnit::Seconds, 2, 3, 3),
+            ("warmup", TimeUnit::Milliseconds, 800, 2500, 5),
+        ];
+        let mut models: Vec<Option<(Model, f64)>> = vec![None; shapes.len()];
+        let (mut trace, mut expected) = (String::new(), Vec::new());
+        let mut now = NOW;
+        for _ in 0..3000 {
+            let index = below(4) as usize;
+            let (form, unit, period, span, cold) = shapes[index];
+            now += [0, 1_000, 300_000, 3_000_000][below(4) as usize] * below(1000) as i64 / 1000;
+            let permits = 1 + below(12) as i64;
+            let quantity = 1 + below(4) as i64 * below(3) as i64;
+            let timeout = match below(8) {
+                0 => None,
+                1 | 2 => Some(below(2_000_000) as i64),
+                _ => Some(0),
+            };
+            let shape = match form {
+                "bursty" => SmoothShape::Bursty { burst: span },
+                _ => SmoothShape::WarmingUp { warmup: span, cold },
+            };
+            let params = SmoothParams {
+                permits,
+                period,
+                unit,
+                shape,
+            };
+            let fresh = models[index].is_none();
+            let pps = Model::permits_per_second(&params);
+            let (model, rate) = models[index]
+                .get_or_insert_with(|| (Model::create(&params, now - 10_000 * SECOND), pps));
+            if pps != *rate && timeout.is_none_or(|t| model.next_free_ticket_micros - t <= now) {
+                model.set_rate(pps, now);
+                *rate = pps;
+            }
+            let wait = model.try_acquire(quantity, timeout, now);
+            let denied_wait = model.next_free_ticket_micros - timeout.unwrap_or(0) - now;
+            expected.push((
+                wait.is_some(),
+                wait.unwrap_or(denied_wait),
+                model.next_free_ticket_micros,
+                model.stored_permits.to_bits(),
+                model.max_permits.to_bits(),
+            ));
+            let unit_word = if unit == TimeUnit::Seconds { "s" } else { "ms" };
+            trace.push_str(&format!(
+                "call k{index} {now} {form} {permits} {period} {unit_word} {span} {} {quantity} {} {}\n",
+                cold.max(1),
+                timeout.unwrap_or(-1),
+                u8::from(fresh)
+            ));
+        }
+        let decided = guava(&trace);
+        assert_eq!(decided.len(), expected.len());
+        for (i, (guava, model)) in decided.iter().zip(&expected).enumerate() {
+            assert_eq!(
+                guava,
+                model,
+                "call {i}: {}",
+                trace.lines().nth(i).unwrap_or("")
+            );
+        }
+    }
+
     /// One call of a trace: when, at which rate, how many, how long it may be held.
     #[derive(Debug, Clone)]
     struct Step {

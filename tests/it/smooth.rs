@@ -195,7 +195,10 @@ fn block_is_ignored_in_a_transaction_a_script_and_on_a_replica(flavor: Flavor) {
     replicate(&replica, &server);
     wait_for_replica(&mut con);
     let mut on_replica = replica.connection();
-    run::<()>(&mut on_replica, ("CONFIG", "SET", "replica-read-only", "no"));
+    run::<()>(
+        &mut on_replica,
+        ("CONFIG", "SET", "replica-read-only", "no"),
+    );
     let started = Instant::now();
     let reply = smooth(&mut on_replica, &["deep", "4", "1", "BLOCK", "1000"]);
     assert!(started.elapsed() < Duration::from_millis(200));
