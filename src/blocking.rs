@@ -8,10 +8,11 @@
 //! writes and propagates nothing. The server reaches this file only through the entry layer,
 //! which guards every callback.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::ops::Range;
 use std::os::raw::c_void;
 
+use parking_lot::Mutex;
 use redis_module::raw;
 
 use crate::blocked::{self, ClientCallbacks};
@@ -130,19 +131,38 @@ fn unblock_callback(callbacks: &Callbacks) -> raw::RedisModuleCmdFunc {
     }
 }
 
-/// A reply held until its instant, and the client it goes to: a hold timer's data.
+/// A reply held until its instant (CL.SMOOTH's BLOCK): its client, its answer, the instant,
+/// and the timer that sends it.
 struct Hold {
     client: *mut raw::RedisModuleBlockedClient,
     result: Result<Answer, Error>,
+    at_ns: i64,
+    timer: Option<raw::RedisModuleTimerID>,
+}
+
+/// The held replies, by client (a hold timer's data is its client, as a number).
+struct Holds(Option<HashMap<usize, Hold>>);
+
+// SAFETY: the pointers in a hold are server objects, used only on the server's main thread,
+// where every command, timer and callback of this module runs.
+unsafe impl Send for Holds {}
+
+static HOLDS: Mutex<Holds> = Mutex::new(Holds(None));
+
+/// Runs `change` on the held replies; `None` only for a call made from inside this module's
+/// own work, which finds them taken.
+fn with_holds<T>(change: impl FnOnce(&mut HashMap<usize, Hold>) -> T) -> Option<T> {
+    let mut holds = HOLDS.try_lock()?;
+    Some(change(holds.0.get_or_insert_with(HashMap::new)))
 }
 
 /// Holds an admitted call's reply until `at_ns` (CL.SMOOTH's BLOCK, where Guava's caller
 /// sleeps). The call has made its reservation, written and propagated it: the hold stands in
 /// no line and its end changes nothing; a timer unblocks the client with the reply it was
 /// given. A client that goes away meanwhile keeps its reservation, as a Guava caller that is
-/// interrupted does; CLIENT UNBLOCK cannot end a hold (the client has no timeout callback,
-/// so the server answers it 0). Gives the reply back when the client cannot be held, to be
-/// sent at once.
+/// interrupted does, and its hold ends then (`disconnected`); CLIENT UNBLOCK cannot end a
+/// hold (the client has no timeout callback, so the server answers it 0). Gives the reply
+/// back when the client cannot be held, to be sent at once.
 pub fn hold(
     ctx: *mut raw::RedisModuleCtx,
     result: Result<Answer, Error>,
@@ -163,29 +183,74 @@ pub fn hold(
     let Ok((client, _)) = (unsafe { blocked::block(ctx, &client_callbacks) }) else {
         return Err(result);
     };
-    let hold = Box::into_raw(Box::new(Hold { client, result }));
-    let period_ms = period_until(at_ns, now_ns);
-    if blocked::start_timer(ctx, period_ms, callbacks.release, hold as usize).is_err() {
-        // SAFETY: the timer was not made, so the box is still this function's alone.
-        release(*unsafe { Box::from_raw(hold) });
+    let hold = Hold {
+        client,
+        result,
+        at_ns,
+        timer: None,
+    };
+    match with_holds(|holds| holds.insert(client as usize, hold)) {
+        Some(_) => arm_hold(ctx, client as usize, now_ns, callbacks),
+        // Never in practice (see with_holds); the reply goes at once rather than never.
+        None => drop(unblock(client, Pending::Answer(Err(Error::Internal)))),
     }
     Ok(())
 }
 
-/// A held reply's instant has come (`data` is its `Hold`): its client gets it.
-pub fn released(data: *mut c_void) {
-    if data.is_null() {
+/// Sets a held reply's timer for its instant, or at most MAX_TIMER_MS ahead; with no timer to
+/// be had, the reply goes now.
+fn arm_hold(ctx: *mut raw::RedisModuleCtx, client: usize, now_ns: i64, callbacks: &Callbacks) {
+    let Some(at_ns) = with_holds(|holds| holds.get(&client).map(|hold| hold.at_ns)).flatten()
+    else {
         return;
+    };
+    let period_ms = period_until(at_ns, now_ns);
+    match blocked::start_timer(ctx, period_ms, callbacks.release, client) {
+        Ok(timer) => {
+            with_holds(|holds| holds.get_mut(&client).map(|hold| hold.timer = Some(timer)));
+        }
+        Err(_) => send_held(client),
     }
-    // SAFETY: a hold timer's data is the Box made by `hold`, and the timer fires once.
-    release(*unsafe { Box::from_raw(data.cast::<Hold>()) });
 }
 
-/// Unblocks a held client with its reply; should the server refuse, the client stays
-/// blocked for good, which nothing here can mend, and is left to its disconnect.
-fn release(hold: Hold) {
-    let Hold { client, result } = hold;
-    unblock(client, Pending::Answer(result));
+/// A held reply's timer fired (its data is the client): the reply goes, or, for a timer cut
+/// short of a far instant, the hold waits on.
+pub fn released(ctx: *mut raw::RedisModuleCtx, data: *mut c_void, callbacks: &Callbacks) {
+    let client = data as usize;
+    let at_ns = with_holds(|holds| {
+        let hold = holds.get_mut(&client)?;
+        hold.timer = None;
+        Some(hold.at_ns)
+    })
+    .flatten();
+    let Some(at_ns) = at_ns else {
+        return;
+    };
+    match clock::now_ns() {
+        Ok(now_ns) if now_ns < at_ns => arm_hold(ctx, client, now_ns, callbacks),
+        _ => send_held(client),
+    }
+}
+
+/// Ends a hold with its reply: its client is unblocked, and gets it. Should the server refuse,
+/// the client stays blocked, which nothing here can mend, until it goes away.
+fn send_held(client: usize) {
+    if let Some(Some(hold)) = with_holds(|holds| holds.remove(&client)) {
+        unblock(hold.client, Pending::Answer(hold.result));
+    }
+}
+
+/// A held client went away (disconnected, killed, a role change): its hold ends, its timer
+/// stopped, and the server frees its handle now rather than at the instant. Its reservation
+/// stays. Returns whether it was held.
+fn leave_hold(ctx: *mut raw::RedisModuleCtx, client: *mut raw::RedisModuleBlockedClient) -> bool {
+    let Some(Some(hold)) = with_holds(|holds| holds.remove(&(client as usize))) else {
+        return false;
+    };
+    stop_timer(ctx, hold.timer);
+    // SAFETY: the server is done with the client; this frees the module's handle on it.
+    unsafe { blocked::unblock(hold.client, std::ptr::null_mut()) };
+    true
 }
 
 /// Sets the waiter's one timer for the earlier of `try_at_ns` and its deadline (none when it
@@ -233,9 +298,15 @@ fn period_until(at_ns: i64, now_ns: i64) -> i64 {
     let step = clock::resolution_ns();
     let at_ns = at_ns.saturating_add(step - 1) / step * step;
     let now_ns = clock::precise_now_ns().unwrap_or(now_ns).max(now_ns);
-    // Rounded up: a module timer never fires early.
-    ms_rounded_up(at_ns.saturating_sub(now_ns).max(0))
+    // Rounded up: a module timer never fires early. Capped: the server keeps a timer's next
+    // period in an `int` of milliseconds (in microseconds on Redis 7.0 and 7.2.0–7.2.1), and
+    // one further off wraps, and then fires at once, again and again: a timer for a farther
+    // instant fires at the cap, and is set again.
+    ms_rounded_up(at_ns.saturating_sub(now_ns).max(0)).min(MAX_TIMER_MS)
 }
+
+/// The longest period a module timer is set for: 30 minutes.
+const MAX_TIMER_MS: i64 = 30 * 60 * 1000;
 
 fn stop_timer(ctx: *mut raw::RedisModuleCtx, timer: Option<raw::RedisModuleTimerID>) {
     if let Some(timer) = timer {
@@ -654,12 +725,16 @@ pub fn unblocked_by_client(ctx: *mut raw::RedisModuleCtx, callbacks: &Callbacks)
 }
 
 /// The client went away while waiting (disconnected, `CLIENT UNBLOCK id ERROR`, a role
-/// change): it takes nothing. One being admitted is left to the free callback.
+/// change): it takes nothing. One being admitted is left to the free callback. A held reply's
+/// client leaves its hold.
 pub fn disconnected(
     ctx: *mut raw::RedisModuleCtx,
     client: *mut raw::RedisModuleBlockedClient,
     callbacks: &Callbacks,
 ) {
+    if leave_hold(ctx, client) {
+        return;
+    }
     let place = lines::lock()
         .ok()
         .and_then(|mut shared| shared.get().waiting_client(client as usize));

@@ -268,7 +268,7 @@ static CALLBACKS: Callbacks = Callbacks {
 
 /// The timer of a reply held until its instant.
 extern "C" fn on_release(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
-    guard_callback(ctx, || blocking::released(data), || {});
+    guard_callback(ctx, || blocking::released(ctx, data, &CALLBACKS), || {});
 }
 
 /// A waiter's timer.

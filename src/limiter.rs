@@ -308,6 +308,12 @@ impl<'a> Limiter<'a> {
         }
     }
 
+    /// Whether calls wait their turn in the key's line: CL.SMOOTH's reservations are their own
+    /// order, made as its calls come.
+    pub fn stands_in_line(&self) -> bool {
+        !matches!(self, Limiter::Smooth(_))
+    }
+
     /// Whether a denied call's units count too (CL.FIXED's `COUNTDENIED`).
     pub fn counts_denied(&self) -> bool {
         matches!(self, Limiter::Fixed(fixed) if fixed.counts_denied())

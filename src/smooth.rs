@@ -176,10 +176,12 @@ impl Guava {
     }
 
     /// `setRate` from the rate the key was kept at: resync at the old cool-down, then scale
-    /// the stored permits to the new maximum.
+    /// the stored permits to the new maximum. (Capped at what a state may hold, which only a
+    /// crafted state's rescale could pass: what is written is always read again.)
     fn rescale(&mut self, now: i64, from: &Held, to: &Rate) {
         self.resync(now, from.max_permits, from.cool_down);
-        self.stored = self.stored * to.max_permits / from.max_permits;
+        let scaled = self.stored * to.max_permits / from.max_permits;
+        self.stored = java_min(scaled, state::most_stored(to.max_permits));
     }
 
     /// `reserveEarliestAvailable`: takes `quantity` permits at `now`, and returns the instant

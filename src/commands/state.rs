@@ -45,7 +45,7 @@ pub fn decide_in_line<'a>(
     };
     let key = Key::open(ctx, name, access)?;
     let mut verdict = limiter.answer(request, &read(limiter, &key)?, now)?;
-    if request.yields_to_waiters() {
+    if request.yields_to_waiters() && limiter.stands_in_line() {
         if let Some(first_due_in) = lines::held_back(ctx, name, turn)? {
             verdict = verdict.held_back(first_due_in, limiter.counts_denied(), || {
                 peek(limiter, &key, now)

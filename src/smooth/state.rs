@@ -44,7 +44,7 @@ impl Held {
         let (stored, max_permits, cool_down) =
             (float(stored), float(max_permits), float(cool_down));
         let positive = |x: f64| x.is_finite() && x > 0.0;
-        let within = |stored: f64| (0.0..=max_permits * (1.0 + ROUNDING)).contains(&stored);
+        let within = |stored: f64| (0.0..=most_stored(max_permits)).contains(&stored);
         let rate = positive(max_permits) && max_permits <= MAX_PERMITS && positive(cool_down.abs());
         // The clock never reads before the epoch, and waits only push the instant later.
         if !(rate && within(stored) && next_free >= 0) {
@@ -77,6 +77,12 @@ impl Held {
         }
         value
     }
+}
+
+/// The most permits a state may store under this maximum: a real one exceeds it by a rounding
+/// of a rescale at most, far less than this; only a crafted one comes near.
+pub fn most_stored(max_permits: f64) -> f64 {
+    max_permits * (1.0 + ROUNDING)
 }
 
 /// The four 8-byte words of a 32-byte value.

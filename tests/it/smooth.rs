@@ -8,8 +8,8 @@ use crate::harness::events::{notifying, Events};
 use crate::harness::guava;
 use crate::harness::waiting::{connect, Waiter};
 use crate::harness::{
-    aof_options, dump, error_of, limiter, replicate, run, server_now_ns, snapshot, stats_field,
-    wait_for_replica, Flavor, Rng, Server, ServerKind,
+    aof_options, dump, error_of, info_field, limiter, replicate, run, server_now_ns, snapshot,
+    stats_field, wait_for_replica, Flavor, Rng, Server, ServerKind,
 };
 
 both_servers!(
@@ -24,6 +24,7 @@ both_servers!(
     bad_input_gets_errors_naming_it_and_changes_nothing,
     decisions_are_made_at_the_servers_clock_precision,
     an_acl_user_reaches_only_its_keys,
+    a_reply_held_for_an_hour_costs_the_server_nothing_meanwhile,
 );
 
 /// A key's state as CL.SMOOTH stores it: `nextFreeTicketMicros`, then the bits of
@@ -153,6 +154,8 @@ fn a_client_gone_while_held_keeps_its_reservation(flavor: Flavor) {
     assert!(held(&mut con, waiter.id));
     assert_eq!(run::<i64>(&mut con, ("CLIENT", "KILL", "ID", waiter.id)), 1);
     assert!(waiter.handle.join().unwrap().0.is_err());
+    // Its hold ended with it, long before the instant its reply was for.
+    assert_eq!(info_field(&mut con, "clients", "blocked_clients"), "0");
     // Two permits reserved from its instant on: the next caller pays for them.
     assert_eq!(
         state(&mut con, "gone").expect("written").0,
@@ -604,4 +607,37 @@ fn an_acl_user_reaches_only_its_keys(flavor: Flavor) {
     let refused = error_of(&mut user, "CL.SMOOTH", &[b"other:a", b"1", b"1"]);
     assert!(refused.starts_with("NOPERM"), "{refused}");
     assert_eq!(run::<i64>(&mut admin, ("EXISTS", "other:a")), 0);
+}
+
+/// The server keeps a module timer's period in an `int` of milliseconds (of microseconds on
+/// Redis 7.0), which an hour overflows; the module sets no timer further than 30 minutes off,
+/// and sets it again when it fires early. A reply held for an hour beside others that come
+/// and go leaves the server idle.
+fn a_reply_held_for_an_hour_costs_the_server_nothing_meanwhile(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut con = server.connection();
+    // One permit an hour: the first call pays, the next is held for the hour.
+    smooth(&mut con, &["hour", "1", "3600"]);
+    let far = Waiter::start(&server, "CL.SMOOTH", &["hour", "1", "3600", "BLOCK", "0"]);
+    assert!(held(&mut con, far.id));
+    // Other held replies fire the module's timers meanwhile.
+    drained(&mut con, "near");
+    for _ in 0..3 {
+        smooth(&mut con, &["near", "4", "1", "BLOCK", "0"]);
+    }
+    let cpu = |con: &mut redis::Connection| -> f64 {
+        ["used_cpu_user", "used_cpu_sys"]
+            .iter()
+            .map(|field| info_field(con, "cpu", field).parse::<f64>().unwrap())
+            .sum()
+    };
+    let before = cpu(&mut con);
+    std::thread::sleep(Duration::from_secs(1));
+    let spent = cpu(&mut con) - before;
+    assert!(
+        spent < 0.3,
+        "the server spent {spent} s of CPU in a second, idle"
+    );
+    assert_eq!(run::<i64>(&mut con, ("CLIENT", "KILL", "ID", far.id)), 1);
+    assert_eq!(info_field(&mut con, "clients", "blocked_clients"), "0");
 }
