@@ -2,13 +2,18 @@
 
 Each function builds the command's arguments (``commands``, shared by both clients) and reads
 its reply into a :class:`Reply`. Errors are redis-py's: a bad argument or a key of another
-type raises ``redis.ResponseError`` with the module's message.
+type raises ``redis.ResponseError`` with the module's message, and a server without the module
+its subclass :class:`~redis_cell.errors.ModuleMissingError`, which says how to load it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import ClassVar, List, Optional, Sequence, Tuple, Union
+
+from redis.exceptions import ResponseError
+
+from .errors import explained
 
 KeyT = Union[str, bytes]
 
@@ -176,37 +181,43 @@ def _holders(raw) -> List[Tuple[bytes, int]]:
 
 
 class Client:
-    """The module's commands over a redis-py ``Redis`` (or ``RedisCluster``) client."""
+    """The module's commands over a redis-py ``Redis`` (or ``RedisCluster``) client. A server
+    without the module raises :class:`~redis_cell.errors.ModuleMissingError`."""
 
     def __init__(self, redis):
         self.redis = redis
 
+    def _call(self, *words):
+        try:
+            return self.redis.execute_command(*words)
+        except ResponseError as error:
+            raise explained(error) from error
+
     def throttle(self, key, max_burst, count, period, quantity=1, **options) -> Reply:
-        return Reply.of(self.redis.execute_command(
+        return Reply.of(self._call(
             *commands.throttle(key, max_burst, count, period, quantity, **options)))
 
     def fixed(self, key, limit, period, quantity=1, **options) -> Reply:
-        return Reply.of(self.redis.execute_command(
+        return Reply.of(self._call(
             *commands.fixed(key, limit, period, quantity, **options)))
 
     def window(self, key, limit, period, quantity=1, **options) -> Reply:
-        return Reply.of(self.redis.execute_command(
+        return Reply.of(self._call(
             *commands.window(key, limit, period, quantity, **options)))
 
     def lease(self, key, limit, lease_time, holder, **options) -> Reply:
-        return Reply.of(self.redis.execute_command(
+        return Reply.of(self._call(
             *commands.lease(key, limit, lease_time, holder, **options)))
 
     def release(self, key, holder) -> bool:
-        return int(self.redis.execute_command("CL.RELEASE", key, holder)) == 1
+        return int(self._call("CL.RELEASE", key, holder)) == 1
 
     def holders(self, key, *, ms=False) -> List[Tuple[bytes, int]]:
         words = ["CL.HOLDERS", key] + (["MS"] if ms else [])
-        return _holders(self.redis.execute_command(*words))
+        return _holders(self._call(*words))
 
     def all(self, limiters: Sequence[Limiter], quantity=1, *, detail=False, **options):
-        raw = self.redis.execute_command(
-            *commands.all(limiters, quantity, detail=detail, **options))
+        raw = self._call(*commands.all(limiters, quantity, detail=detail, **options))
         return _all_reply(raw, detail)
 
 
@@ -216,30 +227,35 @@ class AsyncClient:
     def __init__(self, redis):
         self.redis = redis
 
+    async def _call(self, *words):
+        try:
+            return await self.redis.execute_command(*words)
+        except ResponseError as error:
+            raise explained(error) from error
+
     async def throttle(self, key, max_burst, count, period, quantity=1, **options) -> Reply:
-        return Reply.of(await self.redis.execute_command(
+        return Reply.of(await self._call(
             *commands.throttle(key, max_burst, count, period, quantity, **options)))
 
     async def fixed(self, key, limit, period, quantity=1, **options) -> Reply:
-        return Reply.of(await self.redis.execute_command(
+        return Reply.of(await self._call(
             *commands.fixed(key, limit, period, quantity, **options)))
 
     async def window(self, key, limit, period, quantity=1, **options) -> Reply:
-        return Reply.of(await self.redis.execute_command(
+        return Reply.of(await self._call(
             *commands.window(key, limit, period, quantity, **options)))
 
     async def lease(self, key, limit, lease_time, holder, **options) -> Reply:
-        return Reply.of(await self.redis.execute_command(
+        return Reply.of(await self._call(
             *commands.lease(key, limit, lease_time, holder, **options)))
 
     async def release(self, key, holder) -> bool:
-        return int(await self.redis.execute_command("CL.RELEASE", key, holder)) == 1
+        return int(await self._call("CL.RELEASE", key, holder)) == 1
 
     async def holders(self, key, *, ms=False) -> List[Tuple[bytes, int]]:
         words = ["CL.HOLDERS", key] + (["MS"] if ms else [])
-        return _holders(await self.redis.execute_command(*words))
+        return _holders(await self._call(*words))
 
     async def all(self, limiters: Sequence[Limiter], quantity=1, *, detail=False, **options):
-        raw = await self.redis.execute_command(
-            *commands.all(limiters, quantity, detail=detail, **options))
+        raw = await self._call(*commands.all(limiters, quantity, detail=detail, **options))
         return _all_reply(raw, detail)

@@ -27,12 +27,23 @@ def free_port() -> int:
 
 @pytest.fixture(scope="module")
 def server():
+    yield from serve(["--loadmodule", module_path()])
+
+
+@pytest.fixture(scope="module")
+def bare_server():
+    """A server that has not loaded the module."""
+    yield from serve([])
+
+
+def serve(options):
+    """A server on a free loopback port, with these options, until the tests are done."""
     binary = os.environ.get("REDIS_SERVER", "/usr/bin/redis-server")
     port = free_port()
     with tempfile.TemporaryDirectory() as work:
         process = subprocess.Popen(
             [binary, "--bind", "127.0.0.1", "--port", str(port), "--save", "",
-             "--dir", work, "--loadmodule", module_path()],
+             "--dir", work, *options],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         try:

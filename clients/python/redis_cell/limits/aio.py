@@ -8,10 +8,10 @@ from typing import Tuple
 
 from limits.aio import strategies
 from limits.aio.storage import MemoryStorage, RedisStorage
-from limits.errors import StorageError
 from limits.util import WindowStats
 
 from . import core
+from ..errors import module_loaded_async
 
 
 class CellAsyncRedisStorage(RedisStorage):
@@ -37,13 +37,27 @@ class CellAsyncRedisStorage(RedisStorage):
         return self.bridge.key_prefix
 
     async def cell(self, words) -> list:
-        """One module command; its errors raised as limits raises a storage's."""
+        """One module command; its errors raised as limits raises a storage's, a server
+        without the module's as :class:`~redis_cell.errors.ModuleMissingError`."""
         try:
             return await self.connection.execute_command(*words)
         except self.base_exceptions as error:
-            if self.wrap_exceptions:
-                raise StorageError(error) from error
-            raise
+            raise core.failure(error, self.wrap_exceptions) from error
+
+    async def moving_window_script(self, keys, args) -> list:
+        """The moving window's script, its errors raised as ``cell``'s."""
+        try:
+            return await self.lua_cell_moving_window(keys=keys, args=args)
+        except self.base_exceptions as error:
+            raise core.failure(error, self.wrap_exceptions) from error
+
+    async def check(self) -> bool:
+        """limits' health check: the server answers, and has the module."""
+        try:
+            return bool(await self.connection.ping()) and await module_loaded_async(
+                self.connection)
+        except Exception:  # noqa: BLE001 (limits' own check answers False on any failure)
+            return False
 
     async def acquire_entry(self, key: str, limit: int, expiry: int, amount: int = 1) -> bool:
         if amount == 0:
@@ -53,13 +67,13 @@ class CellAsyncRedisStorage(RedisStorage):
                                                                expiry, amount)))
 
     async def get_moving_window(self, key: str, limit: int, expiry: int) -> Tuple[float, int]:
-        reply = await self.lua_cell_moving_window(
+        reply = await self.moving_window_script(
             keys=[core.window_key(self.key_prefix, key)], args=[limit, expiry * 1000])
         return core.moving_window(reply, expiry)
 
     async def get_bucket_window(self, key: str, limit: int, expiry: int) -> Tuple[float, int]:
         period_ms = expiry * 1000
-        reply = await self.lua_cell_moving_window(
+        reply = await self.moving_window_script(
             keys=[core.buckets_key(self.key_prefix, key)],
             args=[limit, period_ms, *core.buckets_option(period_ms, self.buckets)])
         return core.moving_window(reply, expiry)

@@ -8,6 +8,10 @@ import threading
 import time
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from limits.errors import StorageError
+
+from ..errors import explained
+
 NANOS = 1_000_000_000
 MILLIS = 1_000_000
 
@@ -23,6 +27,14 @@ local next = redis.call('CL.WINDOW', KEYS[1], ARGV[1], ARGV[2], peek[3] + 1, 'MS
                         unpack(ARGV, 3))
 return {taken, next[4]}
 """
+
+def failure(error: Exception, wrap: bool) -> Exception:
+    """What a storage raises for a module command's error: limits' ``StorageError`` when the
+    storage wraps errors, the error itself otherwise; a server without the module's either way
+    as :class:`~redis_cell.errors.ModuleMissingError`, which says how to load it."""
+    reason = explained(error)
+    return StorageError(reason) if wrap else reason
+
 
 # The most cells a bucketed window gets unless the storage says otherwise: 60 divides every
 # period of whole minutes, so a minute gets cells of a second and a day cells of 24 minutes.

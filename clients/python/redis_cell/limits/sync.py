@@ -7,10 +7,10 @@ from typing import Tuple
 
 from limits import strategies
 from limits.storage import MemoryStorage, RedisStorage
-from limits.errors import StorageError
 from limits.util import WindowStats
 
 from . import core
+from ..errors import module_loaded
 
 
 class CellRedisStorage(RedisStorage):
@@ -30,13 +30,27 @@ class CellRedisStorage(RedisStorage):
         self.lua_cell_moving_window = self.storage.register_script(core.MOVING_WINDOW_SCRIPT)
 
     def cell(self, words) -> list:
-        """One module command; its errors raised as limits raises a storage's."""
+        """One module command; its errors raised as limits raises a storage's, a server
+        without the module's as :class:`~redis_cell.errors.ModuleMissingError`."""
         try:
             return self.storage.execute_command(*words)
         except self.base_exceptions as error:
-            if self.wrap_exceptions:
-                raise StorageError(error) from error
-            raise
+            raise core.failure(error, self.wrap_exceptions) from error
+
+    def moving_window_script(self, keys, args) -> list:
+        """The moving window's script, its errors raised as ``cell``'s."""
+        try:
+            return self.lua_cell_moving_window(keys, args)
+        except self.base_exceptions as error:
+            raise core.failure(error, self.wrap_exceptions) from error
+
+    def check(self) -> bool:
+        """limits' health check (Flask-Limiter's fallback asks it): the server answers, and
+        has the module; a server without it is a broken storage, not a healthy one."""
+        try:
+            return self.storage.ping() and module_loaded(self.storage)
+        except Exception:  # noqa: BLE001 (limits' own check answers False on any failure)
+            return False
 
     def acquire_entry(self, key: str, limit: int, expiry: int, amount: int = 1) -> bool:
         if amount == 0:
@@ -46,15 +60,15 @@ class CellRedisStorage(RedisStorage):
                                                          amount)))
 
     def get_moving_window(self, key: str, limit: int, expiry: int) -> Tuple[float, int]:
-        reply = self.lua_cell_moving_window([core.window_key(self.key_prefix, key)],
-                                            [limit, expiry * 1000])
+        reply = self.moving_window_script([core.window_key(self.key_prefix, key)],
+                                          [limit, expiry * 1000])
         return core.moving_window(reply, expiry)
 
     def get_bucket_window(self, key: str, limit: int, expiry: int) -> Tuple[float, int]:
         """``get_moving_window`` of the bucketed window: its oldest cell stands for the
         oldest unit."""
         period_ms = expiry * 1000
-        reply = self.lua_cell_moving_window(
+        reply = self.moving_window_script(
             [core.buckets_key(self.key_prefix, key)],
             [limit, period_ms, *core.buckets_option(period_ms, self.buckets)])
         return core.moving_window(reply, expiry)
