@@ -142,3 +142,15 @@ async def test_the_asyncio_client_answers_alike(server, r):
         assert await cell.release("ap", "h")
     finally:
         await client.aclose()
+
+
+def test_the_package_version_is_the_module_s():
+    """One version: the package's is the crate's, which MODULE LIST reports."""
+    import re
+    from pathlib import Path
+
+    import redis_cell
+
+    cargo = (Path(__file__).resolve().parents[3] / "Cargo.toml").read_text()
+    crate = re.search(r'^version = "([^"]+)"', cargo, re.MULTILINE).group(1)
+    assert redis_cell.__version__ == crate
