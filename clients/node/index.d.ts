@@ -16,3 +16,9 @@ export class RateLimiterCell extends RateLimiterRedis {
   constructor(opts: RateLimiterCellOptions);
   readonly algorithm: 'fixed' | 'gcra' | 'window';
 }
+
+/** The server has not loaded the redis-cell module: its message says how to load it. */
+export class ModuleMissingError extends Error {
+  constructor(cause?: Error);
+  readonly name: 'ModuleMissingError';
+}

@@ -2,6 +2,7 @@
 
 const { RateLimiterRedis, RateLimiterRes } = require('rate-limiter-flexible');
 const { send, sendThenGet } = require('./lib/client');
+const { ModuleMissingError } = require('./lib/errors');
 
 const ALGORITHMS = ['fixed', 'gcra', 'window'];
 
@@ -26,7 +27,9 @@ const NEVER_ENDING_WINDOW = /not a valid state/;
  *   its call: give waiting calls a client of their own.
  *
  * Points and durations must be safe integers (node-redis reads integers past 2^53 − 1
- * lossily), so that every number sent and read back stays exact.
+ * lossily), so that every number sent and read back stays exact. A server without the module
+ * rejects with a ModuleMissingError that says how to load it; the module's own errors reject
+ * as the server's Error, never as a denial.
  */
 class RateLimiterCell extends RateLimiterRedis {
   constructor(opts = {}) {
@@ -175,4 +178,4 @@ class RateLimiterCell extends RateLimiterRedis {
   }
 }
 
-module.exports = { RateLimiterCell };
+module.exports = { ModuleMissingError, RateLimiterCell };

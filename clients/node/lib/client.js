@@ -1,5 +1,7 @@
 'use strict';
 
+const { explained } = require('./errors');
+
 // The one place that knows the two clients apart: ioredis (`call`, and `multi().exec()`
 // answering [error, result] pairs) and node-redis 4+ (`sendCommand` with string arguments, and
 // `multi().exec()` answering results, rejecting on an error). Every command here has its key
@@ -17,20 +19,53 @@ function withPrefix(client, [command, key, ...rest]) {
   return [command, `${prefix}${key}`, ...rest];
 }
 
-/** One command; its reply, or a rejection with the server's error. */
-function send(client, words) {
-  if (isIoredis(client)) {
-    return client.call(...withPrefix(client, words));
+/** One command; its reply, or a rejection with the server's error (`explained`). */
+async function send(client, words) {
+  try {
+    if (isIoredis(client)) {
+      return await client.call(...withPrefix(client, words));
+    }
+    return await client.sendCommand(words.map(String));
+  } catch (error) {
+    throw explained(error);
   }
-  return client.sendCommand(words.map(String));
 }
 
 /** One command and `GET` of its key in one MULTI: both see the key at the same instant. */
 async function sendThenGet(client, words) {
+  try {
+    return await commandThenGet(client, words);
+  } catch (error) {
+    throw explained(await withReason(client, words[0], error));
+  }
+}
+
+/**
+ * node-redis 4 rejects a transaction the server refused to run with EXECABORT alone, where
+ * the refusal was an unknown command's when the server lacks the module: asked of the server
+ * then (COMMAND INFO reads nothing of the keyspace), so that the caller learns why.
+ */
+async function withReason(client, command, error) {
+  if (!/^EXECABORT/.test(String(error && error.message))) return error;
+  const info = isIoredis(client)
+    ? await client.call('COMMAND', 'INFO', command)
+    : await client.sendCommand(['COMMAND', 'INFO', command]);
+  const known = Array.isArray(info) && info.some((entry) => entry);
+  return known ? error : new Error(`unknown command '${command}' (asked after ${error.message})`);
+}
+
+async function commandThenGet(client, words) {
   const key = words[1];
   if (isIoredis(client)) {
-    const [[error, reply], [getError, value]] = await client.multi()
-      .call(...withPrefix(client, words)).get(key).exec();
+    let replies;
+    try {
+      replies = await client.multi().call(...withPrefix(client, words)).get(key).exec();
+    } catch (error) {
+      // A command the server refused to queue (an unknown one) aborts the EXEC: the
+      // refusal is among the errors before it.
+      throw (error && error.previousErrors && error.previousErrors[0]) || error;
+    }
+    const [[error, reply], [getError, value]] = replies;
     if (error || getError) throw error || getError;
     return [reply, value];
   }

@@ -31,14 +31,16 @@ function answers(port) {
   });
 }
 
-async function startServer() {
+/** A server; with `{ module: false }`, one that has not loaded the module. */
+async function startServer({ module: withModule = true } = {}) {
   const binary = process.env.REDIS_SERVER || '/usr/bin/redis-server';
   const module = process.env.REDIS_CELL_MODULE || path.join(ROOT, 'target', 'debug', 'libredis_cell.so');
   if (!fs.existsSync(module)) throw new Error(`${module} is missing: build the crate first`);
+  const load = withModule ? ['--loadmodule', module] : [];
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'redis-cell-node-'));
   const port = await freePort();
   const child = spawn(binary, ['--bind', '127.0.0.1', '--port', String(port), '--save', '',
-    '--dir', dir, '--loadmodule', module], { stdio: 'ignore' });
+    '--dir', dir, ...load], { stdio: 'ignore' });
   const deadline = Date.now() + 10000;
   while (!(await answers(port))) {
     if (child.exitCode !== null) throw new Error(`the server exited with ${child.exitCode}`);
