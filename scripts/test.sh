@@ -39,6 +39,10 @@ for server in "$REDIS_SERVER" "$VALKEY_SERVER"; do
   (cd clients/node && REDIS_SERVER="$server" REDIS_CELL_MODULE="$PWD/../../target/debug/libredis_cell.so" \
     node --test test/*.test.js)
 done
+# The packages as a user installs them (docs/clients.md, "Installing"): into a fresh
+# virtualenv and a fresh npm project, each serving an app against the module.
+bash scripts/install_check.sh
+
 # The Docker lane: the image built from the Dockerfile and tested through testcontainers, on
 # an engine and base images the lane gets itself (docs/reliability.md, "The Docker lane").
 cargo clippy --features docker --tests -- -D warnings

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# The client packages as a user installs them from a clean clone, by the two commands
+# docs/clients.md gives ("Installing", read from there): a fresh virtualenv that ran its pip
+# command serves clients/examples/flask_app.py, and a fresh npm project that ran its npm
+# command (the tarball npm would publish) and installed express, ioredis and TypeScript
+# compiles clients/examples/express_app.ts with `tsc --strict` and serves it. Each app, against a
+# server with the module, answers 200 three times, then 429 with a Retry-After.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+server=${REDIS_SERVER:-/usr/bin/redis-server}
+module=${REDIS_CELL_MODULE:-$root/target/debug/libredis_cell.so}
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# Waits until PORT answers HTTP, then sends four requests: prints their statuses, and
+# whether the last had a Retry-After.
+four_requests() {
+  python3 - "$1" <<'PY'
+import sys, time, urllib.error, urllib.request
+url = "http://127.0.0.1:%s/" % sys.argv[1]
+deadline = time.monotonic() + 60
+while True:
+    try:
+        urllib.request.urlopen(url, timeout=5).read()
+        break
+    except urllib.error.HTTPError:
+        break
+    except OSError:
+        if time.monotonic() > deadline:
+            sys.exit("the app did not start")
+        time.sleep(0.2)
+statuses, retry = [200], None
+for _ in range(3):
+    try:
+        urllib.request.urlopen(url, timeout=5).read()
+        statuses.append(200)
+    except urllib.error.HTTPError as e:
+        statuses.append(e.code)
+        retry = e.headers.get("Retry-After")
+print(*statuses, "retry-after" if retry and int(retry) > 0 else "no-retry-after")
+PY
+}
+
+expect() { # WHAT GOT
+  if [ "$2" != "200 200 200 429 retry-after" ]; then
+    echo "install check: $1 answered '$2', not '200 200 200 429 retry-after'" >&2
+    exit 1
+  fi
+  echo "install check: $1: $2"
+}
+
+# The apps docs/clients.md shows are these files, as they are.
+for example in clients/examples/flask_app.py clients/examples/express_app.ts; do
+  python3 - "$example" <<'PY'
+import sys
+if open(sys.argv[1]).read() not in open("docs/clients.md").read():
+    sys.exit("docs/clients.md does not show %s as it is" % sys.argv[1])
+PY
+done
+
+port=$(free_port)
+"$server" --bind 127.0.0.1 --port "$port" --save "" --dir "$work" --loadmodule "$module" \
+  >/dev/null 2>&1 &
+pids+=($!)
+
+# The two commands docs/clients.md gives, with this clone for /path/to/redis-cell.
+documented() { # pip|npm
+  python3 - "$1" "$root" <<'PY'
+import sys
+doc = open(sys.argv[2] + "/docs/clients.md").read()
+block = doc.split("## Installing", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+[line] = [l for l in block.splitlines() if l.startswith(sys.argv[1] + " install ")]
+print(line.replace("/path/to/redis-cell", sys.argv[2]))
+PY
+}
+
+# Python: in a virtualenv of its own.
+python3 -m venv "$work/venv"
+(
+  . "$work/venv/bin/activate"
+  cd "$work"
+  eval "$(documented pip) -q --disable-pip-version-check"
+)
+flask_port=$(free_port)
+REDIS_URL="cell+redis://127.0.0.1:$port" "$work/venv/bin/flask" \
+  --app "$root/clients/examples/flask_app.py" run --port "$flask_port" >"$work/flask.log" 2>&1 &
+pids+=($!)
+expect "the Flask app ($(documented pip))" "$(four_requests "$flask_port")"
+
+# Node: in an npm project of its own, with what the app imports.
+mkdir "$work/app"
+(
+  cd "$work/app"
+  npm init -y >/dev/null
+  eval "$(documented npm) --silent --no-audit --no-fund" >/dev/null
+  npm install --silent --no-audit --no-fund express ioredis rate-limiter-flexible typescript \
+    @types/express @types/node >/dev/null
+  cp "$root/clients/examples/express_app.ts" .
+  npx tsc --strict --esModuleInterop --module commonjs --target es2020 \
+    --outDir out express_app.ts
+)
+express_port=$(free_port)
+PORT=$express_port REDIS_URL="redis://127.0.0.1:$port" node "$work/app/out/express_app.js" \
+  >"$work/express.log" 2>&1 &
+pids+=($!)
+expect "the Express app ($(documented npm), tsc --strict)" \
+  "$(four_requests "$express_port")"
