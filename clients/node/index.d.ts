@@ -1,4 +1,4 @@
-import { RateLimiterRedis } from 'rate-limiter-flexible';
+import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 
 /** RateLimiterRedis's options, and the algorithm. */
 export type RateLimiterCellOptions = ConstructorParameters<typeof RateLimiterRedis>[0] & {
@@ -15,6 +15,8 @@ export interface CellConsumeOptions {
 export class RateLimiterCell extends RateLimiterRedis {
   constructor(opts: RateLimiterCellOptions);
   readonly algorithm: 'fixed' | 'gcra' | 'window';
+  /** RateLimiterRedis's consume; with `waitMs`, waits in the server for the points to fit. */
+  consume(key: string | number, pointsToConsume?: number, options?: CellConsumeOptions): Promise<RateLimiterRes>;
 }
 
 /** The server has not loaded the redis-cell module: its message says how to load it. */
