@@ -36,10 +36,24 @@ def bare_server():
     yield from serve([])
 
 
-def serve(options):
-    """A server on a free loopback port, with these options, until the tests are done."""
+def cluster_port() -> int:
+    """A free port whose cluster bus port (10000 more) is free too, and a port."""
+    while True:
+        port = free_port()
+        if port + 10000 < 65536:
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", port + 10000))
+                    return port
+                except OSError:
+                    continue
+
+
+def serve(options, port=None):
+    """A server on a free loopback port (or this one), with these options, until the tests
+    are done."""
     binary = os.environ.get("REDIS_SERVER", "/usr/bin/redis-server")
-    port = free_port()
+    port = port or free_port()
     with tempfile.TemporaryDirectory() as work:
         process = subprocess.Popen(
             [binary, "--bind", "127.0.0.1", "--port", str(port), "--save", "",

@@ -4,7 +4,10 @@ sync and asyncio.
 Importing it registers:
 
 - the storage schemes ``cell+redis://``, ``cell+rediss://`` and ``cell+redis+unix://``
-  (:class:`CellRedisStorage`, limits' ``RedisStorage`` on a server with the module), and for
+  (:class:`CellRedisStorage`, limits' ``RedisStorage`` on a server with the module; with
+  ``valkey`` for ``redis``, on valkey-py), ``cell+redis+cluster://``
+  (:class:`CellRedisClusterStorage`) and ``cell+redis+sentinel://``
+  (:class:`CellRedisSentinelStorage`), and for
   ``limits.aio`` ``async+cell+redis://``, ``async+cell+rediss://`` and
   ``async+cell+redis+unix://`` (:class:`CellAsyncRedisStorage`, on redis-py's asyncio client);
 - on those storages, each strategy decided in the module, with limits' semantics:
@@ -26,7 +29,10 @@ window (limits' own), ``<key_prefix>:window:<key>``, ``<key_prefix>:buckets:<key
 
 from .aio import CellAsyncRedisStorage
 from .sync import (
+    CellRedisClusterStorage,
+    CellRedisSentinelStorage,
     CellRedisStorage,
+    CellStorage,
     FixedWindowRateLimiter,
     GCRARateLimiter,
     SlidingWindowBucketsRateLimiter,
@@ -34,7 +40,10 @@ from .sync import (
 
 __all__ = [
     "CellAsyncRedisStorage",
+    "CellRedisClusterStorage",
+    "CellRedisSentinelStorage",
     "CellRedisStorage",
+    "CellStorage",
     "FixedWindowRateLimiter",
     "GCRARateLimiter",
     "SlidingWindowBucketsRateLimiter",

@@ -6,23 +6,24 @@ from __future__ import annotations
 from typing import Tuple
 
 from limits import strategies
-from limits.storage import MemoryStorage, RedisStorage
+from limits.storage import (
+    MemoryStorage,
+    RedisClusterStorage,
+    RedisSentinelStorage,
+    RedisStorage,
+)
 from limits.util import WindowStats
 
 from . import core
 from ..errors import module_loaded
 
 
-class CellRedisStorage(RedisStorage):
-    """limits' Redis storage, on a server with the module loaded: ``cell+redis://host:port``
-    (and ``cell+rediss://``, ``cell+redis+unix://``), the URI redis-py is given without
-    ``cell+``. Its moving window is ``CL.WINDOW``'s log, under ``<prefix>:window:``.
-
-    ``buckets`` (2 to 1024, 60 unless given) bounds the cells of the
-    ``sliding-window-buckets`` strategy: each limit gets the largest number up to it that
-    divides its period in milliseconds."""
-
-    STORAGE_SCHEME = ["cell+redis", "cell+rediss", "cell+redis+unix"]
+class CellStorage:
+    """What a storage on a server with the module adds to limits' Redis storage of the same
+    kind (a server, a cluster, a sentinel's primary): the module's commands, its moving window,
+    and a health check that asks for the module. ``buckets`` (2 to 1024, 60 unless given)
+    bounds the cells of the ``sliding-window-buckets`` strategy: each limit gets the largest
+    number up to it that divides its period in milliseconds."""
 
     def __init__(self, uri: str, buckets: int = core.MOST_BUCKETS, **options) -> None:
         self.buckets = core.check_buckets(buckets)
@@ -48,7 +49,7 @@ class CellRedisStorage(RedisStorage):
         """limits' health check (Flask-Limiter's fallback asks it): the server answers, and
         has the module; a server without it is a broken storage, not a healthy one."""
         try:
-            return self.storage.ping() and module_loaded(self.storage)
+            return bool(self.storage.ping()) and module_loaded(self.storage)
         except Exception:  # noqa: BLE001 (limits' own check answers False on any failure)
             return False
 
@@ -77,28 +78,55 @@ class CellRedisStorage(RedisStorage):
         self.storage.delete(*core.every_key(self.key_prefix, key))
 
 
+class CellRedisStorage(CellStorage, RedisStorage):
+    """limits' Redis storage, on a server with the module loaded: ``cell+redis://host:port``
+    (and ``cell+rediss://``, ``cell+redis+unix://``; ``cell+valkey://``, ``cell+valkeys://``
+    and ``cell+valkey+unix://`` on valkey-py, as limits' ``valkey://``), the URI limits is
+    given without ``cell+``. Its moving window is ``CL.WINDOW``'s log, under
+    ``<prefix>:window:``."""
+
+    STORAGE_SCHEME = ["cell+redis", "cell+rediss", "cell+redis+unix", "cell+valkey",
+                      "cell+valkeys", "cell+valkey+unix"]
+
+
+class CellRedisClusterStorage(CellStorage, RedisClusterStorage):
+    """limits' Redis Cluster storage with the module on every node:
+    ``cell+redis+cluster://host:port[,host:port…]`` (``cell+valkey+cluster://`` on valkey-py).
+    Each key is one slot's, so every command goes to its key's node."""
+
+    STORAGE_SCHEME = ["cell+redis+cluster", "cell+valkey+cluster"]
+
+
+class CellRedisSentinelStorage(CellStorage, RedisSentinelStorage):
+    """limits' Sentinel storage, on a primary with the module (and its replicas):
+    ``cell+redis+sentinel://host:port/service`` (``cell+valkey+sentinel://`` on valkey-py).
+    Every call writes, so every call goes to the primary."""
+
+    STORAGE_SCHEME = ["cell+redis+sentinel", "cell+valkey+sentinel"]
+
+
 class _DecidedByTheModule:
     """``hit`` and ``test`` as one command of the module's, which ``_cell`` makes, on a
-    :class:`CellRedisStorage`; limits' own elsewhere."""
+    :class:`CellStorage`; limits' own elsewhere."""
 
     # A hit of 0 opens a fixed window in limits (INCRBY 0, then EXPIRE), where the module's
     # peek opens nothing: limits' own script keeps that exact.
     _zero_hit_in_limits = False
 
     def hit(self, item, *identifiers, cost: int = 1) -> bool:
-        on_cell = isinstance(self.storage, CellRedisStorage)
+        on_cell = isinstance(self.storage, CellStorage)
         if not on_cell or (cost == 0 and self._zero_hit_in_limits):
             return super().hit(item, *identifiers, cost=cost)
         return self._cell(item, identifiers, cost, dry_run=False)[0]
 
     def test(self, item, *identifiers, cost: int = 1) -> bool:
-        if not isinstance(self.storage, CellRedisStorage):
+        if not isinstance(self.storage, CellStorage):
             return super().test(item, *identifiers, cost=cost)
         return self._cell(item, identifiers, cost, dry_run=True)[0]
 
 
 class FixedWindowRateLimiter(_DecidedByTheModule, strategies.FixedWindowRateLimiter):
-    """limits' fixed window; on a :class:`CellRedisStorage` each hit is one ``CL.FIXED``
+    """limits' fixed window; on a :class:`CellStorage` each hit is one ``CL.FIXED``
     that counts denied hits, as limits' own ``incr`` then compare does, on the same keys."""
 
     _zero_hit_in_limits = True
@@ -109,7 +137,7 @@ class FixedWindowRateLimiter(_DecidedByTheModule, strategies.FixedWindowRateLimi
             item.get_expiry(), cost, dry_run)), unit_ms=1000)
 
     def get_window_stats(self, item, *identifiers) -> WindowStats:
-        if not isinstance(self.storage, CellRedisStorage):
+        if not isinstance(self.storage, CellStorage):
             return super().get_window_stats(item, *identifiers)
         _, remaining, reset_after_ms = self._cell(item, identifiers, 0, dry_run=True)
         return WindowStats(core.window_stats_reset(reset_after_ms), remaining)
@@ -118,7 +146,7 @@ class FixedWindowRateLimiter(_DecidedByTheModule, strategies.FixedWindowRateLimi
 class SlidingWindowBucketsRateLimiter(_DecidedByTheModule,
                                       strategies.MovingWindowRateLimiter):
     """At most ``amount`` in the last n cells of ``window / n``: on a
-    :class:`CellRedisStorage`, ``CL.WINDOW … BUCKETS n``, n counters a key whatever the
+    :class:`CellStorage`, ``CL.WINDOW … BUCKETS n``, n counters a key whatever the
     traffic. Elsewhere (Flask-Limiter's in-memory fallback) it is limits' exact moving
     window, which admits no more than any n would."""
 
@@ -129,7 +157,7 @@ class SlidingWindowBucketsRateLimiter(_DecidedByTheModule,
 
     def get_window_stats(self, item, *identifiers) -> WindowStats:
         """As the moving window's: the reset is when the oldest unit's cell leaves."""
-        if not isinstance(self.storage, CellRedisStorage):
+        if not isinstance(self.storage, CellStorage):
             return super().get_window_stats(item, *identifiers)
         start, count = self.storage.get_bucket_window(item.key_for(*identifiers), item.amount,
                                                       item.get_expiry())
@@ -141,7 +169,7 @@ class GCRARateLimiter(strategies.RateLimiter):
     ``window / amount``, with no boundary at which twice the limit gets through."""
 
     def __init__(self, storage) -> None:
-        if not isinstance(storage, (CellRedisStorage, MemoryStorage)):
+        if not isinstance(storage, (CellStorage, MemoryStorage)):
             raise NotImplementedError(
                 "the gcra strategy needs a cell+redis:// or memory:// storage, not "
                 f"{type(storage).__name__}"
@@ -150,7 +178,7 @@ class GCRARateLimiter(strategies.RateLimiter):
 
     def _decide(self, item, identifiers, cost: int, dry_run: bool):
         key = item.key_for(*identifiers)
-        if isinstance(self.storage, CellRedisStorage):
+        if isinstance(self.storage, CellStorage):
             return core.decision(self.storage.cell(core.gcra_words(
                 self.storage.key_prefix, key, item.amount, item.get_expiry(), cost, dry_run)))
         return core.in_memory(self.storage).decide(key, item.amount, item.get_expiry(), cost,
@@ -172,7 +200,7 @@ class GCRARateLimiter(strategies.RateLimiter):
 
     def clear(self, item, *identifiers) -> None:
         key = item.key_for(*identifiers)
-        if isinstance(self.storage, CellRedisStorage):
+        if isinstance(self.storage, CellStorage):
             self.storage.clear(key)
         else:
             core.in_memory(self.storage).clear(key)
