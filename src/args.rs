@@ -543,13 +543,8 @@ pub(crate) fn lease_params(
 /// A span of time of at least one `unit`, in milliseconds, within what the limiters can look
 /// ahead.
 fn span_ms(text: &[u8], arg: &'static str, unit: TimeUnit) -> Result<i64, Error> {
-    integer(text, arg, 1)?
-        .checked_mul(unit.millis())
-        .filter(|ms| {
-            ms.checked_mul(NANOS_PER_MILLI)
-                .is_some_and(|ns| ns <= MAX_SPAN_NS)
-        })
-        .ok_or(Error::TooLarge(arg))
+    // Within 2^62 ns, so in milliseconds too.
+    Ok(span(text, arg, unit)? * unit.millis())
 }
 
 /// The instant a replayed command carries (`AT unix-ms`): its nanoseconds within the span
