@@ -715,55 +715,12 @@ mod tests {
         }
     }
 
-    /// Guava's own decisions on a trace (tests/oracle/SmoothOracle.java, compiled for this
-    /// run): admitted, wait, next free instant, stored and maximum permits' bits.
-    fn guava(trace: &str) -> Vec<(bool, i64, i64, u64, u64)> {
-        use std::io::Write;
-        use std::process::{Command, Stdio};
-        let jar = std::env::var("GUAVA_JAR").unwrap_or_else(|_| "/usr/share/java/guava.jar".into());
-        let out = std::env::temp_dir().join(format!("smooth-oracle-{}", std::process::id()));
-        let source = concat!(
+    /// Guava 31 itself: tests/oracle/guava.rs, which runs tests/oracle/SmoothOracle.java.
+    mod oracle {
+        include!(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/tests/oracle/SmoothOracle.java"
-        );
-        let compiled = Command::new("javac")
-            .args(["-cp", &jar, "-d"])
-            .arg(&out)
-            .arg(source)
-            .status()
-            .expect("javac runs (scripts/setup.sh installs openjdk-17-jdk-headless)");
-        assert!(compiled.success());
-        let mut java = Command::new("java")
-            .arg("-cp")
-            .arg(format!("{}:{jar}", out.display()))
-            .arg("com.google.common.util.concurrent.SmoothOracle")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("java runs");
-        java.stdin
-            .take()
-            .expect("piped")
-            .write_all(trace.as_bytes())
-            .expect("written");
-        let output = java.wait_with_output().expect("the oracle ends");
-        std::fs::remove_dir_all(&out).ok();
-        assert!(output.status.success());
-        String::from_utf8(output.stdout)
-            .expect("text")
-            .lines()
-            .map(|line| {
-                let f: Vec<&str> = line.split_whitespace().collect();
-                let bits = |hex: &str| u64::from_str_radix(hex, 16).expect("hex");
-                (
-                    f[0] == "1",
-                    f[1].parse().expect("wait"),
-                    f[2].parse().expect("next"),
-                    bits(f[3]),
-                    bits(f[4]),
-                )
-            })
-            .collect()
+            "/tests/oracle/guava.rs"
+        ));
     }
 
     /// The model is Guava: the same random calls on four limiters (bursty and warm-up, seconds
@@ -818,13 +775,15 @@ mod tests {
             }
             let wait = model.try_acquire(quantity, timeout, now);
             let denied_wait = model.next_free_ticket_micros - timeout.unwrap_or(0) - now;
-            expected.push((
-                wait.is_some(),
-                wait.unwrap_or(denied_wait),
-                model.next_free_ticket_micros,
-                model.stored_permits.to_bits(),
-                model.max_permits.to_bits(),
-            ));
+            expected.push(oracle::Decided {
+                admitted: wait.is_some(),
+                wait_us: wait.unwrap_or(denied_wait),
+                next_free_us: model.next_free_ticket_micros,
+                stored_bits: model.stored_permits.to_bits(),
+                max_bits: model.max_permits.to_bits(),
+                // Each limiter is made once, with its first call: never a key gone early.
+                early: false,
+            });
             let unit_word = if unit == TimeUnit::Seconds { "s" } else { "ms" };
             trace.push_str(&format!(
                 "call k{index} {now} {form} {permits} {period} {unit_word} {span} {} {quantity} {} {}\n",
@@ -833,7 +792,7 @@ mod tests {
                 u8::from(fresh)
             ));
         }
-        let decided = guava(&trace);
+        let decided = oracle::decide(&trace);
         assert_eq!(decided.len(), expected.len());
         for (i, (guava, model)) in decided.iter().zip(&expected).enumerate() {
             assert_eq!(

@@ -8,7 +8,7 @@ use crate::harness::events::{notifying, Events};
 use crate::harness::guava;
 use crate::harness::waiting::{connect, Waiter};
 use crate::harness::{
-    aof_options, dump, error_of, info_field, limiter, replicate, run, server_now_ns, snapshot,
+    aof_options, dump, error_of, info_field, keyspace, limiter, replicate, run, server_now_ns,
     stats_field, wait_for_replica, Flavor, Rng, Server, ServerKind,
 };
 
@@ -241,27 +241,12 @@ fn a_replica_and_an_aof_restart_hold_identical_state(flavor: Flavor) {
         smooth(&mut con, &args);
     }
     wait_for_replica(&mut con);
-    let mut keys: Vec<Vec<u8>> = run(&mut con, ("KEYS", "*"));
-    keys.sort();
-    assert_eq!(keys.len(), 20);
-    let on_primary: Vec<_> = keys
-        .iter()
-        .map(|key| (snapshot(&mut con, key), dump(&mut con, key)))
-        .collect();
-    let mut replica_con = replica.connection();
-    let on_replica: Vec<_> = keys
-        .iter()
-        .map(|key| (snapshot(&mut replica_con, key), dump(&mut replica_con, key)))
-        .collect();
-    assert_eq!(on_replica, on_primary);
+    let on_primary = keyspace(&mut con);
+    assert_eq!(on_primary.len(), 20);
+    assert_eq!(keyspace(&mut replica.connection()), on_primary);
     let dir = primary.shutdown();
     let restarted = Server::start_with(flavor, aof_options(Some(dir)));
-    let mut con = restarted.connection();
-    let after: Vec<_> = keys
-        .iter()
-        .map(|key| (snapshot(&mut con, key), dump(&mut con, key)))
-        .collect();
-    assert_eq!(after, on_primary);
+    assert_eq!(keyspace(&mut restarted.connection()), on_primary);
 }
 
 fn writes_fire_set_and_expire(flavor: Flavor) {

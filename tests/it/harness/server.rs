@@ -354,44 +354,37 @@ impl Server {
     /// until the next reading; this returns just after one, so the next command reads the
     /// same millisecond.
     pub fn set_clock_ms(&self, unix_ms: i64) {
-        let clock = self
-            .clock
-            .as_ref()
-            .expect("server started without a fake clock");
-        clock.set_ms(unix_ms);
-        let mut con = self.connection();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        loop {
-            let (seconds, micros): (i64, i64) = run(&mut con, &["TIME"]);
-            if seconds * 1000 + micros / 1000 == unix_ms && micros % 1000 < 300 {
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "server clock stuck at {seconds}.{micros:06}, wanted {unix_ms} ms"
-            );
-            std::thread::sleep(Duration::from_micros(200));
-        }
+        self.fake_clock().set_ms(unix_ms);
+        self.until_time_reads(&format!("{unix_ms} ms"), |micros| {
+            micros / 1000 == unix_ms && micros % 1000 < 300
+        });
     }
 
     /// Moves an exact fake clock (`with_exact_fake_clock`) to microsecond `unix_us`, and
     /// waits until the server reads it.
     pub fn set_clock_us(&self, unix_us: i64) {
-        let clock = self
-            .clock
+        self.fake_clock().set_us(unix_us);
+        self.until_time_reads(&format!("{unix_us} µs"), |micros| micros == unix_us);
+    }
+
+    fn fake_clock(&self) -> &FakeClock {
+        self.clock
             .as_ref()
-            .expect("server started without a fake clock");
-        clock.set_us(unix_us);
+            .expect("server started without a fake clock")
+    }
+
+    /// Waits until the server's `TIME`, in microseconds, is what `wanted` accepts.
+    fn until_time_reads(&self, what: &str, wanted: impl Fn(i64) -> bool) {
         let mut con = self.connection();
         let deadline = Instant::now() + Duration::from_secs(5);
         loop {
             let (seconds, micros): (i64, i64) = run(&mut con, &["TIME"]);
-            if seconds * 1_000_000 + micros == unix_us {
+            if wanted(seconds * 1_000_000 + micros) {
                 return;
             }
             assert!(
                 Instant::now() < deadline,
-                "server clock stuck at {seconds}.{micros:06}, wanted {unix_us} µs"
+                "server clock stuck at {seconds}.{micros:06}, wanted {what}"
             );
             std::thread::sleep(Duration::from_micros(100));
         }
