@@ -53,22 +53,9 @@ ROUNDS=${ROUNDS:-5} CALLS=${CALLS:-20000}
 PARTS=${PARTS:-throughput memory waiting self instructions aof replicated long-log lease refund adapters buckets smooth}
 part() { [[ " $PARTS " == *" $1 "* ]]; }
 
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. scripts/scratch.sh
 info_field() { # PORT SECTION FIELD
   redis-cli -p "$1" INFO "$2" | tr -d '\r' | grep "^$3:" | cut -d: -f2
-}
-wait_ready() {
-  for _ in $(seq 1 600); do redis-cli -p "$1" ping >/dev/null 2>&1 && return 0; sleep 0.1; done
-  echo "server on $1 did not start" >&2; exit 1
 }
 
 # Database 1 holds templates the hot-key runs copy from: CL.WINDOW logs written through the

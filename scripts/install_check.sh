@@ -10,16 +10,7 @@ cd "$(dirname "$0")/.."
 root=$PWD
 server=${REDIS_SERVER:-/usr/bin/redis-server}
 module=${REDIS_CELL_MODULE:-$root/target/debug/libredis_cell.so}
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. scripts/scratch.sh
 
 # Waits until PORT answers HTTP, then sends four requests: prints their statuses, and
 # whether the last had a Retry-After.
@@ -71,6 +62,7 @@ port=$(free_port)
 "$server" --bind 127.0.0.1 --port "$port" --save "" --dir "$work" --loadmodule "$module" \
   >/dev/null 2>&1 &
 pids+=($!)
+wait_ready "$port"
 
 # The two commands docs/clients.md gives, with this clone for /path/to/redis-cell.
 documented() { # pip|npm
