@@ -29,13 +29,16 @@ if [ -n "$servers" ]; then
   python3 scripts/tested_servers.py --check README.md docs/operations.md -- \
     "$REDIS_SERVER" "$VALKEY_SERVER" "$trixie_redis" "$trixie_valkey"
 fi
-# The Python client (clients/python) and the Node adapter (clients/node), on both servers,
-# with the module just built.
+# The Python client (clients/python) and the Node adapter (clients/node), with the module just
+# built, as installed packages: the version matrix's two lanes (clients/matrix.json), every
+# floor together and every newest together, and its table in docs/clients.md held to it.
 cargo build --lib
+python3 scripts/client_matrix.py --check docs/clients.md
+bash scripts/client_lanes.sh floor
+bash scripts/client_lanes.sh newest
+# The Node adapter from the source tree too, on every major of its clients between the lanes'
+# (ioredis 5 and 6, node-redis 4, 5 and 6), on both servers.
 for server in "$REDIS_SERVER" "$VALKEY_SERVER"; do
-  (cd clients/python && REDIS_SERVER="$server" REDIS_CELL_MODULE="$PWD/../../target/debug/libredis_cell.so" \
-    PYTHONPATH=. ../../.venv/bin/python -m pytest -q -p no:cacheprovider tests)
-  # The Node adapter (clients/node), on ioredis and node-redis 4 and 5, and in an Express app.
   (cd clients/node && REDIS_SERVER="$server" REDIS_CELL_MODULE="$PWD/../../target/debug/libredis_cell.so" \
     node --test test/*.test.js)
 done

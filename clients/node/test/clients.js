@@ -1,44 +1,55 @@
 'use strict';
 
-// Each client the adapter works with, connected to one port: ioredis 5 and 6, node-redis 4, 5
-// and 6.
+// Each client the adapter works with that this project has installed, connected to one port.
+// The source tree has every major (ioredis 5 and 6, node-redis 4, 5 and 6, under the aliases
+// of package.json); a lane of the version matrix (clients/matrix.json) has one ioredis and
+// one node-redis, at its versions. Each is named by its package and version.
 
-const IORedis = require('ioredis');
-const IORedis6 = require('ioredis6');
-const redis5 = require('redis');
-const redis4 = require('redis4');
-const redis6 = require('redis6');
+function installed(name) {
+  try {
+    return { lib: require(name), version: require(`${name}/package.json`).version };
+  } catch (error) {
+    if (error.code === 'MODULE_NOT_FOUND') return null;
+    throw error;
+  }
+}
 
-const CLIENTS = {
-  ioredis: {
-    async connect(port) { return new IORedis({ port, host: '127.0.0.1', lazyConnect: false }); },
+const major = (version) => Number(version.split('.')[0]);
+
+function ioredis({ lib, version }) {
+  const Redis = lib.Redis || lib;
+  return {
+    library: 'ioredis',
+    version,
+    Redis,
+    async connect(port) { return new Redis({ port, host: '127.0.0.1', lazyConnect: false }); },
     async close(client) { client.disconnect(); },
     options: {},
-  },
-  'ioredis 6': {
-    async connect(port) { return new IORedis6.Redis({ port, host: '127.0.0.1', lazyConnect: false }); },
-    async close(client) { client.disconnect(); },
-    options: {},
-  },
-  'node-redis 6': {
-    async connect(port) { return redis6.createClient({ socket: { port, host: '127.0.0.1' } }).connect(); },
-    async close(client) { await client.close(); },
-    options: { useRedisPackage: true },
-  },
-  'node-redis 5': {
-    async connect(port) { return redis5.createClient({ socket: { port, host: '127.0.0.1' } }).connect(); },
-    async close(client) { await client.close(); },
-    options: { useRedisPackage: true },
-  },
-  'node-redis 4': {
+  };
+}
+
+function nodeRedis({ lib, version }) {
+  return {
+    library: 'node-redis',
+    version,
     async connect(port) {
-      const client = redis4.createClient({ socket: { port, host: '127.0.0.1' } });
+      const client = lib.createClient({ socket: { port, host: '127.0.0.1' } });
       await client.connect();
       return client;
     },
-    async close(client) { await client.quit(); },
+    // node-redis 5 renamed quit() to close().
+    async close(client) { await (major(version) >= 5 ? client.close() : client.quit()); },
     options: { useRedisPackage: true },
-  },
-};
+  };
+}
+
+const CLIENTS = {};
+for (const [name, make] of [['ioredis', ioredis], ['ioredis6', ioredis], ['redis', nodeRedis],
+  ['redis4', nodeRedis], ['redis6', nodeRedis]]) {
+  const found = installed(name);
+  if (found === null) continue;
+  const kind = make(found);
+  CLIENTS[`${kind.library} ${kind.version}`] = kind;
+}
 
 module.exports = { CLIENTS };

