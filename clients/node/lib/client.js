@@ -2,13 +2,22 @@
 
 const { explained } = require('./errors');
 
-// The one place that knows the two clients apart: ioredis (`call`, and `multi().exec()`
-// answering [error, result] pairs) and node-redis 4+ (`sendCommand` with string arguments, and
-// `multi().exec()` answering results, rejecting on an error). Every command here has its key
-// second, after its name.
+// The one place that knows the clients apart: ioredis, a server or a Cluster (`call`, and
+// `multi().exec()` answering [error, result] pairs), and node-redis 4+ (`sendCommand` with
+// string arguments, and `multi().exec()` answering results, rejecting on an error), a client
+// or a cluster (`createCluster`), which is told the key that routes each command. Every
+// command here has its key second, after its name.
+//
+// An ioredis Cluster knows the keys of the commands it has a table for, and the module's are
+// not among them: it sends one to any primary and follows the MOVED to the key's. The MULTI
+// beside a GET is routed by the GET's key.
 
 function isIoredis(client) {
   return typeof client.call === 'function';
+}
+
+function isNodeRedisCluster(client) {
+  return !isIoredis(client) && typeof client.getSlotMaster === 'function';
 }
 
 // ioredis puts its `keyPrefix` on the keys of the commands it knows, and the module's are
@@ -25,7 +34,11 @@ async function send(client, words) {
     if (isIoredis(client)) {
       return await client.call(...withPrefix(client, words));
     }
-    return await client.sendCommand(words.map(String));
+    const args = words.map(String);
+    if (isNodeRedisCluster(client)) {
+      return await client.sendCommand(args[1], false, args);
+    }
+    return await client.sendCommand(args);
   } catch (error) {
     throw explained(error);
   }
@@ -47,9 +60,11 @@ async function sendThenGet(client, words) {
  */
 async function withReason(client, command, error) {
   if (!/^EXECABORT/.test(String(error && error.message))) return error;
-  const info = isIoredis(client)
-    ? await client.call('COMMAND', 'INFO', command)
-    : await client.sendCommand(['COMMAND', 'INFO', command]);
+  const words = ['COMMAND', 'INFO', command];
+  let info;
+  if (isIoredis(client)) info = await client.call(...words);
+  else if (isNodeRedisCluster(client)) info = await client.sendCommand(undefined, true, words);
+  else info = await client.sendCommand(words);
   const known = Array.isArray(info) && info.some((entry) => entry);
   return known ? error : new Error(`unknown command '${command}' (asked after ${error.message})`);
 }
@@ -71,7 +86,16 @@ async function commandThenGet(client, words) {
   }
   let replies;
   try {
-    replies = await client.multi().addCommand(words.map(String)).get(key).exec();
+    const args = words.map(String);
+    if (!isNodeRedisCluster(client)) {
+      replies = await client.multi().addCommand(args).get(key).exec();
+    } else if (client.multi(key).addCommand.length === 3) {
+      // node-redis 4's cluster transaction takes (firstKey, args); 5 and 6 (firstKey,
+      // isReadonly, args).
+      replies = await client.multi(key).addCommand(key, args).get(key).exec();
+    } else {
+      replies = await client.multi(key).addCommand(key, false, args).get(key).exec();
+    }
   } catch (error) {
     // node-redis 5 rejects with every reply; the server's error is among them.
     const failed = error && error.replies && error.errorIndexes;

@@ -3,7 +3,8 @@
 // Each client the adapter works with that this project has installed, connected to one port.
 // The source tree has every major (ioredis 5 and 6, node-redis 4, 5 and 6, under the aliases
 // of package.json); a lane of the version matrix (clients/matrix.json) has one ioredis and
-// one node-redis, at its versions. Each is named by its package and version.
+// one node-redis, at its versions. Each is named by its package and version, and connects
+// to one server or to a cluster.
 
 function installed(name) {
   try {
@@ -24,6 +25,14 @@ function ioredis({ lib, version }) {
     Redis,
     async connect(port) { return new Redis({ port, host: '127.0.0.1', lazyConnect: false }); },
     async close(client) { client.disconnect(); },
+    async connectCluster(ports) {
+      const cluster = new lib.Cluster(ports.map((port) => ({ host: '127.0.0.1', port })));
+      await new Promise((resolve, reject) => {
+        cluster.once('ready', resolve);
+        cluster.once('error', reject);
+      });
+      return cluster;
+    },
     options: {},
   };
 }
@@ -39,6 +48,13 @@ function nodeRedis({ lib, version }) {
     },
     // node-redis 5 renamed quit() to close().
     async close(client) { await (major(version) >= 5 ? client.close() : client.quit()); },
+    async connectCluster(ports) {
+      const cluster = lib.createCluster({
+        rootNodes: ports.map((port) => ({ socket: { host: '127.0.0.1', port } })),
+      });
+      await cluster.connect();
+      return cluster;
+    },
     options: { useRedisPackage: true },
   };
 }

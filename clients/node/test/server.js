@@ -31,16 +31,84 @@ function answers(port) {
   });
 }
 
-/** A server; with `{ module: false }`, one that has not loaded the module. */
-async function startServer({ module: withModule = true } = {}) {
+/** A free port whose cluster bus port (10000 more) is free too. */
+async function clusterPort() {
+  for (;;) {
+    const port = await freePort();
+    if (port + 10000 >= 65536) continue;
+    const free = await new Promise((resolve) => {
+      const probe = net.createServer();
+      probe.once('error', () => resolve(false));
+      probe.listen(port + 10000, '127.0.0.1', () => probe.close(() => resolve(true)));
+    });
+    if (free) return port;
+  }
+}
+
+/** What the server on `port` answers to an inline command, as text (enough for INFO). */
+function ask(port, command) {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    let text = '';
+    socket.once('connect', () => socket.write(`${command}\r\n`));
+    socket.on('data', (data) => {
+      text += data.toString();
+      const header = /^\$(\d+)\r\n/.exec(text);
+      if (!header || text.length >= header[0].length + Number(header[1])) {
+        socket.destroy();
+        resolve(text);
+      }
+    });
+    socket.once('error', () => resolve(''));
+  });
+}
+
+/**
+ * A Redis Cluster of three primaries, the module on each, joined by `redis-cli --cluster
+ * create` as the module's own cluster tests join theirs.
+ */
+async function startCluster() {
+  const servers = [];
+  try {
+    for (let i = 0; i < 3; i += 1) {
+      servers.push(await startServer({ port: await clusterPort(),
+        options: ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf'] }));
+    }
+    const ports = servers.map((server) => server.port);
+    const create = spawn('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`),
+      '--cluster-replicas', '0', '--cluster-yes'], { stdio: 'ignore' });
+    const code = await new Promise((r) => create.once('exit', r));
+    if (code !== 0) throw new Error(`redis-cli --cluster create exited with ${code}`);
+    const deadline = Date.now() + 30000;
+    for (const port of ports) {
+      while (!(await ask(port, 'CLUSTER INFO')).includes('cluster_state:ok')) {
+        if (Date.now() > deadline) throw new Error('the cluster did not become ok in 30 s');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+  } catch (error) {
+    await Promise.all(servers.map((server) => server.stop()));
+    throw error;
+  }
+  return {
+    ports: servers.map((server) => server.port),
+    async stop() { await Promise.all(servers.map((server) => server.stop())); },
+  };
+}
+
+/**
+ * A server; with `{ module: false }`, one that has not loaded the module; on `port`, or a
+ * free one; with more `options`.
+ */
+async function startServer({ module: withModule = true, port: wanted, options = [] } = {}) {
   const binary = process.env.REDIS_SERVER || '/usr/bin/redis-server';
   const module = process.env.REDIS_CELL_MODULE || path.join(ROOT, 'target', 'debug', 'libredis_cell.so');
   if (!fs.existsSync(module)) throw new Error(`${module} is missing: build the crate first`);
   const load = withModule ? ['--loadmodule', module] : [];
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'redis-cell-node-'));
-  const port = await freePort();
+  const port = wanted || await freePort();
   const child = spawn(binary, ['--bind', '127.0.0.1', '--port', String(port), '--save', '',
-    '--dir', dir, ...load], { stdio: 'ignore' });
+    '--dir', dir, ...load, ...options], { stdio: 'ignore' });
   const deadline = Date.now() + 10000;
   while (!(await answers(port))) {
     if (child.exitCode !== null) throw new Error(`the server exited with ${child.exitCode}`);
@@ -58,4 +126,4 @@ async function startServer({ module: withModule = true } = {}) {
   };
 }
 
-module.exports = { startServer };
+module.exports = { ask, startCluster, startServer };

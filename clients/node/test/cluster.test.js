@@ -1,0 +1,59 @@
+'use strict';
+
+// RateLimiterCell on a Redis Cluster of three primaries with the module on each, through each
+// installed client's cluster client (ioredis' Cluster, node-redis' createCluster): keys on
+// every primary are decided there by the module, the fixed window's GET beside its command
+// included.
+
+const assert = require('node:assert/strict');
+const { after, before, describe, it } = require('node:test');
+const { RateLimiterRes } = require('rate-limiter-flexible');
+
+const { RateLimiterCell } = require('redis-cell');
+const { CLIENTS } = require('./clients');
+const { ask, startCluster } = require('./server');
+
+const COMMANDS = { fixed: 'cl.fixed', gcra: 'cl.throttle', window: 'cl.window' };
+
+/** How many times each primary ran `command`. */
+async function calls(ports, command) {
+  return Promise.all(ports.map(async (port) => {
+    const line = (await ask(port, 'INFO commandstats')).split('\r\n')
+      .find((l) => l.startsWith(`cmdstat_${command}:`));
+    return line ? Number(/calls=(\d+)/.exec(line)[1]) : 0;
+  }));
+}
+
+// A client that never answers fails its test rather than holding the run.
+describe('RateLimiterCell on a Redis Cluster', { timeout: 120000 }, () => {
+  let cluster;
+  before(async () => { cluster = await startCluster(); });
+  after(async () => { await cluster.stop(); });
+
+  for (const [name, kind] of Object.entries(CLIENTS)) {
+    describe(name, () => {
+      let client;
+      before(async () => { client = await kind.connectCluster(cluster.ports); });
+      after(async () => { await kind.close(client); });
+
+      for (const algorithm of ['fixed', 'gcra', 'window']) {
+        it(`${algorithm}: keys on every primary admit 2, then deny, decided there`, async () => {
+          const limiter = new RateLimiterCell({ storeClient: client, ...kind.options, algorithm,
+            keyPrefix: `${name}-${algorithm}`, points: 2, duration: 60 });
+          const before = await calls(cluster.ports, COMMANDS[algorithm]);
+          // Twelve keys: their slots fall on all three primaries.
+          for (let k = 0; k < 12; k += 1) {
+            assert.equal((await limiter.consume(`k${k}`)).remainingPoints, 1);
+            assert.equal((await limiter.consume(`k${k}`)).remainingPoints, 0);
+            const denied = await limiter.consume(`k${k}`).then(() => null, (res) => res);
+            assert.ok(denied instanceof RateLimiterRes, `k${k}: ${denied}`);
+            assert.equal(denied.consumedPoints, 3);
+          }
+          const after = await calls(cluster.ports, COMMANDS[algorithm]);
+          after.forEach((count, i) => assert.ok(count > before[i], `primary ${i} ran no ${COMMANDS[algorithm]}`));
+          assert.equal(after.reduce((a, b) => a + b) - before.reduce((a, b) => a + b), 36);
+        });
+      }
+    });
+  }
+});
