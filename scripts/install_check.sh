@@ -49,15 +49,6 @@ expect() { # WHAT GOT
   echo "install check: $1: $2"
 }
 
-# The apps docs/clients.md shows are these files, as they are.
-for example in clients/examples/flask_app.py clients/examples/express_app.ts; do
-  python3 - "$example" <<'PY'
-import sys
-if open(sys.argv[1]).read() not in open("docs/clients.md").read():
-    sys.exit("docs/clients.md does not show %s as it is" % sys.argv[1])
-PY
-done
-
 port=$(free_port)
 "$server" --bind 127.0.0.1 --port "$port" --save "" --dir "$work" --loadmodule "$module" \
   >/dev/null 2>&1 &

@@ -1,0 +1,46 @@
+"""docs/clients.md's code: every block in it is a file of clients/examples as it stands, and
+every such file runs against a server with the module, here or in scripts/install_check.sh."""
+
+import os
+import re
+import runpy
+import subprocess
+import sys
+
+from starlette.testclient import TestClient
+
+from conftest import ROOT, refused_after
+
+EXAMPLES = ROOT / "clients" / "examples"
+# Served from a fresh virtualenv and a fresh npm project, installed as the page says.
+RUN_BY_THE_INSTALL_CHECK = {"flask_app.py", "express_app.ts"}
+RUN_HERE = {"slowapi_app.py", "typed_client.py"}
+
+
+def test_every_block_of_the_page_is_an_example_that_runs():
+    page = (ROOT / "docs" / "clients.md").read_text()
+    blocks = re.findall(r"^```(\w*)\n(.*?)^```$", page, re.S | re.M)
+    shown = {path.name: path.read_text() for path in EXAMPLES.iterdir()}
+    assert set(shown) == RUN_BY_THE_INSTALL_CHECK | RUN_HERE
+    for language, block in blocks:
+        if language == "sh":
+            continue  # the install commands, which scripts/install_check.sh runs from the page
+        assert block in shown.values(), f"a {language} block of docs/clients.md is no example:\n{block}"
+    assert set(shown.values()) <= {block for _, block in blocks}, "an example the page does not show"
+
+
+def test_the_slowapi_app_admits_3_then_429(server, r, monkeypatch):
+    monkeypatch.setenv("REDIS_URL", f"cell+redis://127.0.0.1:{server}")
+    app = runpy.run_path(str(EXAMPLES / "slowapi_app.py"))["app"]
+    refused_after(lambda: TestClient(app).get("/"), 3, 20)
+    assert r.keys("LIMITS:gcra:*"), "the decisions were the module's"
+
+
+def test_the_typed_client_example_prints_its_reply_and_writes_its_keys(server, r):
+    done = subprocess.run([sys.executable, str(EXAMPLES / "typed_client.py")], check=True,
+                          capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "REDIS_URL": f"redis://127.0.0.1:{server}"})
+    assert done.stdout.startswith("Reply(limited=False, limit=3, remaining=2, retry_after=None,")
+    assert sorted(r.keys()) == [b"api:bob", b"login:alice", b"quota:key42"]  # the dry run wrote nothing
+    # Kept for the month, less the part of today's cell gone by.
+    assert 2592000 - 86400 < r.ttl("quota:key42") <= 2592000
