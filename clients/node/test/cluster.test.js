@@ -28,13 +28,13 @@ async function calls(ports, command) {
 describe('RateLimiterCell on a Redis Cluster', { timeout: 120000 }, () => {
   let cluster;
   before(async () => { cluster = await startCluster(); });
-  after(async () => { await cluster.stop(); });
+  after(async () => { if (cluster) await cluster.stop(); });
 
   for (const [name, kind] of Object.entries(CLIENTS)) {
     describe(name, () => {
       let client;
       before(async () => { client = await kind.connectCluster(cluster.ports); });
-      after(async () => { await kind.close(client); });
+      after(async () => { if (client) await kind.close(client); });
 
       for (const algorithm of ['fixed', 'gcra', 'window']) {
         it(`${algorithm}: keys on every primary admit 2, then deny, decided there`, async () => {
@@ -54,6 +54,25 @@ describe('RateLimiterCell on a Redis Cluster', { timeout: 120000 }, () => {
           assert.equal(after.reduce((a, b) => a + b) - before.reduce((a, b) => a + b), 36);
         });
       }
+
+      it("a client's own key prefix is on every key, on every primary", async () => {
+        if (!kind.keyPrefix) return; // node-redis before 6 has no key prefix of its own
+        const prefixed = await kind.connectCluster(cluster.ports, { keyPrefix: 'app:' });
+        try {
+          for (const algorithm of ['fixed', 'gcra', 'window']) {
+            const limiter = new RateLimiterCell({ storeClient: prefixed, ...kind.options, algorithm,
+              keyPrefix: `${name}-pre-${algorithm}`, points: 1, duration: 60 });
+            for (let k = 0; k < 12; k += 1) {
+              assert.equal((await limiter.consume(`k${k}`)).remainingPoints, 0);
+              await assert.rejects(limiter.consume(`k${k}`), RateLimiterRes);
+              const own = algorithm === 'fixed' ? `k${k}` : `${algorithm}:k${k}`;
+              assert.equal(await client.exists(`app:${name}-pre-${algorithm}:${own}`), 1, own);
+            }
+          }
+        } finally {
+          await kind.close(prefixed);
+        }
+      });
     });
   }
 });

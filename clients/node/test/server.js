@@ -77,7 +77,11 @@ async function startCluster() {
     const ports = servers.map((server) => server.port);
     const create = spawn('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`),
       '--cluster-replicas', '0', '--cluster-yes'], { stdio: 'ignore' });
-    const code = await new Promise((r) => create.once('exit', r));
+    const killer = setTimeout(() => create.kill('SIGKILL'), 60000);
+    const code = await new Promise((resolve, reject) => {
+      create.once('error', reject);
+      create.once('exit', resolve);
+    }).finally(() => clearTimeout(killer));
     if (code !== 0) throw new Error(`redis-cli --cluster create exited with ${code}`);
     const deadline = Date.now() + 30000;
     for (const port of ports) {
@@ -112,7 +116,10 @@ async function startServer({ module: withModule = true, port: wanted, options = 
   const deadline = Date.now() + 10000;
   while (!(await answers(port))) {
     if (child.exitCode !== null) throw new Error(`the server exited with ${child.exitCode}`);
-    if (Date.now() > deadline) throw new Error('the server did not start in 10 s');
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error('the server did not start in 10 s');
+    }
     await new Promise((r) => setTimeout(r, 20));
   }
   return {

@@ -1,5 +1,6 @@
-"""docs/clients.md's code: every block in it is a file of clients/examples as it stands, and
-every such file runs against a server with the module, here or in scripts/install_check.sh."""
+"""docs/clients.md's code: every block in it but the install commands is a file of
+clients/examples as it stands, and every such file runs against a server with the module, here
+or in scripts/install_check.sh (which runs the install commands too)."""
 
 import os
 import re
@@ -20,11 +21,17 @@ RUN_HERE = {"slowapi_app.py", "typed_client.py"}
 def test_every_block_of_the_page_is_an_example_that_runs():
     page = (ROOT / "docs" / "clients.md").read_text()
     blocks = re.findall(r"^```(\w*)\n(.*?)^```$", page, re.S | re.M)
+    # Every fence is one the pattern read: none indented, tilded or with more words.
+    assert len(re.findall(r"^ {0,3}(?:```|~~~)", page, re.M)) == 2 * len(blocks)
     shown = {path.name: path.read_text() for path in EXAMPLES.iterdir()}
     assert set(shown) == RUN_BY_THE_INSTALL_CHECK | RUN_HERE
+    # The one sh block: the install commands, which scripts/install_check.sh reads from the
+    # page's "Installing" and runs.
+    installing = page.split("## Installing", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+    assert [block for language, block in blocks if language == "sh"] == [installing]
     for language, block in blocks:
         if language == "sh":
-            continue  # the install commands, which scripts/install_check.sh runs from the page
+            continue
         assert block in shown.values(), f"a {language} block of docs/clients.md is no example:\n{block}"
     assert set(shown.values()) <= {block for _, block in blocks}, "an example the page does not show"
 
