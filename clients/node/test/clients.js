@@ -44,8 +44,8 @@ function nodeRedis({ lib, version }) {
   return {
     library: 'node-redis',
     version,
-    // node-redis 6 has a keyPrefix of its own.
-    keyPrefix: major(version) >= 6,
+    // node-redis 6.1 brought a keyPrefix of its own.
+    keyPrefix: major(version) > 6 || (major(version) === 6 && Number(version.split('.')[1]) >= 1),
     async connect(port, { keyPrefix } = {}) {
       const client = lib.createClient({ socket: { port, host: '127.0.0.1' }, keyPrefix });
       await client.connect();

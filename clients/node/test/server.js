@@ -125,6 +125,7 @@ async function startServer({ module: withModule = true, port: wanted, options = 
   return {
     port,
     async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
       const exited = new Promise((r) => child.once('exit', r));
       child.kill('SIGTERM');
       await exited;

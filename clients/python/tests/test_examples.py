@@ -21,8 +21,8 @@ RUN_HERE = {"slowapi_app.py", "typed_client.py"}
 def test_every_block_of_the_page_is_an_example_that_runs():
     page = (ROOT / "docs" / "clients.md").read_text()
     blocks = re.findall(r"^```(\w*)\n(.*?)^```$", page, re.S | re.M)
-    # Every fence is one the pattern read: none indented, tilded or with more words.
-    assert len(re.findall(r"^ {0,3}(?:```|~~~)", page, re.M)) == 2 * len(blocks)
+    # Every fence is one the pattern read: none indented, quoted, tilded or with more words.
+    assert len(re.findall(r"^[ \t>]*(?:```|~~~)", page, re.M)) == 2 * len(blocks)
     shown = {path.name: path.read_text() for path in EXAMPLES.iterdir()}
     assert set(shown) == RUN_BY_THE_INSTALL_CHECK | RUN_HERE
     # The one sh block: the install commands, which scripts/install_check.sh reads from the
