@@ -20,6 +20,7 @@ mod fixed;
 mod forms;
 mod guard;
 mod lease;
+mod library;
 mod lifecycle;
 mod operability;
 mod randomized;
