@@ -9,6 +9,17 @@ local EXACT_DIGITS = 7
 local EXACT_I64_MAX = '9223372036854775807'
 local EXACT_I64_MIN = '9223372036854775808'
 
+-- a without its zero limbs on top; zero is never negative.
+local function exact_trim(a)
+  local n = #a
+  while n > 0 and a[n] == 0 do
+    a[n] = nil
+    n = n - 1
+  end
+  if n == 0 then a.neg = false end
+  return a
+end
+
 -- The limbs of a string of decimal digits with no sign (no check).
 local function exact_of_digits(digits, neg)
   local a = { neg = neg }
@@ -19,13 +30,7 @@ local function exact_of_digits(digits, neg)
     a[i] = tonumber(string.sub(digits, start, stop))
     i = i + 1
   end
-  local n = #a
-  while n > 0 and a[n] == 0 do
-    a[n] = nil
-    n = n - 1
-  end
-  if n == 0 then a.neg = false end
-  return a
+  return exact_trim(a)
 end
 
 -- Reads an integer as Redis's string2ll does, where Lua's tonumber would also take "0x10",
@@ -117,13 +122,7 @@ local function exact_mag_sub(a, b, neg)
       borrow = 0
     end
   end
-  local n = #r
-  while n > 0 and r[n] == 0 do
-    r[n] = nil
-    n = n - 1
-  end
-  if n == 0 then r.neg = false end
-  return r
+  return exact_trim(r)
 end
 
 local function exact_add(a, b)
@@ -162,18 +161,13 @@ local function exact_mul(a, b)
       k = k + 1
     end
   end
-  local n = #r
-  while n > 0 and r[n] == 0 do
-    r[n] = nil
-    n = n - 1
-  end
-  return r
+  return exact_trim(r)
 end
 
 -- a / b truncated toward zero, as the module's integer division, and the remainder (with
--- a's sign); b must not be zero. Each round takes a quotient estimated in doubles, shaded
--- down by more than the rounding of its limbs (one part in 2^53 each) so that it never
--- overshoots, and leaves a remainder some 10^15 times smaller.
+-- a's sign); b must not be zero. Each round takes the quotient of the two as doubles, close
+-- to the true one but for rounding, and corrects the remainder by it, down or up, until it
+-- lies in [0, |b|): two or three rounds.
 local function exact_divmod(a, b)
   local r = { neg = false }
   for i = 1, #a do r[i] = a[i] end
@@ -181,10 +175,9 @@ local function exact_divmod(a, b)
   for i = 1, #b do d[i] = b[i] end
   local q = { neg = false }
   local divisor = exact_tonumber(d)
-  while exact_mag_cmp(r, d) >= 0 do
-    local shade = 1 - (#r + #d + 2) * 2 ^ -52
-    local estimate = math.floor(exact_tonumber(r) / divisor * shade)
-    if estimate < 1 then estimate = 1 end
+  while r.neg or exact_mag_cmp(r, d) >= 0 do
+    local estimate = math.floor(exact_tonumber(r) / divisor)
+    if estimate == 0 then estimate = r.neg and -1 or 1 end
     local step = exact_of_number(estimate)
     q = exact_add(q, step)
     r = exact_sub(r, exact_mul(step, d))
