@@ -12,6 +12,8 @@ cargo fmt --all -- --check
 cargo clippy --all-targets -- -D warnings
 # The layers of docs/design.md: no import points up, and the graph has no cycle.
 python3 scripts/layers.py --check docs/design.md >/dev/null
+# The Redis Functions library's two generated forms (lua/dist) are what its sources give.
+python3 scripts/lua_forms.py --check
 cargo build --examples
 # The unit and property tests, then the integration tests: one binary (tests/it/).
 cargo test --all-targets

@@ -1,22 +1,96 @@
-//! The library's Lua (`lua/`), run by the server's own Lua: its exact integers agree with
-//! Rust's `i128` on sums, products, truncated quotients and remainders, and read integers as
-//! the module reads them (`string2ll`).
+//! The library's Lua (`lua/`), run by the server's own Lua: both generated forms load and
+//! answer (`lua/dist`, from scripts/lua_forms.py); its exact integers agree with Rust's
+//! `i128` on sums, products, truncated quotients and remainders, and read integers as the
+//! module reads them (`string2ll`).
 
 use redis_cell::decimal::parse_i64;
 
-use crate::harness::{Flavor, Rng, Server};
+use crate::harness::{Flavor, Options, Rng, Server};
 
 both_servers!(
+    both_forms_load_and_answer_with_the_crates_version,
     exact_integers_compute_as_i128_does,
     exact_integers_are_read_as_the_module_reads_them,
 );
 
+fn read(path: &str) -> String {
+    std::fs::read_to_string(format!("{}/{path}", env!("CARGO_MANIFEST_DIR"))).expect(path)
+}
+
+fn both_forms_load_and_answer_with_the_crates_version(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut con = server.connection();
+    let library = read("lua/dist/redis_cell.lua");
+    let name: String = redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg(&library)
+        .query(&mut con)
+        .expect("FUNCTION LOAD");
+    assert_eq!(name, "redis_cell");
+    // A second load replaces the first only when asked to.
+    let again: redis::RedisResult<String> = redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg(&library)
+        .query(&mut con);
+    assert!(again.is_err(), "{again:?}");
+    let _: String = redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg("REPLACE")
+        .arg(&library)
+        .query(&mut con)
+        .expect("FUNCTION LOAD REPLACE");
+    // no-writes: FCALL_RO may call it.
+    let version: String = redis::cmd("FCALL_RO")
+        .arg("cl_version")
+        .arg(0)
+        .query(&mut con)
+        .expect("FCALL_RO cl_version");
+    assert_eq!(version, env!("CARGO_PKG_VERSION"));
+    let by_script: String = redis::cmd("EVAL")
+        .arg(read("lua/dist/redis_cell.script.lua"))
+        .arg(0)
+        .arg("cl_version")
+        .query(&mut con)
+        .expect("EVAL … cl_version");
+    assert_eq!(by_script, version);
+}
+
+/// Redis 6.2, which has no Functions and cannot load the module, runs the script form.
+#[test]
+fn redis_6_runs_the_script_form() {
+    let server = Server::start_with(
+        Flavor::Redis6,
+        Options {
+            without_module: true,
+            ..Options::default()
+        },
+    );
+    let mut con = server.connection();
+    let version: String = redis::cmd("EVAL")
+        .arg(read("lua/dist/redis_cell.script.lua"))
+        .arg(0)
+        .arg("cl_version")
+        .query(&mut con)
+        .expect("EVAL … cl_version on Redis 6.2");
+    assert_eq!(version, env!("CARGO_PKG_VERSION"));
+    let unknown: redis::RedisResult<String> = redis::cmd("EVAL")
+        .arg(read("lua/dist/redis_cell.script.lua"))
+        .arg(0)
+        .arg("cl_nothing")
+        .query(&mut con);
+    let error = unknown.expect_err("an unknown function");
+    assert!(
+        error
+            .to_string()
+            .contains("the library has no function cl_nothing"),
+        "{error}"
+    );
+}
+
 /// lua/exact.lua, and a test entry that applies `ARGV[1]` to the integers after it and
 /// answers the result in decimal (false where parsing refuses a number).
 fn script() -> String {
-    let exact = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/lua/exact.lua"))
-        .expect("lua/exact.lua");
-    exact
+    read("lua/exact.lua")
         + r#"
 local op = ARGV[1]
 if op == 'parse' then

@@ -1,0 +1,14 @@
+-- The library's functions, as the generated forms register them (scripts/lua_forms.py): by
+-- name, with the flags the module's commands have. Each entry's callback takes the keys and
+-- the arguments, as FCALL hands them.
+
+local CELL_VERSION = '0.1.0'
+
+-- The library's version, which a client compares with its own before it calls (FCALL_RO).
+local function cl_version(keys, args)
+  return CELL_VERSION
+end
+
+local CELL_FUNCTIONS = {
+  { name = 'cl_version', callback = cl_version, flags = { 'no-writes' } },
+}

@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""The library's two forms, generated from its one source (lua/*.lua, in SOURCES' order):
+
+- lua/dist/redis_cell.lua, for FUNCTION LOAD (Redis 7.0+, Valkey 7.2+): the `#!lua` line, the
+  sources, and a register_function call for each entry of CELL_FUNCTIONS;
+- lua/dist/redis_cell.script.lua, for EVAL/EVALSHA where Functions are missing or refused:
+  the sources, and a dispatch on the function's name, given as the first argument.
+
+    lua_forms.py --write    writes both
+    lua_forms.py --check    fails if either differs from what the sources give
+"""
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCES = ["exact.lua", "library.lua"]
+LIBRARY = ROOT / "lua" / "dist" / "redis_cell.lua"
+SCRIPT = ROOT / "lua" / "dist" / "redis_cell.script.lua"
+NOTE = "-- Generated from lua/*.lua by scripts/lua_forms.py: edit those, not this.\n"
+
+
+def sources() -> str:
+    return "".join((ROOT / "lua" / name).read_text() + "\n" for name in SOURCES)
+
+
+def library() -> str:
+    return ("#!lua name=redis_cell\n" + NOTE + "\n" + sources()
+            # FUNCTION LOAD runs this part with few globals (no ipairs): a plain loop.
+            + "for i = 1, #CELL_FUNCTIONS do\n"
+            + "  local f = CELL_FUNCTIONS[i]\n"
+            + "  redis.register_function{ function_name = f.name, callback = f.callback, flags = f.flags }\n"
+            + "end\n")
+
+
+def script() -> str:
+    return (NOTE + "-- EVAL script 0|n [key ...] name [arg ...]: the function `name`, as FCALL would call it.\n\n"
+            + "-- Redis 6.2 replicates a script's effects only when asked; later servers always do.\n"
+            + "if redis.replicate_commands then redis.replicate_commands() end\n\n"
+            + sources()
+            + "local wanted = ARGV[1]\n"
+            + "for _, f in ipairs(CELL_FUNCTIONS) do\n"
+            + "  if f.name == wanted then return f.callback(KEYS, { unpack(ARGV, 2) }) end\n"
+            + "end\n"
+            + "return redis.error_reply('ERR the library has no function ' .. tostring(wanted))\n")
+
+
+def main(argv: list[str]) -> None:
+    forms = {LIBRARY: library(), SCRIPT: script()}
+    if argv == ["--write"]:
+        LIBRARY.parent.mkdir(exist_ok=True)
+        for path, text in forms.items():
+            path.write_text(text)
+    elif argv == ["--check"]:
+        stale = [str(p.relative_to(ROOT)) for p, t in forms.items()
+                 if not p.exists() or p.read_text() != t]
+        if stale:
+            raise SystemExit(f"lua_forms: {', '.join(stale)} differ from lua/: run scripts/lua_forms.py --write")
+    else:
+        raise SystemExit(__doc__)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
