@@ -193,6 +193,140 @@ local function exact_divmod(a, b)
   return q, r
 end
 
+-- The module's argument grammar (src/args.rs) and its error texts (src/error.rs), in the
+-- order the module checks them, so that the library refuses what the module refuses with
+-- the same words. A parser answers its arguments, or nil and the error's text.
+
+-- Constants as limbs of 10^7, least significant first: FUNCTION LOAD runs a library's top
+-- level with almost no globals (no type, string or tonumber), so nothing is parsed here.
+-- 2^62 ns (4611686018427387904): every span and instant the module accepts lies within it.
+local ARGS_MAX_SPAN_NS = { neg = false, 7387904, 8601842, 46116 }
+local ARGS_NANOS = { s = { neg = false, 0, 100 }, ms = { neg = false, 1000000 } }
+-- The library's numbers are doubles: integers past 2^53 − 1 (9007199254740991) would be
+-- rounded.
+local ARGS_LIBRARY_MAX = { neg = false, 4740991, 719925, 90 }
+-- The module reads at most 12 arguments, the command's name and the key among them.
+local ARGS_MAX_AFTER_KEY = 10
+
+local function args_wrong_arity(command)
+  return "ERR wrong number of arguments for '" .. command .. "' command"
+end
+
+-- An integer no smaller than min (a Lua number), as exact.
+local function args_integer(text, name, min)
+  local value = exact_parse(text)
+  if value == nil then return nil, 'ERR ' .. name .. ' is not an integer or out of range' end
+  if exact_cmp(value, exact_of_number(min)) < 0 then
+    return nil, 'ERR ' .. name .. ' must be >= ' .. min
+  end
+  return value
+end
+
+-- A span of at least 1 in this unit ('s' or 'ms'), within 2^62 ns.
+local function args_span(text, name, unit)
+  local span, err = args_integer(text, name, 1)
+  if span == nil then return nil, err end
+  if exact_cmp(exact_mul(span, ARGS_NANOS[unit]), ARGS_MAX_SPAN_NS) > 0 then
+    return nil, 'ERR ' .. name .. ' is too large: the limiter\'s time span would overflow'
+  end
+  return span
+end
+
+local ARGS_FLAGS = { MS = 'ms', REFUND = 'refund', DRYRUN = 'dry_run', COUNTDENIED = 'count_denied' }
+
+local function args_flag(word)
+  return ARGS_FLAGS[string.upper(word)]
+end
+
+-- `[quantity] [MS] [REFUND] [DRYRUN]`, and `[COUNTDENIED]` where the command counts denials:
+-- a quantity first if any, then the flags in any order, each once.
+local function args_tail(tail, command, counts_denied)
+  local parsed = { quantity = { neg = false, 1 }, unit = 's' }
+  if #tail == 0 then return parsed end
+  if #tail == 1 and string.find(tail[1], '^%d') then
+    local quantity, err = args_integer(tail[1], 'quantity', 0)
+    if quantity == nil then return nil, err end
+    parsed.quantity = quantity
+    return parsed
+  end
+  local flags_taken = counts_denied and 4 or 3
+  if #tail > 1 + flags_taken then return nil, args_wrong_arity(command) end
+  local first = 1
+  local quantity_text
+  if args_flag(tail[1]) == nil then
+    quantity_text = tail[1]
+    first = 2
+  end
+  for i = first, #tail do
+    local flag = args_flag(tail[i])
+    if flag == nil or parsed[flag] then return nil, 'ERR syntax error' end
+    parsed[flag] = true
+  end
+  if quantity_text ~= nil then
+    local quantity, err = args_integer(quantity_text, 'quantity', 0)
+    if quantity == nil then return nil, err end
+    parsed.quantity = quantity
+  end
+  if parsed.count_denied and not counts_denied then return nil, 'ERR syntax error' end
+  if parsed.ms then parsed.unit = 'ms' end
+  return parsed
+end
+
+-- The library refuses what it cannot keep exact, once the module's own checks pass.
+local function args_exact_enough(parsed, names)
+  for i = 1, #names do
+    local value = parsed[names[i]]
+    if exact_cmp(value, ARGS_LIBRARY_MAX) > 0 then
+      return 'ERR ' .. names[i] .. ' is too large for the library'
+    end
+  end
+  return nil
+end
+
+-- `BLOCK timeout` last: the module waits; the library cannot.
+local function args_refuse_block(args, command)
+  local n = #args
+  if n >= 2 and string.upper(args[n - 1]) == 'BLOCK' then
+    return 'ERR ' .. command .. ' cannot wait in the library: BLOCK needs the redis-cell module'
+  end
+  return nil
+end
+
+-- CL.FIXED's arguments after the key: `limit period [quantity] [MS] [REFUND] [DRYRUN]
+-- [COUNTDENIED]`; its replication form's `AT unix-ms` is the module's, and refused.
+local function args_fixed(args)
+  local command = 'cl.fixed'
+  if #args < 2 or #args > ARGS_MAX_AFTER_KEY then return nil, args_wrong_arity(command) end
+  local err = args_refuse_block(args, command)
+  if err then return nil, err end
+  local n = #args
+  local at = false
+  if n >= 2 and string.upper(args[n - 1]) == 'AT' then
+    local instant, at_err = args_integer(args[n], 'AT', 0)
+    if instant == nil then return nil, at_err end
+    if exact_cmp(exact_mul(instant, ARGS_NANOS.ms), ARGS_MAX_SPAN_NS) > 0 then
+      return nil, 'ERR AT is too large: the limiter\'s time span would overflow'
+    end
+    at = true
+    n = n - 2
+  end
+  if n < 2 then return nil, args_wrong_arity(command) end
+  local tail = {}
+  for i = 3, n do tail[#tail + 1] = args[i] end
+  local parsed, tail_err = args_tail(tail, command, true)
+  if parsed == nil then return nil, tail_err end
+  local limit, limit_err = args_integer(args[1], 'limit', 1)
+  if limit == nil then return nil, limit_err end
+  local period, period_err = args_span(args[2], 'period', parsed.unit)
+  if period == nil then return nil, period_err end
+  if at then return nil, 'ERR AT is accepted only from the replication stream or the AOF' end
+  parsed.limit = limit
+  parsed.period = period
+  local inexact = args_exact_enough(parsed, { 'limit', 'quantity' })
+  if inexact then return nil, inexact end
+  return parsed
+end
+
 -- The library's functions, as the generated forms register them (scripts/lua_forms.py): by
 -- name, with the flags the module's commands have. Each entry's callback takes the keys and
 -- the arguments, as FCALL hands them.

@@ -9,6 +9,7 @@ use crate::harness::{Flavor, Options, Rng, Server};
 
 both_servers!(
     both_forms_load_and_answer_with_the_crates_version,
+    the_library_reads_cl_fixed_arguments_as_the_module_does,
     exact_integers_compute_as_i128_does,
     exact_integers_are_read_as_the_module_reads_them,
 );
@@ -230,4 +231,100 @@ fn exact_integers_are_read_as_the_module_reads_them(flavor: Flavor) {
             "{text:?}"
         );
     }
+}
+
+/// lua/exact.lua and lua/args.lua, and a test entry that parses CL.FIXED's arguments (ARGV)
+/// and answers the limit, or the error.
+fn fixed_parser() -> String {
+    read("lua/exact.lua")
+        + &read("lua/args.lua")
+        + r#"
+local parsed, err = args_fixed(ARGV)
+if parsed == nil then return redis.error_reply(err) end
+return exact_tostring(parsed.limit)
+"#
+}
+
+/// A word CL.FIXED's grammar has an opinion on.
+fn fixed_word(rng: &mut Rng) -> String {
+    const WORDS: [&str; 22] = [
+        "MS",
+        "ms",
+        "Refund",
+        "DRYRUN",
+        "dryrun",
+        "COUNTDENIED",
+        "AT",
+        "at",
+        "BUCKETS",
+        "x",
+        "",
+        "-1",
+        "0",
+        "1",
+        "2",
+        "007",
+        "1e3",
+        "0x10",
+        " 5",
+        "9007199254740992",
+        "4611686018",
+        "4611686019",
+    ];
+    match rng.below(3) {
+        0 => number(rng).to_string(),
+        1 => (rng.below(100)).to_string(),
+        _ => WORDS[rng.below(WORDS.len() as u64) as usize].to_owned(),
+    }
+}
+
+fn the_library_reads_cl_fixed_arguments_as_the_module_does(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut con = server.connection();
+    let parser = redis::Script::new(&fixed_parser());
+    let mut rng = Rng::new(0xf1ed ^ flavor as u64);
+    let too_large = |word: &str| parse_i64(word.as_bytes()).is_some_and(|v| v > (1 << 53) - 1);
+    let mut agreed = 0;
+    for i in 0..3000 {
+        let mut args: Vec<String> = (0..rng.below(12)).map(|_| fixed_word(&mut rng)).collect();
+        // Mostly a plausible limit and period first, so that the tail is reached.
+        if rng.below(3) > 0 && args.len() >= 2 {
+            args[0] = (1 + rng.below(20)).to_string();
+            args[1] = (1 + rng.below(100)).to_string();
+        }
+        let module: redis::RedisResult<Vec<i64>> = redis::cmd("CL.FIXED")
+            .arg(format!("fixed:{i}"))
+            .arg(&args)
+            .query(&mut con);
+        let mut invocation = parser.prepare_invoke();
+        for arg in &args {
+            invocation.arg(arg);
+        }
+        let library: redis::RedisResult<String> = invocation.invoke(&mut con);
+        match (module, library) {
+            (Err(m), Err(l)) => assert_eq!(l.to_string(), m.to_string(), "{args:?}"),
+            (Ok(reply), Ok(limit)) => {
+                assert_eq!(limit, reply[1].to_string(), "{args:?}");
+                agreed += 1;
+            }
+            (Ok(_), Err(l)) => {
+                // What the library cannot keep exact: the limit or the quantity.
+                let quantity = args
+                    .get(2)
+                    .filter(|w| w.starts_with(|c: char| c.is_ascii_digit()));
+                assert!(
+                    too_large(&args[0]) || quantity.is_some_and(|q| too_large(q)),
+                    "{args:?}: {l}"
+                );
+                assert!(
+                    l.to_string().contains("is too large for the library"),
+                    "{l}"
+                );
+            }
+            (Err(m), Ok(limit)) => {
+                panic!("{args:?}: the module refused ({m}), the library read {limit}")
+            }
+        }
+    }
+    assert!(agreed > 300, "only {agreed} calls were admitted by both");
 }
