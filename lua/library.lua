@@ -11,4 +11,5 @@ end
 
 local CELL_FUNCTIONS = {
   { name = 'cl_version', callback = cl_version, flags = { 'no-writes' } },
+  { name = 'cl_fixed', callback = cl_fixed, flags = {} },
 }

@@ -56,6 +56,103 @@ fn both_forms_load_and_answer_with_the_crates_version(flavor: Flavor) {
     assert_eq!(by_script, version);
 }
 
+/// The same random mix of CL.FIXED calls (every flag, keys damaged now and then) to the module
+/// on DB 0 and to the library's `cl_fixed` on DB 1, under one controlled clock: every reply
+/// and error alike, and each key's value and absolute expiry alike after each call.
+#[test]
+fn cl_fixed_answers_and_writes_as_the_module_under_a_controlled_clock() {
+    let mut now_ms: i64 = 1_795_910_400_000;
+    let server = Server::with_exact_fake_clock(now_ms);
+    let mut module = server.connection();
+    let mut library = server.connection();
+    let _: () = redis::cmd("SELECT")
+        .arg(1)
+        .query(&mut library)
+        .expect("SELECT 1");
+    let _: String = redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg(read("lua/dist/redis_cell.lua"))
+        .query(&mut library)
+        .expect("FUNCTION LOAD");
+    let mut rng = Rng::new(0xf1ed_c10c);
+    let (mut admitted, mut denied) = (0, 0);
+    for _ in 0..4000 {
+        now_ms += [0, 1, 7, 250, 999, 1000, 1001, 4000][rng.below(8) as usize];
+        server.set_clock_ms(now_ms);
+        let key = format!("k{}", rng.below(3));
+        if rng.below(40) == 0 {
+            // The same damage on both sides: a non-integer, a count without expiry, another
+            // type, or no key.
+            let damage: Vec<&str> = match rng.below(4) {
+                0 => vec!["SET", &key, "abc", "PX", "5000"],
+                1 => vec!["SET", &key, "2"],
+                2 => vec!["RPUSH", &key, "x"],
+                _ => vec!["DEL", &key],
+            };
+            for con in [&mut module, &mut library] {
+                let _: redis::Value = redis::cmd("DEL").arg(&key).query(con).expect("DEL");
+                let _: redis::Value = redis::Cmd::new().arg(&damage).query(con).expect("damage");
+            }
+            continue;
+        }
+        let mut args = vec![
+            (1 + rng.below(5)).to_string(),
+            (1 + rng.below(4)).to_string(),
+        ];
+        let quantity = [0, 1, 1, 1, 2, 3, 7][rng.below(7) as usize];
+        if quantity != 1 || rng.below(2) == 0 {
+            args.push(quantity.to_string());
+        }
+        for flag in ["MS", "REFUND", "DRYRUN", "COUNTDENIED"] {
+            if rng.below(if flag == "MS" { 2 } else { 5 }) == 0 {
+                args.push(flag.to_owned());
+            }
+        }
+        if args.iter().any(|a| a == "MS") {
+            args[1] = (1 + rng.below(3000)).to_string();
+        }
+        let by_module: redis::RedisResult<Vec<i64>> = redis::cmd("CL.FIXED")
+            .arg(&key)
+            .arg(&args)
+            .query(&mut module);
+        let by_library: redis::RedisResult<Vec<i64>> = redis::cmd("FCALL")
+            .arg("cl_fixed")
+            .arg(1)
+            .arg(&key)
+            .arg(&args)
+            .query(&mut library);
+        match (&by_module, &by_library) {
+            (Ok(m), Ok(l)) => {
+                assert_eq!(l, m, "{key} {args:?} at {now_ms}");
+                if m[0] == 0 {
+                    admitted += 1
+                } else {
+                    denied += 1
+                }
+            }
+            (Err(m), Err(l)) => assert_eq!(l.to_string(), m.to_string(), "{key} {args:?}"),
+            _ => panic!("{key} {args:?} at {now_ms}: {by_module:?} against {by_library:?}"),
+        }
+        let state = |con: &mut redis::Connection| -> (redis::Value, i64) {
+            let value = redis::cmd("DUMP").arg(&key).query(con).expect("DUMP");
+            let expiry = redis::cmd("PEXPIRETIME")
+                .arg(&key)
+                .query(con)
+                .expect("PEXPIRETIME");
+            (value, expiry)
+        };
+        assert_eq!(
+            state(&mut library),
+            state(&mut module),
+            "{key} {args:?} at {now_ms}"
+        );
+    }
+    assert!(
+        admitted > 500 && denied > 500,
+        "{admitted} admitted, {denied} denied"
+    );
+}
+
 /// Redis 6.2, which has no Functions and cannot load the module, runs the script form.
 #[test]
 fn redis_6_runs_the_script_form() {

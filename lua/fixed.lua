@@ -1,0 +1,122 @@
+-- CL.FIXED in the library: the module's fixed window (src/fixed.rs) on the same key, a
+-- decimal count whose expiry is the window's end, read, decided and written as the module
+-- does, so that a key carries over either way. Counts are exact (a key may hold any 64-bit
+-- count); the limit, the quantity and the instants are doubles, exact below 2^53.
+
+local FIXED_ZERO = { neg = false }
+-- 9223372036854775807, where the module's count saturates.
+local FIXED_COUNT_MAX = { neg = false, 4775807, 3720368, 92233 }
+
+-- The server's clock in milliseconds, as the module reads it.
+local function clock_now_ms()
+  local time = redis.call('TIME')
+  return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+end
+
+-- The key's window: nil when there is none, or the error the module answers.
+local function fixed_read(key)
+  local kind = redis.call('TYPE', key)['ok']
+  if kind == 'none' then return nil end
+  if kind ~= 'string' then return nil, 'WRONGTYPE Operation against a key holding the wrong kind of value' end
+  local corrupt = 'ERR the value at this key is not a valid state for this command'
+  local count = exact_parse(redis.call('GET', key))
+  if count == nil or count.neg then return nil, corrupt end
+  local end_ms = redis.call('PEXPIRETIME', key)
+  if end_ms < 0 then return nil, corrupt end
+  return { count = count, end_ms = end_ms }
+end
+
+-- The five integers, the waits rounded up to whole units as the module rounds them.
+local function fixed_reply(limited, limit, remaining, retry_ms, reset_ms, unit)
+  local function rounded(ms)
+    if unit == 'ms' then return ms end
+    return math.floor((ms + 999) / 1000)
+  end
+  if remaining < 0 then remaining = 0 end
+  return { limited and 1 or 0, limit, remaining, retry_ms and rounded(retry_ms) or -1, rounded(reset_ms) }
+end
+
+-- The limit left over a count (0 past the limit), as a number.
+local function fixed_left(limit, count)
+  if exact_cmp(count, exact_of_number(limit)) >= 0 then return 0 end
+  return limit - exact_tonumber(count)
+end
+
+-- Decides a call at now_ms against the stored window: the reply, and the window to write
+-- (with `opens` when its end is new), if any.
+local function fixed_decide(p, stored, now_ms)
+  local open = nil
+  if stored and now_ms < stored.end_ms then open = stored end
+  local count = open and open.count or FIXED_ZERO
+  local function wait(window) return window and window.end_ms - now_ms or 0 end
+  local end_ms = open and open.end_ms or now_ms + p.period_ms
+  local wanted = exact_add(count, p.quantity)
+  if exact_cmp(wanted, exact_of_number(p.limit)) <= 0 then
+    local new
+    if p.quantity_n > 0 then new = { count = wanted, end_ms = end_ms } end
+    local after = new or open
+    return fixed_reply(false, p.limit, p.limit - exact_tonumber(wanted), nil, wait(after), p.unit), new
+  end
+  local new
+  if p.count_denied and p.quantity_n > 0 then
+    if exact_cmp(wanted, FIXED_COUNT_MAX) > 0 then wanted = FIXED_COUNT_MAX end
+    new = { count = wanted, end_ms = end_ms }
+  end
+  local after = new or open
+  local retry = nil
+  if open and p.quantity_n <= p.limit then retry = wait(open) end
+  local reply = fixed_reply(true, p.limit, fixed_left(p.limit, after and after.count or FIXED_ZERO),
+    retry, wait(after), p.unit)
+  if new and open and exact_cmp(new.count, open.count) == 0 and new.end_ms == open.end_ms then
+    new = nil
+  end
+  return reply, new
+end
+
+-- REFUND: the open window's count drops by the quantity, never below 0; 0 clears the key.
+local function fixed_refund(p, stored, now_ms)
+  local new
+  if stored and now_ms < stored.end_ms and #stored.count > 0 and p.quantity_n > 0 then
+    local count = exact_sub(stored.count, p.quantity)
+    if count.neg then count = FIXED_ZERO end
+    new = { count = count, end_ms = stored.end_ms }
+  end
+  local left = stored
+  if new then left = #new.count > 0 and new or nil end
+  local peek = { limit = p.limit, period_ms = p.period_ms, quantity = FIXED_ZERO, quantity_n = 0,
+    count_denied = p.count_denied, unit = p.unit }
+  local reply = fixed_decide(peek, left, now_ms)
+  reply[1] = 0
+  reply[4] = -1
+  return reply, new
+end
+
+-- FCALL cl_fixed 1 key limit period [quantity] [MS] [REFUND] [DRYRUN] [COUNTDENIED]
+local function cl_fixed(keys, args)
+  if #keys ~= 1 then return redis.error_reply(args_wrong_arity('cl.fixed')) end
+  local p, err = args_fixed(args)
+  if p == nil then return redis.error_reply(err) end
+  p.limit = exact_tonumber(p.limit)
+  p.quantity_n = exact_tonumber(p.quantity)
+  p.period_ms = exact_tonumber(p.period) * (p.unit == 'ms' and 1 or 1000)
+  local key = keys[1]
+  local stored, read_err = fixed_read(key)
+  if read_err then return redis.error_reply(read_err) end
+  local now_ms = clock_now_ms()
+  local reply, new
+  if p.refund then
+    reply, new = fixed_refund(p, stored, now_ms)
+  else
+    reply, new = fixed_decide(p, stored, now_ms)
+  end
+  if new and not p.dry_run then
+    if #new.count == 0 then
+      redis.call('DEL', key)
+    elseif stored == nil or stored.end_ms ~= new.end_ms or now_ms >= stored.end_ms then
+      redis.call('SET', key, exact_tostring(new.count), 'PXAT', new.end_ms)
+    else
+      redis.call('SET', key, exact_tostring(new.count), 'KEEPTTL')
+    end
+  end
+  return reply
+end
