@@ -10,6 +10,8 @@ local ARGS_NANOS = { s = { neg = false, 0, 100 }, ms = { neg = false, 1000000 } 
 -- The library's numbers are doubles: integers past 2^53 − 1 (9007199254740991) would be
 -- rounded.
 local ARGS_LIBRARY_MAX = { neg = false, 4740991, 719925, 90 }
+-- 9223372036854775807, past which the module's 64-bit arithmetic overflows.
+local ARGS_I64_MAX = { neg = false, 4775807, 3720368, 92233 }
 -- The module reads at most 12 arguments, the command's name and the key among them.
 local ARGS_MAX_AFTER_KEY = 10
 
@@ -129,5 +131,30 @@ local function args_fixed(args)
   parsed.period = period
   local inexact = args_exact_enough(parsed, { 'limit', 'quantity' })
   if inexact then return nil, inexact end
+  return parsed
+end
+
+-- CL.THROTTLE's arguments after the key: `max_burst count period [quantity] [MS] [REFUND]
+-- [DRYRUN]`, the period in nanoseconds as `period_ns`.
+local function args_throttle(args)
+  local command = 'cl.throttle'
+  if #args < 3 or #args > ARGS_MAX_AFTER_KEY then return nil, args_wrong_arity(command) end
+  local err = args_refuse_block(args, command)
+  if err then return nil, err end
+  local tail = {}
+  for i = 4, #args do tail[#tail + 1] = args[i] end
+  local parsed, tail_err = args_tail(tail, command, false)
+  if parsed == nil then return nil, tail_err end
+  local names = { 'max_burst', 'count', 'period' }
+  local mins = { 0, 1, 1 }
+  for i = 1, 3 do
+    local value, value_err = args_integer(args[i], names[i], mins[i])
+    if value == nil then return nil, value_err end
+    parsed[names[i]] = value
+  end
+  parsed.period_ns = exact_mul(parsed.period, ARGS_NANOS[parsed.unit])
+  if exact_cmp(parsed.period_ns, ARGS_I64_MAX) > 0 then
+    return nil, 'ERR period is too large: the limiter\'s time span would overflow'
+  end
   return parsed
 end

@@ -4,14 +4,8 @@
 -- count); the limit, the quantity and the instants are doubles, exact below 2^53.
 
 local FIXED_ZERO = { neg = false }
--- 9223372036854775807, where the module's count saturates.
-local FIXED_COUNT_MAX = { neg = false, 4775807, 3720368, 92233 }
-
--- The server's clock in milliseconds, as the module reads it.
-local function clock_now_ms()
-  local time = redis.call('TIME')
-  return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-end
+-- Where the module's count saturates.
+local FIXED_COUNT_MAX = ARGS_I64_MAX
 
 -- The key's window: nil when there is none, or the error the module answers.
 local function fixed_read(key)

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = ["exact.lua", "args.lua", "fixed.lua", "library.lua"]
+SOURCES = ["exact.lua", "args.lua", "clock.lua", "fixed.lua", "throttle.lua", "library.lua"]
 LIBRARY = ROOT / "lua" / "dist" / "redis_cell.lua"
 SCRIPT = ROOT / "lua" / "dist" / "redis_cell.script.lua"
 NOTE = "-- Generated from lua/*.lua by scripts/lua_forms.py: edit those, not this.\n"

@@ -202,6 +202,8 @@ local ARGS_NANOS = { s = { neg = false, 0, 100 }, ms = { neg = false, 1000000 } 
 -- The library's numbers are doubles: integers past 2^53 − 1 (9007199254740991) would be
 -- rounded.
 local ARGS_LIBRARY_MAX = { neg = false, 4740991, 719925, 90 }
+-- 9223372036854775807, past which the module's 64-bit arithmetic overflows.
+local ARGS_I64_MAX = { neg = false, 4775807, 3720368, 92233 }
 -- The module reads at most 12 arguments, the command's name and the key among them.
 local ARGS_MAX_AFTER_KEY = 10
 
@@ -324,20 +326,60 @@ local function args_fixed(args)
   return parsed
 end
 
+-- CL.THROTTLE's arguments after the key: `max_burst count period [quantity] [MS] [REFUND]
+-- [DRYRUN]`, the period in nanoseconds as `period_ns`.
+local function args_throttle(args)
+  local command = 'cl.throttle'
+  if #args < 3 or #args > ARGS_MAX_AFTER_KEY then return nil, args_wrong_arity(command) end
+  local err = args_refuse_block(args, command)
+  if err then return nil, err end
+  local tail = {}
+  for i = 4, #args do tail[#tail + 1] = args[i] end
+  local parsed, tail_err = args_tail(tail, command, false)
+  if parsed == nil then return nil, tail_err end
+  local names = { 'max_burst', 'count', 'period' }
+  local mins = { 0, 1, 1 }
+  for i = 1, 3 do
+    local value, value_err = args_integer(args[i], names[i], mins[i])
+    if value == nil then return nil, value_err end
+    parsed[names[i]] = value
+  end
+  parsed.period_ns = exact_mul(parsed.period, ARGS_NANOS[parsed.unit])
+  if exact_cmp(parsed.period_ns, ARGS_I64_MAX) > 0 then
+    return nil, 'ERR period is too large: the limiter\'s time span would overflow'
+  end
+  return parsed
+end
+
+-- The server's clock, read as the module reads it: in microseconds where the module API has
+-- RedisModule_Microseconds (Redis 7.2 and later, and Valkey, which answers as 7.2), in
+-- milliseconds on Redis 7.0 and 6.2, so that both decide at the same instant.
+
+local function clock_now_ms()
+  local time = redis.call('TIME')
+  return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+end
+
+-- Now in nanoseconds, exact.
+local function clock_now_ns()
+  local time = redis.call('TIME')
+  local micros = time[2]
+  if not (redis.REDIS_VERSION_NUM and redis.REDIS_VERSION_NUM >= 0x070200) then
+    micros = string.format('%d', math.floor(tonumber(micros) / 1000) * 1000)
+  end
+  local ns = exact_add(exact_mul(exact_parse(time[1]), { neg = false, 0, 100 }),
+    exact_mul(exact_parse(micros), { neg = false, 1000 }))
+  return ns
+end
+
 -- CL.FIXED in the library: the module's fixed window (src/fixed.rs) on the same key, a
 -- decimal count whose expiry is the window's end, read, decided and written as the module
 -- does, so that a key carries over either way. Counts are exact (a key may hold any 64-bit
 -- count); the limit, the quantity and the instants are doubles, exact below 2^53.
 
 local FIXED_ZERO = { neg = false }
--- 9223372036854775807, where the module's count saturates.
-local FIXED_COUNT_MAX = { neg = false, 4775807, 3720368, 92233 }
-
--- The server's clock in milliseconds, as the module reads it.
-local function clock_now_ms()
-  local time = redis.call('TIME')
-  return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-end
+-- Where the module's count saturates.
+local FIXED_COUNT_MAX = ARGS_I64_MAX
 
 -- The key's window: nil when there is none, or the error the module answers.
 local function fixed_read(key)
@@ -447,6 +489,129 @@ local function cl_fixed(keys, args)
   return reply
 end
 
+-- CL.THROTTLE in the library: the module's GCRA (src/gcra.rs) on the same key, a decimal
+-- theoretical arrival time (TAT) in nanoseconds that expires when the limiter has drained,
+-- computed in exact integers, since a TAT has 19 digits.
+
+local THROTTLE_ONE = { neg = false, 1 }
+local THROTTLE_MILLI = { neg = false, 1000000 }
+
+local function exact_max(a, b)
+  if exact_cmp(a, b) >= 0 then return a end
+  return b
+end
+
+local function throttle_too_large(name)
+  return 'ERR ' .. name .. ' is too large: the limiter\'s time span would overflow'
+end
+
+-- The GCRA's constants (Gcra::new), or the module's error: the emission interval T, the
+-- tolerance τ = T·limit, the limit (max_burst + 1), and the call's increment T·quantity.
+local function throttle_gcra(p)
+  local interval = exact_divmod(p.period_ns, p.count)
+  if exact_cmp(interval, THROTTLE_ONE) < 0 then
+    return nil, 'ERR count is too large for period: the emission interval would be under 1 ns'
+  end
+  local limit = exact_add(p.max_burst, THROTTLE_ONE)
+  if exact_cmp(limit, ARGS_I64_MAX) > 0 then return nil, throttle_too_large('max_burst') end
+  local tolerance = exact_mul(interval, limit)
+  if exact_cmp(tolerance, ARGS_MAX_SPAN_NS) > 0 then return nil, throttle_too_large('max_burst') end
+  local increment = exact_mul(interval, p.quantity)
+  if exact_cmp(increment, exact_sub(ARGS_MAX_SPAN_NS, tolerance)) > 0 then
+    return nil, throttle_too_large('quantity')
+  end
+  return { interval = interval, tolerance = tolerance, limit = limit, increment = increment }
+end
+
+-- A wait in nanoseconds in whole units, rounded up.
+local function throttle_units(ns, unit_ns)
+  if ns.neg then return 0 end
+  local q, r = exact_divmod(ns, unit_ns)
+  if #r > 0 then q = exact_add(q, THROTTLE_ONE) end
+  return exact_tonumber(q)
+end
+
+-- Decides a call at `now` (ns) against the stored TAT: the reply, and the TAT to write.
+local function throttle_decide(g, stored, now, unit_ns)
+  local tat = stored and exact_max(stored, now) or now
+  local new_tat = exact_add(tat, g.increment)
+  if exact_cmp(new_tat, ARGS_I64_MAX) > 0 then new_tat = ARGS_I64_MAX end
+  local allow_at = exact_sub(new_tat, g.tolerance)
+  local function remaining(ttl)
+    local room = exact_sub(g.tolerance, ttl)
+    if room.neg then return 0 end
+    local units = exact_divmod(room, g.interval)
+    if exact_cmp(units, g.limit) > 0 then units = g.limit end
+    return exact_tonumber(units)
+  end
+  local limit = exact_tonumber(g.limit)
+  if exact_cmp(allow_at, now) > 0 then
+    local ttl = exact_sub(tat, now)
+    local retry = -1
+    if exact_cmp(g.increment, g.tolerance) <= 0 then
+      retry = throttle_units(exact_sub(allow_at, now), unit_ns)
+    end
+    return { 1, limit, remaining(ttl), retry, throttle_units(ttl, unit_ns) }, nil
+  end
+  local ttl = exact_sub(new_tat, now)
+  local new = nil
+  if #g.increment > 0 then new = new_tat end
+  return { 0, limit, remaining(ttl), -1, throttle_units(ttl, unit_ns) }, new
+end
+
+-- REFUND: the TAT moves back by the increment, never before now.
+local function throttle_refund(g, stored, now, unit_ns)
+  local new = nil
+  if stored and exact_cmp(stored, now) > 0 then
+    local moved = exact_max(exact_sub(stored, g.increment), now)
+    if exact_cmp(moved, stored) ~= 0 then new = moved end
+  end
+  local peek = { interval = g.interval, tolerance = g.tolerance, limit = g.limit,
+    increment = { neg = false } }
+  local reply = throttle_decide(peek, new or stored, now, unit_ns)
+  reply[1] = 0
+  reply[4] = -1
+  return reply, new
+end
+
+-- FCALL cl_throttle 1 key max_burst count period [quantity] [MS] [REFUND] [DRYRUN]
+local function cl_throttle(keys, args)
+  if #keys ~= 1 then return redis.error_reply(args_wrong_arity('cl.throttle')) end
+  local p, err = args_throttle(args)
+  if p == nil then return redis.error_reply(err) end
+  local g, gcra_err = throttle_gcra(p)
+  if g == nil then return redis.error_reply(gcra_err) end
+  local inexact = args_exact_enough(p, { 'max_burst', 'count', 'period', 'quantity' })
+  if inexact then return redis.error_reply(inexact) end
+  local key = keys[1]
+  local stored = nil
+  local kind = redis.call('TYPE', key)['ok']
+  if kind ~= 'none' then
+    if kind ~= 'string' then
+      return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value')
+    end
+    stored = exact_parse(redis.call('GET', key))
+    if stored == nil then
+      return redis.error_reply('ERR the value at this key is not a valid state for this command')
+    end
+  end
+  local now = clock_now_ns()
+  local unit_ns = ARGS_NANOS[p.unit]
+  local reply, new
+  if p.refund then
+    reply, new = throttle_refund(g, stored, now, unit_ns)
+  else
+    reply, new = throttle_decide(g, stored, now, unit_ns)
+  end
+  if new and not p.dry_run then
+    -- Expires at the TAT, rounded up to the millisecond.
+    local ms, rest = exact_divmod(new, THROTTLE_MILLI)
+    if #rest > 0 then ms = exact_add(ms, THROTTLE_ONE) end
+    redis.call('SET', key, exact_tostring(new), 'PXAT', exact_tostring(ms))
+  end
+  return reply
+end
+
 -- The library's functions, as the generated forms register them (scripts/lua_forms.py): by
 -- name, with the flags the module's commands have. Each entry's callback takes the keys and
 -- the arguments, as FCALL hands them.
@@ -460,6 +625,7 @@ end
 
 local CELL_FUNCTIONS = {
   { name = 'cl_version', callback = cl_version, flags = { 'no-writes' } },
+  { name = 'cl_throttle', callback = cl_throttle, flags = {} },
   { name = 'cl_fixed', callback = cl_fixed, flags = {} },
 }
 

@@ -56,13 +56,19 @@ fn both_forms_load_and_answer_with_the_crates_version(flavor: Flavor) {
     assert_eq!(by_script, version);
 }
 
-/// The same random mix of CL.FIXED calls (every flag, keys damaged now and then) to the module
-/// on DB 0 and to the library's `cl_fixed` on DB 1, under one controlled clock: every reply
-/// and error alike, and each key's value and absolute expiry alike after each call.
-#[test]
-fn cl_fixed_answers_and_writes_as_the_module_under_a_controlled_clock() {
-    let mut now_ms: i64 = 1_795_910_400_000;
-    let server = Server::with_exact_fake_clock(now_ms);
+/// The same random mix of calls (every flag, keys damaged now and then) to the module's
+/// `command` on DB 0 and to the library's `function` on DB 1, under one controlled clock
+/// moved by `step_us` between calls: every reply and error alike, and each key's value and
+/// absolute expiry alike after each call. Answers how many calls were admitted and denied.
+fn differential(
+    seed: u64,
+    command: &str,
+    function: &str,
+    step_us: impl Fn(&mut Rng) -> i64,
+    args_of: impl Fn(&mut Rng) -> Vec<String>,
+) -> (u32, u32) {
+    let mut now_us: i64 = 1_795_910_400_000_000;
+    let server = Server::with_exact_fake_clock(now_us / 1000);
     let mut module = server.connection();
     let mut library = server.connection();
     let _: () = redis::cmd("SELECT")
@@ -74,15 +80,15 @@ fn cl_fixed_answers_and_writes_as_the_module_under_a_controlled_clock() {
         .arg(read("lua/dist/redis_cell.lua"))
         .query(&mut library)
         .expect("FUNCTION LOAD");
-    let mut rng = Rng::new(0xf1ed_c10c);
+    let mut rng = Rng::new(seed);
     let (mut admitted, mut denied) = (0, 0);
     for _ in 0..4000 {
-        now_ms += [0, 1, 7, 250, 999, 1000, 1001, 4000][rng.below(8) as usize];
-        server.set_clock_ms(now_ms);
+        now_us += step_us(&mut rng);
+        server.set_clock_us(now_us);
         let key = format!("k{}", rng.below(3));
         if rng.below(40) == 0 {
-            // The same damage on both sides: a non-integer, a count without expiry, another
-            // type, or no key.
+            // The same damage on both sides: a non-integer, an integer without expiry,
+            // another type, or no key.
             let damage: Vec<&str> = match rng.below(4) {
                 0 => vec!["SET", &key, "abc", "PX", "5000"],
                 1 => vec!["SET", &key, "2"],
@@ -95,35 +101,18 @@ fn cl_fixed_answers_and_writes_as_the_module_under_a_controlled_clock() {
             }
             continue;
         }
-        let mut args = vec![
-            (1 + rng.below(5)).to_string(),
-            (1 + rng.below(4)).to_string(),
-        ];
-        let quantity = [0, 1, 1, 1, 2, 3, 7][rng.below(7) as usize];
-        if quantity != 1 || rng.below(2) == 0 {
-            args.push(quantity.to_string());
-        }
-        for flag in ["MS", "REFUND", "DRYRUN", "COUNTDENIED"] {
-            if rng.below(if flag == "MS" { 2 } else { 5 }) == 0 {
-                args.push(flag.to_owned());
-            }
-        }
-        if args.iter().any(|a| a == "MS") {
-            args[1] = (1 + rng.below(3000)).to_string();
-        }
-        let by_module: redis::RedisResult<Vec<i64>> = redis::cmd("CL.FIXED")
-            .arg(&key)
-            .arg(&args)
-            .query(&mut module);
+        let args = args_of(&mut rng);
+        let by_module: redis::RedisResult<Vec<i64>> =
+            redis::cmd(command).arg(&key).arg(&args).query(&mut module);
         let by_library: redis::RedisResult<Vec<i64>> = redis::cmd("FCALL")
-            .arg("cl_fixed")
+            .arg(function)
             .arg(1)
             .arg(&key)
             .arg(&args)
             .query(&mut library);
         match (&by_module, &by_library) {
             (Ok(m), Ok(l)) => {
-                assert_eq!(l, m, "{key} {args:?} at {now_ms}");
+                assert_eq!(l, m, "{key} {args:?} at {now_us} µs");
                 if m[0] == 0 {
                     admitted += 1
                 } else {
@@ -131,7 +120,7 @@ fn cl_fixed_answers_and_writes_as_the_module_under_a_controlled_clock() {
                 }
             }
             (Err(m), Err(l)) => assert_eq!(l.to_string(), m.to_string(), "{key} {args:?}"),
-            _ => panic!("{key} {args:?} at {now_ms}: {by_module:?} against {by_library:?}"),
+            _ => panic!("{key} {args:?} at {now_us} µs: {by_module:?} against {by_library:?}"),
         }
         let state = |con: &mut redis::Connection| -> (redis::Value, i64) {
             let value = redis::cmd("DUMP").arg(&key).query(con).expect("DUMP");
@@ -144,9 +133,72 @@ fn cl_fixed_answers_and_writes_as_the_module_under_a_controlled_clock() {
         assert_eq!(
             state(&mut library),
             state(&mut module),
-            "{key} {args:?} at {now_ms}"
+            "{key} {args:?} at {now_us} µs"
         );
     }
+    (admitted, denied)
+}
+
+/// A quantity (most often none, which is 1) and each flag now and then, after `args`.
+fn with_tail(rng: &mut Rng, mut args: Vec<String>, flags: &[&str]) -> Vec<String> {
+    let quantity = [0, 1, 1, 1, 2, 3, 7][rng.below(7) as usize];
+    if quantity != 1 || rng.below(2) == 0 {
+        args.push(quantity.to_string());
+    }
+    for flag in flags {
+        if rng.below(if *flag == "MS" { 2 } else { 5 }) == 0 {
+            args.push((*flag).to_owned());
+        }
+    }
+    args
+}
+
+#[test]
+fn cl_fixed_answers_and_writes_as_the_module_under_a_controlled_clock() {
+    let (admitted, denied) = differential(
+        0xf1ed_c10c,
+        "CL.FIXED",
+        "cl_fixed",
+        |rng| 1000 * [0, 1, 7, 250, 999, 1000, 1001, 4000][rng.below(8) as usize],
+        |rng| {
+            let head = vec![
+                (1 + rng.below(5)).to_string(),
+                (1 + rng.below(4)).to_string(),
+            ];
+            let mut args = with_tail(rng, head, &["MS", "REFUND", "DRYRUN", "COUNTDENIED"]);
+            if args.iter().any(|a| a == "MS") {
+                args[1] = (1 + rng.below(3000)).to_string();
+            }
+            args
+        },
+    );
+    assert!(
+        admitted > 500 && denied > 500,
+        "{admitted} admitted, {denied} denied"
+    );
+}
+
+#[test]
+fn cl_throttle_answers_and_writes_as_the_module_under_a_controlled_clock() {
+    let (admitted, denied) = differential(
+        0x7407_c10c,
+        "CL.THROTTLE",
+        "cl_throttle",
+        // Microseconds, and whole seconds.
+        |rng| [0, 1, 333, 1000, 20_001, 250_000, 1_000_000, 3_000_000][rng.below(8) as usize],
+        |rng| {
+            let head = vec![
+                rng.below(5).to_string(),
+                (1 + rng.below(7)).to_string(),
+                (1 + rng.below(4)).to_string(),
+            ];
+            let mut args = with_tail(rng, head, &["MS", "REFUND", "DRYRUN"]);
+            if args.iter().any(|a| a == "MS") {
+                args[2] = (1 + rng.below(3000)).to_string();
+            }
+            args
+        },
+    );
     assert!(
         admitted > 500 && denied > 500,
         "{admitted} admitted, {denied} denied"

@@ -1,0 +1,122 @@
+-- CL.THROTTLE in the library: the module's GCRA (src/gcra.rs) on the same key, a decimal
+-- theoretical arrival time (TAT) in nanoseconds that expires when the limiter has drained,
+-- computed in exact integers, since a TAT has 19 digits.
+
+local THROTTLE_ONE = { neg = false, 1 }
+local THROTTLE_MILLI = { neg = false, 1000000 }
+
+local function exact_max(a, b)
+  if exact_cmp(a, b) >= 0 then return a end
+  return b
+end
+
+local function throttle_too_large(name)
+  return 'ERR ' .. name .. ' is too large: the limiter\'s time span would overflow'
+end
+
+-- The GCRA's constants (Gcra::new), or the module's error: the emission interval T, the
+-- tolerance τ = T·limit, the limit (max_burst + 1), and the call's increment T·quantity.
+local function throttle_gcra(p)
+  local interval = exact_divmod(p.period_ns, p.count)
+  if exact_cmp(interval, THROTTLE_ONE) < 0 then
+    return nil, 'ERR count is too large for period: the emission interval would be under 1 ns'
+  end
+  local limit = exact_add(p.max_burst, THROTTLE_ONE)
+  if exact_cmp(limit, ARGS_I64_MAX) > 0 then return nil, throttle_too_large('max_burst') end
+  local tolerance = exact_mul(interval, limit)
+  if exact_cmp(tolerance, ARGS_MAX_SPAN_NS) > 0 then return nil, throttle_too_large('max_burst') end
+  local increment = exact_mul(interval, p.quantity)
+  if exact_cmp(increment, exact_sub(ARGS_MAX_SPAN_NS, tolerance)) > 0 then
+    return nil, throttle_too_large('quantity')
+  end
+  return { interval = interval, tolerance = tolerance, limit = limit, increment = increment }
+end
+
+-- A wait in nanoseconds in whole units, rounded up.
+local function throttle_units(ns, unit_ns)
+  if ns.neg then return 0 end
+  local q, r = exact_divmod(ns, unit_ns)
+  if #r > 0 then q = exact_add(q, THROTTLE_ONE) end
+  return exact_tonumber(q)
+end
+
+-- Decides a call at `now` (ns) against the stored TAT: the reply, and the TAT to write.
+local function throttle_decide(g, stored, now, unit_ns)
+  local tat = stored and exact_max(stored, now) or now
+  local new_tat = exact_add(tat, g.increment)
+  if exact_cmp(new_tat, ARGS_I64_MAX) > 0 then new_tat = ARGS_I64_MAX end
+  local allow_at = exact_sub(new_tat, g.tolerance)
+  local function remaining(ttl)
+    local room = exact_sub(g.tolerance, ttl)
+    if room.neg then return 0 end
+    local units = exact_divmod(room, g.interval)
+    if exact_cmp(units, g.limit) > 0 then units = g.limit end
+    return exact_tonumber(units)
+  end
+  local limit = exact_tonumber(g.limit)
+  if exact_cmp(allow_at, now) > 0 then
+    local ttl = exact_sub(tat, now)
+    local retry = -1
+    if exact_cmp(g.increment, g.tolerance) <= 0 then
+      retry = throttle_units(exact_sub(allow_at, now), unit_ns)
+    end
+    return { 1, limit, remaining(ttl), retry, throttle_units(ttl, unit_ns) }, nil
+  end
+  local ttl = exact_sub(new_tat, now)
+  local new = nil
+  if #g.increment > 0 then new = new_tat end
+  return { 0, limit, remaining(ttl), -1, throttle_units(ttl, unit_ns) }, new
+end
+
+-- REFUND: the TAT moves back by the increment, never before now.
+local function throttle_refund(g, stored, now, unit_ns)
+  local new = nil
+  if stored and exact_cmp(stored, now) > 0 then
+    local moved = exact_max(exact_sub(stored, g.increment), now)
+    if exact_cmp(moved, stored) ~= 0 then new = moved end
+  end
+  local peek = { interval = g.interval, tolerance = g.tolerance, limit = g.limit,
+    increment = { neg = false } }
+  local reply = throttle_decide(peek, new or stored, now, unit_ns)
+  reply[1] = 0
+  reply[4] = -1
+  return reply, new
+end
+
+-- FCALL cl_throttle 1 key max_burst count period [quantity] [MS] [REFUND] [DRYRUN]
+local function cl_throttle(keys, args)
+  if #keys ~= 1 then return redis.error_reply(args_wrong_arity('cl.throttle')) end
+  local p, err = args_throttle(args)
+  if p == nil then return redis.error_reply(err) end
+  local g, gcra_err = throttle_gcra(p)
+  if g == nil then return redis.error_reply(gcra_err) end
+  local inexact = args_exact_enough(p, { 'max_burst', 'count', 'period', 'quantity' })
+  if inexact then return redis.error_reply(inexact) end
+  local key = keys[1]
+  local stored = nil
+  local kind = redis.call('TYPE', key)['ok']
+  if kind ~= 'none' then
+    if kind ~= 'string' then
+      return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value')
+    end
+    stored = exact_parse(redis.call('GET', key))
+    if stored == nil then
+      return redis.error_reply('ERR the value at this key is not a valid state for this command')
+    end
+  end
+  local now = clock_now_ns()
+  local unit_ns = ARGS_NANOS[p.unit]
+  local reply, new
+  if p.refund then
+    reply, new = throttle_refund(g, stored, now, unit_ns)
+  else
+    reply, new = throttle_decide(g, stored, now, unit_ns)
+  end
+  if new and not p.dry_run then
+    -- Expires at the TAT, rounded up to the millisecond.
+    local ms, rest = exact_divmod(new, THROTTLE_MILLI)
+    if #rest > 0 then ms = exact_add(ms, THROTTLE_ONE) end
+    redis.call('SET', key, exact_tostring(new), 'PXAT', exact_tostring(ms))
+  end
+  return reply
+end
