@@ -25,7 +25,78 @@ pub fn all() -> Vec<Quote> {
         let comments = doc_comments(&read(&source));
         quotes.extend(in_spans(&comments, &place(root, &source)));
     }
+    // The library's sources, not its generated forms (lua/dist), which repeat them.
+    for source in files(&root.join("lua"), "lua") {
+        if !source.starts_with(root.join("lua").join("dist")) {
+            quotes.extend(in_lua(&read(&source), &place(root, &source)));
+        }
+    }
     quotes
+}
+
+/// The error texts a Lua source builds: each string literal that opens with an error code,
+/// with the literals joined to it by `..`, and `…` for what is joined in between.
+fn in_lua(source: &str, place: &str) -> Vec<Quote> {
+    let mut quotes = Vec::new();
+    for line in source.lines() {
+        let mut rest = line;
+        while let Some(at) = ["'ERR ", "\"ERR ", "'WRONGTYPE "]
+            .iter()
+            .filter_map(|opening| rest.find(opening))
+            .min()
+        {
+            let (text, after) = lua_concatenation(&rest[at..]);
+            quotes.push(Quote {
+                text,
+                place: place.to_owned(),
+            });
+            rest = after;
+        }
+    }
+    quotes
+}
+
+/// A chain of literals and names joined by `..`, from its first literal: its text, and what
+/// follows the chain.
+fn lua_concatenation(chain: &str) -> (String, &str) {
+    let mut text = String::new();
+    let mut rest = chain;
+    loop {
+        rest = rest.trim_start();
+        if let Some(quote) = rest.chars().next().filter(|c| *c == '\'' || *c == '"') {
+            let mut chars = rest.char_indices().skip(1);
+            let mut end = rest.len();
+            while let Some((i, c)) = chars.next() {
+                match c {
+                    '\\' => {
+                        if let Some((_, escaped)) = chars.next() {
+                            text.push(escaped);
+                        }
+                    }
+                    c if c == quote => {
+                        end = i + 1;
+                        break;
+                    }
+                    c => text.push(c),
+                }
+            }
+            rest = &rest[end..];
+        } else {
+            let name_end = rest
+                .find(|c: char| !(c.is_alphanumeric() || "_.[]".contains(c)))
+                .unwrap_or(rest.len());
+            if name_end == 0 {
+                break;
+            }
+            text.push('…');
+            rest = &rest[name_end..];
+        }
+        match rest.trim_start().strip_prefix("..") {
+            Some(after) => rest = after,
+            None => break,
+        }
+    }
+    (text, rest)
 }
 
 /// A page's code: each line of its fenced blocks, and each code span of the rest.
