@@ -5,10 +5,11 @@
 
 use redis_cell::decimal::parse_i64;
 
-use crate::harness::{Flavor, Options, Rng, Server};
+use crate::harness::{Flavor, Options, Rng, Server, ServerKind};
 
 both_servers!(
     both_forms_load_and_answer_with_the_crates_version,
+    the_library_reads_the_clock_at_the_modules_precision,
     the_library_reads_cl_fixed_arguments_as_the_module_does,
     exact_integers_compute_as_i128_does,
     exact_integers_are_read_as_the_module_reads_them,
@@ -202,6 +203,62 @@ fn cl_throttle_answers_and_writes_as_the_module_under_a_controlled_clock() {
     assert!(
         admitted > 500 && denied > 500,
         "{admitted} admitted, {denied} denied"
+    );
+}
+
+/// On the server's real clock, which no test can steer on every server: the module and the
+/// library write TATs in the same steps, a microsecond where the module API reads one
+/// (Redis 7.2+, Valkey) and a millisecond on Redis 7.0, and count alike.
+fn the_library_reads_the_clock_at_the_modules_precision(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut module = server.connection();
+    let mut library = server.connection();
+    let _: () = redis::cmd("SELECT")
+        .arg(1)
+        .query(&mut library)
+        .expect("SELECT 1");
+    let _: String = redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg(read("lua/dist/redis_cell.lua"))
+        .query(&mut library)
+        .expect("FUNCTION LOAD");
+    let step_ns: i64 = if ServerKind::of(&mut module).module_clock_in_microseconds() {
+        1_000
+    } else {
+        1_000_000
+    };
+    let (mut finer, mut calls) = (0, 0);
+    // A unit a millisecond, in bursts of 100: every call is admitted.
+    for i in 0..20 {
+        let key = format!("clock:{i}");
+        let by_module: Vec<i64> = redis::cmd("CL.THROTTLE")
+            .arg(&key)
+            .arg(&[99, 1000, 1][..])
+            .query(&mut module)
+            .expect("CL.THROTTLE");
+        let by_library: Vec<i64> = redis::cmd("FCALL")
+            .arg("cl_throttle")
+            .arg(1)
+            .arg(&key)
+            .arg(&[99, 1000, 1][..])
+            .query(&mut library)
+            .expect("FCALL cl_throttle");
+        assert_eq!(by_library[..3], by_module[..3], "{key}");
+        for con in [&mut module, &mut library] {
+            let tat: i64 = redis::cmd("GET").arg(&key).query(con).expect("GET");
+            assert_eq!(
+                tat % step_ns,
+                0,
+                "{key}: {tat} is not in steps of {step_ns} ns"
+            );
+            finer += i32::from(tat % (step_ns * 1000) != 0);
+            calls += 1;
+        }
+    }
+    // In steps of exactly that size, not coarser: most readings fall between milliseconds.
+    assert!(
+        finer > calls / 2 || step_ns == 1_000_000,
+        "{finer} of {calls} finer than a ms"
     );
 }
 
