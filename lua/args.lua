@@ -11,7 +11,7 @@ local ARGS_NANOS = { s = { neg = false, 0, 100 }, ms = { neg = false, 1000000 } 
 -- rounded.
 local ARGS_LIBRARY_MAX = { neg = false, 4740991, 719925, 90 }
 -- 9223372036854775807, past which the module's 64-bit arithmetic overflows.
-local ARGS_I64_MAX = { neg = false, 4775807, 3720368, 92233 }
+local ARGS_I64_MAX = { neg = false, 4775807, 7203685, 92233 }
 -- The module reads at most 12 arguments, the command's name and the key among them.
 local ARGS_MAX_AFTER_KEY = 10
 
@@ -90,23 +90,48 @@ local function args_exact_enough(parsed, names)
   return nil
 end
 
--- `BLOCK timeout` last: the module waits; the library cannot.
-local function args_refuse_block(args, command)
+-- The longest BLOCK the module takes, in ms: 2^62 ns (4611686018427).
+local ARGS_MAX_BLOCK_MS = { neg = false, 6018427, 461168 }
+
+-- A trailing `BLOCK timeout`, read as the module reads it before anything else (args::block):
+-- how many arguments come before it, and whether it was there; or the timeout's error.
+local function args_block(args)
   local n = #args
   if n >= 2 and string.upper(args[n - 1]) == 'BLOCK' then
-    return 'ERR ' .. command .. ' cannot wait in the library: BLOCK needs the redis-cell module'
+    local timeout, err = args_integer(args[n], 'timeout', 0)
+    if timeout == nil then return nil, nil, err end
+    if exact_cmp(timeout, ARGS_MAX_BLOCK_MS) > 0 then
+      return nil, nil, 'ERR timeout must be <= 4611686018427'
+    end
+    return n - 2, true
+  end
+  return n, false
+end
+
+-- What the module answers to BLOCK beside a flag that never waits (never_waits).
+local function args_never_waits(parsed)
+  if not parsed.block then return nil end
+  for _, flag in ipairs({ { 'refund', 'REFUND' }, { 'dry_run', 'DRYRUN' }, { 'count_denied', 'COUNTDENIED' } }) do
+    if parsed[flag[1]] then
+      return 'ERR ' .. flag[2] .. ' and BLOCK options at the same time are not compatible: a call with ' .. flag[2] .. ' never waits'
+    end
   end
   return nil
 end
 
+-- A BLOCK the module would take: it waits; the library cannot.
+local function args_cannot_wait(command)
+  return 'ERR ' .. command .. ' cannot wait in the library: BLOCK needs the redis-cell module'
+end
+
 -- CL.FIXED's arguments after the key: `limit period [quantity] [MS] [REFUND] [DRYRUN]
--- [COUNTDENIED]`; its replication form's `AT unix-ms` is the module's, and refused.
+-- [COUNTDENIED] [BLOCK timeout]`; its replication form's `AT unix-ms` is the module's, and
+-- refused.
 local function args_fixed(args)
   local command = 'cl.fixed'
   if #args < 2 or #args > ARGS_MAX_AFTER_KEY then return nil, args_wrong_arity(command) end
-  local err = args_refuse_block(args, command)
-  if err then return nil, err end
-  local n = #args
+  local n, block, block_err = args_block(args)
+  if n == nil then return nil, block_err end
   local at = false
   if n >= 2 and string.upper(args[n - 1]) == 'AT' then
     local instant, at_err = args_integer(args[n], 'AT', 0)
@@ -126,7 +151,11 @@ local function args_fixed(args)
   if limit == nil then return nil, limit_err end
   local period, period_err = args_span(args[2], 'period', parsed.unit)
   if period == nil then return nil, period_err end
+  parsed.block = block
+  local never = args_never_waits(parsed)
+  if never then return nil, never end
   if at then return nil, 'ERR AT is accepted only from the replication stream or the AOF' end
+  if block then return nil, args_cannot_wait(command) end
   parsed.limit = limit
   parsed.period = period
   local inexact = args_exact_enough(parsed, { 'limit', 'quantity' })
@@ -135,14 +164,16 @@ local function args_fixed(args)
 end
 
 -- CL.THROTTLE's arguments after the key: `max_burst count period [quantity] [MS] [REFUND]
--- [DRYRUN]`, the period in nanoseconds as `period_ns`.
+-- [DRYRUN] [BLOCK timeout]`, the period in nanoseconds as `period_ns`. A BLOCK the module
+-- would take is `block`, refused by the caller once the module's own checks pass.
 local function args_throttle(args)
   local command = 'cl.throttle'
   if #args < 3 or #args > ARGS_MAX_AFTER_KEY then return nil, args_wrong_arity(command) end
-  local err = args_refuse_block(args, command)
-  if err then return nil, err end
+  local n, block, block_err = args_block(args)
+  if n == nil then return nil, block_err end
+  if n < 3 then return nil, args_wrong_arity(command) end
   local tail = {}
-  for i = 4, #args do tail[#tail + 1] = args[i] end
+  for i = 4, n do tail[#tail + 1] = args[i] end
   local parsed, tail_err = args_tail(tail, command, false)
   if parsed == nil then return nil, tail_err end
   local names = { 'max_burst', 'count', 'period' }
@@ -156,5 +187,8 @@ local function args_throttle(args)
   if exact_cmp(parsed.period_ns, ARGS_I64_MAX) > 0 then
     return nil, 'ERR period is too large: the limiter\'s time span would overflow'
   end
+  parsed.block = block
+  local never = args_never_waits(parsed)
+  if never then return nil, never end
   return parsed
 end

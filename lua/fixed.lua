@@ -7,22 +7,22 @@ local FIXED_ZERO = { neg = false }
 -- Where the module's count saturates.
 local FIXED_COUNT_MAX = ARGS_I64_MAX
 
--- The key's window: nil when there is none, or the error the module answers.
-local function fixed_read(key)
-  local kind = redis.call('TYPE', key)['ok']
-  if kind == 'none' then return nil end
-  if kind ~= 'string' then return nil, 'WRONGTYPE Operation against a key holding the wrong kind of value' end
-  local corrupt = 'ERR the value at this key is not a valid state for this command'
-  local count = exact_parse(redis.call('GET', key))
-  if count == nil or count.neg then return nil, corrupt end
-  local end_ms = redis.call('PEXPIRETIME', key)
-  if end_ms < 0 then return nil, corrupt end
+-- The key's window: nil when there is none, or the error the module answers: a count is
+-- never negative, and a window always ends.
+local function fixed_read(key, now_ms)
+  local count, err = state_integer(key)
+  if count == nil then return nil, err end
+  local end_ms = state_expire_at_ms(key, now_ms)
+  if count.neg or end_ms < 0 then return nil, STATE_CORRUPT end
   return { count = count, end_ms = end_ms }
 end
 
 -- The five integers, the waits rounded up to whole units as the module rounds them.
 local function fixed_reply(limited, limit, remaining, retry_ms, reset_ms, unit)
   local function rounded(ms)
+    -- The module counts the wait in 64-bit nanoseconds, saturating: an expiry someone set
+    -- centuries away answers i64::MAX ns.
+    if ms > 9223372036854 then return unit == 'ms' and 9223372036855 or 9223372037 end
     if unit == 'ms' then return ms end
     return math.floor((ms + 999) / 1000)
   end
@@ -94,9 +94,9 @@ local function cl_fixed(keys, args)
   p.quantity_n = exact_tonumber(p.quantity)
   p.period_ms = exact_tonumber(p.period) * (p.unit == 'ms' and 1 or 1000)
   local key = keys[1]
-  local stored, read_err = fixed_read(key)
-  if read_err then return redis.error_reply(read_err) end
   local now_ms = clock_now_ms()
+  local stored, read_err = fixed_read(key, now_ms)
+  if read_err then return redis.error_reply(read_err) end
   local reply, new
   if p.refund then
     reply, new = fixed_refund(p, stored, now_ms)

@@ -9,6 +9,11 @@ local function cl_version(keys, args)
   return CELL_VERSION
 end
 
+-- The script form's answer to a name it has no function for.
+local function cell_unknown(name)
+  return redis.error_reply('ERR the library has no function ' .. tostring(name))
+end
+
 local CELL_FUNCTIONS = {
   { name = 'cl_version', callback = cl_version, flags = { 'no-writes' } },
   { name = 'cl_throttle', callback = cl_throttle, flags = {} },

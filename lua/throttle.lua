@@ -90,20 +90,12 @@ local function cl_throttle(keys, args)
   if p == nil then return redis.error_reply(err) end
   local g, gcra_err = throttle_gcra(p)
   if g == nil then return redis.error_reply(gcra_err) end
+  if p.block then return redis.error_reply(args_cannot_wait('cl.throttle')) end
   local inexact = args_exact_enough(p, { 'max_burst', 'count', 'period', 'quantity' })
   if inexact then return redis.error_reply(inexact) end
   local key = keys[1]
-  local stored = nil
-  local kind = redis.call('TYPE', key)['ok']
-  if kind ~= 'none' then
-    if kind ~= 'string' then
-      return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value')
-    end
-    stored = exact_parse(redis.call('GET', key))
-    if stored == nil then
-      return redis.error_reply('ERR the value at this key is not a valid state for this command')
-    end
-  end
+  local stored, read_err = state_integer(key)
+  if read_err then return redis.error_reply(read_err) end
   local now = clock_now_ns()
   local unit_ns = ARGS_NANOS[p.unit]
   local reply, new

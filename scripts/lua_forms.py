@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = ["exact.lua", "args.lua", "clock.lua", "fixed.lua", "throttle.lua", "library.lua"]
+SOURCES = ["exact.lua", "args.lua", "clock.lua", "state.lua", "fixed.lua", "throttle.lua", "library.lua"]
 LIBRARY = ROOT / "lua" / "dist" / "redis_cell.lua"
 SCRIPT = ROOT / "lua" / "dist" / "redis_cell.script.lua"
 NOTE = "-- Generated from lua/*.lua by scripts/lua_forms.py: edit those, not this.\n"
@@ -42,7 +42,7 @@ def script() -> str:
             + "for _, f in ipairs(CELL_FUNCTIONS) do\n"
             + "  if f.name == wanted then return f.callback(KEYS, { unpack(ARGV, 2) }) end\n"
             + "end\n"
-            + "return redis.error_reply('ERR the library has no function ' .. tostring(wanted))\n")
+            + "return cell_unknown(wanted)\n")
 
 
 def main(argv: list[str]) -> None:

@@ -203,7 +203,7 @@ local ARGS_NANOS = { s = { neg = false, 0, 100 }, ms = { neg = false, 1000000 } 
 -- rounded.
 local ARGS_LIBRARY_MAX = { neg = false, 4740991, 719925, 90 }
 -- 9223372036854775807, past which the module's 64-bit arithmetic overflows.
-local ARGS_I64_MAX = { neg = false, 4775807, 3720368, 92233 }
+local ARGS_I64_MAX = { neg = false, 4775807, 7203685, 92233 }
 -- The module reads at most 12 arguments, the command's name and the key among them.
 local ARGS_MAX_AFTER_KEY = 10
 
@@ -282,23 +282,48 @@ local function args_exact_enough(parsed, names)
   return nil
 end
 
--- `BLOCK timeout` last: the module waits; the library cannot.
-local function args_refuse_block(args, command)
+-- The longest BLOCK the module takes, in ms: 2^62 ns (4611686018427).
+local ARGS_MAX_BLOCK_MS = { neg = false, 6018427, 461168 }
+
+-- A trailing `BLOCK timeout`, read as the module reads it before anything else (args::block):
+-- how many arguments come before it, and whether it was there; or the timeout's error.
+local function args_block(args)
   local n = #args
   if n >= 2 and string.upper(args[n - 1]) == 'BLOCK' then
-    return 'ERR ' .. command .. ' cannot wait in the library: BLOCK needs the redis-cell module'
+    local timeout, err = args_integer(args[n], 'timeout', 0)
+    if timeout == nil then return nil, nil, err end
+    if exact_cmp(timeout, ARGS_MAX_BLOCK_MS) > 0 then
+      return nil, nil, 'ERR timeout must be <= 4611686018427'
+    end
+    return n - 2, true
+  end
+  return n, false
+end
+
+-- What the module answers to BLOCK beside a flag that never waits (never_waits).
+local function args_never_waits(parsed)
+  if not parsed.block then return nil end
+  for _, flag in ipairs({ { 'refund', 'REFUND' }, { 'dry_run', 'DRYRUN' }, { 'count_denied', 'COUNTDENIED' } }) do
+    if parsed[flag[1]] then
+      return 'ERR ' .. flag[2] .. ' and BLOCK options at the same time are not compatible: a call with ' .. flag[2] .. ' never waits'
+    end
   end
   return nil
 end
 
+-- A BLOCK the module would take: it waits; the library cannot.
+local function args_cannot_wait(command)
+  return 'ERR ' .. command .. ' cannot wait in the library: BLOCK needs the redis-cell module'
+end
+
 -- CL.FIXED's arguments after the key: `limit period [quantity] [MS] [REFUND] [DRYRUN]
--- [COUNTDENIED]`; its replication form's `AT unix-ms` is the module's, and refused.
+-- [COUNTDENIED] [BLOCK timeout]`; its replication form's `AT unix-ms` is the module's, and
+-- refused.
 local function args_fixed(args)
   local command = 'cl.fixed'
   if #args < 2 or #args > ARGS_MAX_AFTER_KEY then return nil, args_wrong_arity(command) end
-  local err = args_refuse_block(args, command)
-  if err then return nil, err end
-  local n = #args
+  local n, block, block_err = args_block(args)
+  if n == nil then return nil, block_err end
   local at = false
   if n >= 2 and string.upper(args[n - 1]) == 'AT' then
     local instant, at_err = args_integer(args[n], 'AT', 0)
@@ -318,7 +343,11 @@ local function args_fixed(args)
   if limit == nil then return nil, limit_err end
   local period, period_err = args_span(args[2], 'period', parsed.unit)
   if period == nil then return nil, period_err end
+  parsed.block = block
+  local never = args_never_waits(parsed)
+  if never then return nil, never end
   if at then return nil, 'ERR AT is accepted only from the replication stream or the AOF' end
+  if block then return nil, args_cannot_wait(command) end
   parsed.limit = limit
   parsed.period = period
   local inexact = args_exact_enough(parsed, { 'limit', 'quantity' })
@@ -327,14 +356,16 @@ local function args_fixed(args)
 end
 
 -- CL.THROTTLE's arguments after the key: `max_burst count period [quantity] [MS] [REFUND]
--- [DRYRUN]`, the period in nanoseconds as `period_ns`.
+-- [DRYRUN] [BLOCK timeout]`, the period in nanoseconds as `period_ns`. A BLOCK the module
+-- would take is `block`, refused by the caller once the module's own checks pass.
 local function args_throttle(args)
   local command = 'cl.throttle'
   if #args < 3 or #args > ARGS_MAX_AFTER_KEY then return nil, args_wrong_arity(command) end
-  local err = args_refuse_block(args, command)
-  if err then return nil, err end
+  local n, block, block_err = args_block(args)
+  if n == nil then return nil, block_err end
+  if n < 3 then return nil, args_wrong_arity(command) end
   local tail = {}
-  for i = 4, #args do tail[#tail + 1] = args[i] end
+  for i = 4, n do tail[#tail + 1] = args[i] end
   local parsed, tail_err = args_tail(tail, command, false)
   if parsed == nil then return nil, tail_err end
   local names = { 'max_burst', 'count', 'period' }
@@ -348,6 +379,9 @@ local function args_throttle(args)
   if exact_cmp(parsed.period_ns, ARGS_I64_MAX) > 0 then
     return nil, 'ERR period is too large: the limiter\'s time span would overflow'
   end
+  parsed.block = block
+  local never = args_never_waits(parsed)
+  if never then return nil, never end
   return parsed
 end
 
@@ -372,6 +406,33 @@ local function clock_now_ns()
   return ns
 end
 
+-- A limiter's key read as the module reads it (src/store.rs): absent, an integer, or the
+-- error the module answers for another type or a string that is not one.
+
+local STATE_WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of value'
+local STATE_CORRUPT = 'ERR the value at this key is not a valid state for this command'
+
+-- The key's integer (exact), nil for no key, or nil and the error.
+local function state_integer(key)
+  local kind = redis.call('TYPE', key)['ok']
+  if kind == 'none' then return nil end
+  if kind ~= 'string' then return nil, STATE_WRONGTYPE end
+  -- No 64-bit integer takes more than 20 bytes: a longer value is not read whole.
+  if redis.call('STRLEN', key) > 20 then return nil, STATE_CORRUPT end
+  local value = exact_parse(redis.call('GET', key))
+  if value == nil then return nil, STATE_CORRUPT end
+  return value
+end
+
+-- The key's absolute expiry in ms, or -1 for none. Redis 6.2 has no PEXPIRETIME: there it is
+-- now plus PTTL, which can read a millisecond off where the two straddle one.
+local function state_expire_at_ms(key, now_ms)
+  if redis.REDIS_VERSION_NUM then return redis.call('PEXPIRETIME', key) end
+  local ttl = redis.call('PTTL', key)
+  if ttl < 0 then return ttl end
+  return now_ms + ttl
+end
+
 -- CL.FIXED in the library: the module's fixed window (src/fixed.rs) on the same key, a
 -- decimal count whose expiry is the window's end, read, decided and written as the module
 -- does, so that a key carries over either way. Counts are exact (a key may hold any 64-bit
@@ -381,22 +442,22 @@ local FIXED_ZERO = { neg = false }
 -- Where the module's count saturates.
 local FIXED_COUNT_MAX = ARGS_I64_MAX
 
--- The key's window: nil when there is none, or the error the module answers.
-local function fixed_read(key)
-  local kind = redis.call('TYPE', key)['ok']
-  if kind == 'none' then return nil end
-  if kind ~= 'string' then return nil, 'WRONGTYPE Operation against a key holding the wrong kind of value' end
-  local corrupt = 'ERR the value at this key is not a valid state for this command'
-  local count = exact_parse(redis.call('GET', key))
-  if count == nil or count.neg then return nil, corrupt end
-  local end_ms = redis.call('PEXPIRETIME', key)
-  if end_ms < 0 then return nil, corrupt end
+-- The key's window: nil when there is none, or the error the module answers: a count is
+-- never negative, and a window always ends.
+local function fixed_read(key, now_ms)
+  local count, err = state_integer(key)
+  if count == nil then return nil, err end
+  local end_ms = state_expire_at_ms(key, now_ms)
+  if count.neg or end_ms < 0 then return nil, STATE_CORRUPT end
   return { count = count, end_ms = end_ms }
 end
 
 -- The five integers, the waits rounded up to whole units as the module rounds them.
 local function fixed_reply(limited, limit, remaining, retry_ms, reset_ms, unit)
   local function rounded(ms)
+    -- The module counts the wait in 64-bit nanoseconds, saturating: an expiry someone set
+    -- centuries away answers i64::MAX ns.
+    if ms > 9223372036854 then return unit == 'ms' and 9223372036855 or 9223372037 end
     if unit == 'ms' then return ms end
     return math.floor((ms + 999) / 1000)
   end
@@ -468,9 +529,9 @@ local function cl_fixed(keys, args)
   p.quantity_n = exact_tonumber(p.quantity)
   p.period_ms = exact_tonumber(p.period) * (p.unit == 'ms' and 1 or 1000)
   local key = keys[1]
-  local stored, read_err = fixed_read(key)
-  if read_err then return redis.error_reply(read_err) end
   local now_ms = clock_now_ms()
+  local stored, read_err = fixed_read(key, now_ms)
+  if read_err then return redis.error_reply(read_err) end
   local reply, new
   if p.refund then
     reply, new = fixed_refund(p, stored, now_ms)
@@ -581,20 +642,12 @@ local function cl_throttle(keys, args)
   if p == nil then return redis.error_reply(err) end
   local g, gcra_err = throttle_gcra(p)
   if g == nil then return redis.error_reply(gcra_err) end
+  if p.block then return redis.error_reply(args_cannot_wait('cl.throttle')) end
   local inexact = args_exact_enough(p, { 'max_burst', 'count', 'period', 'quantity' })
   if inexact then return redis.error_reply(inexact) end
   local key = keys[1]
-  local stored = nil
-  local kind = redis.call('TYPE', key)['ok']
-  if kind ~= 'none' then
-    if kind ~= 'string' then
-      return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value')
-    end
-    stored = exact_parse(redis.call('GET', key))
-    if stored == nil then
-      return redis.error_reply('ERR the value at this key is not a valid state for this command')
-    end
-  end
+  local stored, read_err = state_integer(key)
+  if read_err then return redis.error_reply(read_err) end
   local now = clock_now_ns()
   local unit_ns = ARGS_NANOS[p.unit]
   local reply, new
@@ -621,6 +674,11 @@ local CELL_VERSION = '0.1.0'
 -- The library's version, which a client compares with its own before it calls (FCALL_RO).
 local function cl_version(keys, args)
   return CELL_VERSION
+end
+
+-- The script form's answer to a name it has no function for.
+local function cell_unknown(name)
+  return redis.error_reply('ERR the library has no function ' .. tostring(name))
 end
 
 local CELL_FUNCTIONS = {
