@@ -15,6 +15,11 @@ local ARGS_I64_MAX = { neg = false, 4775807, 7203685, 92233 }
 -- The module reads at most 12 arguments, the command's name and the key among them.
 local ARGS_MAX_AFTER_KEY = 10
 
+-- The module's TooLarge: the named argument makes the limiter's time arithmetic overflow.
+local function args_too_large(name)
+  return 'ERR ' .. name .. ' is too large: the limiter\'s time span would overflow'
+end
+
 local function args_wrong_arity(command)
   return "ERR wrong number of arguments for '" .. command .. "' command"
 end
@@ -34,7 +39,7 @@ local function args_span(text, name, unit)
   local span, err = args_integer(text, name, 1)
   if span == nil then return nil, err end
   if exact_cmp(exact_mul(span, ARGS_NANOS[unit]), ARGS_MAX_SPAN_NS) > 0 then
-    return nil, 'ERR ' .. name .. ' is too large: the limiter\'s time span would overflow'
+    return nil, args_too_large(name)
   end
   return span
 end
@@ -137,7 +142,7 @@ local function args_fixed(args)
     local instant, at_err = args_integer(args[n], 'AT', 0)
     if instant == nil then return nil, at_err end
     if exact_cmp(exact_mul(instant, ARGS_NANOS.ms), ARGS_MAX_SPAN_NS) > 0 then
-      return nil, 'ERR AT is too large: the limiter\'s time span would overflow'
+      return nil, args_too_large('AT')
     end
     at = true
     n = n - 2
@@ -185,7 +190,7 @@ local function args_throttle(args)
   end
   parsed.period_ns = exact_mul(parsed.period, ARGS_NANOS[parsed.unit])
   if exact_cmp(parsed.period_ns, ARGS_I64_MAX) > 0 then
-    return nil, 'ERR period is too large: the limiter\'s time span would overflow'
+    return nil, args_too_large('period')
   end
   parsed.block = block
   local never = args_never_waits(parsed)

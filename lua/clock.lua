@@ -14,7 +14,6 @@ local function clock_now_ns()
   if not (redis.REDIS_VERSION_NUM and redis.REDIS_VERSION_NUM >= 0x070200) then
     micros = string.format('%d', math.floor(tonumber(micros) / 1000) * 1000)
   end
-  local ns = exact_add(exact_mul(exact_parse(time[1]), { neg = false, 0, 100 }),
+  return exact_add(exact_mul(exact_parse(time[1]), ARGS_NANOS.s),
     exact_mul(exact_parse(micros), { neg = false, 1000 }))
-  return ns
 end

@@ -186,3 +186,15 @@ local function exact_divmod(a, b)
   if #r > 0 then r.neg = a.neg end
   return q, r
 end
+
+local function exact_max(a, b)
+  if exact_cmp(a, b) >= 0 then return a end
+  return b
+end
+
+-- a / b rounded up, for a >= 0 and b > 0.
+local function exact_ceil_div(a, b)
+  local q, r = exact_divmod(a, b)
+  if #r > 0 then q = exact_add(q, { neg = false, 1 }) end
+  return q
+end

@@ -31,9 +31,9 @@ local function fixed_reply(limited, limit, remaining, retry_ms, reset_ms, unit)
 end
 
 -- The limit left over a count (0 past the limit), as a number.
-local function fixed_left(limit, count)
-  if exact_cmp(count, exact_of_number(limit)) >= 0 then return 0 end
-  return limit - exact_tonumber(count)
+local function fixed_left(p, count)
+  if exact_cmp(count, p.limit_exact) >= 0 then return 0 end
+  return p.limit - exact_tonumber(count)
 end
 
 -- Decides a call at now_ms against the stored window: the reply, and the window to write
@@ -45,7 +45,7 @@ local function fixed_decide(p, stored, now_ms)
   local function wait(window) return window and window.end_ms - now_ms or 0 end
   local end_ms = open and open.end_ms or now_ms + p.period_ms
   local wanted = exact_add(count, p.quantity)
-  if exact_cmp(wanted, exact_of_number(p.limit)) <= 0 then
+  if exact_cmp(wanted, p.limit_exact) <= 0 then
     local new
     if p.quantity_n > 0 then new = { count = wanted, end_ms = end_ms } end
     local after = new or open
@@ -59,7 +59,7 @@ local function fixed_decide(p, stored, now_ms)
   local after = new or open
   local retry = nil
   if open and p.quantity_n <= p.limit then retry = wait(open) end
-  local reply = fixed_reply(true, p.limit, fixed_left(p.limit, after and after.count or FIXED_ZERO),
+  local reply = fixed_reply(true, p.limit, fixed_left(p, after and after.count or FIXED_ZERO),
     retry, wait(after), p.unit)
   if new and open and exact_cmp(new.count, open.count) == 0 and new.end_ms == open.end_ms then
     new = nil
@@ -77,7 +77,7 @@ local function fixed_refund(p, stored, now_ms)
   end
   local left = stored
   if new then left = #new.count > 0 and new or nil end
-  local peek = { limit = p.limit, period_ms = p.period_ms, quantity = FIXED_ZERO, quantity_n = 0,
+  local peek = { limit = p.limit, limit_exact = p.limit_exact, period_ms = p.period_ms, quantity = FIXED_ZERO, quantity_n = 0,
     count_denied = p.count_denied, unit = p.unit }
   local reply = fixed_decide(peek, left, now_ms)
   reply[1] = 0
@@ -90,6 +90,8 @@ local function cl_fixed(keys, args)
   if #keys ~= 1 then return redis.error_reply(args_wrong_arity('cl.fixed')) end
   local p, err = args_fixed(args)
   if p == nil then return redis.error_reply(err) end
+  -- The limit both ways: exact to compare with counts, a number to answer.
+  p.limit_exact = p.limit
   p.limit = exact_tonumber(p.limit)
   p.quantity_n = exact_tonumber(p.quantity)
   p.period_ms = exact_tonumber(p.period) * (p.unit == 'ms' and 1 or 1000)

@@ -3,16 +3,6 @@
 -- computed in exact integers, since a TAT has 19 digits.
 
 local THROTTLE_ONE = { neg = false, 1 }
-local THROTTLE_MILLI = { neg = false, 1000000 }
-
-local function exact_max(a, b)
-  if exact_cmp(a, b) >= 0 then return a end
-  return b
-end
-
-local function throttle_too_large(name)
-  return 'ERR ' .. name .. ' is too large: the limiter\'s time span would overflow'
-end
 
 -- The GCRA's constants (Gcra::new), or the module's error: the emission interval T, the
 -- tolerance τ = T·limit, the limit (max_burst + 1), and the call's increment T·quantity.
@@ -22,12 +12,12 @@ local function throttle_gcra(p)
     return nil, 'ERR count is too large for period: the emission interval would be under 1 ns'
   end
   local limit = exact_add(p.max_burst, THROTTLE_ONE)
-  if exact_cmp(limit, ARGS_I64_MAX) > 0 then return nil, throttle_too_large('max_burst') end
+  if exact_cmp(limit, ARGS_I64_MAX) > 0 then return nil, args_too_large('max_burst') end
   local tolerance = exact_mul(interval, limit)
-  if exact_cmp(tolerance, ARGS_MAX_SPAN_NS) > 0 then return nil, throttle_too_large('max_burst') end
+  if exact_cmp(tolerance, ARGS_MAX_SPAN_NS) > 0 then return nil, args_too_large('max_burst') end
   local increment = exact_mul(interval, p.quantity)
   if exact_cmp(increment, exact_sub(ARGS_MAX_SPAN_NS, tolerance)) > 0 then
-    return nil, throttle_too_large('quantity')
+    return nil, args_too_large('quantity')
   end
   return { interval = interval, tolerance = tolerance, limit = limit, increment = increment }
 end
@@ -35,9 +25,7 @@ end
 -- A wait in nanoseconds in whole units, rounded up.
 local function throttle_units(ns, unit_ns)
   if ns.neg then return 0 end
-  local q, r = exact_divmod(ns, unit_ns)
-  if #r > 0 then q = exact_add(q, THROTTLE_ONE) end
-  return exact_tonumber(q)
+  return exact_tonumber(exact_ceil_div(ns, unit_ns))
 end
 
 -- Decides a call at `now` (ns) against the stored TAT: the reply, and the TAT to write.
@@ -106,9 +94,7 @@ local function cl_throttle(keys, args)
   end
   if new and not p.dry_run then
     -- Expires at the TAT, rounded up to the millisecond.
-    local ms, rest = exact_divmod(new, THROTTLE_MILLI)
-    if #rest > 0 then ms = exact_add(ms, THROTTLE_ONE) end
-    redis.call('SET', key, exact_tostring(new), 'PXAT', exact_tostring(ms))
+    redis.call('SET', key, exact_tostring(new), 'PXAT', exact_tostring(exact_ceil_div(new, ARGS_NANOS.ms)))
   end
   return reply
 end

@@ -190,6 +190,18 @@ local function exact_divmod(a, b)
   return q, r
 end
 
+local function exact_max(a, b)
+  if exact_cmp(a, b) >= 0 then return a end
+  return b
+end
+
+-- a / b rounded up, for a >= 0 and b > 0.
+local function exact_ceil_div(a, b)
+  local q, r = exact_divmod(a, b)
+  if #r > 0 then q = exact_add(q, { neg = false, 1 }) end
+  return q
+end
+
 -- The module's argument grammar (src/args.rs) and its error texts (src/error.rs), in the
 -- order the module checks them, so that the library refuses what the module refuses with
 -- the same words. A parser answers its arguments, or nil and the error's text.
@@ -206,6 +218,11 @@ local ARGS_LIBRARY_MAX = { neg = false, 4740991, 719925, 90 }
 local ARGS_I64_MAX = { neg = false, 4775807, 7203685, 92233 }
 -- The module reads at most 12 arguments, the command's name and the key among them.
 local ARGS_MAX_AFTER_KEY = 10
+
+-- The module's TooLarge: the named argument makes the limiter's time arithmetic overflow.
+local function args_too_large(name)
+  return 'ERR ' .. name .. ' is too large: the limiter\'s time span would overflow'
+end
 
 local function args_wrong_arity(command)
   return "ERR wrong number of arguments for '" .. command .. "' command"
@@ -226,7 +243,7 @@ local function args_span(text, name, unit)
   local span, err = args_integer(text, name, 1)
   if span == nil then return nil, err end
   if exact_cmp(exact_mul(span, ARGS_NANOS[unit]), ARGS_MAX_SPAN_NS) > 0 then
-    return nil, 'ERR ' .. name .. ' is too large: the limiter\'s time span would overflow'
+    return nil, args_too_large(name)
   end
   return span
 end
@@ -329,7 +346,7 @@ local function args_fixed(args)
     local instant, at_err = args_integer(args[n], 'AT', 0)
     if instant == nil then return nil, at_err end
     if exact_cmp(exact_mul(instant, ARGS_NANOS.ms), ARGS_MAX_SPAN_NS) > 0 then
-      return nil, 'ERR AT is too large: the limiter\'s time span would overflow'
+      return nil, args_too_large('AT')
     end
     at = true
     n = n - 2
@@ -377,7 +394,7 @@ local function args_throttle(args)
   end
   parsed.period_ns = exact_mul(parsed.period, ARGS_NANOS[parsed.unit])
   if exact_cmp(parsed.period_ns, ARGS_I64_MAX) > 0 then
-    return nil, 'ERR period is too large: the limiter\'s time span would overflow'
+    return nil, args_too_large('period')
   end
   parsed.block = block
   local never = args_never_waits(parsed)
@@ -401,9 +418,8 @@ local function clock_now_ns()
   if not (redis.REDIS_VERSION_NUM and redis.REDIS_VERSION_NUM >= 0x070200) then
     micros = string.format('%d', math.floor(tonumber(micros) / 1000) * 1000)
   end
-  local ns = exact_add(exact_mul(exact_parse(time[1]), { neg = false, 0, 100 }),
+  return exact_add(exact_mul(exact_parse(time[1]), ARGS_NANOS.s),
     exact_mul(exact_parse(micros), { neg = false, 1000 }))
-  return ns
 end
 
 -- A limiter's key read as the module reads it (src/store.rs): absent, an integer, or the
@@ -466,9 +482,9 @@ local function fixed_reply(limited, limit, remaining, retry_ms, reset_ms, unit)
 end
 
 -- The limit left over a count (0 past the limit), as a number.
-local function fixed_left(limit, count)
-  if exact_cmp(count, exact_of_number(limit)) >= 0 then return 0 end
-  return limit - exact_tonumber(count)
+local function fixed_left(p, count)
+  if exact_cmp(count, p.limit_exact) >= 0 then return 0 end
+  return p.limit - exact_tonumber(count)
 end
 
 -- Decides a call at now_ms against the stored window: the reply, and the window to write
@@ -480,7 +496,7 @@ local function fixed_decide(p, stored, now_ms)
   local function wait(window) return window and window.end_ms - now_ms or 0 end
   local end_ms = open and open.end_ms or now_ms + p.period_ms
   local wanted = exact_add(count, p.quantity)
-  if exact_cmp(wanted, exact_of_number(p.limit)) <= 0 then
+  if exact_cmp(wanted, p.limit_exact) <= 0 then
     local new
     if p.quantity_n > 0 then new = { count = wanted, end_ms = end_ms } end
     local after = new or open
@@ -494,7 +510,7 @@ local function fixed_decide(p, stored, now_ms)
   local after = new or open
   local retry = nil
   if open and p.quantity_n <= p.limit then retry = wait(open) end
-  local reply = fixed_reply(true, p.limit, fixed_left(p.limit, after and after.count or FIXED_ZERO),
+  local reply = fixed_reply(true, p.limit, fixed_left(p, after and after.count or FIXED_ZERO),
     retry, wait(after), p.unit)
   if new and open and exact_cmp(new.count, open.count) == 0 and new.end_ms == open.end_ms then
     new = nil
@@ -512,7 +528,7 @@ local function fixed_refund(p, stored, now_ms)
   end
   local left = stored
   if new then left = #new.count > 0 and new or nil end
-  local peek = { limit = p.limit, period_ms = p.period_ms, quantity = FIXED_ZERO, quantity_n = 0,
+  local peek = { limit = p.limit, limit_exact = p.limit_exact, period_ms = p.period_ms, quantity = FIXED_ZERO, quantity_n = 0,
     count_denied = p.count_denied, unit = p.unit }
   local reply = fixed_decide(peek, left, now_ms)
   reply[1] = 0
@@ -525,6 +541,8 @@ local function cl_fixed(keys, args)
   if #keys ~= 1 then return redis.error_reply(args_wrong_arity('cl.fixed')) end
   local p, err = args_fixed(args)
   if p == nil then return redis.error_reply(err) end
+  -- The limit both ways: exact to compare with counts, a number to answer.
+  p.limit_exact = p.limit
   p.limit = exact_tonumber(p.limit)
   p.quantity_n = exact_tonumber(p.quantity)
   p.period_ms = exact_tonumber(p.period) * (p.unit == 'ms' and 1 or 1000)
@@ -555,16 +573,6 @@ end
 -- computed in exact integers, since a TAT has 19 digits.
 
 local THROTTLE_ONE = { neg = false, 1 }
-local THROTTLE_MILLI = { neg = false, 1000000 }
-
-local function exact_max(a, b)
-  if exact_cmp(a, b) >= 0 then return a end
-  return b
-end
-
-local function throttle_too_large(name)
-  return 'ERR ' .. name .. ' is too large: the limiter\'s time span would overflow'
-end
 
 -- The GCRA's constants (Gcra::new), or the module's error: the emission interval T, the
 -- tolerance τ = T·limit, the limit (max_burst + 1), and the call's increment T·quantity.
@@ -574,12 +582,12 @@ local function throttle_gcra(p)
     return nil, 'ERR count is too large for period: the emission interval would be under 1 ns'
   end
   local limit = exact_add(p.max_burst, THROTTLE_ONE)
-  if exact_cmp(limit, ARGS_I64_MAX) > 0 then return nil, throttle_too_large('max_burst') end
+  if exact_cmp(limit, ARGS_I64_MAX) > 0 then return nil, args_too_large('max_burst') end
   local tolerance = exact_mul(interval, limit)
-  if exact_cmp(tolerance, ARGS_MAX_SPAN_NS) > 0 then return nil, throttle_too_large('max_burst') end
+  if exact_cmp(tolerance, ARGS_MAX_SPAN_NS) > 0 then return nil, args_too_large('max_burst') end
   local increment = exact_mul(interval, p.quantity)
   if exact_cmp(increment, exact_sub(ARGS_MAX_SPAN_NS, tolerance)) > 0 then
-    return nil, throttle_too_large('quantity')
+    return nil, args_too_large('quantity')
   end
   return { interval = interval, tolerance = tolerance, limit = limit, increment = increment }
 end
@@ -587,9 +595,7 @@ end
 -- A wait in nanoseconds in whole units, rounded up.
 local function throttle_units(ns, unit_ns)
   if ns.neg then return 0 end
-  local q, r = exact_divmod(ns, unit_ns)
-  if #r > 0 then q = exact_add(q, THROTTLE_ONE) end
-  return exact_tonumber(q)
+  return exact_tonumber(exact_ceil_div(ns, unit_ns))
 end
 
 -- Decides a call at `now` (ns) against the stored TAT: the reply, and the TAT to write.
@@ -658,9 +664,7 @@ local function cl_throttle(keys, args)
   end
   if new and not p.dry_run then
     -- Expires at the TAT, rounded up to the millisecond.
-    local ms, rest = exact_divmod(new, THROTTLE_MILLI)
-    if #rest > 0 then ms = exact_add(ms, THROTTLE_ONE) end
-    redis.call('SET', key, exact_tostring(new), 'PXAT', exact_tostring(ms))
+    redis.call('SET', key, exact_tostring(new), 'PXAT', exact_tostring(exact_ceil_div(new, ARGS_NANOS.ms)))
   end
   return reply
 end

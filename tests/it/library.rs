@@ -15,6 +15,23 @@ both_servers!(
     exact_integers_are_read_as_the_module_reads_them,
 );
 
+/// Two connections to `server`: one on DB 0 for the module's commands, one on DB 1 for the
+/// library's functions, the library loaded.
+fn module_and_library(server: &Server) -> (redis::Connection, redis::Connection) {
+    let module = server.connection();
+    let mut library = server.connection();
+    let _: () = redis::cmd("SELECT")
+        .arg(1)
+        .query(&mut library)
+        .expect("SELECT 1");
+    let _: String = redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg(read("lua/dist/redis_cell.lua"))
+        .query(&mut library)
+        .expect("FUNCTION LOAD");
+    (module, library)
+}
+
 fn read(path: &str) -> String {
     std::fs::read_to_string(format!("{}/{path}", env!("CARGO_MANIFEST_DIR"))).expect(path)
 }
@@ -70,17 +87,7 @@ fn differential(
 ) -> (u32, u32) {
     let mut now_us: i64 = 1_795_910_400_000_000;
     let server = Server::with_exact_fake_clock(now_us / 1000);
-    let mut module = server.connection();
-    let mut library = server.connection();
-    let _: () = redis::cmd("SELECT")
-        .arg(1)
-        .query(&mut library)
-        .expect("SELECT 1");
-    let _: String = redis::cmd("FUNCTION")
-        .arg("LOAD")
-        .arg(read("lua/dist/redis_cell.lua"))
-        .query(&mut library)
-        .expect("FUNCTION LOAD");
+    let (mut module, mut library) = module_and_library(&server);
     let mut rng = Rng::new(seed);
     let (mut admitted, mut denied) = (0, 0);
     for _ in 0..4000 {
@@ -215,17 +222,7 @@ fn cl_throttle_answers_and_writes_as_the_module_under_a_controlled_clock() {
 /// (Redis 7.2+, Valkey) and a millisecond on Redis 7.0, and count alike.
 fn the_library_reads_the_clock_at_the_modules_precision(flavor: Flavor) {
     let server = Server::start(flavor);
-    let mut module = server.connection();
-    let mut library = server.connection();
-    let _: () = redis::cmd("SELECT")
-        .arg(1)
-        .query(&mut library)
-        .expect("SELECT 1");
-    let _: String = redis::cmd("FUNCTION")
-        .arg("LOAD")
-        .arg(read("lua/dist/redis_cell.lua"))
-        .query(&mut library)
-        .expect("FUNCTION LOAD");
+    let (mut module, mut library) = module_and_library(&server);
     let step_ns: i64 = if ServerKind::of(&mut module).module_clock_in_microseconds() {
         1_000
     } else {
@@ -530,17 +527,7 @@ fn grammar_word(rng: &mut Rng) -> String {
 /// refusals come only where the module would take a BLOCK or a number past 2^53 − 1.
 fn grammar_differential(flavor: Flavor, command: &str, function: &str, head: usize) {
     let server = Server::start(flavor);
-    let mut module = server.connection();
-    let mut library = server.connection();
-    let _: () = redis::cmd("SELECT")
-        .arg(1)
-        .query(&mut library)
-        .expect("SELECT 1");
-    let _: String = redis::cmd("FUNCTION")
-        .arg("LOAD")
-        .arg(read("lua/dist/redis_cell.lua"))
-        .query(&mut library)
-        .expect("FUNCTION LOAD");
+    let (mut module, mut library) = module_and_library(&server);
     let mut rng = Rng::new(0xf1ed ^ head as u64 ^ flavor as u64);
     let too_large = |word: &String| parse_i64(word.as_bytes()).is_some_and(|v| v > (1 << 53) - 1);
     let mut agreed = 0;
