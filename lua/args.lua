@@ -129,11 +129,59 @@ local function args_cannot_wait(command)
   return 'ERR ' .. command .. ' cannot wait in the library: BLOCK needs the redis-cell module'
 end
 
--- CL.FIXED's arguments after the key: `limit period [quantity] [MS] [REFUND] [DRYRUN]
--- [COUNTDENIED] [BLOCK timeout]`; its replication form's `AT unix-ms` is the module's, and
--- refused.
-local function args_fixed(args)
-  local command = 'cl.fixed'
+local function args_is_buckets(word)
+  return string.upper(word) == 'BUCKETS'
+end
+
+-- CL.WINDOW's tail: the single-key commands' tail, with `BUCKETS n` among its flags; n's
+-- text comes back too, read once the period is known (args::sliding_tail).
+local function args_sliding_tail(tail, command)
+  local n = #tail
+  if n == 0 or (n == 1 and string.find(tail[1], '^%d')) then return args_tail(tail, command, false) end
+  local at = nil
+  for i = 1, n do
+    if args_is_buckets(tail[i]) then
+      at = i
+      break
+    end
+  end
+  -- Most calls that name the cells name them last, once: what comes before is a plain tail.
+  if at ~= nil and at == n - 1 and n - 2 <= 4 then
+    local parsed, err = args_tail({ unpack(tail, 1, n - 2) }, command, false)
+    if parsed == nil then return nil, err end
+    return parsed, tail[n]
+  end
+  if at == nil then return args_tail(tail, command, false) end
+  -- A quantity, the three flags, and BUCKETS with its value.
+  if n > 6 then return nil, args_wrong_arity(command) end
+  if at + 1 > n then return nil, 'ERR syntax error' end
+  local rest = {}
+  for i = 1, n do
+    if i ~= at and i ~= at + 1 then rest[#rest + 1] = tail[i] end
+  end
+  -- The quantity comes first: BUCKETS n before it is out of place.
+  if at == 1 and rest[1] and args_flag(rest[1]) == nil then return nil, 'ERR syntax error' end
+  local parsed, err = args_tail(rest, command, false)
+  if parsed == nil then return nil, err end
+  return parsed, tail[at + 1]
+end
+
+-- `BUCKETS n`'s count of cells, which must cut the period into whole milliseconds.
+local function args_bucket_count(text, period_ms)
+  local n, err = args_integer(text, 'BUCKETS', 2)
+  if n == nil then return nil, err end
+  if exact_cmp(n, { neg = false, 1024 }) > 0 then return nil, 'ERR BUCKETS must be <= 1024' end
+  n = exact_tonumber(n)
+  if period_ms % n ~= 0 then return nil, 'ERR period must be a multiple of BUCKETS, in milliseconds' end
+  return n
+end
+
+-- A window command's arguments after the key: `limit period [quantity] [MS] [REFUND]
+-- [DRYRUN] [BLOCK timeout]`, with `[COUNTDENIED]` for CL.FIXED and `[BUCKETS n]` for
+-- CL.WINDOW (`sliding`). The limit, quantity and period (`period_ms`) come back as numbers,
+-- the limit exact too (`limit_exact`). The replication form's `AT unix-ms` is the module's,
+-- and refused.
+local function args_window(args, command, sliding)
   if #args < 2 or #args > ARGS_MAX_AFTER_KEY then return nil, args_wrong_arity(command) end
   local n, block, block_err = args_block(args)
   if n == nil then return nil, block_err end
@@ -150,21 +198,36 @@ local function args_fixed(args)
   if n < 2 then return nil, args_wrong_arity(command) end
   local tail = {}
   for i = 3, n do tail[#tail + 1] = args[i] end
-  local parsed, tail_err = args_tail(tail, command, true)
+  local parsed, tail_err, buckets
+  if sliding then
+    parsed, tail_err = args_sliding_tail(tail, command)
+    buckets = tail_err
+  else
+    parsed, tail_err = args_tail(tail, command, true)
+  end
   if parsed == nil then return nil, tail_err end
   local limit, limit_err = args_integer(args[1], 'limit', 1)
   if limit == nil then return nil, limit_err end
   local period, period_err = args_span(args[2], 'period', parsed.unit)
   if period == nil then return nil, period_err end
+  parsed.period_ms = exact_tonumber(period) * (parsed.unit == 'ms' and 1 or 1000)
+  if buckets then
+    local cells, cells_err = args_bucket_count(buckets, parsed.period_ms)
+    if cells == nil then return nil, cells_err end
+    parsed.buckets = cells
+  end
   parsed.block = block
   local never = args_never_waits(parsed)
   if never then return nil, never end
   if at then return nil, 'ERR AT is accepted only from the replication stream or the AOF' end
   if block then return nil, args_cannot_wait(command) end
   parsed.limit = limit
-  parsed.period = period
   local inexact = args_exact_enough(parsed, { 'limit', 'quantity' })
   if inexact then return nil, inexact end
+  parsed.limit_exact = limit
+  parsed.limit = exact_tonumber(limit)
+  parsed.quantity_exact = parsed.quantity
+  parsed.quantity = exact_tonumber(parsed.quantity)
   return parsed
 end
 

@@ -17,19 +17,6 @@ local function fixed_read(key, now_ms)
   return { count = count, end_ms = end_ms }
 end
 
--- The five integers, the waits rounded up to whole units as the module rounds them.
-local function fixed_reply(limited, limit, remaining, retry_ms, reset_ms, unit)
-  local function rounded(ms)
-    -- The module counts the wait in 64-bit nanoseconds, saturating: an expiry someone set
-    -- centuries away answers i64::MAX ns.
-    if ms > 9223372036854 then return unit == 'ms' and 9223372036855 or 9223372037 end
-    if unit == 'ms' then return ms end
-    return math.floor((ms + 999) / 1000)
-  end
-  if remaining < 0 then remaining = 0 end
-  return { limited and 1 or 0, limit, remaining, retry_ms and rounded(retry_ms) or -1, rounded(reset_ms) }
-end
-
 -- The limit left over a count (0 past the limit), as a number.
 local function fixed_left(p, count)
   if exact_cmp(count, p.limit_exact) >= 0 then return 0 end
@@ -44,22 +31,22 @@ local function fixed_decide(p, stored, now_ms)
   local count = open and open.count or FIXED_ZERO
   local function wait(window) return window and window.end_ms - now_ms or 0 end
   local end_ms = open and open.end_ms or now_ms + p.period_ms
-  local wanted = exact_add(count, p.quantity)
+  local wanted = exact_add(count, p.quantity_exact)
   if exact_cmp(wanted, p.limit_exact) <= 0 then
     local new
-    if p.quantity_n > 0 then new = { count = wanted, end_ms = end_ms } end
+    if p.quantity > 0 then new = { count = wanted, end_ms = end_ms } end
     local after = new or open
-    return fixed_reply(false, p.limit, p.limit - exact_tonumber(wanted), nil, wait(after), p.unit), new
+    return reply_ms(false, p.limit, p.limit - exact_tonumber(wanted), nil, wait(after), p.unit), new
   end
   local new
-  if p.count_denied and p.quantity_n > 0 then
+  if p.count_denied and p.quantity > 0 then
     if exact_cmp(wanted, FIXED_COUNT_MAX) > 0 then wanted = FIXED_COUNT_MAX end
     new = { count = wanted, end_ms = end_ms }
   end
   local after = new or open
   local retry = nil
-  if open and p.quantity_n <= p.limit then retry = wait(open) end
-  local reply = fixed_reply(true, p.limit, fixed_left(p, after and after.count or FIXED_ZERO),
+  if open and p.quantity <= p.limit then retry = wait(open) end
+  local reply = reply_ms(true, p.limit, fixed_left(p, after and after.count or FIXED_ZERO),
     retry, wait(after), p.unit)
   if new and open and exact_cmp(new.count, open.count) == 0 and new.end_ms == open.end_ms then
     new = nil
@@ -70,14 +57,14 @@ end
 -- REFUND: the open window's count drops by the quantity, never below 0; 0 clears the key.
 local function fixed_refund(p, stored, now_ms)
   local new
-  if stored and now_ms < stored.end_ms and #stored.count > 0 and p.quantity_n > 0 then
-    local count = exact_sub(stored.count, p.quantity)
+  if stored and now_ms < stored.end_ms and #stored.count > 0 and p.quantity > 0 then
+    local count = exact_sub(stored.count, p.quantity_exact)
     if count.neg then count = FIXED_ZERO end
     new = { count = count, end_ms = stored.end_ms }
   end
   local left = stored
   if new then left = #new.count > 0 and new or nil end
-  local peek = { limit = p.limit, limit_exact = p.limit_exact, period_ms = p.period_ms, quantity = FIXED_ZERO, quantity_n = 0,
+  local peek = { limit = p.limit, limit_exact = p.limit_exact, period_ms = p.period_ms, quantity_exact = FIXED_ZERO, quantity = 0,
     count_denied = p.count_denied, unit = p.unit }
   local reply = fixed_decide(peek, left, now_ms)
   reply[1] = 0
@@ -88,13 +75,8 @@ end
 -- FCALL cl_fixed 1 key limit period [quantity] [MS] [REFUND] [DRYRUN] [COUNTDENIED]
 local function cl_fixed(keys, args)
   if #keys ~= 1 then return redis.error_reply(args_wrong_arity('cl.fixed')) end
-  local p, err = args_fixed(args)
+  local p, err = args_window(args, 'cl.fixed', false)
   if p == nil then return redis.error_reply(err) end
-  -- The limit both ways: exact to compare with counts, a number to answer.
-  p.limit_exact = p.limit
-  p.limit = exact_tonumber(p.limit)
-  p.quantity_n = exact_tonumber(p.quantity)
-  p.period_ms = exact_tonumber(p.period) * (p.unit == 'ms' and 1 or 1000)
   local key = keys[1]
   local now_ms = clock_now_ms()
   local stored, read_err = fixed_read(key, now_ms)

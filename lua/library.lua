@@ -18,4 +18,5 @@ local CELL_FUNCTIONS = {
   { name = 'cl_version', callback = cl_version, flags = { 'no-writes' } },
   { name = 'cl_throttle', callback = cl_throttle, flags = {} },
   { name = 'cl_fixed', callback = cl_fixed, flags = {} },
+  { name = 'cl_window', callback = cl_window, flags = {} },
 }

@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = ["exact.lua", "args.lua", "clock.lua", "state.lua", "fixed.lua", "throttle.lua", "library.lua"]
+SOURCES = ["exact.lua", "bytes.lua", "args.lua", "clock.lua", "state.lua", "reply.lua", "fixed.lua",
+           "throttle.lua", "buckets.lua", "window.lua", "library.lua"]
 LIBRARY = ROOT / "lua" / "dist" / "redis_cell.lua"
 SCRIPT = ROOT / "lua" / "dist" / "redis_cell.script.lua"
 NOTE = "-- Generated from lua/*.lua by scripts/lua_forms.py: edit those, not this.\n"

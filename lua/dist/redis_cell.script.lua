@@ -205,6 +205,169 @@ local function exact_ceil_div(a, b)
   return q
 end
 
+-- The module's binary values read and written in Lua (src/bytes.rs): little-endian fields,
+-- LEB128 varints, and the 64-bit counters they hold. Offsets are 0-based, as the module's
+-- formats give them. A u64 is a pair of 32-bit halves (hi, lo), exact where one double
+-- would not be; an i64 is a number, and one past 2^53 is refused by its reader (nil), since
+-- it could not be computed with.
+
+local BYTES_2_32 = 4294967296
+local BYTES_2_31 = 2147483648
+-- The largest magnitude a double holds exactly with everything beside it: 2^53.
+local BYTES_EXACT = 9007199254740992
+
+local function bytes_u32(v, at)
+  local a, b, c, d = string.byte(v, at + 1, at + 4)
+  return a + b * 256 + c * 65536 + d * 16777216
+end
+
+-- A u64 as (hi, lo).
+local function bytes_u64(v, at)
+  return bytes_u32(v, at + 4), bytes_u32(v, at)
+end
+
+-- An i64 as a number, or nil past ±2^53.
+local function bytes_i64(v, at)
+  local hi, lo = bytes_u64(v, at)
+  if hi >= BYTES_2_31 then hi = hi - BYTES_2_32 end
+  if hi >= 2097152 or hi < -2097152 then return nil end
+  return hi * BYTES_2_32 + lo
+end
+
+local function bytes_of_u32(x)
+  return string.char(x % 256, math.floor(x / 256) % 256, math.floor(x / 65536) % 256,
+    math.floor(x / 16777216) % 256)
+end
+
+local function bytes_of_u64(hi, lo)
+  return bytes_of_u32(lo) .. bytes_of_u32(hi)
+end
+
+-- An i64 given as a number within ±2^53.
+local function bytes_of_i64(x)
+  local hi = math.floor(x / BYTES_2_32)
+  return bytes_of_u64(hi % BYTES_2_32, x - hi * BYTES_2_32)
+end
+
+-- u64 arithmetic, wrapping at 2^64 as the module's wrapping_add and wrapping_sub do.
+local function bytes_add(ah, al, bh, bl)
+  local lo = al + bl
+  local carry = 0
+  if lo >= BYTES_2_32 then
+    lo = lo - BYTES_2_32
+    carry = 1
+  end
+  return (ah + bh + carry) % BYTES_2_32, lo
+end
+
+local function bytes_sub(ah, al, bh, bl)
+  local lo = al - bl
+  local borrow = 0
+  if lo < 0 then
+    lo = lo + BYTES_2_32
+    borrow = 1
+  end
+  return (ah - bh - borrow) % BYTES_2_32, lo
+end
+
+-- -1, 0 or 1 as a < b, a == b, a > b.
+local function bytes_cmp(ah, al, bh, bl)
+  if ah ~= bh then return ah < bh and -1 or 1 end
+  if al ~= bl then return al < bl and -1 or 1 end
+  return 0
+end
+
+-- A u64 pair of a non-negative number below 2^53.
+local function bytes_pair(x)
+  local hi = math.floor(x / BYTES_2_32)
+  return hi, x - hi * BYTES_2_32
+end
+
+-- The number a pair stands for; past 2^53 the nearest double, which callers only compare
+-- with numbers below 2^53.
+local function bytes_number(hi, lo)
+  return hi * BYTES_2_32 + lo
+end
+
+-- A varint at `at` read no further than `limit` (exclusive): (hi, lo, the offset after it), or
+-- nil where it runs past limit or past 64 bits.
+local function bytes_varint(v, at, limit)
+  if at >= limit then return nil end
+  local byte = string.byte(v, at + 1)
+  if byte < 128 then return 0, byte, at + 1 end
+  local hi, lo, shift = 0, 0, 0
+  while true do
+    if at >= limit then return nil end
+    byte = string.byte(v, at + 1)
+    at = at + 1
+    -- The tenth byte holds the 64th bit alone.
+    if shift == 63 and byte > 1 then return nil end
+    local bits = byte % 128
+    if shift + 7 <= 32 then
+      lo = lo + bits * 2 ^ shift
+    elseif shift >= 32 then
+      hi = hi + bits * 2 ^ (shift - 32)
+    else
+      local low_bits = 2 ^ (32 - shift)
+      lo = lo + (bits % low_bits) * 2 ^ shift
+      hi = hi + math.floor(bits / low_bits)
+    end
+    if byte < 128 then return hi, lo, at end
+    shift = shift + 7
+  end
+end
+
+-- The bytes a varint of this u64 takes.
+local function bytes_varint_len(hi, lo)
+  local len = 1
+  if hi == 0 then
+    while lo >= 128 do
+      lo = math.floor(lo / 128)
+      len = len + 1
+    end
+    return len
+  end
+  -- 32 bits of lo, then 7 more bits per byte of hi's.
+  len = 5
+  hi = math.floor(hi / 8)
+  while hi > 0 do
+    hi = math.floor(hi / 128)
+    len = len + 1
+  end
+  return len
+end
+
+local function bytes_of_varint(hi, lo)
+  local out = {}
+  while hi > 0 or lo >= 128 do
+    out[#out + 1] = lo % 128 + 128
+    -- Shift the pair right by 7 bits.
+    lo = math.floor(lo / 128) + (hi % 128) * 33554432
+    hi = math.floor(hi / 128)
+  end
+  out[#out + 1] = lo
+  return string.char(unpack(out))
+end
+
+-- x * m mod 2^32, for 32-bit x and m, in parts a double holds exactly.
+local function bytes_mul32(x, m)
+  local high = math.floor(x / 65536)
+  local low = x - high * 65536
+  return ((high * m) % 65536 * 65536 + low * m) % BYTES_2_32
+end
+
+-- The multiplicative hash the module seals a header's first `len` bytes with (a multiple of
+-- 4): each 32-bit word xored in, multiplied by 0x9e3779b1 and rotated left by 13. The bit
+-- library answers signed 32-bit words: `% 2^32` makes them the module's u32.
+local function bytes_checksum(v, len)
+  local hash = 2166136261
+  for at = 0, len - 4, 4 do
+    local mixed = bit.bxor(hash, bytes_u32(v, at)) % BYTES_2_32
+    hash = bit.rol(bytes_mul32(mixed, 2654435761), 13) % BYTES_2_32
+  end
+  return hash
+end
+
 -- The module's argument grammar (src/args.rs) and its error texts (src/error.rs), in the
 -- order the module checks them, so that the library refuses what the module refuses with
 -- the same words. A parser answers its arguments, or nil and the error's text.
@@ -336,11 +499,59 @@ local function args_cannot_wait(command)
   return 'ERR ' .. command .. ' cannot wait in the library: BLOCK needs the redis-cell module'
 end
 
--- CL.FIXED's arguments after the key: `limit period [quantity] [MS] [REFUND] [DRYRUN]
--- [COUNTDENIED] [BLOCK timeout]`; its replication form's `AT unix-ms` is the module's, and
--- refused.
-local function args_fixed(args)
-  local command = 'cl.fixed'
+local function args_is_buckets(word)
+  return string.upper(word) == 'BUCKETS'
+end
+
+-- CL.WINDOW's tail: the single-key commands' tail, with `BUCKETS n` among its flags; n's
+-- text comes back too, read once the period is known (args::sliding_tail).
+local function args_sliding_tail(tail, command)
+  local n = #tail
+  if n == 0 or (n == 1 and string.find(tail[1], '^%d')) then return args_tail(tail, command, false) end
+  local at = nil
+  for i = 1, n do
+    if args_is_buckets(tail[i]) then
+      at = i
+      break
+    end
+  end
+  -- Most calls that name the cells name them last, once: what comes before is a plain tail.
+  if at ~= nil and at == n - 1 and n - 2 <= 4 then
+    local parsed, err = args_tail({ unpack(tail, 1, n - 2) }, command, false)
+    if parsed == nil then return nil, err end
+    return parsed, tail[n]
+  end
+  if at == nil then return args_tail(tail, command, false) end
+  -- A quantity, the three flags, and BUCKETS with its value.
+  if n > 6 then return nil, args_wrong_arity(command) end
+  if at + 1 > n then return nil, 'ERR syntax error' end
+  local rest = {}
+  for i = 1, n do
+    if i ~= at and i ~= at + 1 then rest[#rest + 1] = tail[i] end
+  end
+  -- The quantity comes first: BUCKETS n before it is out of place.
+  if at == 1 and rest[1] and args_flag(rest[1]) == nil then return nil, 'ERR syntax error' end
+  local parsed, err = args_tail(rest, command, false)
+  if parsed == nil then return nil, err end
+  return parsed, tail[at + 1]
+end
+
+-- `BUCKETS n`'s count of cells, which must cut the period into whole milliseconds.
+local function args_bucket_count(text, period_ms)
+  local n, err = args_integer(text, 'BUCKETS', 2)
+  if n == nil then return nil, err end
+  if exact_cmp(n, { neg = false, 1024 }) > 0 then return nil, 'ERR BUCKETS must be <= 1024' end
+  n = exact_tonumber(n)
+  if period_ms % n ~= 0 then return nil, 'ERR period must be a multiple of BUCKETS, in milliseconds' end
+  return n
+end
+
+-- A window command's arguments after the key: `limit period [quantity] [MS] [REFUND]
+-- [DRYRUN] [BLOCK timeout]`, with `[COUNTDENIED]` for CL.FIXED and `[BUCKETS n]` for
+-- CL.WINDOW (`sliding`). The limit, quantity and period (`period_ms`) come back as numbers,
+-- the limit exact too (`limit_exact`). The replication form's `AT unix-ms` is the module's,
+-- and refused.
+local function args_window(args, command, sliding)
   if #args < 2 or #args > ARGS_MAX_AFTER_KEY then return nil, args_wrong_arity(command) end
   local n, block, block_err = args_block(args)
   if n == nil then return nil, block_err end
@@ -357,21 +568,36 @@ local function args_fixed(args)
   if n < 2 then return nil, args_wrong_arity(command) end
   local tail = {}
   for i = 3, n do tail[#tail + 1] = args[i] end
-  local parsed, tail_err = args_tail(tail, command, true)
+  local parsed, tail_err, buckets
+  if sliding then
+    parsed, tail_err = args_sliding_tail(tail, command)
+    buckets = tail_err
+  else
+    parsed, tail_err = args_tail(tail, command, true)
+  end
   if parsed == nil then return nil, tail_err end
   local limit, limit_err = args_integer(args[1], 'limit', 1)
   if limit == nil then return nil, limit_err end
   local period, period_err = args_span(args[2], 'period', parsed.unit)
   if period == nil then return nil, period_err end
+  parsed.period_ms = exact_tonumber(period) * (parsed.unit == 'ms' and 1 or 1000)
+  if buckets then
+    local cells, cells_err = args_bucket_count(buckets, parsed.period_ms)
+    if cells == nil then return nil, cells_err end
+    parsed.buckets = cells
+  end
   parsed.block = block
   local never = args_never_waits(parsed)
   if never then return nil, never end
   if at then return nil, 'ERR AT is accepted only from the replication stream or the AOF' end
   if block then return nil, args_cannot_wait(command) end
   parsed.limit = limit
-  parsed.period = period
   local inexact = args_exact_enough(parsed, { 'limit', 'quantity' })
   if inexact then return nil, inexact end
+  parsed.limit_exact = limit
+  parsed.limit = exact_tonumber(limit)
+  parsed.quantity_exact = parsed.quantity
+  parsed.quantity = exact_tonumber(parsed.quantity)
   return parsed
 end
 
@@ -452,6 +678,24 @@ local function state_expire_at_ms(key, now_ms)
   return now_ms + ttl
 end
 
+-- The five integers every command answers, from waits in whole milliseconds: rounded up to
+-- the call's unit as the module's Outcome::to_reply rounds its nanoseconds, so that a
+-- client that waits the time answered is never early.
+
+local function reply_ms(limited, limit, remaining, retry_ms, reset_ms, unit)
+  local function rounded(ms)
+    if ms < 0 then return 0 end
+    -- The module counts the wait in 64-bit nanoseconds, saturating: an expiry someone set
+    -- centuries away answers i64::MAX ns.
+    if ms > 9223372036854 then return unit == 'ms' and 9223372036855 or 9223372037 end
+    if unit == 'ms' then return ms end
+    return math.floor((ms + 999) / 1000)
+  end
+  if remaining < 0 then remaining = 0 end
+  if remaining > limit then remaining = limit end
+  return { limited and 1 or 0, limit, remaining, retry_ms and rounded(retry_ms) or -1, rounded(reset_ms) }
+end
+
 -- CL.FIXED in the library: the module's fixed window (src/fixed.rs) on the same key, a
 -- decimal count whose expiry is the window's end, read, decided and written as the module
 -- does, so that a key carries over either way. Counts are exact (a key may hold any 64-bit
@@ -471,19 +715,6 @@ local function fixed_read(key, now_ms)
   return { count = count, end_ms = end_ms }
 end
 
--- The five integers, the waits rounded up to whole units as the module rounds them.
-local function fixed_reply(limited, limit, remaining, retry_ms, reset_ms, unit)
-  local function rounded(ms)
-    -- The module counts the wait in 64-bit nanoseconds, saturating: an expiry someone set
-    -- centuries away answers i64::MAX ns.
-    if ms > 9223372036854 then return unit == 'ms' and 9223372036855 or 9223372037 end
-    if unit == 'ms' then return ms end
-    return math.floor((ms + 999) / 1000)
-  end
-  if remaining < 0 then remaining = 0 end
-  return { limited and 1 or 0, limit, remaining, retry_ms and rounded(retry_ms) or -1, rounded(reset_ms) }
-end
-
 -- The limit left over a count (0 past the limit), as a number.
 local function fixed_left(p, count)
   if exact_cmp(count, p.limit_exact) >= 0 then return 0 end
@@ -498,22 +729,22 @@ local function fixed_decide(p, stored, now_ms)
   local count = open and open.count or FIXED_ZERO
   local function wait(window) return window and window.end_ms - now_ms or 0 end
   local end_ms = open and open.end_ms or now_ms + p.period_ms
-  local wanted = exact_add(count, p.quantity)
+  local wanted = exact_add(count, p.quantity_exact)
   if exact_cmp(wanted, p.limit_exact) <= 0 then
     local new
-    if p.quantity_n > 0 then new = { count = wanted, end_ms = end_ms } end
+    if p.quantity > 0 then new = { count = wanted, end_ms = end_ms } end
     local after = new or open
-    return fixed_reply(false, p.limit, p.limit - exact_tonumber(wanted), nil, wait(after), p.unit), new
+    return reply_ms(false, p.limit, p.limit - exact_tonumber(wanted), nil, wait(after), p.unit), new
   end
   local new
-  if p.count_denied and p.quantity_n > 0 then
+  if p.count_denied and p.quantity > 0 then
     if exact_cmp(wanted, FIXED_COUNT_MAX) > 0 then wanted = FIXED_COUNT_MAX end
     new = { count = wanted, end_ms = end_ms }
   end
   local after = new or open
   local retry = nil
-  if open and p.quantity_n <= p.limit then retry = wait(open) end
-  local reply = fixed_reply(true, p.limit, fixed_left(p, after and after.count or FIXED_ZERO),
+  if open and p.quantity <= p.limit then retry = wait(open) end
+  local reply = reply_ms(true, p.limit, fixed_left(p, after and after.count or FIXED_ZERO),
     retry, wait(after), p.unit)
   if new and open and exact_cmp(new.count, open.count) == 0 and new.end_ms == open.end_ms then
     new = nil
@@ -524,14 +755,14 @@ end
 -- REFUND: the open window's count drops by the quantity, never below 0; 0 clears the key.
 local function fixed_refund(p, stored, now_ms)
   local new
-  if stored and now_ms < stored.end_ms and #stored.count > 0 and p.quantity_n > 0 then
-    local count = exact_sub(stored.count, p.quantity)
+  if stored and now_ms < stored.end_ms and #stored.count > 0 and p.quantity > 0 then
+    local count = exact_sub(stored.count, p.quantity_exact)
     if count.neg then count = FIXED_ZERO end
     new = { count = count, end_ms = stored.end_ms }
   end
   local left = stored
   if new then left = #new.count > 0 and new or nil end
-  local peek = { limit = p.limit, limit_exact = p.limit_exact, period_ms = p.period_ms, quantity = FIXED_ZERO, quantity_n = 0,
+  local peek = { limit = p.limit, limit_exact = p.limit_exact, period_ms = p.period_ms, quantity_exact = FIXED_ZERO, quantity = 0,
     count_denied = p.count_denied, unit = p.unit }
   local reply = fixed_decide(peek, left, now_ms)
   reply[1] = 0
@@ -542,13 +773,8 @@ end
 -- FCALL cl_fixed 1 key limit period [quantity] [MS] [REFUND] [DRYRUN] [COUNTDENIED]
 local function cl_fixed(keys, args)
   if #keys ~= 1 then return redis.error_reply(args_wrong_arity('cl.fixed')) end
-  local p, err = args_fixed(args)
+  local p, err = args_window(args, 'cl.fixed', false)
   if p == nil then return redis.error_reply(err) end
-  -- The limit both ways: exact to compare with counts, a number to answer.
-  p.limit_exact = p.limit
-  p.limit = exact_tonumber(p.limit)
-  p.quantity_n = exact_tonumber(p.quantity)
-  p.period_ms = exact_tonumber(p.period) * (p.unit == 'ms' and 1 or 1000)
   local key = keys[1]
   local now_ms = clock_now_ms()
   local stored, read_err = fixed_read(key, now_ms)
@@ -672,6 +898,472 @@ local function cl_throttle(keys, args)
   return reply
 end
 
+-- CL.WINDOW's bucketed form (`BUCKETS n`) in the library: the module's cells
+-- (src/buckets/cells.rs) on the same key.
+
+local BUCKETS_HEADER = 32
+
+-- The number of cells a value holds, if it is a bucketed window whose header the module
+-- would take (Cells::decode): for the error that names the form a key holds.
+local function buckets_cells_in(v)
+  if #v < BUCKETS_HEADER or string.sub(v, 1, 4) ~= 'CLB\1' then return nil end
+  local cell_bytes = string.byte(v, 5)
+  local n = string.byte(v, 6) + string.byte(v, 7) * 256
+  local origin = string.byte(v, 8) + string.byte(v, 9) * 256
+  local width_ms = bytes_u32(v, 9) + (string.byte(v, 14) + string.byte(v, 15) * 256) * BYTES_2_32
+  local newest_hi, newest_lo = bytes_u64(v, 15)
+  local sum_hi = bytes_u64(v, 23)
+  local cells_len = #v - BUCKETS_HEADER
+  if not (cell_bytes == 1 or cell_bytes == 2 or cell_bytes == 4 or cell_bytes == 8) then return nil end
+  if n < 2 or n > 1024 or origin >= n or width_ms < 1 then return nil end
+  if newest_hi >= BYTES_2_31 or sum_hi >= BYTES_2_31 or string.byte(v, 32) ~= 0 then return nil end
+  if cells_len % cell_bytes ~= 0 or cells_len / cell_bytes < 1 or cells_len / cell_bytes > n then return nil end
+  -- The instant the newest cell leaves, (newest + n) * width, must be an i64.
+  local newest = exact_add(exact_mul(exact_of_number(newest_hi), exact_of_number(BYTES_2_32)),
+    exact_of_number(newest_lo))
+  local leaves = exact_mul(exact_add(newest, exact_of_number(n)), exact_of_number(width_ms))
+  if exact_cmp(leaves, ARGS_I64_MAX) > 0 then return nil end
+  return n
+end
+
+-- CL.WINDOW in the library: the module's exact sliding window (src/window.rs) on the same
+-- key, its compact log read and written byte for byte as src/window/log.rs and trim.rs do,
+-- so that a key carries over either way. The log is read whole (GET) and searched as the
+-- module searches it; an admission writes only the bytes it changes (SETRANGE), and a
+-- refund, which shortens the value, writes it whole. Instants are numbers, refused past
+-- 2^53 ms; the units counts are u64 pairs (bytes.lua).
+
+local WINDOW_HEADER = 48
+local WINDOW_CHECKSUMMED = 44
+local WINDOW_BLOCK = 128
+local WINDOW_BLOCK_HEADER = 16
+-- Most entries one block holds: a first entry of 1 byte, then 2 bytes or more each.
+local WINDOW_MAX_ENTRIES = 56
+local WINDOW_MAX_LEN = 536870912
+local WINDOW_TOO_LONG = 'ERR the sliding window log would exceed 512 MB: use a shorter period or fewer, larger calls'
+local WINDOW_INTERNAL = 'ERR internal error in redis-cell; nothing was changed'
+
+-- Thrown with error() from deep in a search, caught by the command as its error reply.
+local WINDOW_CORRUPT = { err = STATE_CORRUPT }
+
+local function window_corrupt()
+  error(WINDOW_CORRUPT, 0)
+end
+
+local function window_block_start(offset)
+  if offset < WINDOW_HEADER then return nil end
+  local within = (offset - WINDOW_HEADER) % WINDOW_BLOCK
+  if within < WINDOW_BLOCK_HEADER then return nil end
+  return offset - within
+end
+
+local function window_block_index(offset)
+  if offset < WINDOW_HEADER then return 0 end
+  return math.floor((offset - WINDOW_HEADER) / WINDOW_BLOCK)
+end
+
+local function window_block_offset(index)
+  return WINDOW_HEADER + index * WINDOW_BLOCK
+end
+
+-- Where a read within the block ending at block_end stops: the block's end or the value's.
+local function window_limit(log, block_end)
+  local len = #log.v
+  if block_end < len then return block_end end
+  return len
+end
+
+-- An entry's units: a varint that is never 0.
+local function window_units(v, at, limit)
+  local hi, lo, after = bytes_varint(v, at, limit)
+  if hi == nil or (hi == 0 and lo == 0) then window_corrupt() end
+  return hi, lo, after
+end
+
+-- A delta in ms: a varint the module takes as an i64, which here must also be below 2^53.
+local function window_delta(v, at, limit)
+  local hi, lo, after = bytes_varint(v, at, limit)
+  if hi == nil or hi >= 2097152 then window_corrupt() end
+  return bytes_number(hi, lo), after
+end
+
+-- The entry at offset: its ms since the previous (0 for a block's first), units, and end.
+local function window_entry(log, offset)
+  local start = window_block_start(offset)
+  if start == nil then window_corrupt() end
+  local limit = window_limit(log, start + WINDOW_BLOCK)
+  local delta, units_at = 0, offset
+  if offset ~= start + WINDOW_BLOCK_HEADER then
+    delta, units_at = window_delta(log.v, offset, limit)
+  end
+  local hi, lo, after = window_units(log.v, units_at, limit)
+  return delta, hi, lo, after
+end
+
+-- A cursor: an entry's offset, when its units were admitted, and the units count before it.
+local function window_cursor(offset, at_ms, before_hi, before_lo)
+  return { offset = offset, at_ms = at_ms, hi = before_hi, lo = before_lo }
+end
+
+local function window_first_of_block(log, index)
+  local offset = window_block_offset(index)
+  if offset + WINDOW_BLOCK_HEADER > #log.v then window_corrupt() end
+  local base_ms = bytes_i64(log.v, offset)
+  if base_ms == nil then window_corrupt() end
+  local hi, lo = bytes_u64(log.v, offset + 8)
+  return window_cursor(offset + WINDOW_BLOCK_HEADER, base_ms, hi, lo)
+end
+
+-- The units from a count `before` to the log's end, as a pair, if a possible number of live
+-- units (1 to i64::MAX).
+local function window_units_between(log, hi, lo)
+  local h, l = bytes_sub(log.logged_hi, log.logged_lo, hi, lo)
+  if h >= BYTES_2_31 or (h == 0 and l == 0) then return nil end
+  return h, l
+end
+
+-- The log in value v, its header checked as the module checks it; nil when it is not one.
+local function window_decode(v)
+  if #v < WINDOW_HEADER or string.sub(v, 1, 4) ~= 'CLW\2' then return nil end
+  if bytes_checksum(v, WINDOW_CHECKSUMMED) ~= bytes_u32(v, WINDOW_CHECKSUMMED) then return nil end
+  local log = { v = v, head = bytes_u32(v, 4), tail = bytes_u32(v, 8),
+    head_ms = bytes_i64(v, 12), tail_ms = bytes_i64(v, 20) }
+  log.head_hi, log.head_lo = bytes_u64(v, 28)
+  log.logged_hi, log.logged_lo = bytes_u64(v, 36)
+  if log.head_ms == nil or log.tail_ms == nil then return nil end
+  if window_block_start(log.head) == nil or log.head > log.tail or log.head_ms > log.tail_ms
+    or window_units_between(log, log.head_hi, log.head_lo) == nil then
+    return nil
+  end
+  local ok, _, _, _, after = pcall(window_entry, log, log.tail)
+  if not ok or after ~= #v then return nil end
+  return log
+end
+
+-- The first of the blocks from..to-1 (by index) that is not `before`, given that those that
+-- are come first.
+local function window_first_block(log, from, to, before)
+  while from < to do
+    local middle = from + math.floor((to - from) / 2)
+    local offset = window_block_offset(middle)
+    if offset + WINDOW_BLOCK_HEADER > #log.v then window_corrupt() end
+    local base_ms = bytes_i64(log.v, offset)
+    if base_ms == nil then window_corrupt() end
+    local hi, lo = bytes_u64(log.v, offset + 8)
+    if before(base_ms, hi, lo) then
+      from = middle + 1
+    else
+      to = middle
+    end
+  end
+  return from
+end
+
+-- The first entry from cursor `from` on that is `found`, given when its units were admitted
+-- and the units count after them; more than one block's entries and the next's first
+-- means damage.
+local function window_walk(log, from, found)
+  local v = log.v
+  local offset, at_ms, hi, lo = from.offset, from.at_ms, from.hi, from.lo
+  local _, units_hi, units_lo, ends = window_entry(log, offset)
+  local block_end = window_block_start(offset) + WINDOW_BLOCK
+  local limit = window_limit(log, block_end)
+  for _ = 0, WINDOW_MAX_ENTRIES do
+    local after_hi, after_lo = bytes_add(hi, lo, units_hi, units_lo)
+    if found(at_ms, after_hi, after_lo) then return window_cursor(offset, at_ms, hi, lo) end
+    if offset >= log.tail then break end
+    local low = ends < limit and string.byte(v, ends + 1) or 0
+    if low ~= 0 then
+      local delta, units_at = window_delta(v, ends, limit)
+      local next_hi, next_lo, next_end = window_units(v, units_at, limit)
+      at_ms = at_ms + delta
+      if at_ms >= BYTES_EXACT then window_corrupt() end
+      offset, hi, lo, units_hi, units_lo, ends = ends, after_hi, after_lo, next_hi, next_lo, next_end
+    else
+      local next = window_first_of_block(log, window_block_index(block_end))
+      if next.hi ~= after_hi or next.lo ~= after_lo then window_corrupt() end
+      _, units_hi, units_lo, ends = window_entry(log, next.offset)
+      offset, at_ms, hi, lo = next.offset, next.at_ms, next.hi, next.lo
+      block_end = block_end + WINDOW_BLOCK
+      limit = window_limit(log, block_end)
+    end
+  end
+  window_corrupt()
+end
+
+-- The oldest entry not expired and the live units from it on, as a pair; nil when every
+-- entry has expired. Entries before the head count as expired whatever their time.
+local function window_live(log, expired)
+  if expired(log.tail_ms) then return nil end
+  local head = window_cursor(log.head, log.head_ms, log.head_hi, log.head_lo)
+  local oldest = head
+  if expired(head.at_ms) then
+    local after_head = window_block_index(log.head) + 1
+    local live_block = window_first_block(log, after_head, window_block_index(log.tail) + 1,
+      function(base_ms) return expired(base_ms) end)
+    local from = head
+    if live_block > after_head then from = window_first_of_block(log, live_block - 1) end
+    oldest = window_walk(log, from, function(at_ms) return not expired(at_ms) end)
+  end
+  local hi, lo = window_units_between(log, oldest.hi, oldest.lo)
+  if hi == nil then window_corrupt() end
+  return { oldest = oldest, hi = hi, lo = lo, total = bytes_number(hi, lo) }
+end
+
+-- When the entry was admitted by which `must_leave` units (a pair, ≥ 1, at most the live
+-- units) from the oldest live one have left.
+local function window_when_units_left(log, oldest, must_hi, must_lo)
+  local function enough(hi, lo)
+    local gone_hi, gone_lo = bytes_sub(hi, lo, oldest.hi, oldest.lo)
+    return bytes_cmp(gone_hi, gone_lo, must_hi, must_lo) >= 0
+  end
+  local after_oldest = window_block_index(oldest.offset) + 1
+  local enough_block = window_first_block(log, after_oldest, window_block_index(log.tail) + 1,
+    function(_, hi, lo) return not enough(hi, lo) end)
+  local from = oldest
+  if enough_block > after_oldest then from = window_first_of_block(log, enough_block - 1) end
+  return window_walk(log, from, function(_, hi, lo) return enough(hi, lo) end).at_ms
+end
+
+-- A header's 48 bytes: head and tail cursors, and the units count after the tail.
+local function window_header(head, tail, logged_hi, logged_lo)
+  local fields = 'CLW\2' .. bytes_of_u32(head.offset) .. bytes_of_u32(tail.offset)
+    .. bytes_of_i64(head.at_ms) .. bytes_of_i64(tail.at_ms)
+    .. bytes_of_u64(head.hi, head.lo) .. bytes_of_u64(logged_hi, logged_lo)
+  return fields .. bytes_of_u32(bytes_checksum(fields, WINDOW_CHECKSUMMED))
+end
+
+-- How an admission logs `units` (≥ 1, below 2^53) at at_ms in the log (nil: a fresh one):
+-- the value's new bytes from `from` on, with the new header, or the whole value (`whole`).
+-- Everything that can fail on what the key holds fails here, before any write.
+local function window_plan_append(log, live, at_ms, units)
+  local units_hi, units_lo = bytes_pair(units)
+  if log == nil then
+    local entry = window_cursor(WINDOW_HEADER + WINDOW_BLOCK_HEADER, at_ms, 0, 0)
+    return { whole = window_header(entry, entry, units_hi, units_lo) .. bytes_of_i64(at_ms)
+      .. bytes_of_u64(0, 0) .. bytes_of_varint(units_hi, units_lo) }
+  end
+  local v = log.v
+  local stored_len = #v
+  local oldest = live.oldest
+  if not (oldest.offset <= log.tail and log.tail < stored_len) then window_corrupt() end
+  local oldest_start = window_block_start(oldest.offset)
+  if oldest_start == nil then window_corrupt() end
+  local dead = oldest_start - WINDOW_HEADER
+  -- Whole dead blocks are reclaimed once they are more than half the value: the rest moves
+  -- down, every block staying on its grid.
+  local reclaimed = 0
+  if dead >= WINDOW_BLOCK and dead > math.floor((stored_len - WINDOW_HEADER) / 2) then
+    reclaimed = dead
+  end
+  local merging = at_ms == log.tail_ms
+  local delta, entry_hi, entry_lo, before_hi, before_lo
+  if merging then
+    -- The same millisecond as the newest entry: add to its units.
+    local tail_delta, tail_hi, tail_lo = window_entry(log, log.tail)
+    local first_in_block = log.tail >= WINDOW_BLOCK_HEADER
+      and window_block_start(log.tail) == log.tail - WINDOW_BLOCK_HEADER
+    if not first_in_block then delta = tail_delta end
+    entry_hi, entry_lo = bytes_add(tail_hi, tail_lo, units_hi, units_lo)
+    if bytes_cmp(entry_hi, entry_lo, tail_hi, tail_lo) < 0 then window_corrupt() end
+    before_hi, before_lo = bytes_sub(log.logged_hi, log.logged_lo, tail_hi, tail_lo)
+  else
+    delta = at_ms - log.tail_ms
+    if delta < 1 then error({ err = WINDOW_INTERNAL }, 0) end
+    entry_hi, entry_lo = units_hi, units_lo
+    before_hi, before_lo = log.logged_hi, log.logged_lo
+  end
+  local tail, len = log.tail - reclaimed, stored_len - reclaimed
+  local head = window_cursor(oldest.offset - reclaimed, oldest.at_ms, oldest.hi, oldest.lo)
+  local from = merging and tail or len
+  local block_end = window_block_start(tail) + WINDOW_BLOCK
+  local entry = bytes_of_varint(entry_hi, entry_lo)
+  local delta_bytes = delta and bytes_of_varint(bytes_pair(delta)) or ''
+  local new_block = from + #delta_bytes + #entry > block_end
+  local offset = from
+  if new_block then
+    offset = block_end + WINDOW_BLOCK_HEADER
+    delta_bytes = ''
+  end
+  local new_len = offset + #delta_bytes + #entry
+  if new_len > WINDOW_MAX_LEN then error({ err = WINDOW_TOO_LONG }, 0) end
+  if merging and head.offset == tail then head.offset = offset end
+  local newest = window_cursor(offset, at_ms, before_hi, before_lo)
+  local logged_hi, logged_lo = bytes_add(log.logged_hi, log.logged_lo, units_hi, units_lo)
+  local bytes = delta_bytes .. entry
+  if new_block then
+    -- What the newest entry leaves of its block, its own old bytes when it moves out, is
+    -- padding.
+    bytes = string.rep('\0', block_end - from) .. bytes_of_i64(at_ms)
+      .. bytes_of_u64(before_hi, before_lo) .. bytes
+  end
+  local header = window_header(head, newest, logged_hi, logged_lo)
+  if reclaimed > 0 then
+    return { whole = header .. string.sub(v, WINDOW_HEADER + reclaimed + 1, reclaimed + from)
+      .. bytes }
+  end
+  return { header = header, from = from, bytes = bytes }
+end
+
+-- The entries of block `index` up to the newest, each with its cursor, units and where its
+-- units field starts.
+local function window_block_entries(log, index)
+  local v = log.v
+  local cursor = window_first_of_block(log, index)
+  local limit = window_limit(log, window_block_offset(index) + WINDOW_BLOCK)
+  local entries = {}
+  local units_at = cursor.offset
+  for _ = 1, WINDOW_MAX_ENTRIES do
+    local hi, lo, ends = window_units(v, units_at, limit)
+    entries[#entries + 1] = { cursor = cursor, hi = hi, lo = lo, units_at = units_at }
+    if cursor.offset >= log.tail then break end
+    local low = ends < limit and string.byte(v, ends + 1) or 0
+    if low == 0 then break end
+    local delta, after = window_delta(v, ends, limit)
+    local at_ms = cursor.at_ms + delta
+    if at_ms >= BYTES_EXACT then window_corrupt() end
+    local after_hi, after_lo = bytes_add(cursor.hi, cursor.lo, hi, lo)
+    cursor = window_cursor(ends, at_ms, after_hi, after_lo)
+    units_at = after
+  end
+  return entries
+end
+
+-- The value left when `entry`, keeping `units` (a number) of its own, becomes the newest.
+local function window_trim_to(log, entry, units)
+  local logged_hi, logged_lo = bytes_add(entry.cursor.hi, entry.cursor.lo, bytes_pair(units))
+  if entry.cursor.offset < log.head or entry.cursor.at_ms < log.head_ms then window_corrupt() end
+  local head = window_cursor(log.head, log.head_ms, log.head_hi, log.head_lo)
+  local value = window_header(head, entry.cursor, logged_hi, logged_lo)
+    .. string.sub(log.v, WINDOW_HEADER + 1, entry.units_at) .. bytes_of_varint(bytes_pair(units))
+  return { whole = value, tail_ms = entry.cursor.at_ms }
+end
+
+-- How a refund takes the newest `units` (≥ 1, fewer than the live units) out of the log: a
+-- walk back over the blocks they are in, from the newest.
+local function window_plan_trim(log, live, units)
+  local left = units
+  local oldest_block = window_block_index(live.oldest.offset)
+  local index = window_block_index(log.tail)
+  local entries = window_block_entries(log, index)
+  -- The walk must find the newest entry where the header says, ending the units count.
+  local last = entries[#entries]
+  local end_hi, end_lo = bytes_add(last.cursor.hi, last.cursor.lo, last.hi, last.lo)
+  if last.cursor.offset ~= log.tail or end_hi ~= log.logged_hi or end_lo ~= log.logged_lo then
+    window_corrupt()
+  end
+  while true do
+    while #entries > 0 do
+      local entry = table.remove(entries)
+      local entry_units = bytes_number(entry.hi, entry.lo)
+      if entry_units > left then return window_trim_to(log, entry, entry_units - left) end
+      left = left - entry_units
+      if left == 0 then
+        local kept = entries[#entries]
+        if kept == nil then
+          if index <= oldest_block then window_corrupt() end
+          local before = window_block_entries(log, index - 1)
+          kept = before[#before]
+        end
+        return window_trim_to(log, kept, bytes_number(kept.hi, kept.lo))
+      end
+    end
+    if index <= oldest_block then window_corrupt() end
+    index = index - 1
+    entries = window_block_entries(log, index)
+  end
+end
+
+-- The stored log's, or nil and the error the module answers for the key: the log of another
+-- form (BUCKETS) is named.
+local function window_read(key)
+  local kind = redis.call('TYPE', key)['ok']
+  if kind == 'none' then return nil end
+  if kind ~= 'string' then return nil, STATE_WRONGTYPE end
+  local v = redis.call('GET', key)
+  local log = window_decode(v)
+  if log then return log end
+  local n = buckets_cells_in(v)
+  if n then return nil, 'ERR the key holds a sliding window of BUCKETS ' .. n .. ', not an exact one' end
+  return nil, STATE_CORRUPT
+end
+
+-- Decides a call at now_ms: the reply, and the plan to write when it logs units.
+local function window_decide(p, log, now_ms)
+  local function expired(at_ms) return now_ms - at_ms >= p.period_ms end
+  local function gone_in(at_ms) return at_ms + p.period_ms - now_ms end
+  local live = log and window_live(log, expired)
+  if live == nil then log = nil end
+  local total = live and live.total or 0
+  local newest_ms = log and log.tail_ms
+  if total + p.quantity <= p.limit then
+    local wanted = total + p.quantity
+    local plan, newest_after = nil, newest_ms
+    if p.quantity > 0 then
+      -- A clock that stepped back must not put units before those already logged.
+      local at_ms = newest_ms and math.max(newest_ms, now_ms) or now_ms
+      plan = window_plan_append(log, live, at_ms, p.quantity)
+      plan.expire_at_ms = at_ms + p.period_ms
+      newest_after = at_ms
+    end
+    return reply_ms(false, p.limit, p.limit - wanted, nil, newest_after and gone_in(newest_after) or 0, p.unit), plan
+  end
+  local retry = nil
+  if live and p.quantity <= p.limit then
+    local must_hi, must_lo = bytes_sub(live.hi, live.lo, bytes_pair(p.limit - p.quantity))
+    retry = gone_in(window_when_units_left(log, live.oldest, must_hi, must_lo))
+  end
+  return reply_ms(true, p.limit, p.limit - total, retry, newest_ms and gone_in(newest_ms) or 0, p.unit)
+end
+
+-- REFUND: up to the quantity of the newest live units leave the log (src/window.rs says
+-- why the newest). The reply, and the plan: a value to write, or `clear`.
+local function window_refund(p, log, now_ms)
+  local function expired(at_ms) return now_ms - at_ms >= p.period_ms end
+  local function gone_in(at_ms) return at_ms + p.period_ms - now_ms end
+  local live = log and window_live(log, expired)
+  if live == nil then return reply_ms(false, p.limit, p.limit, nil, 0, p.unit) end
+  if p.quantity == 0 then
+    return reply_ms(false, p.limit, p.limit - live.total, nil, gone_in(log.tail_ms), p.unit)
+  end
+  if p.quantity >= live.total then
+    return reply_ms(false, p.limit, p.limit, nil, 0, p.unit), { clear = true }
+  end
+  local plan = window_plan_trim(log, live, p.quantity)
+  plan.expire_at_ms = plan.tail_ms + p.period_ms
+  return reply_ms(false, p.limit, p.limit - (live.total - p.quantity), nil, gone_in(plan.tail_ms), p.unit), plan
+end
+
+-- FCALL cl_window 1 key limit period [quantity] [MS] [REFUND] [DRYRUN]
+local function cl_window(keys, args)
+  if #keys ~= 1 then return redis.error_reply(args_wrong_arity('cl.window')) end
+  local p, err = args_window(args, 'cl.window', true)
+  if p == nil then return redis.error_reply(err) end
+  local key = keys[1]
+  local log, read_err = window_read(key)
+  if read_err then return redis.error_reply(read_err) end
+  local now_ms = clock_now_ms()
+  local ok, reply, plan = pcall(p.refund and window_refund or window_decide, p, log, now_ms)
+  if not ok then
+    -- Valkey's pcall hands back a thrown error table's text; Redis's, the table.
+    local text = type(reply) == 'table' and reply.err or reply
+    if type(text) == 'string' and string.find(text, '^ERR ') then return redis.error_reply(text) end
+    error(reply, 0)
+  end
+  if plan and not p.dry_run then
+    if plan.clear then
+      redis.call('DEL', key)
+    elseif plan.whole then
+      redis.call('SET', key, plan.whole, 'PXAT', plan.expire_at_ms)
+    else
+      redis.call('SETRANGE', key, plan.from, plan.bytes)
+      redis.call('SETRANGE', key, 0, plan.header)
+      redis.call('PEXPIREAT', key, plan.expire_at_ms)
+    end
+  end
+  return reply
+end
+
 -- The library's functions, as the generated forms register them (scripts/lua_forms.py): by
 -- name, with the flags the module's commands have. Each entry's callback takes the keys and
 -- the arguments, as FCALL hands them.
@@ -692,6 +1384,7 @@ local CELL_FUNCTIONS = {
   { name = 'cl_version', callback = cl_version, flags = { 'no-writes' } },
   { name = 'cl_throttle', callback = cl_throttle, flags = {} },
   { name = 'cl_fixed', callback = cl_fixed, flags = {} },
+  { name = 'cl_window', callback = cl_window, flags = {} },
 }
 
 local wanted = ARGV[1]

@@ -77,24 +77,43 @@ fn both_forms_load_and_answer_with_the_crates_version(flavor: Flavor) {
 /// The same random mix of calls (every flag, keys damaged now and then) to the module's
 /// `command` on DB 0 and to the library's `function` on DB 1, under one controlled clock
 /// moved by `step_us` between calls: every reply and error alike, and each key's value and
-/// absolute expiry alike after each call. Answers how many calls were admitted and denied.
+/// absolute expiry alike after each call. With `binary`, the damage includes the module's
+/// own value with a byte changed, cut short, or resealed after a change to its header (a
+/// window's log), and the other form of window. Answers how many calls were admitted and
+/// denied, and the longest value a key held.
 fn differential(
     seed: u64,
     command: &str,
     function: &str,
+    binary: bool,
     step_us: impl Fn(&mut Rng) -> i64,
     args_of: impl Fn(&mut Rng) -> Vec<String>,
-) -> (u32, u32) {
+) -> (u32, u32, usize) {
     let mut now_us: i64 = 1_795_910_400_000_000;
     let server = Server::with_exact_fake_clock(now_us / 1000);
     let (mut module, mut library) = module_and_library(&server);
     let mut rng = Rng::new(seed);
-    let (mut admitted, mut denied) = (0, 0);
+    let (mut admitted, mut denied, mut longest) = (0, 0, 0);
     for _ in 0..4000 {
         now_us += step_us(&mut rng);
         server.set_clock_us(now_us);
         let key = format!("k{}", rng.below(3));
-        if rng.below(40) == 0 {
+        // k2 is never damaged: its value grows as long as the calls make it.
+        let damaged = key != "k2";
+        if damaged && binary && rng.below(80) == 0 {
+            let value = binary_damage(&mut rng, &mut module, &key);
+            for con in [&mut module, &mut library] {
+                let _: () = redis::cmd("SET")
+                    .arg(&key)
+                    .arg(&value)
+                    .arg("PX")
+                    .arg(5_000)
+                    .query(con)
+                    .expect("SET damage");
+            }
+            continue;
+        }
+        if damaged && rng.below(40) == 0 {
             // The same damage on both sides: a non-integer, an integer without expiry,
             // another type, or no key.
             let damage: Vec<&str> = match rng.below(7) {
@@ -142,13 +161,57 @@ fn differential(
                 .expect("PEXPIRETIME");
             (value, expiry)
         };
+        let by_module = state(&mut module);
+        let len: usize = redis::cmd("STRLEN")
+            .arg(&key)
+            .query(&mut module)
+            .unwrap_or(0);
+        longest = longest.max(len);
         assert_eq!(
             state(&mut library),
-            state(&mut module),
+            by_module,
             "{key} {args:?} at {now_us} µs"
         );
     }
-    (admitted, denied)
+    (admitted, denied, longest)
+}
+
+/// A value made from what the module holds at `key`: a byte changed, cut short, a log's
+/// header changed and resealed so that the checks behind the checksum are reached, or the
+/// other form of sliding window.
+fn binary_damage(rng: &mut Rng, module: &mut redis::Connection, key: &str) -> Vec<u8> {
+    let held: Option<Vec<u8>> = redis::cmd("GET").arg(key).query(module).unwrap_or(None);
+    let mut value = held.unwrap_or_default();
+    if value.is_empty() || rng.below(5) == 0 {
+        let n = [2, 3, 4, 10][rng.below(4) as usize];
+        let _: Vec<i64> = redis::cmd("CL.WINDOW")
+            .arg("damage:cells")
+            .arg(5)
+            .arg(n * 1000)
+            .arg("MS")
+            .arg("BUCKETS")
+            .arg(n)
+            .query(module)
+            .expect("a bucketed window");
+        let cells: Vec<u8> = redis::cmd("GETDEL")
+            .arg("damage:cells")
+            .query(module)
+            .expect("GETDEL");
+        return cells;
+    }
+    let at = rng.below(value.len() as u64) as usize;
+    match rng.below(3) {
+        0 => value[at] ^= 1 << rng.below(8),
+        1 => value.truncate(at),
+        _ => {
+            let field = rng.below(redis_cell::window::HEADER_LEN as u64 - 4) as usize;
+            if let Some(byte) = value.get_mut(field) {
+                *byte = byte.wrapping_add(1 + rng.below(3) as u8);
+            }
+            redis_cell::window::reseal(&mut value);
+        }
+    }
+    value
 }
 
 /// A quantity (most often none, which is 1) and each flag now and then, after `args`.
@@ -167,10 +230,11 @@ fn with_tail(rng: &mut Rng, mut args: Vec<String>, flags: &[&str]) -> Vec<String
 
 #[test]
 fn cl_fixed_answers_and_writes_as_the_module_under_a_controlled_clock() {
-    let (admitted, denied) = differential(
+    let (admitted, denied, _) = differential(
         0xf1ed_c10c,
         "CL.FIXED",
         "cl_fixed",
+        false,
         |rng| 1000 * [0, 1, 7, 250, 999, 1000, 1001, 4000][rng.below(8) as usize],
         |rng| {
             let head = vec![
@@ -192,10 +256,11 @@ fn cl_fixed_answers_and_writes_as_the_module_under_a_controlled_clock() {
 
 #[test]
 fn cl_throttle_answers_and_writes_as_the_module_under_a_controlled_clock() {
-    let (admitted, denied) = differential(
+    let (admitted, denied, _) = differential(
         0x7407_c10c,
         "CL.THROTTLE",
         "cl_throttle",
+        false,
         // Microseconds, and whole seconds.
         |rng| [0, 1, 333, 1000, 20_001, 250_000, 1_000_000, 3_000_000][rng.below(8) as usize],
         |rng| {
@@ -215,6 +280,88 @@ fn cl_throttle_answers_and_writes_as_the_module_under_a_controlled_clock() {
         admitted > 500 && denied > 500,
         "{admitted} admitted, {denied} denied"
     );
+}
+
+/// The exact window's log, long enough to span blocks and to be compacted: many limits are
+/// large, and calls come milliseconds apart.
+#[test]
+fn cl_window_answers_and_writes_as_the_module_under_a_controlled_clock() {
+    let (admitted, denied, longest) = differential(
+        0x3d0e_c10c,
+        "CL.WINDOW",
+        "cl_window",
+        true,
+        |rng| [0, 0, 1, 2, 5, 50, 130, 999, 1001, 7000][rng.below(10) as usize] * 1000,
+        |rng| {
+            let limit = match rng.below(4) {
+                0 | 1 => 1 + rng.below(5),
+                2 => 20 + rng.below(100),
+                _ => 300 + rng.below(3000),
+            };
+            // A long period keeps a long log; a short one finds most of it expired, and
+            // an admission under it reclaims the dead blocks.
+            let period = if rng.below(150) == 0 {
+                1 + rng.below(10)
+            } else {
+                3600
+            };
+            let head = vec![limit.to_string(), period.to_string()];
+            let mut args = with_tail(rng, head, &["MS", "REFUND", "DRYRUN"]);
+            if args.iter().any(|a| a == "MS") {
+                args[1] = if period == 3600 {
+                    3_600_000
+                } else {
+                    1 + rng.below(20_000)
+                }
+                .to_string();
+            }
+            args
+        },
+    );
+    assert!(
+        admitted > 500 && denied > 200,
+        "{admitted} admitted, {denied} denied"
+    );
+    assert!(longest > 150, "the longest log was {longest} bytes");
+}
+
+/// Long logs, milliseconds apart: the searches over blocks (the oldest live entry, when
+/// enough units leave), the walk back of a refund, and the reclaiming of dead blocks once a
+/// short period finds most of a log expired.
+#[test]
+fn cl_window_keeps_long_logs_as_the_module_does() {
+    let (admitted, denied, longest) = differential(
+        0x1096_c10c,
+        "CL.WINDOW",
+        "cl_window",
+        false,
+        |rng| [0, 1, 1, 2, 3, 200][rng.below(6) as usize] * 1000,
+        |rng| {
+            let roll = rng.below(100);
+            let limit = if roll < 10 {
+                1 + rng.below(1000)
+            } else {
+                1_000_000
+            };
+            let period = if roll == 99 { 2 + rng.below(5) } else { 3600 };
+            let mut args = vec![
+                limit.to_string(),
+                period.to_string(),
+                (1 + rng.below(3)).to_string(),
+            ];
+            match roll {
+                10..=12 => args.push("REFUND".to_owned()),
+                13..=16 => args.push("DRYRUN".to_owned()),
+                _ => {}
+            }
+            args
+        },
+    );
+    assert!(
+        admitted > 1500 && denied > 30,
+        "{admitted} admitted, {denied} denied"
+    );
+    assert!(longest > 1000, "the longest log was {longest} bytes");
 }
 
 /// On the server's real clock, which no test can steer on every server: the module and the
@@ -586,4 +733,5 @@ fn grammar_differential(flavor: Flavor, command: &str, function: &str, head: usi
 fn the_library_reads_arguments_as_the_module_does(flavor: Flavor) {
     grammar_differential(flavor, "CL.FIXED", "cl_fixed", 2);
     grammar_differential(flavor, "CL.THROTTLE", "cl_throttle", 3);
+    grammar_differential(flavor, "CL.WINDOW", "cl_window", 2);
 }

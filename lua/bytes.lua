@@ -1,0 +1,162 @@
+-- The module's binary values read and written in Lua (src/bytes.rs): little-endian fields,
+-- LEB128 varints, and the 64-bit counters they hold. Offsets are 0-based, as the module's
+-- formats give them. A u64 is a pair of 32-bit halves (hi, lo), exact where one double
+-- would not be; an i64 is a number, and one past 2^53 is refused by its reader (nil), since
+-- it could not be computed with.
+
+local BYTES_2_32 = 4294967296
+local BYTES_2_31 = 2147483648
+-- The largest magnitude a double holds exactly with everything beside it: 2^53.
+local BYTES_EXACT = 9007199254740992
+
+local function bytes_u32(v, at)
+  local a, b, c, d = string.byte(v, at + 1, at + 4)
+  return a + b * 256 + c * 65536 + d * 16777216
+end
+
+-- A u64 as (hi, lo).
+local function bytes_u64(v, at)
+  return bytes_u32(v, at + 4), bytes_u32(v, at)
+end
+
+-- An i64 as a number, or nil past ±2^53.
+local function bytes_i64(v, at)
+  local hi, lo = bytes_u64(v, at)
+  if hi >= BYTES_2_31 then hi = hi - BYTES_2_32 end
+  if hi >= 2097152 or hi < -2097152 then return nil end
+  return hi * BYTES_2_32 + lo
+end
+
+local function bytes_of_u32(x)
+  return string.char(x % 256, math.floor(x / 256) % 256, math.floor(x / 65536) % 256,
+    math.floor(x / 16777216) % 256)
+end
+
+local function bytes_of_u64(hi, lo)
+  return bytes_of_u32(lo) .. bytes_of_u32(hi)
+end
+
+-- An i64 given as a number within ±2^53.
+local function bytes_of_i64(x)
+  local hi = math.floor(x / BYTES_2_32)
+  return bytes_of_u64(hi % BYTES_2_32, x - hi * BYTES_2_32)
+end
+
+-- u64 arithmetic, wrapping at 2^64 as the module's wrapping_add and wrapping_sub do.
+local function bytes_add(ah, al, bh, bl)
+  local lo = al + bl
+  local carry = 0
+  if lo >= BYTES_2_32 then
+    lo = lo - BYTES_2_32
+    carry = 1
+  end
+  return (ah + bh + carry) % BYTES_2_32, lo
+end
+
+local function bytes_sub(ah, al, bh, bl)
+  local lo = al - bl
+  local borrow = 0
+  if lo < 0 then
+    lo = lo + BYTES_2_32
+    borrow = 1
+  end
+  return (ah - bh - borrow) % BYTES_2_32, lo
+end
+
+-- -1, 0 or 1 as a < b, a == b, a > b.
+local function bytes_cmp(ah, al, bh, bl)
+  if ah ~= bh then return ah < bh and -1 or 1 end
+  if al ~= bl then return al < bl and -1 or 1 end
+  return 0
+end
+
+-- A u64 pair of a non-negative number below 2^53.
+local function bytes_pair(x)
+  local hi = math.floor(x / BYTES_2_32)
+  return hi, x - hi * BYTES_2_32
+end
+
+-- The number a pair stands for; past 2^53 the nearest double, which callers only compare
+-- with numbers below 2^53.
+local function bytes_number(hi, lo)
+  return hi * BYTES_2_32 + lo
+end
+
+-- A varint at `at` read no further than `limit` (exclusive): (hi, lo, the offset after it), or
+-- nil where it runs past limit or past 64 bits.
+local function bytes_varint(v, at, limit)
+  if at >= limit then return nil end
+  local byte = string.byte(v, at + 1)
+  if byte < 128 then return 0, byte, at + 1 end
+  local hi, lo, shift = 0, 0, 0
+  while true do
+    if at >= limit then return nil end
+    byte = string.byte(v, at + 1)
+    at = at + 1
+    -- The tenth byte holds the 64th bit alone.
+    if shift == 63 and byte > 1 then return nil end
+    local bits = byte % 128
+    if shift + 7 <= 32 then
+      lo = lo + bits * 2 ^ shift
+    elseif shift >= 32 then
+      hi = hi + bits * 2 ^ (shift - 32)
+    else
+      local low_bits = 2 ^ (32 - shift)
+      lo = lo + (bits % low_bits) * 2 ^ shift
+      hi = hi + math.floor(bits / low_bits)
+    end
+    if byte < 128 then return hi, lo, at end
+    shift = shift + 7
+  end
+end
+
+-- The bytes a varint of this u64 takes.
+local function bytes_varint_len(hi, lo)
+  local len = 1
+  if hi == 0 then
+    while lo >= 128 do
+      lo = math.floor(lo / 128)
+      len = len + 1
+    end
+    return len
+  end
+  -- 32 bits of lo, then 7 more bits per byte of hi's.
+  len = 5
+  hi = math.floor(hi / 8)
+  while hi > 0 do
+    hi = math.floor(hi / 128)
+    len = len + 1
+  end
+  return len
+end
+
+local function bytes_of_varint(hi, lo)
+  local out = {}
+  while hi > 0 or lo >= 128 do
+    out[#out + 1] = lo % 128 + 128
+    -- Shift the pair right by 7 bits.
+    lo = math.floor(lo / 128) + (hi % 128) * 33554432
+    hi = math.floor(hi / 128)
+  end
+  out[#out + 1] = lo
+  return string.char(unpack(out))
+end
+
+-- x * m mod 2^32, for 32-bit x and m, in parts a double holds exactly.
+local function bytes_mul32(x, m)
+  local high = math.floor(x / 65536)
+  local low = x - high * 65536
+  return ((high * m) % 65536 * 65536 + low * m) % BYTES_2_32
+end
+
+-- The multiplicative hash the module seals a header's first `len` bytes with (a multiple of
+-- 4): each 32-bit word xored in, multiplied by 0x9e3779b1 and rotated left by 13. The bit
+-- library answers signed 32-bit words: `% 2^32` makes them the module's u32.
+local function bytes_checksum(v, len)
+  local hash = 2166136261
+  for at = 0, len - 4, 4 do
+    local mixed = bit.bxor(hash, bytes_u32(v, at)) % BYTES_2_32
+    hash = bit.rol(bytes_mul32(mixed, 2654435761), 13) % BYTES_2_32
+  end
+  return hash
+end
