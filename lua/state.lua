@@ -24,3 +24,29 @@ local function state_expire_at_ms(key, now_ms)
   if ttl < 0 then return ttl end
   return now_ms + ttl
 end
+
+-- The key's string, nil for no key, or nil and WRONGTYPE.
+local function state_bytes(key)
+  local kind = redis.call('TYPE', key)['ok']
+  if kind == 'none' then return nil end
+  if kind ~= 'string' then return nil, STATE_WRONGTYPE end
+  return redis.call('GET', key)
+end
+
+-- An error reply's text thrown from deep in a decision with error(), which the command's
+-- pcall turns back into its reply (state_caught).
+local function state_fail(text)
+  error({ err = text }, 0)
+end
+
+local function state_corrupt()
+  state_fail(STATE_CORRUPT)
+end
+
+-- The reply text of what a pcall caught: Valkey's pcall hands back a thrown table's text,
+-- Redis's the table. Anything else is a defect, raised on as the server's script error.
+local function state_caught(thrown)
+  local text = type(thrown) == 'table' and thrown.err or thrown
+  if type(text) == 'string' and string.find(text, '^ERR ') then return text end
+  error(thrown, 0)
+end

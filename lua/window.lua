@@ -15,13 +15,6 @@ local WINDOW_MAX_LEN = 536870912
 local WINDOW_TOO_LONG = 'ERR the sliding window log would exceed 512 MB: use a shorter period or fewer, larger calls'
 local WINDOW_INTERNAL = 'ERR internal error in redis-cell; nothing was changed'
 
--- Thrown with error() from deep in a search, caught by the command as its error reply.
-local WINDOW_CORRUPT = { err = STATE_CORRUPT }
-
-local function window_corrupt()
-  error(WINDOW_CORRUPT, 0)
-end
-
 local function window_block_start(offset)
   if offset < WINDOW_HEADER then return nil end
   local within = (offset - WINDOW_HEADER) % WINDOW_BLOCK
@@ -48,21 +41,21 @@ end
 -- An entry's units: a varint that is never 0.
 local function window_units(v, at, limit)
   local hi, lo, after = bytes_varint(v, at, limit)
-  if hi == nil or (hi == 0 and lo == 0) then window_corrupt() end
+  if hi == nil or (hi == 0 and lo == 0) then state_corrupt() end
   return hi, lo, after
 end
 
 -- A delta in ms: a varint the module takes as an i64, which here must also be below 2^53.
 local function window_delta(v, at, limit)
   local hi, lo, after = bytes_varint(v, at, limit)
-  if hi == nil or hi >= 2097152 then window_corrupt() end
+  if hi == nil or hi >= 2097152 then state_corrupt() end
   return bytes_number(hi, lo), after
 end
 
 -- The entry at offset: its ms since the previous (0 for a block's first), units, and end.
 local function window_entry(log, offset)
   local start = window_block_start(offset)
-  if start == nil then window_corrupt() end
+  if start == nil then state_corrupt() end
   local limit = window_limit(log, start + WINDOW_BLOCK)
   local delta, units_at = 0, offset
   if offset ~= start + WINDOW_BLOCK_HEADER then
@@ -79,9 +72,9 @@ end
 
 local function window_first_of_block(log, index)
   local offset = window_block_offset(index)
-  if offset + WINDOW_BLOCK_HEADER > #log.v then window_corrupt() end
+  if offset + WINDOW_BLOCK_HEADER > #log.v then state_corrupt() end
   local base_ms = bytes_i64(log.v, offset)
-  if base_ms == nil then window_corrupt() end
+  if base_ms == nil then state_corrupt() end
   local hi, lo = bytes_u64(log.v, offset + 8)
   return window_cursor(offset + WINDOW_BLOCK_HEADER, base_ms, hi, lo)
 end
@@ -118,9 +111,9 @@ local function window_first_block(log, from, to, before)
   while from < to do
     local middle = from + math.floor((to - from) / 2)
     local offset = window_block_offset(middle)
-    if offset + WINDOW_BLOCK_HEADER > #log.v then window_corrupt() end
+    if offset + WINDOW_BLOCK_HEADER > #log.v then state_corrupt() end
     local base_ms = bytes_i64(log.v, offset)
-    if base_ms == nil then window_corrupt() end
+    if base_ms == nil then state_corrupt() end
     local hi, lo = bytes_u64(log.v, offset + 8)
     if before(base_ms, hi, lo) then
       from = middle + 1
@@ -149,18 +142,18 @@ local function window_walk(log, from, found)
       local delta, units_at = window_delta(v, ends, limit)
       local next_hi, next_lo, next_end = window_units(v, units_at, limit)
       at_ms = at_ms + delta
-      if at_ms >= BYTES_EXACT then window_corrupt() end
+      if at_ms >= BYTES_EXACT then state_corrupt() end
       offset, hi, lo, units_hi, units_lo, ends = ends, after_hi, after_lo, next_hi, next_lo, next_end
     else
       local next = window_first_of_block(log, window_block_index(block_end))
-      if next.hi ~= after_hi or next.lo ~= after_lo then window_corrupt() end
+      if next.hi ~= after_hi or next.lo ~= after_lo then state_corrupt() end
       _, units_hi, units_lo, ends = window_entry(log, next.offset)
       offset, at_ms, hi, lo = next.offset, next.at_ms, next.hi, next.lo
       block_end = block_end + WINDOW_BLOCK
       limit = window_limit(log, block_end)
     end
   end
-  window_corrupt()
+  state_corrupt()
 end
 
 -- The oldest entry not expired and the live units from it on, as a pair; nil when every
@@ -178,7 +171,7 @@ local function window_live(log, expired)
     oldest = window_walk(log, from, function(at_ms) return not expired(at_ms) end)
   end
   local hi, lo = window_units_between(log, oldest.hi, oldest.lo)
-  if hi == nil then window_corrupt() end
+  if hi == nil then state_corrupt() end
   return { oldest = oldest, hi = hi, lo = lo, total = bytes_number(hi, lo) }
 end
 
@@ -218,9 +211,9 @@ local function window_plan_append(log, live, at_ms, units)
   local v = log.v
   local stored_len = #v
   local oldest = live.oldest
-  if not (oldest.offset <= log.tail and log.tail < stored_len) then window_corrupt() end
+  if not (oldest.offset <= log.tail and log.tail < stored_len) then state_corrupt() end
   local oldest_start = window_block_start(oldest.offset)
-  if oldest_start == nil then window_corrupt() end
+  if oldest_start == nil then state_corrupt() end
   local dead = oldest_start - WINDOW_HEADER
   -- Whole dead blocks are reclaimed once they are more than half the value: the rest moves
   -- down, every block staying on its grid.
@@ -237,11 +230,11 @@ local function window_plan_append(log, live, at_ms, units)
       and window_block_start(log.tail) == log.tail - WINDOW_BLOCK_HEADER
     if not first_in_block then delta = tail_delta end
     entry_hi, entry_lo = bytes_add(tail_hi, tail_lo, units_hi, units_lo)
-    if bytes_cmp(entry_hi, entry_lo, tail_hi, tail_lo) < 0 then window_corrupt() end
+    if bytes_cmp(entry_hi, entry_lo, tail_hi, tail_lo) < 0 then state_corrupt() end
     before_hi, before_lo = bytes_sub(log.logged_hi, log.logged_lo, tail_hi, tail_lo)
   else
     delta = at_ms - log.tail_ms
-    if delta < 1 then error({ err = WINDOW_INTERNAL }, 0) end
+    if delta < 1 then state_fail(WINDOW_INTERNAL) end
     entry_hi, entry_lo = units_hi, units_lo
     before_hi, before_lo = log.logged_hi, log.logged_lo
   end
@@ -258,7 +251,7 @@ local function window_plan_append(log, live, at_ms, units)
     delta_bytes = ''
   end
   local new_len = offset + #delta_bytes + #entry
-  if new_len > WINDOW_MAX_LEN then error({ err = WINDOW_TOO_LONG }, 0) end
+  if new_len > WINDOW_MAX_LEN then state_fail(WINDOW_TOO_LONG) end
   if merging and head.offset == tail then head.offset = offset end
   local newest = window_cursor(offset, at_ms, before_hi, before_lo)
   local logged_hi, logged_lo = bytes_add(log.logged_hi, log.logged_lo, units_hi, units_lo)
@@ -293,7 +286,7 @@ local function window_block_entries(log, index)
     if low == 0 then break end
     local delta, after = window_delta(v, ends, limit)
     local at_ms = cursor.at_ms + delta
-    if at_ms >= BYTES_EXACT then window_corrupt() end
+    if at_ms >= BYTES_EXACT then state_corrupt() end
     local after_hi, after_lo = bytes_add(cursor.hi, cursor.lo, hi, lo)
     cursor = window_cursor(ends, at_ms, after_hi, after_lo)
     units_at = after
@@ -304,7 +297,7 @@ end
 -- The value left when `entry`, keeping `units` (a number) of its own, becomes the newest.
 local function window_trim_to(log, entry, units)
   local logged_hi, logged_lo = bytes_add(entry.cursor.hi, entry.cursor.lo, bytes_pair(units))
-  if entry.cursor.offset < log.head or entry.cursor.at_ms < log.head_ms then window_corrupt() end
+  if entry.cursor.offset < log.head or entry.cursor.at_ms < log.head_ms then state_corrupt() end
   local head = window_cursor(log.head, log.head_ms, log.head_hi, log.head_lo)
   local value = window_header(head, entry.cursor, logged_hi, logged_lo)
     .. string.sub(log.v, WINDOW_HEADER + 1, entry.units_at) .. bytes_of_varint(bytes_pair(units))
@@ -322,7 +315,7 @@ local function window_plan_trim(log, live, units)
   local last = entries[#entries]
   local end_hi, end_lo = bytes_add(last.cursor.hi, last.cursor.lo, last.hi, last.lo)
   if last.cursor.offset ~= log.tail or end_hi ~= log.logged_hi or end_lo ~= log.logged_lo then
-    window_corrupt()
+    state_corrupt()
   end
   while true do
     while #entries > 0 do
@@ -333,31 +326,17 @@ local function window_plan_trim(log, live, units)
       if left == 0 then
         local kept = entries[#entries]
         if kept == nil then
-          if index <= oldest_block then window_corrupt() end
+          if index <= oldest_block then state_corrupt() end
           local before = window_block_entries(log, index - 1)
           kept = before[#before]
         end
         return window_trim_to(log, kept, bytes_number(kept.hi, kept.lo))
       end
     end
-    if index <= oldest_block then window_corrupt() end
+    if index <= oldest_block then state_corrupt() end
     index = index - 1
     entries = window_block_entries(log, index)
   end
-end
-
--- The stored log's, or nil and the error the module answers for the key: the log of another
--- form (BUCKETS) is named.
-local function window_read(key)
-  local kind = redis.call('TYPE', key)['ok']
-  if kind == 'none' then return nil end
-  if kind ~= 'string' then return nil, STATE_WRONGTYPE end
-  local v = redis.call('GET', key)
-  local log = window_decode(v)
-  if log then return log end
-  local n = buckets_cells_in(v)
-  if n then return nil, 'ERR the key holds a sliding window of BUCKETS ' .. n .. ', not an exact one' end
-  return nil, STATE_CORRUPT
 end
 
 -- Decides a call at now_ms: the reply, and the plan to write when it logs units.
@@ -406,25 +385,50 @@ local function window_refund(p, log, now_ms)
   return reply_ms(false, p.limit, p.limit - (live.total - p.quantity), nil, gone_in(plan.tail_ms), p.unit), plan
 end
 
--- FCALL cl_window 1 key limit period [quantity] [MS] [REFUND] [DRYRUN]
+-- The form a call reads cannot read the value: named when the value holds the other form.
+local function window_form_error(p, v)
+  if p.buckets then
+    if window_decode(v) then return 'ERR the key holds an exact sliding window, not one of BUCKETS' end
+  else
+    local n = buckets_cells_in(v)
+    if n then return 'ERR the key holds a sliding window of BUCKETS ' .. n .. ', not an exact one' end
+  end
+  return STATE_CORRUPT
+end
+
+-- Decides a call of either form on the stored value (nil for none): the reply and the plan.
+local function window_run(p, v, now_ms)
+  if p.buckets then
+    return (p.refund and buckets_refund or buckets_decide)(p, v, now_ms)
+  end
+  local log = nil
+  if v then
+    log = window_decode(v)
+    if log == nil then state_corrupt() end
+  end
+  return (p.refund and window_refund or window_decide)(p, log, now_ms)
+end
+
+-- FCALL cl_window 1 key limit period [quantity] [BUCKETS n] [MS] [REFUND] [DRYRUN]
 local function cl_window(keys, args)
   if #keys ~= 1 then return redis.error_reply(args_wrong_arity('cl.window')) end
   local p, err = args_window(args, 'cl.window', true)
   if p == nil then return redis.error_reply(err) end
   local key = keys[1]
-  local log, read_err = window_read(key)
+  local v, read_err = state_bytes(key)
   if read_err then return redis.error_reply(read_err) end
   local now_ms = clock_now_ms()
-  local ok, reply, plan = pcall(p.refund and window_refund or window_decide, p, log, now_ms)
+  local ok, reply, plan = pcall(window_run, p, v, now_ms)
   if not ok then
-    -- Valkey's pcall hands back a thrown error table's text; Redis's, the table.
-    local text = type(reply) == 'table' and reply.err or reply
-    if type(text) == 'string' and string.find(text, '^ERR ') then return redis.error_reply(text) end
-    error(reply, 0)
+    local text = state_caught(reply)
+    if text == STATE_CORRUPT and v then text = window_form_error(p, v) end
+    return redis.error_reply(text)
   end
   if plan and not p.dry_run then
     if plan.clear then
       redis.call('DEL', key)
+    elseif plan.whole and plan.moves == false then
+      redis.call('SET', key, plan.whole, 'KEEPTTL')
     elseif plan.whole then
       redis.call('SET', key, plan.whole, 'PXAT', plan.expire_at_ms)
     else

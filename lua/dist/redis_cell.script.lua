@@ -678,6 +678,32 @@ local function state_expire_at_ms(key, now_ms)
   return now_ms + ttl
 end
 
+-- The key's string, nil for no key, or nil and WRONGTYPE.
+local function state_bytes(key)
+  local kind = redis.call('TYPE', key)['ok']
+  if kind == 'none' then return nil end
+  if kind ~= 'string' then return nil, STATE_WRONGTYPE end
+  return redis.call('GET', key)
+end
+
+-- An error reply's text thrown from deep in a decision with error(), which the command's
+-- pcall turns back into its reply (state_caught).
+local function state_fail(text)
+  error({ err = text }, 0)
+end
+
+local function state_corrupt()
+  state_fail(STATE_CORRUPT)
+end
+
+-- The reply text of what a pcall caught: Valkey's pcall hands back a thrown table's text,
+-- Redis's the table. Anything else is a defect, raised on as the server's script error.
+local function state_caught(thrown)
+  local text = type(thrown) == 'table' and thrown.err or thrown
+  if type(text) == 'string' and string.find(text, '^ERR ') then return text end
+  error(thrown, 0)
+end
+
 -- The five integers every command answers, from waits in whole milliseconds: rounded up to
 -- the call's unit as the module's Outcome::to_reply rounds its nanoseconds, so that a
 -- client that waits the time answered is never early.
@@ -899,31 +925,251 @@ local function cl_throttle(keys, args)
 end
 
 -- CL.WINDOW's bucketed form (`BUCKETS n`) in the library: the module's cells
--- (src/buckets/cells.rs) on the same key.
+-- (src/buckets.rs, src/buckets/cells.rs) on the same key, read and written as the module
+-- does. Cell indexes and counts are numbers: a value whose cells, sum or instants pass 2^53
+-- is refused as not a valid state.
 
 local BUCKETS_HEADER = 32
+local BUCKETS_CELL_MAX = { 255, 65535, nil, 4294967295 }
 
--- The number of cells a value holds, if it is a bucketed window whose header the module
--- would take (Cells::decode): for the error that names the form a key holds.
-local function buckets_cells_in(v)
+-- The header of value v as the module checks it (Cells::decode), or nil. Counts past 2^53
+-- are refused here too (`exact` false) once the module's own checks pass.
+local function buckets_decode(v)
   if #v < BUCKETS_HEADER or string.sub(v, 1, 4) ~= 'CLB\1' then return nil end
-  local cell_bytes = string.byte(v, 5)
-  local n = string.byte(v, 6) + string.byte(v, 7) * 256
-  local origin = string.byte(v, 8) + string.byte(v, 9) * 256
-  local width_ms = bytes_u32(v, 9) + (string.byte(v, 14) + string.byte(v, 15) * 256) * BYTES_2_32
+  local h = {
+    cell_bytes = string.byte(v, 5),
+    n = string.byte(v, 6) + string.byte(v, 7) * 256,
+    origin = string.byte(v, 8) + string.byte(v, 9) * 256,
+    width_ms = bytes_u32(v, 9) + (string.byte(v, 14) + string.byte(v, 15) * 256) * BYTES_2_32,
+  }
   local newest_hi, newest_lo = bytes_u64(v, 15)
-  local sum_hi = bytes_u64(v, 23)
+  local sum_hi, sum_lo = bytes_u64(v, 23)
+  local cb = h.cell_bytes
   local cells_len = #v - BUCKETS_HEADER
-  if not (cell_bytes == 1 or cell_bytes == 2 or cell_bytes == 4 or cell_bytes == 8) then return nil end
-  if n < 2 or n > 1024 or origin >= n or width_ms < 1 then return nil end
+  if not (cb == 1 or cb == 2 or cb == 4 or cb == 8) then return nil end
+  if h.n < 2 or h.n > 1024 or h.origin >= h.n or h.width_ms < 1 then return nil end
   if newest_hi >= BYTES_2_31 or sum_hi >= BYTES_2_31 or string.byte(v, 32) ~= 0 then return nil end
-  if cells_len % cell_bytes ~= 0 or cells_len / cell_bytes < 1 or cells_len / cell_bytes > n then return nil end
+  if cells_len % cb ~= 0 or cells_len / cb < 1 or cells_len / cb > h.n then return nil end
   -- The instant the newest cell leaves, (newest + n) * width, must be an i64.
   local newest = exact_add(exact_mul(exact_of_number(newest_hi), exact_of_number(BYTES_2_32)),
     exact_of_number(newest_lo))
-  local leaves = exact_mul(exact_add(newest, exact_of_number(n)), exact_of_number(width_ms))
+  local leaves = exact_mul(exact_add(newest, exact_of_number(h.n)), exact_of_number(h.width_ms))
   if exact_cmp(leaves, ARGS_I64_MAX) > 0 then return nil end
-  return n
+  h.slots = cells_len / cb
+  h.newest = bytes_number(newest_hi, newest_lo)
+  h.sum = bytes_number(sum_hi, sum_lo)
+  h.exact = exact_cmp(leaves, ARGS_LIBRARY_MAX) <= 0 and sum_hi < 2097152
+  return h
+end
+
+-- The number of cells a value holds, if it is a bucketed window: for the error that names
+-- the form a key holds.
+local function buckets_cells_in(v)
+  local h = buckets_decode(v)
+  return h and h.n
+end
+
+local function buckets_mod(a, n)
+  return a - math.floor(a / n) * n
+end
+
+-- The units at a slot of the stored value; a slot past its end is empty.
+local function buckets_read_slot(v, h, slot)
+  if slot >= h.slots then return 0 end
+  local at = BUCKETS_HEADER + slot * h.cell_bytes
+  local cb = h.cell_bytes
+  if cb == 1 then return string.byte(v, at + 1) end
+  if cb == 2 then return string.byte(v, at + 1) + string.byte(v, at + 2) * 256 end
+  if cb == 4 then return bytes_u32(v, at) end
+  local hi, lo = bytes_u64(v, at)
+  if hi >= 2097152 then state_corrupt() end
+  return bytes_number(hi, lo)
+end
+
+-- A key's cells on the call's grid { n, width_ms }: the ring { origin, newest, sum, get }
+-- (Ring::on). Cells stored on another grid move, each whole, to the call's cell that holds
+-- its last millisecond; those that land before the ring are dropped.
+local function buckets_ring(v, grid)
+  local h = buckets_decode(v)
+  if h == nil then state_corrupt() end
+  if not h.exact then state_corrupt() end
+  local ring = { newest = h.newest, sum = h.sum, origin = h.origin, stored = h, v = v }
+  if h.n == grid.n and h.width_ms == grid.width_ms then
+    ring.get = function(cell) return buckets_read_slot(v, h, buckets_mod(cell - h.origin, grid.n)) end
+    return ring
+  end
+  local function moved(cell)
+    return math.floor(((cell + 1) * h.width_ms - 1) / grid.width_ms)
+  end
+  local newest = moved(h.newest)
+  local slots, sum = {}, 0
+  for cell = h.newest - h.n + 1, h.newest do
+    local units = buckets_read_slot(v, h, buckets_mod(cell - h.origin, h.n))
+    local to = moved(cell)
+    if units ~= 0 and to > newest - grid.n then
+      local slot = buckets_mod(to, grid.n)
+      slots[slot] = (slots[slot] or 0) + units
+      sum = sum + units
+      if sum >= BYTES_EXACT then state_corrupt() end
+    end
+  end
+  ring.origin, ring.newest, ring.sum, ring.stored = 0, newest, sum, nil
+  ring.get = function(cell) return slots[buckets_mod(cell, grid.n)] or 0 end
+  return ring
+end
+
+local function buckets_oldest_live(ring, grid, now_cell)
+  return math.max(ring.newest - grid.n + 1, now_cell - grid.n + 1)
+end
+
+-- The units in the window at now_cell, or nil when every cell has left.
+local function buckets_live(ring, grid, now_cell)
+  if ring.newest <= now_cell - grid.n then return nil end
+  local count = ring.sum
+  local from = ring.newest - grid.n + 1
+  local to = math.min(buckets_oldest_live(ring, grid, now_cell) - 1, from + grid.n - 1)
+  for cell = from, to do
+    count = count - ring.get(cell)
+  end
+  if count < 0 then state_corrupt() end
+  return count
+end
+
+-- The cell by whose leaving `must_leave` units (≥ 1) have left, oldest first.
+local function buckets_leaving_by(ring, grid, now_cell, must_leave)
+  local gone = 0
+  local from = buckets_oldest_live(ring, grid, now_cell)
+  for cell = from, math.min(ring.newest, from + grid.n - 1) do
+    gone = gone + ring.get(cell)
+    if gone >= must_leave then return cell end
+  end
+  state_corrupt()
+end
+
+local function buckets_cell_bytes_for(most)
+  if most <= 255 then return 1 end
+  if most <= 65535 then return 2 end
+  if most <= 4294967295 then return 4 end
+  return 8
+end
+
+local function buckets_header(grid, cell_bytes, origin, newest, sum)
+  return 'CLB\1' .. string.char(cell_bytes, grid.n % 256, math.floor(grid.n / 256), origin % 256,
+    math.floor(origin / 256)) .. string.sub(bytes_of_i64(grid.width_ms), 1, 6)
+    .. bytes_of_i64(newest) .. bytes_of_i64(sum) .. '\0'
+end
+
+local function buckets_cell(cell_bytes, units)
+  if cell_bytes == 8 then return bytes_of_i64(units) end
+  return string.sub(bytes_of_u32(units), 1, cell_bytes)
+end
+
+-- The value an edit leaves, and whether it moves the key's expiry (Form::InPlace into the
+-- newest cell does not): the slots of the cells in `emptied` (inclusive ranges) emptied,
+-- then `cell` holding `units`, newest `newest`, the sum `sum`.
+local function buckets_plan(p, grid, ring, edit)
+  local leaves_at = (edit.newest + grid.n) * grid.width_ms
+  local plan = { expire_at_ms = leaves_at, moves = true }
+  if ring == nil then
+    local cb = buckets_cell_bytes_for(math.max(edit.units, p.limit))
+    plan.whole = buckets_header(grid, cb, buckets_mod(edit.cell, grid.n), edit.newest, edit.sum)
+      .. buckets_cell(cb, edit.units)
+    return plan
+  end
+  local h = ring.stored
+  local slots = {}
+  local cb, origin, count
+  if h and edit.units <= (BUCKETS_CELL_MAX[h.cell_bytes] or BYTES_EXACT) then
+    -- In place: the stored slots, growing to the one written when it is past the end.
+    cb, origin, count = h.cell_bytes, h.origin, h.slots
+    for slot = 0, h.slots - 1 do slots[slot] = buckets_read_slot(ring.v, h, slot) end
+    plan.moves = h.newest ~= edit.newest
+  else
+    -- Whole, from origin 0: every one of the n slots.
+    local most = edit.units
+    for cell = ring.newest - grid.n + 1, ring.newest do
+      local units = ring.get(cell)
+      slots[buckets_mod(cell, grid.n)] = units
+      if units > most then most = units end
+    end
+    cb, origin, count = buckets_cell_bytes_for(math.max(most, p.limit)), 0, grid.n
+  end
+  local function slot_of(cell) return buckets_mod(cell - origin, grid.n) end
+  for _, range in ipairs(edit.emptied) do
+    for cell = range[1], math.min(range[2], range[1] + grid.n - 1) do
+      slots[slot_of(cell)] = 0
+    end
+  end
+  local slot = slot_of(edit.cell)
+  slots[slot] = edit.units
+  if slot + 1 > count then count = slot + 1 end
+  local out = { buckets_header(grid, cb, origin, edit.newest, edit.sum) }
+  for i = 0, count - 1 do out[#out + 1] = buckets_cell(cb, slots[i] or 0) end
+  plan.whole = table.concat(out)
+  return plan
+end
+
+-- Decides a call at now_ms against the stored value v (nil for none): the reply, and the
+-- plan when it counts units.
+local function buckets_decide(p, v, now_ms)
+  local grid = { n = p.buckets, width_ms = p.period_ms / p.buckets }
+  local now_cell = math.floor(now_ms / grid.width_ms)
+  local ring = v and buckets_ring(v, grid)
+  local count = ring and buckets_live(ring, grid, now_cell)
+  if count == nil then ring, count = nil, 0 end
+  local function leaves_in(cell) return (cell + grid.n) * grid.width_ms - now_ms end
+  local newest = ring and ring.newest
+  local reset_now = newest and leaves_in(newest) or 0
+  local wanted = count + p.quantity
+  if wanted > p.limit then
+    local retry = nil
+    if ring and p.quantity <= p.limit then
+      retry = leaves_in(buckets_leaving_by(ring, grid, now_cell, count - (p.limit - p.quantity)))
+    end
+    return reply_ms(true, p.limit, p.limit - count, retry, reset_now, p.unit)
+  end
+  if p.quantity == 0 then return reply_ms(false, p.limit, p.limit - wanted, nil, reset_now, p.unit) end
+  -- A clock that stepped back counts into the newest cell the key holds.
+  local at = newest and math.max(newest, now_cell) or now_cell
+  local before = (ring and at == newest) and ring.get(at) or 0
+  local emptied = { newest and { newest + 1, at } or { 1, 0 } }
+  local plan = buckets_plan(p, grid, ring,
+    { emptied = emptied, cell = at, units = before + p.quantity, newest = at, sum = wanted })
+  return reply_ms(false, p.limit, p.limit - wanted, nil, leaves_in(at), p.unit), plan
+end
+
+-- REFUND: the newest units in the window leave, newest cell first.
+local function buckets_refund(p, v, now_ms)
+  local function peek()
+    local reply = buckets_decide({ limit = p.limit, quantity = 0, period_ms = p.period_ms,
+      buckets = p.buckets, unit = p.unit }, v, now_ms)
+    reply[1], reply[4] = 0, -1
+    return reply
+  end
+  local grid = { n = p.buckets, width_ms = p.period_ms / p.buckets }
+  local now_cell = math.floor(now_ms / grid.width_ms)
+  if v == nil then return peek() end
+  local ring = buckets_ring(v, grid)
+  local count = buckets_live(ring, grid, now_cell)
+  if count == nil or p.quantity == 0 then return peek() end
+  if p.quantity >= count then return reply_ms(false, p.limit, p.limit, nil, 0, p.unit), { clear = true } end
+  local oldest_live = buckets_oldest_live(ring, grid, now_cell)
+  local left, cell, kept = p.quantity, ring.newest, nil
+  while true do
+    if cell < oldest_live then state_corrupt() end
+    local units = ring.get(cell)
+    if units > left then
+      kept = units - left
+      break
+    end
+    left = left - units
+    cell = cell - 1
+  end
+  local sum = count - p.quantity
+  local plan = buckets_plan(p, grid, ring, {
+    emptied = { { ring.newest - grid.n + 1, oldest_live - 1 }, { cell + 1, ring.newest } },
+    cell = cell, units = kept, newest = cell, sum = sum })
+  return reply_ms(false, p.limit, p.limit - sum, nil, (cell + grid.n) * grid.width_ms - now_ms, p.unit), plan
 end
 
 -- CL.WINDOW in the library: the module's exact sliding window (src/window.rs) on the same
@@ -942,13 +1188,6 @@ local WINDOW_MAX_ENTRIES = 56
 local WINDOW_MAX_LEN = 536870912
 local WINDOW_TOO_LONG = 'ERR the sliding window log would exceed 512 MB: use a shorter period or fewer, larger calls'
 local WINDOW_INTERNAL = 'ERR internal error in redis-cell; nothing was changed'
-
--- Thrown with error() from deep in a search, caught by the command as its error reply.
-local WINDOW_CORRUPT = { err = STATE_CORRUPT }
-
-local function window_corrupt()
-  error(WINDOW_CORRUPT, 0)
-end
 
 local function window_block_start(offset)
   if offset < WINDOW_HEADER then return nil end
@@ -976,21 +1215,21 @@ end
 -- An entry's units: a varint that is never 0.
 local function window_units(v, at, limit)
   local hi, lo, after = bytes_varint(v, at, limit)
-  if hi == nil or (hi == 0 and lo == 0) then window_corrupt() end
+  if hi == nil or (hi == 0 and lo == 0) then state_corrupt() end
   return hi, lo, after
 end
 
 -- A delta in ms: a varint the module takes as an i64, which here must also be below 2^53.
 local function window_delta(v, at, limit)
   local hi, lo, after = bytes_varint(v, at, limit)
-  if hi == nil or hi >= 2097152 then window_corrupt() end
+  if hi == nil or hi >= 2097152 then state_corrupt() end
   return bytes_number(hi, lo), after
 end
 
 -- The entry at offset: its ms since the previous (0 for a block's first), units, and end.
 local function window_entry(log, offset)
   local start = window_block_start(offset)
-  if start == nil then window_corrupt() end
+  if start == nil then state_corrupt() end
   local limit = window_limit(log, start + WINDOW_BLOCK)
   local delta, units_at = 0, offset
   if offset ~= start + WINDOW_BLOCK_HEADER then
@@ -1007,9 +1246,9 @@ end
 
 local function window_first_of_block(log, index)
   local offset = window_block_offset(index)
-  if offset + WINDOW_BLOCK_HEADER > #log.v then window_corrupt() end
+  if offset + WINDOW_BLOCK_HEADER > #log.v then state_corrupt() end
   local base_ms = bytes_i64(log.v, offset)
-  if base_ms == nil then window_corrupt() end
+  if base_ms == nil then state_corrupt() end
   local hi, lo = bytes_u64(log.v, offset + 8)
   return window_cursor(offset + WINDOW_BLOCK_HEADER, base_ms, hi, lo)
 end
@@ -1046,9 +1285,9 @@ local function window_first_block(log, from, to, before)
   while from < to do
     local middle = from + math.floor((to - from) / 2)
     local offset = window_block_offset(middle)
-    if offset + WINDOW_BLOCK_HEADER > #log.v then window_corrupt() end
+    if offset + WINDOW_BLOCK_HEADER > #log.v then state_corrupt() end
     local base_ms = bytes_i64(log.v, offset)
-    if base_ms == nil then window_corrupt() end
+    if base_ms == nil then state_corrupt() end
     local hi, lo = bytes_u64(log.v, offset + 8)
     if before(base_ms, hi, lo) then
       from = middle + 1
@@ -1077,18 +1316,18 @@ local function window_walk(log, from, found)
       local delta, units_at = window_delta(v, ends, limit)
       local next_hi, next_lo, next_end = window_units(v, units_at, limit)
       at_ms = at_ms + delta
-      if at_ms >= BYTES_EXACT then window_corrupt() end
+      if at_ms >= BYTES_EXACT then state_corrupt() end
       offset, hi, lo, units_hi, units_lo, ends = ends, after_hi, after_lo, next_hi, next_lo, next_end
     else
       local next = window_first_of_block(log, window_block_index(block_end))
-      if next.hi ~= after_hi or next.lo ~= after_lo then window_corrupt() end
+      if next.hi ~= after_hi or next.lo ~= after_lo then state_corrupt() end
       _, units_hi, units_lo, ends = window_entry(log, next.offset)
       offset, at_ms, hi, lo = next.offset, next.at_ms, next.hi, next.lo
       block_end = block_end + WINDOW_BLOCK
       limit = window_limit(log, block_end)
     end
   end
-  window_corrupt()
+  state_corrupt()
 end
 
 -- The oldest entry not expired and the live units from it on, as a pair; nil when every
@@ -1106,7 +1345,7 @@ local function window_live(log, expired)
     oldest = window_walk(log, from, function(at_ms) return not expired(at_ms) end)
   end
   local hi, lo = window_units_between(log, oldest.hi, oldest.lo)
-  if hi == nil then window_corrupt() end
+  if hi == nil then state_corrupt() end
   return { oldest = oldest, hi = hi, lo = lo, total = bytes_number(hi, lo) }
 end
 
@@ -1146,9 +1385,9 @@ local function window_plan_append(log, live, at_ms, units)
   local v = log.v
   local stored_len = #v
   local oldest = live.oldest
-  if not (oldest.offset <= log.tail and log.tail < stored_len) then window_corrupt() end
+  if not (oldest.offset <= log.tail and log.tail < stored_len) then state_corrupt() end
   local oldest_start = window_block_start(oldest.offset)
-  if oldest_start == nil then window_corrupt() end
+  if oldest_start == nil then state_corrupt() end
   local dead = oldest_start - WINDOW_HEADER
   -- Whole dead blocks are reclaimed once they are more than half the value: the rest moves
   -- down, every block staying on its grid.
@@ -1165,11 +1404,11 @@ local function window_plan_append(log, live, at_ms, units)
       and window_block_start(log.tail) == log.tail - WINDOW_BLOCK_HEADER
     if not first_in_block then delta = tail_delta end
     entry_hi, entry_lo = bytes_add(tail_hi, tail_lo, units_hi, units_lo)
-    if bytes_cmp(entry_hi, entry_lo, tail_hi, tail_lo) < 0 then window_corrupt() end
+    if bytes_cmp(entry_hi, entry_lo, tail_hi, tail_lo) < 0 then state_corrupt() end
     before_hi, before_lo = bytes_sub(log.logged_hi, log.logged_lo, tail_hi, tail_lo)
   else
     delta = at_ms - log.tail_ms
-    if delta < 1 then error({ err = WINDOW_INTERNAL }, 0) end
+    if delta < 1 then state_fail(WINDOW_INTERNAL) end
     entry_hi, entry_lo = units_hi, units_lo
     before_hi, before_lo = log.logged_hi, log.logged_lo
   end
@@ -1186,7 +1425,7 @@ local function window_plan_append(log, live, at_ms, units)
     delta_bytes = ''
   end
   local new_len = offset + #delta_bytes + #entry
-  if new_len > WINDOW_MAX_LEN then error({ err = WINDOW_TOO_LONG }, 0) end
+  if new_len > WINDOW_MAX_LEN then state_fail(WINDOW_TOO_LONG) end
   if merging and head.offset == tail then head.offset = offset end
   local newest = window_cursor(offset, at_ms, before_hi, before_lo)
   local logged_hi, logged_lo = bytes_add(log.logged_hi, log.logged_lo, units_hi, units_lo)
@@ -1221,7 +1460,7 @@ local function window_block_entries(log, index)
     if low == 0 then break end
     local delta, after = window_delta(v, ends, limit)
     local at_ms = cursor.at_ms + delta
-    if at_ms >= BYTES_EXACT then window_corrupt() end
+    if at_ms >= BYTES_EXACT then state_corrupt() end
     local after_hi, after_lo = bytes_add(cursor.hi, cursor.lo, hi, lo)
     cursor = window_cursor(ends, at_ms, after_hi, after_lo)
     units_at = after
@@ -1232,7 +1471,7 @@ end
 -- The value left when `entry`, keeping `units` (a number) of its own, becomes the newest.
 local function window_trim_to(log, entry, units)
   local logged_hi, logged_lo = bytes_add(entry.cursor.hi, entry.cursor.lo, bytes_pair(units))
-  if entry.cursor.offset < log.head or entry.cursor.at_ms < log.head_ms then window_corrupt() end
+  if entry.cursor.offset < log.head or entry.cursor.at_ms < log.head_ms then state_corrupt() end
   local head = window_cursor(log.head, log.head_ms, log.head_hi, log.head_lo)
   local value = window_header(head, entry.cursor, logged_hi, logged_lo)
     .. string.sub(log.v, WINDOW_HEADER + 1, entry.units_at) .. bytes_of_varint(bytes_pair(units))
@@ -1250,7 +1489,7 @@ local function window_plan_trim(log, live, units)
   local last = entries[#entries]
   local end_hi, end_lo = bytes_add(last.cursor.hi, last.cursor.lo, last.hi, last.lo)
   if last.cursor.offset ~= log.tail or end_hi ~= log.logged_hi or end_lo ~= log.logged_lo then
-    window_corrupt()
+    state_corrupt()
   end
   while true do
     while #entries > 0 do
@@ -1261,31 +1500,17 @@ local function window_plan_trim(log, live, units)
       if left == 0 then
         local kept = entries[#entries]
         if kept == nil then
-          if index <= oldest_block then window_corrupt() end
+          if index <= oldest_block then state_corrupt() end
           local before = window_block_entries(log, index - 1)
           kept = before[#before]
         end
         return window_trim_to(log, kept, bytes_number(kept.hi, kept.lo))
       end
     end
-    if index <= oldest_block then window_corrupt() end
+    if index <= oldest_block then state_corrupt() end
     index = index - 1
     entries = window_block_entries(log, index)
   end
-end
-
--- The stored log's, or nil and the error the module answers for the key: the log of another
--- form (BUCKETS) is named.
-local function window_read(key)
-  local kind = redis.call('TYPE', key)['ok']
-  if kind == 'none' then return nil end
-  if kind ~= 'string' then return nil, STATE_WRONGTYPE end
-  local v = redis.call('GET', key)
-  local log = window_decode(v)
-  if log then return log end
-  local n = buckets_cells_in(v)
-  if n then return nil, 'ERR the key holds a sliding window of BUCKETS ' .. n .. ', not an exact one' end
-  return nil, STATE_CORRUPT
 end
 
 -- Decides a call at now_ms: the reply, and the plan to write when it logs units.
@@ -1334,25 +1559,50 @@ local function window_refund(p, log, now_ms)
   return reply_ms(false, p.limit, p.limit - (live.total - p.quantity), nil, gone_in(plan.tail_ms), p.unit), plan
 end
 
--- FCALL cl_window 1 key limit period [quantity] [MS] [REFUND] [DRYRUN]
+-- The form a call reads cannot read the value: named when the value holds the other form.
+local function window_form_error(p, v)
+  if p.buckets then
+    if window_decode(v) then return 'ERR the key holds an exact sliding window, not one of BUCKETS' end
+  else
+    local n = buckets_cells_in(v)
+    if n then return 'ERR the key holds a sliding window of BUCKETS ' .. n .. ', not an exact one' end
+  end
+  return STATE_CORRUPT
+end
+
+-- Decides a call of either form on the stored value (nil for none): the reply and the plan.
+local function window_run(p, v, now_ms)
+  if p.buckets then
+    return (p.refund and buckets_refund or buckets_decide)(p, v, now_ms)
+  end
+  local log = nil
+  if v then
+    log = window_decode(v)
+    if log == nil then state_corrupt() end
+  end
+  return (p.refund and window_refund or window_decide)(p, log, now_ms)
+end
+
+-- FCALL cl_window 1 key limit period [quantity] [BUCKETS n] [MS] [REFUND] [DRYRUN]
 local function cl_window(keys, args)
   if #keys ~= 1 then return redis.error_reply(args_wrong_arity('cl.window')) end
   local p, err = args_window(args, 'cl.window', true)
   if p == nil then return redis.error_reply(err) end
   local key = keys[1]
-  local log, read_err = window_read(key)
+  local v, read_err = state_bytes(key)
   if read_err then return redis.error_reply(read_err) end
   local now_ms = clock_now_ms()
-  local ok, reply, plan = pcall(p.refund and window_refund or window_decide, p, log, now_ms)
+  local ok, reply, plan = pcall(window_run, p, v, now_ms)
   if not ok then
-    -- Valkey's pcall hands back a thrown error table's text; Redis's, the table.
-    local text = type(reply) == 'table' and reply.err or reply
-    if type(text) == 'string' and string.find(text, '^ERR ') then return redis.error_reply(text) end
-    error(reply, 0)
+    local text = state_caught(reply)
+    if text == STATE_CORRUPT and v then text = window_form_error(p, v) end
+    return redis.error_reply(text)
   end
   if plan and not p.dry_run then
     if plan.clear then
       redis.call('DEL', key)
+    elseif plan.whole and plan.moves == false then
+      redis.call('SET', key, plan.whole, 'KEEPTTL')
     elseif plan.whole then
       redis.call('SET', key, plan.whole, 'PXAT', plan.expire_at_ms)
     else
