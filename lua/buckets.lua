@@ -143,6 +143,8 @@ end
 -- then `cell` holding `units`, newest `newest`, the sum `sum`.
 local function buckets_plan(p, grid, ring, edit)
   local leaves_at = (edit.newest + grid.n) * grid.width_ms
+  -- An expiry past 2^53 ms could not be written exactly (a crafted value's).
+  if leaves_at >= BYTES_EXACT then state_corrupt() end
   local plan = { expire_at_ms = leaves_at, moves = true }
   if ring == nil then
     local cb = buckets_cell_bytes_for(math.max(edit.units, p.limit))

@@ -1066,6 +1066,8 @@ end
 -- then `cell` holding `units`, newest `newest`, the sum `sum`.
 local function buckets_plan(p, grid, ring, edit)
   local leaves_at = (edit.newest + grid.n) * grid.width_ms
+  -- An expiry past 2^53 ms could not be written exactly (a crafted value's).
+  if leaves_at >= BYTES_EXACT then state_corrupt() end
   local plan = { expire_at_ms = leaves_at, moves = true }
   if ring == nil then
     local cb = buckets_cell_bytes_for(math.max(edit.units, p.limit))
@@ -1434,7 +1436,8 @@ local function window_plan_append(log, live, at_ms, units)
       .. bytes_of_u64(before_hi, before_lo) .. bytes
   end
   local header = window_header(head, newest, logged_hi, logged_lo)
-  if reclaimed > 0 then
+  -- A merge that re-encodes a padded entry shorter leaves the value shorter: written whole.
+  if reclaimed > 0 or new_len < len then
     return { whole = header .. string.sub(v, WINDOW_HEADER + reclaimed + 1, reclaimed + from)
       .. bytes }
   end
@@ -1510,6 +1513,14 @@ local function window_plan_trim(log, live, units)
   end
 end
 
+-- When a key whose newest units came at at_ms expires; one past 2^53 ms, which only a
+-- crafted value reaches, could not be written exactly, and the value is refused.
+local function window_expiry(at_ms, p)
+  local expiry = at_ms + p.period_ms
+  if expiry >= BYTES_EXACT then state_corrupt() end
+  return expiry
+end
+
 -- Decides a call at now_ms: the reply, and the plan to write when it logs units.
 local function window_decide(p, log, now_ms)
   local function expired(at_ms) return now_ms - at_ms >= p.period_ms end
@@ -1525,7 +1536,7 @@ local function window_decide(p, log, now_ms)
       -- A clock that stepped back must not put units before those already logged.
       local at_ms = newest_ms and math.max(newest_ms, now_ms) or now_ms
       plan = window_plan_append(log, live, at_ms, p.quantity)
-      plan.expire_at_ms = at_ms + p.period_ms
+      plan.expire_at_ms = window_expiry(at_ms, p)
       newest_after = at_ms
     end
     return reply_ms(false, p.limit, p.limit - wanted, nil, newest_after and gone_in(newest_after) or 0, p.unit), plan
@@ -1552,7 +1563,7 @@ local function window_refund(p, log, now_ms)
     return reply_ms(false, p.limit, p.limit, nil, 0, p.unit), { clear = true }
   end
   local plan = window_plan_trim(log, live, p.quantity)
-  plan.expire_at_ms = plan.tail_ms + p.period_ms
+  plan.expire_at_ms = window_expiry(plan.tail_ms, p)
   return reply_ms(false, p.limit, p.limit - (live.total - p.quantity), nil, gone_in(plan.tail_ms), p.unit), plan
 end
 

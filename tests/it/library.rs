@@ -189,11 +189,12 @@ fn binary_damage(rng: &mut Rng, module: &mut redis::Connection, key: &str) -> Ve
     }
 }
 
-/// Whether a window's value keeps its instants and counts below 2^53, where the library's
-/// numbers are exact: a log's header and block instants, the instant a bucketed window's
-/// newest cell leaves, its sum and its cells.
+/// Whether a window's value keeps its instants and counts where the library's numbers are
+/// exact: a log's header and block instants, and the instant a bucketed window's newest cell
+/// leaves, below 2^52 (a period added stays below 2^53); its sum and its cells below 2^53.
 fn within_doubles(value: &[u8]) -> bool {
     const EXACT: i128 = 1 << 53;
+    const INSTANT: i128 = 1 << 52;
     let field = |at: usize| -> i128 {
         value.get(at..at + 8).map_or(0, |b| {
             i64::from_le_bytes(b.try_into().unwrap_or_default()) as i128
@@ -203,14 +204,14 @@ fn within_doubles(value: &[u8]) -> bool {
         Some(b"CLW") => (12..value.len())
             .step_by(8)
             .filter(|&at| at == 12 || at == 20 || (at >= 48 && (at - 48) % 128 == 0))
-            .all(|at| field(at).abs() < EXACT),
+            .all(|at| field(at).abs() < INSTANT),
         Some(b"CLB") if value.len() >= 32 => {
             let n = i128::from(u16::from_le_bytes([value[5], value[6]]));
             let mut width = [0u8; 8];
             width[..6].copy_from_slice(&value[9..15]);
             let width = i128::from(i64::from_le_bytes(width));
             let eight = value[4] == 8;
-            (field(15) + n) * width < EXACT
+            (field(15) + n) * width < INSTANT
                 && (0..EXACT).contains(&field(23))
                 && (!eight
                     || (32..value.len())
@@ -412,6 +413,51 @@ fn cl_window_buckets_answers_and_writes_as_the_module_under_a_controlled_clock()
         admitted > 500 && denied > 300,
         "{admitted} admitted, {denied} denied"
     );
+}
+
+/// A newest entry stored in a longer encoding than it needs (units 1 as `81 00`): a merge
+/// into it re-encodes it shorter, and the value shrinks with it, as the module's does.
+#[test]
+fn a_merge_into_a_padded_entry_shortens_the_log_as_the_module_does() {
+    let now_ms = 1_795_910_400_000;
+    let server = Server::with_exact_fake_clock(now_ms);
+    let (mut module, mut library) = module_and_library(&server);
+    let _: Vec<i64> = redis::cmd("CL.WINDOW")
+        .arg("made")
+        .arg(10)
+        .arg(60)
+        .query(&mut module)
+        .expect("a log of one entry");
+    let mut log: Vec<u8> = redis::cmd("GET")
+        .arg("made")
+        .query(&mut module)
+        .expect("GET");
+    assert_eq!(log.pop(), Some(1), "one unit, in one byte");
+    log.extend([0x81, 0x00]);
+    redis_cell::window::reseal(&mut log);
+    let mut after = Vec::new();
+    for (con, call) in [
+        (&mut module, vec!["CL.WINDOW"]),
+        (&mut library, vec!["FCALL", "cl_window", "1"]),
+    ] {
+        let _: () = redis::cmd("SET")
+            .arg("k")
+            .arg(&log)
+            .arg("PX")
+            .arg(60_000)
+            .query(con)
+            .expect("SET");
+        let reply: Vec<i64> = redis::Cmd::new()
+            .arg(&call)
+            .arg("k")
+            .arg(&["10", "60", "1"])
+            .query(con)
+            .expect("a merge");
+        let value: Vec<u8> = redis::cmd("GET").arg("k").query(con).expect("GET");
+        after.push((reply, value));
+    }
+    assert_eq!(after[0].0, [0, 10, 8, -1, 60]);
+    assert_eq!(after[1], after[0]);
 }
 
 /// Long logs, milliseconds apart: the searches over blocks (the oldest live entry, when
