@@ -260,3 +260,94 @@ local function args_throttle(args)
   if never then return nil, never end
   return parsed
 end
+
+local function args_bad_option(command, position)
+  return "ERR syntax error: argument " .. position .. " of '" .. command
+    .. "' is not one of its options, repeats one, or lacks its value"
+end
+
+-- A holder's name: 1 to 255 bytes, any bytes.
+local function args_holder(holder)
+  if #holder < 1 or #holder > 255 then return nil, 'ERR holder must be 1 to 255 bytes' end
+  return holder
+end
+
+-- `AT unix-ms`, which only the module's replication stream sends: its errors, or the
+-- refusal every client call with it gets.
+local function args_at(text)
+  local instant, err = args_integer(text, 'AT', 0)
+  if instant == nil then return err end
+  if exact_cmp(exact_mul(instant, ARGS_NANOS.ms), ARGS_MAX_SPAN_NS) > 0 then return args_too_large('AT') end
+  return 'ERR AT is accepted only from the replication stream or the AOF'
+end
+
+-- CL.LEASE's arguments after the key: `limit lease_time holder [MS] [DRYRUN] [BLOCK timeout]`,
+-- the options in any order, each once (args::lease). The lease time comes back in ms.
+local function args_lease(args)
+  local command = 'cl.lease'
+  if #args < 3 or #args > ARGS_MAX_AFTER_KEY then return nil, args_wrong_arity(command) end
+  local seen = {}
+  local i = 4
+  while i <= #args do
+    local word = string.upper(args[i])
+    local takes_value = word == 'AT' or word == 'BLOCK'
+    local known = word == 'MS' or word == 'DRYRUN' or takes_value
+    if not known or seen[word] or (takes_value and i + 1 > #args) then
+      return nil, args_bad_option(command, i + 1)
+    end
+    seen[word] = i
+    i = i + (takes_value and 2 or 1)
+  end
+  local unit = seen.MS and 'ms' or 's'
+  local limit, limit_err = args_integer(args[1], 'limit', 1)
+  if limit == nil then return nil, limit_err end
+  local lease_time, time_err = args_span(args[2], 'lease_time', unit)
+  if lease_time == nil then return nil, time_err end
+  local holder, holder_err = args_holder(args[3])
+  if holder == nil then return nil, holder_err end
+  local at_err = seen.AT and args_at(args[seen.AT + 1])
+  if at_err and not string.find(at_err, '^ERR AT is accepted') then return nil, at_err end
+  if seen.BLOCK then
+    local timeout, err = args_integer(args[seen.BLOCK + 1], 'timeout', 0)
+    if timeout == nil then return nil, err end
+    if exact_cmp(timeout, ARGS_MAX_BLOCK_MS) > 0 then return nil, 'ERR timeout must be <= 4611686018427' end
+    if seen.DRYRUN then return nil, args_never_waits({ block = true, dry_run = true }) end
+  end
+  if at_err then return nil, at_err end
+  if seen.BLOCK then return nil, args_cannot_wait(command) end
+  local parsed = { limit = limit, unit = unit, holder = holder, dry_run = seen.DRYRUN ~= nil }
+  local inexact = args_exact_enough(parsed, { 'limit' })
+  if inexact then return nil, inexact end
+  parsed.limit = exact_tonumber(limit)
+  parsed.lease_ms = exact_tonumber(lease_time) * (unit == 'ms' and 1 or 1000)
+  return parsed
+end
+
+-- CL.RELEASE's arguments after the key: `holder` (args::release): the holder, or the error.
+local function args_release(args)
+  local command = 'cl.release'
+  if #args < 1 or #args > ARGS_MAX_AFTER_KEY then return nil, args_wrong_arity(command) end
+  local holder, err = args_holder(args[1])
+  if holder == nil then return nil, err end
+  local n = #args - 1
+  if n == 0 then return holder end
+  local first = string.upper(args[2])
+  if n == 2 and first == 'AT' then return nil, args_at(args[3]) end
+  for i = 2, #args, 2 do
+    if string.upper(args[i]) == 'BLOCK' then
+      return nil, 'ERR ' .. command .. ' does not wait: BLOCK is not one of its arguments'
+    end
+  end
+  if n >= 2 and first == 'AT' then return nil, args_bad_option(command, 5) end
+  return nil, args_bad_option(command, 3)
+end
+
+-- CL.HOLDERS's arguments after the key: `[MS]`: the unit, or the error.
+local function args_holders(args)
+  if #args == 0 then return 's' end
+  if #args == 1 then
+    if string.upper(args[1]) == 'MS' then return 'ms' end
+    return nil, args_bad_option('cl.holders', 2)
+  end
+  return nil, args_wrong_arity('cl.holders')
+end

@@ -19,4 +19,8 @@ local CELL_FUNCTIONS = {
   { name = 'cl_throttle', callback = cl_throttle, flags = {} },
   { name = 'cl_fixed', callback = cl_fixed, flags = {} },
   { name = 'cl_window', callback = cl_window, flags = {} },
+  { name = 'cl_lease', callback = cl_lease, flags = {} },
+  -- CL.RELEASE is not deny-oom: freeing a lease must work when memory is full.
+  { name = 'cl_release', callback = cl_release, flags = { 'allow-oom' } },
+  { name = 'cl_holders', callback = cl_holders, flags = { 'no-writes' } },
 }

@@ -10,19 +10,43 @@
     lua_forms.py --check    fails if either differs from what the sources give
 """
 
+import re
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ["exact.lua", "bytes.lua", "args.lua", "clock.lua", "state.lua", "reply.lua", "fixed.lua",
-           "throttle.lua", "buckets.lua", "window.lua", "library.lua"]
+           "throttle.lua", "buckets.lua", "window.lua", "lease.lua", "library.lua"]
 LIBRARY = ROOT / "lua" / "dist" / "redis_cell.lua"
 SCRIPT = ROOT / "lua" / "dist" / "redis_cell.script.lua"
 NOTE = "-- Generated from lua/*.lua by scripts/lua_forms.py: edit those, not this.\n"
 
 
+# What the generated forms' own lines use of the sources.
+TAIL_NAMES = {"CELL_FUNCTIONS", "cell_unknown"}
+DEFINITION = re.compile(r"^local (?:function )?([A-Za-z_][A-Za-z0-9_]*)\b", re.M)
+
+
 def sources() -> str:
-    return "".join((ROOT / "lua" / name).read_text() + "\n" for name in SOURCES)
+    """The sources, each in a block of its own: Lua allows a function 200 locals, and the
+    chunk is one function. The names a later source (or the forms' own lines) uses are
+    declared once at the top, and each source assigns the ones it defines."""
+    texts = [(ROOT / "lua" / name).read_text() for name in SOURCES]
+    defined = [DEFINITION.findall(text) for text in texts]
+    shared = []
+    for i, names in enumerate(defined):
+        later = "\n".join(texts[i + 1:])
+        for name in names:
+            if name in TAIL_NAMES or re.search(rf"\b{name}\b", later):
+                shared.append(name)
+    blocks = []
+    for text in texts:
+        for name in shared:
+            text = re.sub(rf"^local (function )?{name}\b", lambda m: (m.group(1) or "") + name, text,
+                          flags=re.M)
+        blocks.append("do\n" + text + "end\n")
+    declaration = "local " + ",\n  ".join(shared) + "\n"
+    return declaration + "\n" + "\n".join(blocks)
 
 
 def library() -> str:

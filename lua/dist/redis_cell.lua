@@ -1,6 +1,70 @@
 #!lua name=redis_cell
 -- Generated from lua/*.lua by scripts/lua_forms.py: edit those, not this.
 
+local exact_parse,
+  exact_of_number,
+  exact_tostring,
+  exact_tonumber,
+  exact_cmp,
+  exact_add,
+  exact_sub,
+  exact_mul,
+  exact_divmod,
+  exact_max,
+  exact_ceil_div,
+  BYTES_2_32,
+  BYTES_2_31,
+  BYTES_EXACT,
+  bytes_u32,
+  bytes_u64,
+  bytes_i64,
+  bytes_of_u32,
+  bytes_of_u64,
+  bytes_of_i64,
+  bytes_add,
+  bytes_sub,
+  bytes_cmp,
+  bytes_pair,
+  bytes_number,
+  bytes_varint,
+  bytes_of_varint,
+  bytes_checksum,
+  ARGS_MAX_SPAN_NS,
+  ARGS_NANOS,
+  ARGS_LIBRARY_MAX,
+  ARGS_I64_MAX,
+  args_too_large,
+  args_wrong_arity,
+  args_exact_enough,
+  args_cannot_wait,
+  args_window,
+  args_throttle,
+  args_lease,
+  args_release,
+  args_holders,
+  clock_now_ms,
+  clock_now_ns,
+  STATE_CORRUPT,
+  state_integer,
+  state_expire_at_ms,
+  state_bytes,
+  state_fail,
+  state_corrupt,
+  state_caught,
+  reply_ms,
+  cl_fixed,
+  cl_throttle,
+  buckets_cells_in,
+  buckets_decide,
+  buckets_refund,
+  cl_window,
+  cl_lease,
+  cl_release,
+  cl_holders,
+  cell_unknown,
+  CELL_FUNCTIONS
+
+do
 -- Exact integers for the library (docs/without-the-module.md, once it lands): the module
 -- keeps a GCRA's TAT as 19 decimal digits of nanoseconds and multiplies periods by
 -- quantities, and a Lua number, a double, holds integers exactly only up to 2^53. An exact
@@ -39,7 +103,7 @@ end
 -- Reads an integer as Redis's string2ll does, where Lua's tonumber would also take "0x10",
 -- "1e3" and " 5": an optional '-', digits with no leading zero, no sign on zero, and a value
 -- that fits in 64 bits. nil for anything else.
-local function exact_parse(text)
+function exact_parse(text)
   if type(text) ~= 'string' then return nil end
   local neg = string.sub(text, 1, 1) == '-'
   local digits = neg and string.sub(text, 2) or text
@@ -54,13 +118,13 @@ local function exact_parse(text)
 end
 
 -- An integer-valued double, any size: its exact decimal, which C's printf gives.
-local function exact_of_number(x)
+function exact_of_number(x)
   local text = string.format('%.0f', x)
   if string.sub(text, 1, 1) == '-' then return exact_of_digits(string.sub(text, 2), true) end
   return exact_of_digits(text, false)
 end
 
-local function exact_tostring(a)
+function exact_tostring(a)
   local n = #a
   if n == 0 then return '0' end
   local parts = { a.neg and '-' or '', string.format('%d', a[n]) }
@@ -71,7 +135,7 @@ local function exact_tostring(a)
 end
 
 -- The nearest double: exact up to 2^53, for replies and estimates.
-local function exact_tonumber(a)
+function exact_tonumber(a)
   local x = 0
   for i = #a, 1, -1 do
     x = x * EXACT_BASE + a[i]
@@ -88,7 +152,7 @@ local function exact_mag_cmp(a, b)
 end
 
 -- -1, 0 or 1 as a is below, equal to or above b.
-local function exact_cmp(a, b)
+function exact_cmp(a, b)
   if a.neg ~= b.neg then return a.neg and -1 or 1 end
   local c = exact_mag_cmp(a, b)
   return a.neg and -c or c
@@ -128,7 +192,7 @@ local function exact_mag_sub(a, b, neg)
   return exact_trim(r)
 end
 
-local function exact_add(a, b)
+function exact_add(a, b)
   if a.neg == b.neg then return exact_mag_add(a, b, a.neg) end
   if exact_mag_cmp(a, b) >= 0 then return exact_mag_sub(a, b, a.neg) end
   return exact_mag_sub(b, a, b.neg)
@@ -140,11 +204,11 @@ local function exact_neg(a)
   return r
 end
 
-local function exact_sub(a, b)
+function exact_sub(a, b)
   return exact_add(a, exact_neg(b))
 end
 
-local function exact_mul(a, b)
+function exact_mul(a, b)
   if #a == 0 or #b == 0 then return { neg = false } end
   local r = { neg = a.neg ~= b.neg }
   for i = 1, #a + #b do r[i] = 0 end
@@ -171,7 +235,7 @@ end
 -- a's sign); b must not be zero. Each round takes the quotient of the two as doubles, close
 -- to the true one but for rounding, and corrects the remainder by it, down or up, until it
 -- lies in [0, |b|): two or three rounds.
-local function exact_divmod(a, b)
+function exact_divmod(a, b)
   local r = { neg = false }
   for i = 1, #a do r[i] = a[i] end
   local d = { neg = false }
@@ -190,64 +254,66 @@ local function exact_divmod(a, b)
   return q, r
 end
 
-local function exact_max(a, b)
+function exact_max(a, b)
   if exact_cmp(a, b) >= 0 then return a end
   return b
 end
 
 -- a / b rounded up, for a >= 0 and b > 0.
-local function exact_ceil_div(a, b)
+function exact_ceil_div(a, b)
   local q, r = exact_divmod(a, b)
   if #r > 0 then q = exact_add(q, { neg = false, 1 }) end
   return q
 end
+end
 
+do
 -- The module's binary values read and written in Lua (src/bytes.rs): little-endian fields,
 -- LEB128 varints, and the 64-bit counters they hold. Offsets are 0-based, as the module's
 -- formats give them. A u64 is a pair of 32-bit halves (hi, lo), exact where one double
 -- would not be; an i64 is a number, and one past 2^53 is refused by its reader (nil), since
 -- it could not be computed with.
 
-local BYTES_2_32 = 4294967296
-local BYTES_2_31 = 2147483648
+BYTES_2_32 = 4294967296
+BYTES_2_31 = 2147483648
 -- The largest magnitude a double holds exactly with everything beside it: 2^53.
-local BYTES_EXACT = 9007199254740992
+BYTES_EXACT = 9007199254740992
 
-local function bytes_u32(v, at)
+function bytes_u32(v, at)
   local a, b, c, d = string.byte(v, at + 1, at + 4)
   return a + b * 256 + c * 65536 + d * 16777216
 end
 
 -- A u64 as (hi, lo).
-local function bytes_u64(v, at)
+function bytes_u64(v, at)
   return bytes_u32(v, at + 4), bytes_u32(v, at)
 end
 
 -- An i64 as a number, or nil past ±2^53.
-local function bytes_i64(v, at)
+function bytes_i64(v, at)
   local hi, lo = bytes_u64(v, at)
   if hi >= BYTES_2_31 then hi = hi - BYTES_2_32 end
   if hi >= 2097152 or hi < -2097152 then return nil end
   return hi * BYTES_2_32 + lo
 end
 
-local function bytes_of_u32(x)
+function bytes_of_u32(x)
   return string.char(x % 256, math.floor(x / 256) % 256, math.floor(x / 65536) % 256,
     math.floor(x / 16777216) % 256)
 end
 
-local function bytes_of_u64(hi, lo)
+function bytes_of_u64(hi, lo)
   return bytes_of_u32(lo) .. bytes_of_u32(hi)
 end
 
 -- An i64 given as a number within ±2^53.
-local function bytes_of_i64(x)
+function bytes_of_i64(x)
   local hi = math.floor(x / BYTES_2_32)
   return bytes_of_u64(hi % BYTES_2_32, x - hi * BYTES_2_32)
 end
 
 -- u64 arithmetic, wrapping at 2^64 as the module's wrapping_add and wrapping_sub do.
-local function bytes_add(ah, al, bh, bl)
+function bytes_add(ah, al, bh, bl)
   local lo = al + bl
   local carry = 0
   if lo >= BYTES_2_32 then
@@ -257,7 +323,7 @@ local function bytes_add(ah, al, bh, bl)
   return (ah + bh + carry) % BYTES_2_32, lo
 end
 
-local function bytes_sub(ah, al, bh, bl)
+function bytes_sub(ah, al, bh, bl)
   local lo = al - bl
   local borrow = 0
   if lo < 0 then
@@ -268,27 +334,27 @@ local function bytes_sub(ah, al, bh, bl)
 end
 
 -- -1, 0 or 1 as a < b, a == b, a > b.
-local function bytes_cmp(ah, al, bh, bl)
+function bytes_cmp(ah, al, bh, bl)
   if ah ~= bh then return ah < bh and -1 or 1 end
   if al ~= bl then return al < bl and -1 or 1 end
   return 0
 end
 
 -- A u64 pair of a non-negative number below 2^53.
-local function bytes_pair(x)
+function bytes_pair(x)
   local hi = math.floor(x / BYTES_2_32)
   return hi, x - hi * BYTES_2_32
 end
 
 -- The number a pair stands for; past 2^53 the nearest double, which callers only compare
 -- with numbers below 2^53.
-local function bytes_number(hi, lo)
+function bytes_number(hi, lo)
   return hi * BYTES_2_32 + lo
 end
 
 -- A varint at `at` read no further than `limit` (exclusive): (hi, lo, the offset after it), or
 -- nil where it runs past limit or past 64 bits.
-local function bytes_varint(v, at, limit)
+function bytes_varint(v, at, limit)
   if at >= limit then return nil end
   local byte = string.byte(v, at + 1)
   if byte < 128 then return 0, byte, at + 1 end
@@ -334,7 +400,7 @@ local function bytes_varint_len(hi, lo)
   return len
 end
 
-local function bytes_of_varint(hi, lo)
+function bytes_of_varint(hi, lo)
   local out = {}
   while hi > 0 or lo >= 128 do
     out[#out + 1] = lo % 128 + 128
@@ -356,7 +422,7 @@ end
 -- The multiplicative hash the module seals a header's first `len` bytes with (a multiple of
 -- 4): each 32-bit word xored in, multiplied by 0x9e3779b1 and rotated left by 13. The bit
 -- library answers signed 32-bit words: `% 2^32` makes them the module's u32.
-local function bytes_checksum(v, len)
+function bytes_checksum(v, len)
   local hash = 2166136261
   for at = 0, len - 4, 4 do
     local mixed = bit.bxor(hash, bytes_u32(v, at)) % BYTES_2_32
@@ -364,7 +430,9 @@ local function bytes_checksum(v, len)
   end
   return hash
 end
+end
 
+do
 -- The module's argument grammar (src/args.rs) and its error texts (src/error.rs), in the
 -- order the module checks them, so that the library refuses what the module refuses with
 -- the same words. A parser answers its arguments, or nil and the error's text.
@@ -372,22 +440,22 @@ end
 -- Constants as limbs of 10^7, least significant first: FUNCTION LOAD runs a library's top
 -- level with almost no globals (no type, string or tonumber), so nothing is parsed here.
 -- 2^62 ns (4611686018427387904): every span and instant the module accepts lies within it.
-local ARGS_MAX_SPAN_NS = { neg = false, 7387904, 8601842, 46116 }
-local ARGS_NANOS = { s = { neg = false, 0, 100 }, ms = { neg = false, 1000000 } }
+ARGS_MAX_SPAN_NS = { neg = false, 7387904, 8601842, 46116 }
+ARGS_NANOS = { s = { neg = false, 0, 100 }, ms = { neg = false, 1000000 } }
 -- The library's numbers are doubles: integers past 2^53 − 1 (9007199254740991) would be
 -- rounded.
-local ARGS_LIBRARY_MAX = { neg = false, 4740991, 719925, 90 }
+ARGS_LIBRARY_MAX = { neg = false, 4740991, 719925, 90 }
 -- 9223372036854775807, past which the module's 64-bit arithmetic overflows.
-local ARGS_I64_MAX = { neg = false, 4775807, 7203685, 92233 }
+ARGS_I64_MAX = { neg = false, 4775807, 7203685, 92233 }
 -- The module reads at most 12 arguments, the command's name and the key among them.
 local ARGS_MAX_AFTER_KEY = 10
 
 -- The module's TooLarge: the named argument makes the limiter's time arithmetic overflow.
-local function args_too_large(name)
+function args_too_large(name)
   return 'ERR ' .. name .. ' is too large: the limiter\'s time span would overflow'
 end
 
-local function args_wrong_arity(command)
+function args_wrong_arity(command)
   return "ERR wrong number of arguments for '" .. command .. "' command"
 end
 
@@ -452,7 +520,7 @@ local function args_tail(tail, command, counts_denied)
 end
 
 -- The library refuses what it cannot keep exact, once the module's own checks pass.
-local function args_exact_enough(parsed, names)
+function args_exact_enough(parsed, names)
   for i = 1, #names do
     local value = parsed[names[i]]
     if exact_cmp(value, ARGS_LIBRARY_MAX) > 0 then
@@ -492,7 +560,7 @@ local function args_never_waits(parsed)
 end
 
 -- A BLOCK the module would take: it waits; the library cannot.
-local function args_cannot_wait(command)
+function args_cannot_wait(command)
   return 'ERR ' .. command .. ' cannot wait in the library: BLOCK needs the redis-cell module'
 end
 
@@ -548,7 +616,7 @@ end
 -- CL.WINDOW (`sliding`). The limit, quantity and period (`period_ms`) come back as numbers,
 -- the limit exact too (`limit_exact`). The replication form's `AT unix-ms` is the module's,
 -- and refused.
-local function args_window(args, command, sliding)
+function args_window(args, command, sliding)
   if #args < 2 or #args > ARGS_MAX_AFTER_KEY then return nil, args_wrong_arity(command) end
   local n, block, block_err = args_block(args)
   if n == nil then return nil, block_err end
@@ -601,7 +669,7 @@ end
 -- CL.THROTTLE's arguments after the key: `max_burst count period [quantity] [MS] [REFUND]
 -- [DRYRUN] [BLOCK timeout]`, the period in nanoseconds as `period_ns`. A BLOCK the module
 -- would take is `block`, refused by the caller once the module's own checks pass.
-local function args_throttle(args)
+function args_throttle(args)
   local command = 'cl.throttle'
   if #args < 3 or #args > ARGS_MAX_AFTER_KEY then return nil, args_wrong_arity(command) end
   local n, block, block_err = args_block(args)
@@ -628,17 +696,110 @@ local function args_throttle(args)
   return parsed
 end
 
+local function args_bad_option(command, position)
+  return "ERR syntax error: argument " .. position .. " of '" .. command
+    .. "' is not one of its options, repeats one, or lacks its value"
+end
+
+-- A holder's name: 1 to 255 bytes, any bytes.
+local function args_holder(holder)
+  if #holder < 1 or #holder > 255 then return nil, 'ERR holder must be 1 to 255 bytes' end
+  return holder
+end
+
+-- `AT unix-ms`, which only the module's replication stream sends: its errors, or the
+-- refusal every client call with it gets.
+local function args_at(text)
+  local instant, err = args_integer(text, 'AT', 0)
+  if instant == nil then return err end
+  if exact_cmp(exact_mul(instant, ARGS_NANOS.ms), ARGS_MAX_SPAN_NS) > 0 then return args_too_large('AT') end
+  return 'ERR AT is accepted only from the replication stream or the AOF'
+end
+
+-- CL.LEASE's arguments after the key: `limit lease_time holder [MS] [DRYRUN] [BLOCK timeout]`,
+-- the options in any order, each once (args::lease). The lease time comes back in ms.
+function args_lease(args)
+  local command = 'cl.lease'
+  if #args < 3 or #args > ARGS_MAX_AFTER_KEY then return nil, args_wrong_arity(command) end
+  local seen = {}
+  local i = 4
+  while i <= #args do
+    local word = string.upper(args[i])
+    local takes_value = word == 'AT' or word == 'BLOCK'
+    local known = word == 'MS' or word == 'DRYRUN' or takes_value
+    if not known or seen[word] or (takes_value and i + 1 > #args) then
+      return nil, args_bad_option(command, i + 1)
+    end
+    seen[word] = i
+    i = i + (takes_value and 2 or 1)
+  end
+  local unit = seen.MS and 'ms' or 's'
+  local limit, limit_err = args_integer(args[1], 'limit', 1)
+  if limit == nil then return nil, limit_err end
+  local lease_time, time_err = args_span(args[2], 'lease_time', unit)
+  if lease_time == nil then return nil, time_err end
+  local holder, holder_err = args_holder(args[3])
+  if holder == nil then return nil, holder_err end
+  local at_err = seen.AT and args_at(args[seen.AT + 1])
+  if at_err and not string.find(at_err, '^ERR AT is accepted') then return nil, at_err end
+  if seen.BLOCK then
+    local timeout, err = args_integer(args[seen.BLOCK + 1], 'timeout', 0)
+    if timeout == nil then return nil, err end
+    if exact_cmp(timeout, ARGS_MAX_BLOCK_MS) > 0 then return nil, 'ERR timeout must be <= 4611686018427' end
+    if seen.DRYRUN then return nil, args_never_waits({ block = true, dry_run = true }) end
+  end
+  if at_err then return nil, at_err end
+  if seen.BLOCK then return nil, args_cannot_wait(command) end
+  local parsed = { limit = limit, unit = unit, holder = holder, dry_run = seen.DRYRUN ~= nil }
+  local inexact = args_exact_enough(parsed, { 'limit' })
+  if inexact then return nil, inexact end
+  parsed.limit = exact_tonumber(limit)
+  parsed.lease_ms = exact_tonumber(lease_time) * (unit == 'ms' and 1 or 1000)
+  return parsed
+end
+
+-- CL.RELEASE's arguments after the key: `holder` (args::release): the holder, or the error.
+function args_release(args)
+  local command = 'cl.release'
+  if #args < 1 or #args > ARGS_MAX_AFTER_KEY then return nil, args_wrong_arity(command) end
+  local holder, err = args_holder(args[1])
+  if holder == nil then return nil, err end
+  local n = #args - 1
+  if n == 0 then return holder end
+  local first = string.upper(args[2])
+  if n == 2 and first == 'AT' then return nil, args_at(args[3]) end
+  for i = 2, #args, 2 do
+    if string.upper(args[i]) == 'BLOCK' then
+      return nil, 'ERR ' .. command .. ' does not wait: BLOCK is not one of its arguments'
+    end
+  end
+  if n >= 2 and first == 'AT' then return nil, args_bad_option(command, 5) end
+  return nil, args_bad_option(command, 3)
+end
+
+-- CL.HOLDERS's arguments after the key: `[MS]`: the unit, or the error.
+function args_holders(args)
+  if #args == 0 then return 's' end
+  if #args == 1 then
+    if string.upper(args[1]) == 'MS' then return 'ms' end
+    return nil, args_bad_option('cl.holders', 2)
+  end
+  return nil, args_wrong_arity('cl.holders')
+end
+end
+
+do
 -- The server's clock, read as the module reads it: in microseconds where the module API has
 -- RedisModule_Microseconds (Redis 7.2 and later, and Valkey, which answers as 7.2), in
 -- milliseconds on Redis 7.0 and 6.2, so that both decide at the same instant.
 
-local function clock_now_ms()
+function clock_now_ms()
   local time = redis.call('TIME')
   return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 end
 
 -- Now in nanoseconds, exact.
-local function clock_now_ns()
+function clock_now_ns()
   local time = redis.call('TIME')
   local micros = time[2]
   if not (redis.REDIS_VERSION_NUM and redis.REDIS_VERSION_NUM >= 0x070200) then
@@ -647,15 +808,17 @@ local function clock_now_ns()
   return exact_add(exact_mul(exact_parse(time[1]), ARGS_NANOS.s),
     exact_mul(exact_parse(micros), { neg = false, 1000 }))
 end
+end
 
+do
 -- A limiter's key read as the module reads it (src/store.rs): absent, an integer, or the
 -- error the module answers for another type or a string that is not one.
 
 local STATE_WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of value'
-local STATE_CORRUPT = 'ERR the value at this key is not a valid state for this command'
+STATE_CORRUPT = 'ERR the value at this key is not a valid state for this command'
 
 -- The key's integer (exact), nil for no key, or nil and the error.
-local function state_integer(key)
+function state_integer(key)
   local kind = redis.call('TYPE', key)['ok']
   if kind == 'none' then return nil end
   if kind ~= 'string' then return nil, STATE_WRONGTYPE end
@@ -668,7 +831,7 @@ end
 
 -- The key's absolute expiry in ms, or -1 for none. Redis 6.2 has no PEXPIRETIME: there it is
 -- now plus PTTL, which can read a millisecond off where the two straddle one.
-local function state_expire_at_ms(key, now_ms)
+function state_expire_at_ms(key, now_ms)
   if redis.REDIS_VERSION_NUM then return redis.call('PEXPIRETIME', key) end
   local ttl = redis.call('PTTL', key)
   if ttl < 0 then return ttl end
@@ -676,7 +839,7 @@ local function state_expire_at_ms(key, now_ms)
 end
 
 -- The key's string, nil for no key, or nil and WRONGTYPE.
-local function state_bytes(key)
+function state_bytes(key)
   local kind = redis.call('TYPE', key)['ok']
   if kind == 'none' then return nil end
   if kind ~= 'string' then return nil, STATE_WRONGTYPE end
@@ -685,27 +848,29 @@ end
 
 -- An error reply's text thrown from deep in a decision with error(), which the command's
 -- pcall turns back into its reply (state_caught).
-local function state_fail(text)
+function state_fail(text)
   error({ err = text }, 0)
 end
 
-local function state_corrupt()
+function state_corrupt()
   state_fail(STATE_CORRUPT)
 end
 
 -- The reply text of what a pcall caught: Valkey's pcall hands back a thrown table's text,
 -- Redis's the table. Anything else is a defect, raised on as the server's script error.
-local function state_caught(thrown)
+function state_caught(thrown)
   local text = type(thrown) == 'table' and thrown.err or thrown
   if type(text) == 'string' and string.find(text, '^ERR ') then return text end
   error(thrown, 0)
 end
+end
 
+do
 -- The five integers every command answers, from waits in whole milliseconds: rounded up to
 -- the call's unit as the module's Outcome::to_reply rounds its nanoseconds, so that a
 -- client that waits the time answered is never early.
 
-local function reply_ms(limited, limit, remaining, retry_ms, reset_ms, unit)
+function reply_ms(limited, limit, remaining, retry_ms, reset_ms, unit)
   local function rounded(ms)
     if ms < 0 then return 0 end
     -- The module counts the wait in 64-bit nanoseconds, saturating: an expiry someone set
@@ -718,7 +883,9 @@ local function reply_ms(limited, limit, remaining, retry_ms, reset_ms, unit)
   if remaining > limit then remaining = limit end
   return { limited and 1 or 0, limit, remaining, retry_ms and rounded(retry_ms) or -1, rounded(reset_ms) }
 end
+end
 
+do
 -- CL.FIXED in the library: the module's fixed window (src/fixed.rs) on the same key, a
 -- decimal count whose expiry is the window's end, read, decided and written as the module
 -- does, so that a key carries over either way. Counts are exact (a key may hold any 64-bit
@@ -794,7 +961,7 @@ local function fixed_refund(p, stored, now_ms)
 end
 
 -- FCALL cl_fixed 1 key limit period [quantity] [MS] [REFUND] [DRYRUN] [COUNTDENIED]
-local function cl_fixed(keys, args)
+function cl_fixed(keys, args)
   if #keys ~= 1 then return redis.error_reply(args_wrong_arity('cl.fixed')) end
   local p, err = args_window(args, 'cl.fixed', false)
   if p == nil then return redis.error_reply(err) end
@@ -819,7 +986,9 @@ local function cl_fixed(keys, args)
   end
   return reply
 end
+end
 
+do
 -- CL.THROTTLE in the library: the module's GCRA (src/gcra.rs) on the same key, a decimal
 -- theoretical arrival time (TAT) in nanoseconds that expires when the limiter has drained,
 -- computed in exact integers, since a TAT has 19 digits.
@@ -894,7 +1063,7 @@ local function throttle_refund(g, stored, now, unit_ns)
 end
 
 -- FCALL cl_throttle 1 key max_burst count period [quantity] [MS] [REFUND] [DRYRUN]
-local function cl_throttle(keys, args)
+function cl_throttle(keys, args)
   if #keys ~= 1 then return redis.error_reply(args_wrong_arity('cl.throttle')) end
   local p, err = args_throttle(args)
   if p == nil then return redis.error_reply(err) end
@@ -920,7 +1089,9 @@ local function cl_throttle(keys, args)
   end
   return reply
 end
+end
 
+do
 -- CL.WINDOW's bucketed form (`BUCKETS n`) in the library: the module's cells
 -- (src/buckets.rs, src/buckets/cells.rs) on the same key, read and written as the module
 -- does. Cell indexes and counts are numbers: a value whose cells, sum or instants pass 2^53
@@ -961,7 +1132,7 @@ end
 
 -- The number of cells a value holds, if it is a bucketed window: for the error that names
 -- the form a key holds.
-local function buckets_cells_in(v)
+function buckets_cells_in(v)
   local h = buckets_decode(v)
   return h and h.n
 end
@@ -1110,7 +1281,7 @@ end
 
 -- Decides a call at now_ms against the stored value v (nil for none): the reply, and the
 -- plan when it counts units.
-local function buckets_decide(p, v, now_ms)
+function buckets_decide(p, v, now_ms)
   local grid = { n = p.buckets, width_ms = p.period_ms / p.buckets }
   local now_cell = math.floor(now_ms / grid.width_ms)
   local ring = v and buckets_ring(v, grid)
@@ -1138,7 +1309,7 @@ local function buckets_decide(p, v, now_ms)
 end
 
 -- REFUND: the newest units in the window leave, newest cell first.
-local function buckets_refund(p, v, now_ms)
+function buckets_refund(p, v, now_ms)
   local function peek()
     local reply = buckets_decide({ limit = p.limit, quantity = 0, period_ms = p.period_ms,
       buckets = p.buckets, unit = p.unit }, v, now_ms)
@@ -1170,7 +1341,9 @@ local function buckets_refund(p, v, now_ms)
     cell = cell, units = kept, newest = cell, sum = sum })
   return reply_ms(false, p.limit, p.limit - sum, nil, (cell + grid.n) * grid.width_ms - now_ms, p.unit), plan
 end
+end
 
+do
 -- CL.WINDOW in the library: the module's exact sliding window (src/window.rs) on the same
 -- key, its compact log read and written byte for byte as src/window/log.rs and trim.rs do,
 -- so that a key carries over either way. The log is read whole (GET) and searched as the
@@ -1592,7 +1765,7 @@ local function window_run(p, v, now_ms)
 end
 
 -- FCALL cl_window 1 key limit period [quantity] [BUCKETS n] [MS] [REFUND] [DRYRUN]
-local function cl_window(keys, args)
+function cl_window(keys, args)
   if #keys ~= 1 then return redis.error_reply(args_wrong_arity('cl.window')) end
   local p, err = args_window(args, 'cl.window', true)
   if p == nil then return redis.error_reply(err) end
@@ -1621,7 +1794,600 @@ local function cl_window(keys, args)
   end
   return reply
 end
+end
 
+do
+-- CL.LEASE, CL.RELEASE and CL.HOLDERS in the library: the module's set of leases
+-- (src/lease.rs, src/lease/set.rs, src/lease/edit.rs) on the same key. The module edits the
+-- set in place; here each edit makes the value again from the one before, moving the same
+-- bytes the same way (bytes it leaves behind included), and the call writes the result
+-- once, whole. Offsets are 0-based, as the module's.
+
+local LEASE_HEADER = 20
+local LEASE_SLOT = 3
+local LEASE_END_LEN = 6
+local LEASE_OVERHEAD = 7
+local LEASE_MAX_HEAP = 16777216
+local LEASE_MAX_END_MS = 281474976710655
+local LEASE_MAX_VALUE = 536870912
+local LEASE_TOO_LONG = 'ERR the set of leases would exceed 512 MB: use a smaller limit or shorter holder names'
+local LEASE_INTERNAL = 'ERR internal error in redis-cell; nothing was changed'
+
+local function lease_internal()
+  state_fail(LEASE_INTERNAL)
+end
+
+local function lease_u24(v, at)
+  local a, b, c = string.byte(v, at + 1, at + 3)
+  return a + b * 256 + c * 65536
+end
+
+local function lease_of_u24(x)
+  if x >= LEASE_MAX_HEAP then state_fail(LEASE_TOO_LONG) end
+  return string.char(x % 256, math.floor(x / 256) % 256, math.floor(x / 65536))
+end
+
+local function lease_of_end(ms)
+  return string.sub(bytes_of_i64(ms), 1, LEASE_END_LEN)
+end
+
+-- v with `bytes` written at `at`.
+local function lease_put(v, at, bytes)
+  return string.sub(v, 1, at) .. bytes .. string.sub(v, at + #bytes + 1)
+end
+
+-- v with its bytes from..to-1 copied to dst, as memmove copies them.
+local function lease_copy(v, from, to, dst)
+  if to <= from then return v end
+  return lease_put(v, dst, string.sub(v, from + 1, to))
+end
+
+-- v cut to len bytes, or grown to it with zero bytes, as the server truncates a string.
+local function lease_resize(v, len)
+  if len <= #v then return string.sub(v, 1, len) end
+  return v .. string.rep('\0', len - #v)
+end
+
+-- -1, 0 or 1 as byte string a sorts before, with or after b (Lua's `<` would use the
+-- server's locale).
+local function lease_cmp(a, b)
+  if a == b then return 0 end
+  local n = math.min(#a, #b)
+  for i = 1, n do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x < y and -1 or 1 end
+  end
+  return #a < #b and -1 or 1
+end
+
+-- (end, holder) pairs in the order of `by_end`.
+local function lease_cmp_end(end_a, holder_a, end_b, holder_b)
+  if end_a ~= end_b then return end_a < end_b and -1 or 1 end
+  return lease_cmp(holder_a, holder_b)
+end
+
+local function lease_sizes_len(s)
+  return LEASE_HEADER + s.heap_len + 2 * LEASE_SLOT * s.count
+end
+
+local function lease_by_holder_at(s)
+  return LEASE_HEADER + s.heap_len
+end
+
+local function lease_by_end_at(s)
+  return lease_by_holder_at(s) + LEASE_SLOT * s.count
+end
+
+-- Value v read as a set (LeaseSet::parse): its sizes and v, or the error.
+local function lease_parse(v)
+  if #v < LEASE_HEADER or string.sub(v, 1, 4) ~= 'CLL\1' then state_corrupt() end
+  local s = { v = v, count = bytes_u32(v, 4), heap_len = bytes_u32(v, 8), holes = bytes_u32(v, 12),
+    tail = bytes_u32(v, 16) }
+  s.gaps = s.holes - s.tail
+  s.in_use = s.heap_len - s.holes
+  if s.count * 2 * LEASE_SLOT + s.heap_len + LEASE_HEADER ~= #v or s.tail > s.holes
+    or s.holes > s.heap_len or s.count * (LEASE_OVERHEAD + 1) > s.in_use then
+    state_corrupt()
+  end
+  return s
+end
+
+local function lease_slot(s, index_at, i)
+  if i >= s.count then lease_internal() end
+  local at = index_at + i * LEASE_SLOT
+  if at + LEASE_SLOT > #s.v then state_corrupt() end
+  return lease_u24(s.v, at)
+end
+
+-- The entry at heap offset `offset`: its holder and its end.
+local function lease_entry(s, offset)
+  if offset >= s.heap_len then state_corrupt() end
+  local at = LEASE_HEADER + offset
+  local len = string.byte(s.v, at + 1)
+  if len == 0 or offset + LEASE_OVERHEAD + len > s.heap_len then state_corrupt() end
+  local holder = string.sub(s.v, at + 2, at + 1 + len)
+  local a, b, c, d, e, f = string.byte(s.v, at + 2 + len, at + 7 + len)
+  return holder, a + b * 256 + c * 65536 + d * 16777216 + (e + f * 256) * BYTES_2_32
+end
+
+local function lease_by_end(s, i)
+  return lease_entry(s, lease_slot(s, lease_by_end_at(s), i))
+end
+
+local function lease_by_holder(s, i)
+  return lease_entry(s, lease_slot(s, lease_by_holder_at(s), i))
+end
+
+-- How many leases end at or before now_ms: the first of `by_end`.
+local function lease_ended_by(s, now_ms)
+  if s.count == 0 then return 0 end
+  local _, first_end = lease_by_end(s, 0)
+  if first_end > now_ms then return 0 end
+  local low, high = 1, s.count
+  while low < high do
+    local mid = low + math.floor((high - low) / 2)
+    local _, end_ms = lease_by_end(s, mid)
+    if end_ms <= now_ms then low = mid + 1 else high = mid end
+  end
+  return low
+end
+
+-- Where holder is in `by_holder` (true) or would go (false).
+local function lease_search_holder(s, holder)
+  local low, high = 0, s.count
+  while low < high do
+    local mid = low + math.floor((high - low) / 2)
+    local c = lease_cmp(lease_by_holder(s, mid), holder)
+    if c < 0 then low = mid + 1 elseif c > 0 then high = mid else return mid, true end
+  end
+  return low, false
+end
+
+-- Where a lease ending at end_ms held by holder is in `by_end` (true) or would go (false).
+local function lease_search_end(s, end_ms, holder)
+  if s.count > 0 then
+    local other, other_end = lease_by_end(s, s.count - 1)
+    if lease_cmp_end(other_end, other, end_ms, holder) < 0 then return s.count, false end
+  end
+  local low, high = 0, s.count
+  while low < high do
+    local mid = low + math.floor((high - low) / 2)
+    local other, other_end = lease_by_end(s, mid)
+    local c = lease_cmp_end(other_end, other, end_ms, holder)
+    if c < 0 then low = mid + 1 elseif c > 0 then high = mid else return mid, true end
+  end
+  return low, false
+end
+
+-- The holder's lease, live or not: { by_holder, by_end, end_ms }, or nil.
+local function lease_find(s, holder)
+  local by_holder, found = lease_search_holder(s, holder)
+  if not found then return nil end
+  local _, end_ms = lease_by_holder(s, by_holder)
+  local by_end, in_end = lease_search_end(s, end_ms, holder)
+  if not in_end then state_corrupt() end
+  return { by_holder = by_holder, by_end = by_end, end_ms = end_ms }
+end
+
+-- The length to make a value of `used` bytes: a tail of a thirty-second more, at least 64
+-- bytes, and at most `longest`.
+local function lease_with_tail(used, longest)
+  if used > longest then state_fail(LEASE_TOO_LONG) end
+  return math.min(used + math.max(math.floor(used / 32), 64), longest)
+end
+
+local function lease_write_sizes(v, count, heap_len, holes, tail)
+  if count >= BYTES_2_32 or heap_len >= BYTES_2_32 or holes >= BYTES_2_32 or tail >= BYTES_2_32 then
+    state_fail(LEASE_TOO_LONG)
+  end
+  return lease_put(v, 4, bytes_of_u32(count) .. bytes_of_u32(heap_len) .. bytes_of_u32(holes)
+    .. bytes_of_u32(tail))
+end
+
+-- The entries at `offsets`, in heap order with their lengths ({ offset, len }), once checked
+-- to be packable: none overlaps another, and together they are `in_use` bytes.
+local function lease_entries_in_use(s, offsets, in_use)
+  table.sort(offsets)
+  local entries, total, free_from = {}, 0, 0
+  for _, offset in ipairs(offsets) do
+    if offset < free_from then state_corrupt() end
+    local holder = lease_entry(s, offset)
+    local len = LEASE_OVERHEAD + #holder
+    free_from = offset + len
+    total = total + len
+    entries[#entries + 1] = { offset, len }
+  end
+  if total ~= in_use then state_corrupt() end
+  return entries
+end
+
+-- Moves the entries in use to the start of the heap, in heap order.
+local function lease_pack(v)
+  local s = lease_parse(v)
+  local offsets = {}
+  for i = 0, s.count - 1 do offsets[#offsets + 1] = lease_slot(s, lease_by_holder_at(s), i) end
+  local entries = lease_entries_in_use(s, offsets, s.in_use)
+  local new_of, packed = {}, 0
+  for _, e in ipairs(entries) do
+    new_of[e[1]] = packed
+    packed = packed + e[2]
+  end
+  local slots = {}
+  for _, index_at in ipairs({ lease_by_holder_at(s), lease_by_end_at(s) }) do
+    for i = 0, s.count - 1 do
+      local new = new_of[lease_slot(s, index_at, i)]
+      if new == nil then state_corrupt() end
+      slots[#slots + 1] = lease_of_u24(new)
+    end
+  end
+  for _, e in ipairs(entries) do
+    v = lease_copy(v, LEASE_HEADER + e[1], LEASE_HEADER + e[1] + e[2], LEASE_HEADER + new_of[e[1]])
+  end
+  v = lease_put(v, lease_by_holder_at(s), table.concat(slots))
+  local free = s.heap_len - packed
+  return lease_write_sizes(v, s.count, s.heap_len, free, free)
+end
+
+-- Packs the entries once the holes between them outweigh those in use, and makes the value
+-- shorter once its tail is more than twice a new one and an eighth of the entries.
+local function lease_tidy(v)
+  local s = lease_parse(v)
+  if s.gaps > s.in_use then
+    v = lease_pack(v)
+    s = lease_parse(v)
+  end
+  local len = lease_sizes_len(s)
+  local used = len - s.tail
+  local shorter = lease_with_tail(used, len)
+  if s.tail > 2 * (shorter - used) + math.floor(s.in_use / 8) then
+    local heap_len = shorter - LEASE_HEADER - 2 * LEASE_SLOT * s.count
+    v = lease_copy(v, lease_by_holder_at(s), len, LEASE_HEADER + heap_len)
+    v = lease_resize(v, shorter)
+    local tail = s.tail - (s.heap_len - heap_len)
+    v = lease_write_sizes(v, s.count, heap_len, s.gaps + tail, tail)
+  end
+  return v
+end
+
+-- Takes the slots at the given indexes (ascending, as many in each) out of both indexes,
+-- whose entries, at `freed` ({ offset, len }, ascending), become holes (Editor::cut).
+local function lease_cut(v, freed, by_holder, by_end)
+  local old = lease_parse(v)
+  local cut = #by_holder
+  local function ascending(indexes)
+    for i = 2, #indexes do
+      if indexes[i - 1] >= indexes[i] then return false end
+    end
+    return #indexes == 0 or indexes[#indexes] < old.count
+  end
+  if #by_end ~= cut or #freed ~= cut or not ascending(by_holder) or not ascending(by_end) or cut == 0 then
+    lease_internal()
+  end
+  local tail_from = old.heap_len - old.tail
+  for i = #freed, 1, -1 do
+    if freed[i][1] + freed[i][2] == tail_from then tail_from = freed[i][1] end
+  end
+  local freed_len = 0
+  for _, f in ipairs(freed) do freed_len = freed_len + f[2] end
+  local count = old.count - cut
+  local heap_len = old.heap_len + 2 * LEASE_SLOT * cut
+  local holes = old.holes + freed_len + 2 * LEASE_SLOT * cut
+  if holes > heap_len then state_corrupt() end
+  local tail = heap_len - tail_from
+  local in_use = heap_len - holes
+  if tail > holes or count * (LEASE_OVERHEAD + 1) > in_use then state_corrupt() end
+  if holes - tail > in_use then
+    -- Packing comes next: both indexes must name the same entries, and those must pack.
+    local kept = {}
+    for k, spec in ipairs({ { lease_by_holder_at(old), by_holder }, { lease_by_end_at(old), by_end } }) do
+      local skip, list, j = spec[2], {}, 1
+      for i = 0, old.count - 1 do
+        if skip[j] == i then j = j + 1 else list[#list + 1] = lease_slot(old, spec[1], i) end
+      end
+      table.sort(list)
+      kept[k] = list
+    end
+    if #kept[1] ~= #kept[2] then state_corrupt() end
+    for i = 1, #kept[1] do
+      if kept[1][i] ~= kept[2][i] then state_corrupt() end
+    end
+    lease_entries_in_use(old, kept[1], in_use)
+  end
+  local total = lease_sizes_len(old)
+  if #v ~= total then lease_internal() end
+  -- Each index's kept runs, moved right from the last one back.
+  local to = total
+  for _, spec in ipairs({ { lease_by_end_at(old), by_end }, { lease_by_holder_at(old), by_holder } }) do
+    local at, skip = spec[1], spec[2]
+    local run_end = at + LEASE_SLOT * old.count
+    for i = #skip, 1, -1 do
+      local run_start = at + LEASE_SLOT * (skip[i] + 1)
+      local len = run_end - run_start
+      v = lease_copy(v, run_start, run_end, to - len)
+      to = to - len
+      run_end = at + LEASE_SLOT * skip[i]
+    end
+    v = lease_copy(v, at, run_end, to - (run_end - at))
+    to = to - (run_end - at)
+  end
+  if to ~= LEASE_HEADER + heap_len then lease_internal() end
+  return lease_write_sizes(v, count, heap_len, holes, tail)
+end
+
+-- Adds holder's lease ending at end_ms to the set in v ('' for a new key's).
+local function lease_insert(v, holder, end_ms)
+  local new_key = #v == 0
+  local at_holder, at_end = 0, 0
+  local old = { count = 0, heap_len = 0, holes = 0, tail = 0, gaps = 0, in_use = 0 }
+  if not new_key then
+    old = lease_parse(v)
+    local found
+    at_holder, found = lease_search_holder(old, holder)
+    if found then lease_internal() end
+    at_end = lease_search_end(old, end_ms, holder)
+  end
+  local entry_len = LEASE_OVERHEAD + #holder
+  local needs = entry_len + 2 * LEASE_SLOT
+  -- Short of tail, holes worth an eighth of the entries are packed into it.
+  if old.tail < needs and old.gaps >= needs and old.gaps * 8 >= old.in_use then
+    v = lease_pack(v)
+    old = lease_parse(v)
+  end
+  local offset = old.heap_len - old.tail
+  if offset + entry_len > LEASE_MAX_HEAP then state_fail(LEASE_TOO_LONG) end
+  local old_len = lease_sizes_len(old)
+  local grows = old.tail < needs
+  local new_len = old_len
+  if grows then
+    local longest = math.min(LEASE_MAX_VALUE, LEASE_HEADER + LEASE_MAX_HEAP + 2 * LEASE_SLOT * (old.count + 1))
+    new_len = lease_with_tail(old_len - old.tail + needs, longest)
+  end
+  local count = old.count + 1
+  local heap_len = new_len - LEASE_HEADER - 2 * LEASE_SLOT * count
+  local tail = heap_len - offset - entry_len
+  local holes = old.gaps + tail
+  local holder_at, end_at = lease_by_holder_at(old), lease_by_end_at(old)
+  local new_holder_at = LEASE_HEADER + heap_len
+  local new_end_at = new_holder_at + LEASE_SLOT * count
+  local runs = {
+    { holder_at, holder_at + LEASE_SLOT * at_holder, new_holder_at },
+    { holder_at + LEASE_SLOT * at_holder, end_at, new_holder_at + LEASE_SLOT * (at_holder + 1) },
+    { end_at, end_at + LEASE_SLOT * at_end, new_end_at },
+    { end_at + LEASE_SLOT * at_end, old_len, new_end_at + LEASE_SLOT * (at_end + 1) },
+  }
+  if grows then
+    local indexes = new_key and '' or string.sub(v, holder_at + 1, old_len)
+    v = lease_resize(v, new_len)
+    if new_key then v = lease_put(v, 0, 'CLL\1' .. string.rep('\0', LEASE_HEADER - 4)) end
+    for _, run in ipairs(runs) do
+      v = lease_put(v, run[3], string.sub(indexes, run[1] - holder_at + 1, run[2] - holder_at))
+    end
+  else
+    for _, run in ipairs(runs) do v = lease_copy(v, run[1], run[2], run[3]) end
+  end
+  v = lease_put(v, LEASE_HEADER + offset, string.char(#holder) .. holder .. lease_of_end(end_ms))
+  local slot = lease_of_u24(offset)
+  v = lease_put(v, new_holder_at + LEASE_SLOT * at_holder, slot)
+  v = lease_put(v, new_end_at + LEASE_SLOT * at_end, slot)
+  return lease_write_sizes(v, count, heap_len, holes, tail)
+end
+
+-- Moves the end of the lease `found` names to end_ms.
+local function lease_renew(v, holder, found, end_ms)
+  local s = lease_parse(v)
+  local offset = lease_slot(s, lease_by_end_at(s), found.by_end)
+  if lease_entry(s, offset) ~= holder then lease_internal() end
+  local at = lease_search_end(s, end_ms, holder)
+  if at > found.by_end then at = at - 1 end
+  v = lease_put(v, LEASE_HEADER + offset + 1 + #holder, lease_of_end(end_ms))
+  local from = lease_by_end_at(s) + LEASE_SLOT * found.by_end
+  local to = lease_by_end_at(s) + LEASE_SLOT * at
+  if to > from then
+    v = lease_copy(v, from + LEASE_SLOT, to + LEASE_SLOT, from)
+  else
+    v = lease_copy(v, to, from, to + LEASE_SLOT)
+  end
+  return lease_put(v, to, lease_of_u24(offset))
+end
+
+-- Takes the lease `found` names out of the set.
+local function lease_remove(v, holder, found)
+  local s = lease_parse(v)
+  local offset = lease_slot(s, lease_by_holder_at(s), found.by_holder)
+  if lease_slot(s, lease_by_end_at(s), found.by_end) ~= offset or lease_entry(s, offset) ~= holder then
+    lease_internal()
+  end
+  v = lease_cut(v, { { offset, LEASE_OVERHEAD + #holder } }, { found.by_holder }, { found.by_end })
+  return lease_tidy(v)
+end
+
+-- Drops the leases that ended by now_ms (Editor::drop_ended).
+local function lease_drop_ended(v, now_ms)
+  local s = lease_parse(v)
+  local ended = lease_ended_by(s, now_ms)
+  if ended == 0 then return v end
+  local freed = {}
+  for i = 0, ended - 1 do
+    local offset = lease_slot(s, lease_by_end_at(s), i)
+    freed[#freed + 1] = { offset, LEASE_OVERHEAD + #lease_entry(s, offset) }
+  end
+  table.sort(freed, function(a, b) return a[1] < b[1] or (a[1] == b[1] and a[2] < b[2]) end)
+  local is_freed = {}
+  for i = 1, #freed do
+    if i > 1 and freed[i - 1][1] == freed[i][1] then state_corrupt() end
+    is_freed[freed[i][1]] = true
+  end
+  local by_holder = {}
+  for i = 0, s.count - 1 do
+    if is_freed[lease_slot(s, lease_by_holder_at(s), i)] then by_holder[#by_holder + 1] = i end
+  end
+  if #by_holder ~= ended then state_corrupt() end
+  local by_end = {}
+  for i = 0, ended - 1 do by_end[#by_end + 1] = i end
+  return lease_tidy(lease_cut(v, freed, by_holder, by_end))
+end
+
+-- Drops the ended leases after a call's own edit, if the set lets them go cleanly; a set
+-- damaged where the call's edit did not look keeps them (they take no slot).
+local function lease_drop_ended_if_sound(v, now_ms)
+  local ok, dropped = pcall(lease_drop_ended, v, now_ms)
+  if ok then return dropped end
+  if state_caught(dropped) == STATE_CORRUPT then return v end
+  state_fail(state_caught(dropped))
+end
+
+-- The live leases of value v (nil: no key) at now_ms.
+local function lease_live(v, now_ms)
+  if v == nil then return { ended = 0, live = 0 } end
+  local s = lease_parse(v)
+  local ended = lease_ended_by(s, now_ms)
+  return { set = s, ended = ended, live = s.count - ended }
+end
+
+local function lease_latest_end(view)
+  if view.set == nil or view.live == 0 then return nil end
+  local _, end_ms = lease_by_end(view.set, view.set.count - 1)
+  return end_ms
+end
+
+local function lease_latest_end_but(view, holder)
+  if view.set == nil then return nil end
+  local s = view.set
+  for i = s.count - 1, math.max(view.ended, s.count - 2), -1 do
+    local other, end_ms = lease_by_end(s, i)
+    if other ~= holder then return end_ms end
+  end
+  return nil
+end
+
+local function lease_max(a, b)
+  if a == nil then return b end
+  return math.max(a, b)
+end
+
+-- Decides holder's call at now_ms against the stored set: the reply, and the new value and
+-- its expiry when admitted (Lease::decide, then lease::apply).
+local function lease_decide(p, v, now_ms)
+  local end_ms = now_ms + p.lease_ms
+  if end_ms > LEASE_MAX_END_MS then state_fail(args_too_large('lease_time')) end
+  local view = lease_live(v, now_ms)
+  local function reset_after(latest) return latest and latest - now_ms or 0 end
+  local own = view.set and lease_find(view.set, p.holder)
+  local change, latest, reply
+  if own and own.end_ms > now_ms then
+    latest = lease_max(lease_latest_end_but(view, p.holder), end_ms)
+    reply = reply_ms(false, p.limit, p.limit - view.live, nil, reset_after(latest), p.unit)
+    change = 'renew'
+  elseif view.live < p.limit then
+    if own == nil and view.set then
+      local s = view.set
+      local entry_len = LEASE_OVERHEAD + #p.holder
+      if lease_sizes_len(s) - s.tail + entry_len + 2 * LEASE_SLOT > LEASE_MAX_VALUE
+        or s.heap_len - s.tail + entry_len > LEASE_MAX_HEAP then
+        state_fail(LEASE_TOO_LONG)
+      end
+    end
+    latest = lease_max(lease_latest_end(view), end_ms)
+    reply = reply_ms(false, p.limit, p.limit - view.live - 1, nil, reset_after(latest), p.unit)
+    change = own and 'renew' or 'insert'
+  else
+    local retry = nil
+    if view.live > 0 then
+      local _, earliest = lease_by_end(view.set, view.ended)
+      retry = earliest - now_ms
+    end
+    return reply_ms(true, p.limit, 0, retry, reset_after(lease_latest_end(view)), p.unit)
+  end
+  if p.dry_run then return reply end
+  local new
+  if v == nil then
+    new = lease_insert('', p.holder, end_ms)
+  else
+    if change == 'renew' then
+      new = lease_renew(v, p.holder, own, end_ms)
+    else
+      new = lease_insert(v, p.holder, end_ms)
+    end
+    new = lease_drop_ended_if_sound(new, now_ms)
+  end
+  return reply, { whole = new, expire_at_ms = latest }
+end
+
+-- FCALL cl_lease 1 key limit lease_time holder [MS] [DRYRUN]
+function cl_lease(keys, args)
+  if #keys ~= 1 then return redis.error_reply(args_wrong_arity('cl.lease')) end
+  local p, err = args_lease(args)
+  if p == nil then return redis.error_reply(err) end
+  local key = keys[1]
+  local v, read_err = state_bytes(key)
+  if read_err then return redis.error_reply(read_err) end
+  local now_ms = clock_now_ms()
+  local ok, reply, plan = pcall(lease_decide, p, v, now_ms)
+  if not ok then return redis.error_reply(state_caught(reply)) end
+  if plan then redis.call('SET', key, plan.whole, 'PXAT', plan.expire_at_ms) end
+  return reply
+end
+
+-- Frees holder's live lease: 1, and the value left (nil: the key goes) and its expiry; or 0.
+local function lease_release(holder, v, now_ms)
+  local view = lease_live(v, now_ms)
+  local found = lease_find(view.set, holder)
+  if found == nil or found.end_ms <= now_ms then return 0 end
+  if view.live <= 1 then return 1 end
+  local last_end = lease_latest_end_but(view, holder)
+  if last_end == nil then return 1 end
+  local new = lease_drop_ended_if_sound(lease_remove(v, holder, found), now_ms)
+  return 1, { whole = new, expire_at_ms = last_end }
+end
+
+-- FCALL cl_release 1 key holder
+function cl_release(keys, args)
+  if #keys ~= 1 then return redis.error_reply(args_wrong_arity('cl.release')) end
+  local holder, err = args_release(args)
+  if holder == nil then return redis.error_reply(err) end
+  local key = keys[1]
+  local v, read_err = state_bytes(key)
+  if read_err then return redis.error_reply(read_err) end
+  if v == nil then return 0 end
+  local now_ms = clock_now_ms()
+  local ok, freed, plan = pcall(lease_release, holder, v, now_ms)
+  if not ok then return redis.error_reply(state_caught(freed)) end
+  if freed == 1 then
+    if plan then
+      redis.call('SET', key, plan.whole, 'PXAT', plan.expire_at_ms)
+    else
+      redis.call('DEL', key)
+    end
+  end
+  return freed
+end
+
+-- FCALL_RO cl_holders 1 key [MS]: each live lease's holder and the time it has left, the
+-- soonest to end first.
+function cl_holders(keys, args)
+  if #keys ~= 1 then return redis.error_reply(args_wrong_arity('cl.holders')) end
+  local unit, err = args_holders(args)
+  if unit == nil then return redis.error_reply(err) end
+  local v, read_err = state_bytes(keys[1])
+  if read_err then return redis.error_reply(read_err) end
+  local now_ms = clock_now_ms()
+  local ok, pairs_or_err = pcall(function()
+    local view = lease_live(v, now_ms)
+    local out = {}
+    if view.set == nil then return out end
+    for i = view.ended, view.set.count - 1 do
+      local holder, end_ms = lease_by_end(view.set, i)
+      out[#out + 1] = holder
+      out[#out + 1] = reply_ms(false, 1, 0, nil, end_ms - now_ms, unit)[5]
+    end
+    return out
+  end)
+  if not ok then return redis.error_reply(state_caught(pairs_or_err)) end
+  return pairs_or_err
+end
+end
+
+do
 -- The library's functions, as the generated forms register them (scripts/lua_forms.py): by
 -- name, with the flags the module's commands have. Each entry's callback takes the keys and
 -- the arguments, as FCALL hands them.
@@ -1634,17 +2400,21 @@ local function cl_version(keys, args)
 end
 
 -- The script form's answer to a name it has no function for.
-local function cell_unknown(name)
+function cell_unknown(name)
   return redis.error_reply('ERR the library has no function ' .. tostring(name))
 end
 
-local CELL_FUNCTIONS = {
+CELL_FUNCTIONS = {
   { name = 'cl_version', callback = cl_version, flags = { 'no-writes' } },
   { name = 'cl_throttle', callback = cl_throttle, flags = {} },
   { name = 'cl_fixed', callback = cl_fixed, flags = {} },
   { name = 'cl_window', callback = cl_window, flags = {} },
+  { name = 'cl_lease', callback = cl_lease, flags = {} },
+  -- CL.RELEASE is not deny-oom: freeing a lease must work when memory is full.
+  { name = 'cl_release', callback = cl_release, flags = { 'allow-oom' } },
+  { name = 'cl_holders', callback = cl_holders, flags = { 'no-writes' } },
 }
-
+end
 for i = 1, #CELL_FUNCTIONS do
   local f = CELL_FUNCTIONS[i]
   redis.register_function{ function_name = f.name, callback = f.callback, flags = f.flags }

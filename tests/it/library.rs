@@ -32,6 +32,31 @@ fn module_and_library(server: &Server) -> (redis::Connection, redis::Connection)
     (module, library)
 }
 
+/// Each function FUNCTION LIST names, with its flags: the entries, at any depth, whose
+/// fields include `name` and `flags`.
+fn function_flags(listed: &redis::Value, found: &mut Vec<(String, Vec<String>)>) {
+    let text = |value: &redis::Value| match value {
+        redis::Value::BulkString(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+        redis::Value::SimpleString(text) => text.clone(),
+        _ => String::new(),
+    };
+    let redis::Value::Array(items) = listed else {
+        return;
+    };
+    let field = |key: &str| {
+        items
+            .chunks(2)
+            .find(|pair| pair.len() == 2 && text(&pair[0]) == key)
+            .map(|pair| &pair[1])
+    };
+    if let (Some(name), Some(redis::Value::Array(flags))) = (field("name"), field("flags")) {
+        found.push((text(name), flags.iter().map(text).collect()));
+    }
+    for item in items {
+        function_flags(item, found);
+    }
+}
+
 fn read(path: &str) -> String {
     std::fs::read_to_string(format!("{}/{path}", env!("CARGO_MANIFEST_DIR"))).expect(path)
 }
@@ -65,6 +90,28 @@ fn both_forms_load_and_answer_with_the_crates_version(flavor: Flavor) {
         .query(&mut con)
         .expect("FCALL_RO cl_version");
     assert_eq!(version, env!("CARGO_PKG_VERSION"));
+    // The flags the commands have: CL.HOLDERS reads (FCALL_RO takes it), CL.RELEASE is not
+    // deny-oom.
+    let holders: Vec<redis::Value> = redis::cmd("FCALL_RO")
+        .arg("cl_holders")
+        .arg(1)
+        .arg("no-key")
+        .query(&mut con)
+        .expect("FCALL_RO cl_holders");
+    assert!(holders.is_empty());
+    let listed: redis::Value = redis::cmd("FUNCTION")
+        .arg("LIST")
+        .query(&mut con)
+        .expect("FUNCTION LIST");
+    let mut flags = Vec::new();
+    function_flags(&listed, &mut flags);
+    for (function, flag) in [("cl_release", "allow-oom"), ("cl_holders", "no-writes")] {
+        let (_, of) = flags
+            .iter()
+            .find(|(name, _)| name == function)
+            .expect(function);
+        assert!(of.iter().any(|f| f == flag), "{function}: {of:?}");
+    }
     let by_script: String = redis::cmd("EVAL")
         .arg(read("lua/dist/redis_cell.script.lua"))
         .arg(0)
@@ -88,6 +135,18 @@ fn differential(
     binary: bool,
     step_us: impl Fn(&mut Rng) -> i64,
     args_of: impl Fn(&mut Rng) -> Vec<String>,
+) -> (u32, u32, usize) {
+    differential_mix(seed, binary, step_us, |rng| {
+        (command.to_owned(), function.to_owned(), args_of(rng))
+    })
+}
+
+/// As `differential`, each call's command (and the library's function) chosen by `call_of`.
+fn differential_mix(
+    seed: u64,
+    binary: bool,
+    step_us: impl Fn(&mut Rng) -> i64,
+    call_of: impl Fn(&mut Rng) -> (String, String, Vec<String>),
 ) -> (u32, u32, usize) {
     let mut now_us: i64 = 1_795_910_400_000_000;
     let server = Server::with_exact_fake_clock(now_us / 1000);
@@ -132,26 +191,35 @@ fn differential(
             }
             continue;
         }
-        let args = args_of(&mut rng);
-        let by_module: redis::RedisResult<Vec<i64>> =
-            redis::cmd(command).arg(&key).arg(&args).query(&mut module);
-        let by_library: redis::RedisResult<Vec<i64>> = redis::cmd("FCALL")
-            .arg(function)
+        let (command, function, args) = call_of(&mut rng);
+        let by_module: redis::RedisResult<redis::Value> =
+            redis::cmd(&command).arg(&key).arg(&args).query(&mut module);
+        let by_library: redis::RedisResult<redis::Value> = redis::cmd("FCALL")
+            .arg(&function)
             .arg(1)
             .arg(&key)
             .arg(&args)
             .query(&mut library);
         match (&by_module, &by_library) {
             (Ok(m), Ok(l)) => {
-                assert_eq!(l, m, "{key} {args:?} at {now_us} µs");
-                if m[0] == 0 {
-                    admitted += 1
-                } else {
-                    denied += 1
+                assert_eq!(l, m, "{key} {command} {args:?} at {now_us} µs");
+                // A limiter's reply starts with whether it was limited.
+                match m {
+                    redis::Value::Array(reply) if reply.first() == Some(&redis::Value::Int(0)) => {
+                        admitted += 1
+                    }
+                    redis::Value::Array(reply) if reply.first() == Some(&redis::Value::Int(1)) => {
+                        denied += 1
+                    }
+                    _ => {}
                 }
             }
-            (Err(m), Err(l)) => assert_eq!(l.to_string(), m.to_string(), "{key} {args:?}"),
-            _ => panic!("{key} {args:?} at {now_us} µs: {by_module:?} against {by_library:?}"),
+            (Err(m), Err(l)) => {
+                assert_eq!(l.to_string(), m.to_string(), "{key} {command} {args:?}")
+            }
+            _ => panic!(
+                "{key} {command} {args:?} at {now_us} µs: {by_module:?} against {by_library:?}"
+            ),
         }
         let state = |con: &mut redis::Connection| -> (redis::Value, i64) {
             let value = redis::cmd("DUMP").arg(&key).query(con).expect("DUMP");
@@ -418,7 +486,7 @@ fn cl_window_buckets_answers_and_writes_as_the_module_under_a_controlled_clock()
 /// A newest entry stored in a longer encoding than it needs (units 1 as `81 00`): a merge
 /// into it re-encodes it shorter, and the value shrinks with it, as the module's does.
 #[test]
-fn a_merge_into_a_padded_entry_shortens_the_log_as_the_module_does() {
+fn a_merge_into_a_padded_entry_shortens_the_log_under_a_controlled_clock() {
     let now_ms = 1_795_910_400_000;
     let server = Server::with_exact_fake_clock(now_ms);
     let (mut module, mut library) = module_and_library(&server);
@@ -460,11 +528,59 @@ fn a_merge_into_a_padded_entry_shortens_the_log_as_the_module_does() {
     assert_eq!(after[1], after[0]);
 }
 
+/// Leases taken, renewed, released and listed on shared keys, holders coming and going,
+/// under limits that change from call to call: the set's bytes (its holes, packing, tail and
+/// indexes) and its expiry alike after every call.
+#[test]
+fn cl_lease_release_and_holders_answer_and_write_as_the_module_under_a_controlled_clock() {
+    let (admitted, denied, longest) = differential_mix(
+        0x1ea5_c10c,
+        true,
+        |rng| [0, 1, 3, 40, 300, 999, 2000, 9000][rng.below(8) as usize] * 1000,
+        |rng| {
+            let holder = format!("h{}", rng.below(40));
+            let holder = if rng.below(10) == 0 {
+                holder.repeat(1 + rng.below(30) as usize)
+            } else {
+                holder
+            };
+            let (command, function, mut args) = match rng.below(10) {
+                0..=5 => {
+                    let limit = [1, 2, 3, 5, 10, 40][rng.below(6) as usize];
+                    let time = 1 + rng.below(30);
+                    (
+                        "CL.LEASE",
+                        "cl_lease",
+                        vec![limit.to_string(), time.to_string(), holder],
+                    )
+                }
+                6..=8 => ("CL.RELEASE", "cl_release", vec![holder]),
+                _ => ("CL.HOLDERS", "cl_holders", vec![]),
+            };
+            if rng.below(3) == 0 && command != "CL.RELEASE" {
+                args.push("MS".to_owned());
+                if command == "CL.LEASE" {
+                    args[1] = (1 + rng.below(30_000)).to_string();
+                }
+            }
+            if command == "CL.LEASE" && rng.below(8) == 0 {
+                args.push("DRYRUN".to_owned());
+            }
+            (command.to_owned(), function.to_owned(), args)
+        },
+    );
+    assert!(
+        admitted > 800 && denied > 300,
+        "{admitted} admitted, {denied} denied"
+    );
+    assert!(longest > 200, "the longest set was {longest} bytes");
+}
+
 /// Long logs, milliseconds apart: the searches over blocks (the oldest live entry, when
 /// enough units leave), the walk back of a refund, and the reclaiming of dead blocks once a
 /// short period finds most of a log expired.
 #[test]
-fn cl_window_keeps_long_logs_as_the_module_does() {
+fn cl_window_keeps_long_logs_as_the_module_does_under_a_controlled_clock() {
     let (admitted, denied, longest) = differential(
         0x1096_c10c,
         "CL.WINDOW",
@@ -827,7 +943,7 @@ fn grammar_word(rng: &mut Rng) -> String {
 /// library's `function`, each call on a key of its own: the same error text, or the same
 /// reply (on an untouched key, the reply does not depend on the instant). The library's own
 /// refusals come only where the module would take a BLOCK or a number past 2^53 − 1.
-fn grammar_differential(flavor: Flavor, command: &str, function: &str, head: usize) {
+fn grammar_differential(flavor: Flavor, command: &str, function: &str, head: usize, least: u32) {
     let server = Server::start(flavor);
     let (mut module, mut library) = module_and_library(&server);
     let mut rng = Rng::new(0xf1ed ^ head as u64 ^ flavor as u64);
@@ -850,9 +966,9 @@ fn grammar_differential(flavor: Flavor, command: &str, function: &str, head: usi
             args[n - 1] = "5".to_owned();
         }
         let key = format!("grammar:{i}");
-        let by_module: redis::RedisResult<Vec<i64>> =
+        let by_module: redis::RedisResult<redis::Value> =
             redis::cmd(command).arg(&key).arg(&args).query(&mut module);
-        let by_library: redis::RedisResult<Vec<i64>> = redis::cmd("FCALL")
+        let by_library: redis::RedisResult<redis::Value> = redis::cmd("FCALL")
             .arg(function)
             .arg(1)
             .arg(&key)
@@ -880,13 +996,17 @@ fn grammar_differential(flavor: Flavor, command: &str, function: &str, head: usi
         }
     }
     assert!(
-        agreed > 200,
+        agreed > least,
         "only {agreed} calls were answered alike by both"
     );
 }
 
 fn the_library_reads_arguments_as_the_module_does(flavor: Flavor) {
-    grammar_differential(flavor, "CL.FIXED", "cl_fixed", 2);
-    grammar_differential(flavor, "CL.THROTTLE", "cl_throttle", 3);
-    grammar_differential(flavor, "CL.WINDOW", "cl_window", 2);
+    // The fewest calls both answer alike: a lease needs three words right.
+    grammar_differential(flavor, "CL.FIXED", "cl_fixed", 2, 200);
+    grammar_differential(flavor, "CL.THROTTLE", "cl_throttle", 3, 200);
+    grammar_differential(flavor, "CL.WINDOW", "cl_window", 2, 200);
+    grammar_differential(flavor, "CL.LEASE", "cl_lease", 2, 100);
+    grammar_differential(flavor, "CL.RELEASE", "cl_release", 0, 100);
+    grammar_differential(flavor, "CL.HOLDERS", "cl_holders", 0, 100);
 }
