@@ -202,16 +202,19 @@ local function lease_entries_in_use(s, offsets, in_use)
   return entries
 end
 
--- Moves the entries in use to the start of the heap, in heap order.
+-- Moves the entries in use to the start of the heap, in heap order. Each lands at or
+-- before itself and no move overwrites one still to come, so the heap becomes the entries
+-- one after another, then what the heap held past them; both indexes are written anew.
 local function lease_pack(v)
   local s = lease_parse(v)
   local offsets = {}
   for i = 0, s.count - 1 do offsets[#offsets + 1] = lease_slot(s, lease_by_holder_at(s), i) end
   local entries = lease_entries_in_use(s, offsets, s.in_use)
-  local new_of, packed = {}, 0
+  local new_of, packed, heap = {}, 0, {}
   for _, e in ipairs(entries) do
     new_of[e[1]] = packed
     packed = packed + e[2]
+    heap[#heap + 1] = string.sub(v, LEASE_HEADER + e[1] + 1, LEASE_HEADER + e[1] + e[2])
   end
   local slots = {}
   for _, index_at in ipairs({ lease_by_holder_at(s), lease_by_end_at(s) }) do
@@ -221,10 +224,8 @@ local function lease_pack(v)
       slots[#slots + 1] = lease_of_u24(new)
     end
   end
-  for _, e in ipairs(entries) do
-    v = lease_copy(v, LEASE_HEADER + e[1], LEASE_HEADER + e[1] + e[2], LEASE_HEADER + new_of[e[1]])
-  end
-  v = lease_put(v, lease_by_holder_at(s), table.concat(slots))
+  v = string.sub(v, 1, LEASE_HEADER) .. table.concat(heap)
+    .. string.sub(v, LEASE_HEADER + packed + 1, LEASE_HEADER + s.heap_len) .. table.concat(slots)
   local free = s.heap_len - packed
   return lease_write_sizes(v, s.count, s.heap_len, free, free)
 end
@@ -294,24 +295,21 @@ local function lease_cut(v, freed, by_holder, by_end)
     end
     lease_entries_in_use(old, kept[1], in_use)
   end
-  local total = lease_sizes_len(old)
-  if #v ~= total then lease_internal() end
-  -- Each index's kept runs, moved right from the last one back.
-  local to = total
-  for _, spec in ipairs({ { lease_by_end_at(old), by_end }, { lease_by_holder_at(old), by_holder } }) do
-    local at, skip = spec[1], spec[2]
-    local run_end = at + LEASE_SLOT * old.count
-    for i = #skip, 1, -1 do
-      local run_start = at + LEASE_SLOT * (skip[i] + 1)
-      local len = run_end - run_start
-      v = lease_copy(v, run_start, run_end, to - len)
-      to = to - len
-      run_end = at + LEASE_SLOT * skip[i]
+  if #v ~= lease_sizes_len(old) then lease_internal() end
+  -- Each index's kept slots move, in order, to end the value (by_holder's just before
+  -- by_end's); what they leave before them stays as it was.
+  local kept = {}
+  for _, spec in ipairs({ { lease_by_holder_at(old), by_holder }, { lease_by_end_at(old), by_end } }) do
+    local at, skip, j = spec[1], spec[2], 1
+    for i = 0, old.count - 1 do
+      if skip[j] == i then
+        j = j + 1
+      else
+        kept[#kept + 1] = string.sub(v, at + LEASE_SLOT * i + 1, at + LEASE_SLOT * (i + 1))
+      end
     end
-    v = lease_copy(v, at, run_end, to - (run_end - at))
-    to = to - (run_end - at)
   end
-  if to ~= LEASE_HEADER + heap_len then lease_internal() end
+  v = string.sub(v, 1, LEASE_HEADER + heap_len) .. table.concat(kept)
   return lease_write_sizes(v, count, heap_len, holes, tail)
 end
 

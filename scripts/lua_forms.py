@@ -33,6 +33,14 @@ def sources() -> str:
     declared once at the top, and each source assigns the ones it defines."""
     texts = [(ROOT / "lua" / name).read_text() for name in SOURCES]
     defined = [DEFINITION.findall(text) for text in texts]
+    # Each top-level name is one source's, declared alone: the blocks share them by name.
+    names = [name for names in defined for name in names]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise SystemExit(f"lua_forms: defined in more than one source: {', '.join(twice)}")
+    for name, text in zip(SOURCES, texts):
+        if re.search(r"^local [A-Za-z_][A-Za-z0-9_]*\s*,", text, re.M):
+            raise SystemExit(f"lua_forms: {name} declares several names on one top-level line")
     shared = []
     for i, names in enumerate(defined):
         later = "\n".join(texts[i + 1:])

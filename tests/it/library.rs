@@ -576,6 +576,42 @@ fn cl_lease_release_and_holders_answer_and_write_as_the_module_under_a_controlle
     assert!(longest > 200, "the longest set was {longest} bytes");
 }
 
+/// Sets of hundreds of leases that mostly end together: a call that drops many at once, and
+/// the packing and shortening after it.
+#[test]
+fn cl_lease_sets_of_hundreds_answer_and_write_as_the_module_under_a_controlled_clock() {
+    let (admitted, _, longest) = differential_mix(
+        0x5e75_c10c,
+        false,
+        |rng| {
+            if rng.below(150) == 0 {
+                3_500_000
+            } else {
+                rng.below(3) as i64 * 1000
+            }
+        },
+        |rng| {
+            let holder = format!("holder-{}", rng.below(700)).repeat(1 + rng.below(3) as usize);
+            match rng.below(20) {
+                0 => (
+                    "CL.RELEASE".to_owned(),
+                    "cl_release".to_owned(),
+                    vec![holder],
+                ),
+                1 => ("CL.HOLDERS".to_owned(), "cl_holders".to_owned(), vec![]),
+                roll => {
+                    // Most leases short; now and then one that keeps the key alive.
+                    let time = if roll == 2 { "60" } else { "3" };
+                    let args = vec!["1000".to_owned(), time.to_owned(), holder];
+                    ("CL.LEASE".to_owned(), "cl_lease".to_owned(), args)
+                }
+            }
+        },
+    );
+    assert!(admitted > 1200, "{admitted} admitted");
+    assert!(longest > 3000, "the longest set was {longest} bytes");
+}
+
 /// Long logs, milliseconds apart: the searches over blocks (the oldest live entry, when
 /// enough units leave), the walk back of a refund, and the reclaiming of dead blocks once a
 /// short period finds most of a log expired.
