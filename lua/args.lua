@@ -98,16 +98,21 @@ end
 -- The longest BLOCK the module takes, in ms: 2^62 ns (4611686018427).
 local ARGS_MAX_BLOCK_MS = { neg = false, 6018427, 461168 }
 
+-- BLOCK's timeout's error, if it has one (args::block_timeout).
+local function args_block_timeout(text)
+  local timeout, err = args_integer(text, 'timeout', 0)
+  if timeout == nil then return err end
+  if exact_cmp(timeout, ARGS_MAX_BLOCK_MS) > 0 then return 'ERR timeout must be <= 4611686018427' end
+  return nil
+end
+
 -- A trailing `BLOCK timeout`, read as the module reads it before anything else (args::block):
 -- how many arguments come before it, and whether it was there; or the timeout's error.
 local function args_block(args)
   local n = #args
   if n >= 2 and string.upper(args[n - 1]) == 'BLOCK' then
-    local timeout, err = args_integer(args[n], 'timeout', 0)
-    if timeout == nil then return nil, nil, err end
-    if exact_cmp(timeout, ARGS_MAX_BLOCK_MS) > 0 then
-      return nil, nil, 'ERR timeout must be <= 4611686018427'
-    end
+    local err = args_block_timeout(args[n])
+    if err then return nil, nil, err end
     return n - 2, true
   end
   return n, false
@@ -176,6 +181,28 @@ local function args_bucket_count(text, period_ms)
   return n
 end
 
+-- `limit period` in the parsed tail's unit (args::limit_and_period): the limit, exact, and
+-- `period_ms`; or the error.
+local function args_limit_and_period(parsed, limit_text, period_text)
+  local limit, limit_err = args_integer(limit_text, 'limit', 1)
+  if limit == nil then return limit_err end
+  local period, period_err = args_span(period_text, 'period', parsed.unit)
+  if period == nil then return period_err end
+  parsed.limit = limit
+  parsed.period_ms = exact_tonumber(period) * (parsed.unit == 'ms' and 1 or 1000)
+  return nil
+end
+
+-- A window's numbers once they are known to be exact as doubles: the limit and quantity as
+-- numbers, exact too (`limit_exact`, `quantity_exact`) to compare with stored counts.
+local function args_window_numbers(parsed)
+  parsed.limit_exact = parsed.limit
+  parsed.limit = exact_tonumber(parsed.limit)
+  parsed.quantity_exact = parsed.quantity
+  parsed.quantity = exact_tonumber(parsed.quantity)
+  return parsed
+end
+
 -- A window command's arguments after the key: `limit period [quantity] [MS] [REFUND]
 -- [DRYRUN] [BLOCK timeout]`, with `[COUNTDENIED]` for CL.FIXED and `[BUCKETS n]` for
 -- CL.WINDOW (`sliding`). The limit, quantity and period (`period_ms`) come back as numbers,
@@ -206,11 +233,8 @@ local function args_window(args, command, sliding)
     parsed, tail_err = args_tail(tail, command, true)
   end
   if parsed == nil then return nil, tail_err end
-  local limit, limit_err = args_integer(args[1], 'limit', 1)
-  if limit == nil then return nil, limit_err end
-  local period, period_err = args_span(args[2], 'period', parsed.unit)
-  if period == nil then return nil, period_err end
-  parsed.period_ms = exact_tonumber(period) * (parsed.unit == 'ms' and 1 or 1000)
+  local numbers_err = args_limit_and_period(parsed, args[1], args[2])
+  if numbers_err then return nil, numbers_err end
   if buckets then
     local cells, cells_err = args_bucket_count(buckets, parsed.period_ms)
     if cells == nil then return nil, cells_err end
@@ -221,14 +245,25 @@ local function args_window(args, command, sliding)
   if never then return nil, never end
   if at then return nil, 'ERR AT is accepted only from the replication stream or the AOF' end
   if block then return nil, args_cannot_wait(command) end
-  parsed.limit = limit
   local inexact = args_exact_enough(parsed, { 'limit', 'quantity' })
   if inexact then return nil, inexact end
-  parsed.limit_exact = limit
-  parsed.limit = exact_tonumber(limit)
-  parsed.quantity_exact = parsed.quantity
-  parsed.quantity = exact_tonumber(parsed.quantity)
-  return parsed
+  return args_window_numbers(parsed)
+end
+
+-- `max_burst count period` in the parsed tail's unit (args::throttle_params), exact, the
+-- period in nanoseconds as `period_ns` too; or the error.
+local function args_throttle_params(parsed, max_burst, count, period)
+  local texts = { max_burst, count, period }
+  local names = { 'max_burst', 'count', 'period' }
+  local mins = { 0, 1, 1 }
+  for i = 1, 3 do
+    local value, value_err = args_integer(texts[i], names[i], mins[i])
+    if value == nil then return value_err end
+    parsed[names[i]] = value
+  end
+  parsed.period_ns = exact_mul(parsed.period, ARGS_NANOS[parsed.unit])
+  if exact_cmp(parsed.period_ns, ARGS_I64_MAX) > 0 then return args_too_large('period') end
+  return nil
 end
 
 -- CL.THROTTLE's arguments after the key: `max_burst count period [quantity] [MS] [REFUND]
@@ -244,17 +279,8 @@ local function args_throttle(args)
   for i = 4, n do tail[#tail + 1] = args[i] end
   local parsed, tail_err = args_tail(tail, command, false)
   if parsed == nil then return nil, tail_err end
-  local names = { 'max_burst', 'count', 'period' }
-  local mins = { 0, 1, 1 }
-  for i = 1, 3 do
-    local value, value_err = args_integer(args[i], names[i], mins[i])
-    if value == nil then return nil, value_err end
-    parsed[names[i]] = value
-  end
-  parsed.period_ns = exact_mul(parsed.period, ARGS_NANOS[parsed.unit])
-  if exact_cmp(parsed.period_ns, ARGS_I64_MAX) > 0 then
-    return nil, args_too_large('period')
-  end
+  local numbers_err = args_throttle_params(parsed, args[1], args[2], args[3])
+  if numbers_err then return nil, numbers_err end
   parsed.block = block
   local never = args_never_waits(parsed)
   if never then return nil, never end
@@ -281,6 +307,18 @@ local function args_at(text)
   return 'ERR AT is accepted only from the replication stream or the AOF'
 end
 
+-- `limit lease_time` in the parsed unit (args::lease_params): the limit, exact, and
+-- `lease_ms`; or the error.
+local function args_lease_params(parsed, limit_text, time_text)
+  local limit, limit_err = args_integer(limit_text, 'limit', 1)
+  if limit == nil then return limit_err end
+  local lease_time, time_err = args_span(time_text, 'lease_time', parsed.unit)
+  if lease_time == nil then return time_err end
+  parsed.limit = limit
+  parsed.lease_ms = exact_tonumber(lease_time) * (parsed.unit == 'ms' and 1 or 1000)
+  return nil
+end
+
 -- CL.LEASE's arguments after the key: `limit lease_time holder [MS] [DRYRUN] [BLOCK timeout]`,
 -- the options in any order, each once (args::lease). The lease time comes back in ms.
 local function args_lease(args)
@@ -298,28 +336,24 @@ local function args_lease(args)
     seen[word] = i
     i = i + (takes_value and 2 or 1)
   end
-  local unit = seen.MS and 'ms' or 's'
-  local limit, limit_err = args_integer(args[1], 'limit', 1)
-  if limit == nil then return nil, limit_err end
-  local lease_time, time_err = args_span(args[2], 'lease_time', unit)
-  if lease_time == nil then return nil, time_err end
+  local parsed = { unit = seen.MS and 'ms' or 's', dry_run = seen.DRYRUN ~= nil }
+  local numbers_err = args_lease_params(parsed, args[1], args[2])
+  if numbers_err then return nil, numbers_err end
   local holder, holder_err = args_holder(args[3])
   if holder == nil then return nil, holder_err end
   local at_err = seen.AT and args_at(args[seen.AT + 1])
   if at_err and not string.find(at_err, '^ERR AT is accepted') then return nil, at_err end
   if seen.BLOCK then
-    local timeout, err = args_integer(args[seen.BLOCK + 1], 'timeout', 0)
-    if timeout == nil then return nil, err end
-    if exact_cmp(timeout, ARGS_MAX_BLOCK_MS) > 0 then return nil, 'ERR timeout must be <= 4611686018427' end
+    local err = args_block_timeout(args[seen.BLOCK + 1])
+    if err then return nil, err end
     if seen.DRYRUN then return nil, args_never_waits({ block = true, dry_run = true }) end
   end
   if at_err then return nil, at_err end
   if seen.BLOCK then return nil, args_cannot_wait(command) end
-  local parsed = { limit = limit, unit = unit, holder = holder, dry_run = seen.DRYRUN ~= nil }
+  parsed.holder = holder
   local inexact = args_exact_enough(parsed, { 'limit' })
   if inexact then return nil, inexact end
-  parsed.limit = exact_tonumber(limit)
-  parsed.lease_ms = exact_tonumber(lease_time) * (unit == 'ms' and 1 or 1000)
+  parsed.limit = exact_tonumber(parsed.limit)
   return parsed
 end
 

@@ -54,6 +54,12 @@ local function fixed_decide(p, stored, now_ms)
   return reply, new
 end
 
+-- The same limiter asked for nothing.
+local function fixed_peek(p)
+  return { limit = p.limit, limit_exact = p.limit_exact, period_ms = p.period_ms,
+    quantity_exact = FIXED_ZERO, quantity = 0, count_denied = p.count_denied, unit = p.unit }
+end
+
 -- REFUND: the open window's count drops by the quantity, never below 0; 0 clears the key.
 local function fixed_refund(p, stored, now_ms)
   local new
@@ -64,12 +70,32 @@ local function fixed_refund(p, stored, now_ms)
   end
   local left = stored
   if new then left = #new.count > 0 and new or nil end
-  local peek = { limit = p.limit, limit_exact = p.limit_exact, period_ms = p.period_ms, quantity_exact = FIXED_ZERO, quantity = 0,
-    count_denied = p.count_denied, unit = p.unit }
-  local reply = fixed_decide(peek, left, now_ms)
+  local reply = fixed_decide(fixed_peek(p), left, now_ms)
   reply[1] = 0
   reply[4] = -1
   return reply, new
+end
+
+-- The limiter of a parsed call (single.lua).
+local function fixed_limiter(p)
+  local peek = fixed_peek(p)
+  return {
+    read = function(key, now) return fixed_read(key, now.ms) end,
+    decide = function(stored, now)
+      if p.refund then return fixed_refund(p, stored, now.ms) end
+      return fixed_decide(p, stored, now.ms)
+    end,
+    peek = function(stored, now) return (fixed_decide(peek, stored, now.ms)) end,
+    write = function(key, new, stored, now)
+      if #new.count == 0 then
+        redis.call('DEL', key)
+      elseif stored == nil or stored.end_ms ~= new.end_ms or now.ms >= stored.end_ms then
+        redis.call('SET', key, exact_tostring(new.count), 'PXAT', new.end_ms)
+      else
+        redis.call('SET', key, exact_tostring(new.count), 'KEEPTTL')
+      end
+    end,
+  }
 end
 
 -- FCALL cl_fixed 1 key limit period [quantity] [MS] [REFUND] [DRYRUN] [COUNTDENIED]
@@ -77,24 +103,5 @@ local function cl_fixed(keys, args)
   if #keys ~= 1 then return redis.error_reply(args_wrong_arity('cl.fixed')) end
   local p, err = args_window(args, 'cl.fixed', false)
   if p == nil then return redis.error_reply(err) end
-  local key = keys[1]
-  local now_ms = clock_now_ms()
-  local stored, read_err = fixed_read(key, now_ms)
-  if read_err then return redis.error_reply(read_err) end
-  local reply, new
-  if p.refund then
-    reply, new = fixed_refund(p, stored, now_ms)
-  else
-    reply, new = fixed_decide(p, stored, now_ms)
-  end
-  if new and not p.dry_run then
-    if #new.count == 0 then
-      redis.call('DEL', key)
-    elseif stored == nil or stored.end_ms ~= new.end_ms or now_ms >= stored.end_ms then
-      redis.call('SET', key, exact_tostring(new.count), 'PXAT', new.end_ms)
-    else
-      redis.call('SET', key, exact_tostring(new.count), 'KEEPTTL')
-    end
-  end
-  return reply
+  return single_run(keys[1], fixed_limiter(p), p.dry_run)
 end

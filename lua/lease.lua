@@ -512,19 +512,35 @@ local function lease_decide(p, v, now_ms)
   return reply, { whole = new, expire_at_ms = latest }
 end
 
+-- What a call that takes no lease learns of the set (Lease::look): the free slots, and
+-- when the last lease ends.
+local function lease_look(p, v, now_ms)
+  local view = lease_live(v, now_ms)
+  local latest = lease_latest_end(view)
+  return reply_ms(false, p.limit, p.limit - view.live, nil, latest and latest - now_ms or 0, p.unit)
+end
+
+-- The limiter of a parsed call (single.lua). Without a holder (CL.ALL asking for nothing,
+-- or refunding: CL.RELEASE gives a lease back) it only looks.
+local function lease_limiter(p)
+  local function look(v, now) return lease_look(p, v, now.ms) end
+  return {
+    read = function(key) return state_bytes(key) end,
+    decide = function(v, now)
+      if p.holder == nil or p.refund then return look(v, now) end
+      return lease_decide(p, v, now.ms)
+    end,
+    peek = look,
+    write = function(key, plan) redis.call('SET', key, plan.whole, 'PXAT', plan.expire_at_ms) end,
+  }
+end
+
 -- FCALL cl_lease 1 key limit lease_time holder [MS] [DRYRUN]
 local function cl_lease(keys, args)
   if #keys ~= 1 then return redis.error_reply(args_wrong_arity('cl.lease')) end
   local p, err = args_lease(args)
   if p == nil then return redis.error_reply(err) end
-  local key = keys[1]
-  local v, read_err = state_bytes(key)
-  if read_err then return redis.error_reply(read_err) end
-  local now_ms = clock_now_ms()
-  local ok, reply, plan = pcall(lease_decide, p, v, now_ms)
-  if not ok then return redis.error_reply(state_caught(reply)) end
-  if plan then redis.call('SET', key, plan.whole, 'PXAT', plan.expire_at_ms) end
-  return reply
+  return single_run(keys[1], lease_limiter(p), p.dry_run)
 end
 
 -- Frees holder's live lease: 1, and the value left (nil: the key goes) and its expiry; or 0.
@@ -548,8 +564,7 @@ local function cl_release(keys, args)
   local v, read_err = state_bytes(key)
   if read_err then return redis.error_reply(read_err) end
   if v == nil then return 0 end
-  local now_ms = clock_now_ms()
-  local ok, freed, plan = pcall(lease_release, holder, v, now_ms)
+  local ok, freed, plan = pcall(lease_release, holder, v, clock_now().ms)
   if not ok then return redis.error_reply(state_caught(freed)) end
   if freed == 1 then
     if plan then
@@ -569,7 +584,7 @@ local function cl_holders(keys, args)
   if unit == nil then return redis.error_reply(err) end
   local v, read_err = state_bytes(keys[1])
   if read_err then return redis.error_reply(read_err) end
-  local now_ms = clock_now_ms()
+  local now_ms = clock_now().ms
   local ok, pairs_or_err = pcall(function()
     local view = lease_live(v, now_ms)
     local out = {}

@@ -71,30 +71,39 @@ local function throttle_refund(g, stored, now, unit_ns)
   return reply, new
 end
 
+-- The limiter of a parsed call (single.lua), or the module's error for its numbers.
+local function throttle_limiter(p)
+  local g, err = throttle_gcra(p)
+  if g == nil then return nil, err end
+  local unit_ns = ARGS_NANOS[p.unit]
+  local peek = { interval = g.interval, tolerance = g.tolerance, limit = g.limit,
+    increment = { neg = false } }
+  return {
+    read = function(key) return state_integer(key) end,
+    decide = function(tat, now)
+      if p.refund then return throttle_refund(g, tat, now.ns, unit_ns) end
+      return throttle_decide(g, tat, now.ns, unit_ns)
+    end,
+    peek = function(tat, now) return (throttle_decide(peek, tat, now.ns, unit_ns)) end,
+    write = function(key, tat)
+      -- Expires at the TAT, rounded up to the millisecond.
+      redis.call('SET', key, exact_tostring(tat), 'PXAT', exact_tostring(exact_ceil_div(tat, ARGS_NANOS.ms)))
+    end,
+  }
+end
+
+-- The numbers the library refuses past 2^53 − 1.
+local THROTTLE_EXACT = { 'max_burst', 'count', 'period', 'quantity' }
+
 -- FCALL cl_throttle 1 key max_burst count period [quantity] [MS] [REFUND] [DRYRUN]
 local function cl_throttle(keys, args)
   if #keys ~= 1 then return redis.error_reply(args_wrong_arity('cl.throttle')) end
   local p, err = args_throttle(args)
   if p == nil then return redis.error_reply(err) end
-  local g, gcra_err = throttle_gcra(p)
-  if g == nil then return redis.error_reply(gcra_err) end
+  local limiter, gcra_err = throttle_limiter(p)
+  if limiter == nil then return redis.error_reply(gcra_err) end
   if p.block then return redis.error_reply(args_cannot_wait('cl.throttle')) end
-  local inexact = args_exact_enough(p, { 'max_burst', 'count', 'period', 'quantity' })
+  local inexact = args_exact_enough(p, THROTTLE_EXACT)
   if inexact then return redis.error_reply(inexact) end
-  local key = keys[1]
-  local stored, read_err = state_integer(key)
-  if read_err then return redis.error_reply(read_err) end
-  local now = clock_now_ns()
-  local unit_ns = ARGS_NANOS[p.unit]
-  local reply, new
-  if p.refund then
-    reply, new = throttle_refund(g, stored, now, unit_ns)
-  else
-    reply, new = throttle_decide(g, stored, now, unit_ns)
-  end
-  if new and not p.dry_run then
-    -- Expires at the TAT, rounded up to the millisecond.
-    redis.call('SET', key, exact_tostring(new), 'PXAT', exact_tostring(exact_ceil_div(new, ARGS_NANOS.ms)))
-  end
-  return reply
+  return single_run(keys[1], limiter, p.dry_run)
 end

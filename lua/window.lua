@@ -418,33 +418,44 @@ local function window_run(p, v, now_ms)
   return (p.refund and window_refund or window_decide)(p, log, now_ms)
 end
 
+-- The limiter of a parsed call (single.lua): either form, its errors naming the other.
+local function window_limiter(p)
+  local peek = {}
+  for name, value in pairs(p) do peek[name] = value end
+  peek.quantity, peek.refund = 0, false
+  local function run(q, v, now)
+    local ok, reply, plan = pcall(window_run, q, v, now.ms)
+    if not ok then
+      local text = state_caught(reply)
+      if text == STATE_CORRUPT and v then text = window_form_error(q, v) end
+      state_fail(text)
+    end
+    return reply, plan
+  end
+  return {
+    read = function(key) return state_bytes(key) end,
+    decide = function(v, now) return run(p, v, now) end,
+    peek = function(v, now) return (run(peek, v, now)) end,
+    write = function(key, plan)
+      if plan.clear then
+        redis.call('DEL', key)
+      elseif plan.whole and plan.moves == false then
+        redis.call('SET', key, plan.whole, 'KEEPTTL')
+      elseif plan.whole then
+        redis.call('SET', key, plan.whole, 'PXAT', plan.expire_at_ms)
+      else
+        redis.call('SETRANGE', key, plan.from, plan.bytes)
+        redis.call('SETRANGE', key, 0, plan.header)
+        redis.call('PEXPIREAT', key, plan.expire_at_ms)
+      end
+    end,
+  }
+end
+
 -- FCALL cl_window 1 key limit period [quantity] [BUCKETS n] [MS] [REFUND] [DRYRUN]
 local function cl_window(keys, args)
   if #keys ~= 1 then return redis.error_reply(args_wrong_arity('cl.window')) end
   local p, err = args_window(args, 'cl.window', true)
   if p == nil then return redis.error_reply(err) end
-  local key = keys[1]
-  local v, read_err = state_bytes(key)
-  if read_err then return redis.error_reply(read_err) end
-  local now_ms = clock_now_ms()
-  local ok, reply, plan = pcall(window_run, p, v, now_ms)
-  if not ok then
-    local text = state_caught(reply)
-    if text == STATE_CORRUPT and v then text = window_form_error(p, v) end
-    return redis.error_reply(text)
-  end
-  if plan and not p.dry_run then
-    if plan.clear then
-      redis.call('DEL', key)
-    elseif plan.whole and plan.moves == false then
-      redis.call('SET', key, plan.whole, 'KEEPTTL')
-    elseif plan.whole then
-      redis.call('SET', key, plan.whole, 'PXAT', plan.expire_at_ms)
-    else
-      redis.call('SETRANGE', key, plan.from, plan.bytes)
-      redis.call('SETRANGE', key, 0, plan.header)
-      redis.call('PEXPIREAT', key, plan.expire_at_ms)
-    end
-  end
-  return reply
+  return single_run(keys[1], window_limiter(p), p.dry_run)
 end

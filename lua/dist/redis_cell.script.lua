@@ -45,8 +45,7 @@ local exact_parse,
   args_lease,
   args_release,
   args_holders,
-  clock_now_ms,
-  clock_now_ns,
+  clock_now,
   STATE_CORRUPT,
   state_integer,
   state_expire_at_ms,
@@ -55,6 +54,7 @@ local exact_parse,
   state_corrupt,
   state_caught,
   reply_ms,
+  single_run,
   cl_fixed,
   cl_throttle,
   buckets_cells_in,
@@ -536,16 +536,21 @@ end
 -- The longest BLOCK the module takes, in ms: 2^62 ns (4611686018427).
 local ARGS_MAX_BLOCK_MS = { neg = false, 6018427, 461168 }
 
+-- BLOCK's timeout's error, if it has one (args::block_timeout).
+local function args_block_timeout(text)
+  local timeout, err = args_integer(text, 'timeout', 0)
+  if timeout == nil then return err end
+  if exact_cmp(timeout, ARGS_MAX_BLOCK_MS) > 0 then return 'ERR timeout must be <= 4611686018427' end
+  return nil
+end
+
 -- A trailing `BLOCK timeout`, read as the module reads it before anything else (args::block):
 -- how many arguments come before it, and whether it was there; or the timeout's error.
 local function args_block(args)
   local n = #args
   if n >= 2 and string.upper(args[n - 1]) == 'BLOCK' then
-    local timeout, err = args_integer(args[n], 'timeout', 0)
-    if timeout == nil then return nil, nil, err end
-    if exact_cmp(timeout, ARGS_MAX_BLOCK_MS) > 0 then
-      return nil, nil, 'ERR timeout must be <= 4611686018427'
-    end
+    local err = args_block_timeout(args[n])
+    if err then return nil, nil, err end
     return n - 2, true
   end
   return n, false
@@ -614,6 +619,28 @@ local function args_bucket_count(text, period_ms)
   return n
 end
 
+-- `limit period` in the parsed tail's unit (args::limit_and_period): the limit, exact, and
+-- `period_ms`; or the error.
+local function args_limit_and_period(parsed, limit_text, period_text)
+  local limit, limit_err = args_integer(limit_text, 'limit', 1)
+  if limit == nil then return limit_err end
+  local period, period_err = args_span(period_text, 'period', parsed.unit)
+  if period == nil then return period_err end
+  parsed.limit = limit
+  parsed.period_ms = exact_tonumber(period) * (parsed.unit == 'ms' and 1 or 1000)
+  return nil
+end
+
+-- A window's numbers once they are known to be exact as doubles: the limit and quantity as
+-- numbers, exact too (`limit_exact`, `quantity_exact`) to compare with stored counts.
+local function args_window_numbers(parsed)
+  parsed.limit_exact = parsed.limit
+  parsed.limit = exact_tonumber(parsed.limit)
+  parsed.quantity_exact = parsed.quantity
+  parsed.quantity = exact_tonumber(parsed.quantity)
+  return parsed
+end
+
 -- A window command's arguments after the key: `limit period [quantity] [MS] [REFUND]
 -- [DRYRUN] [BLOCK timeout]`, with `[COUNTDENIED]` for CL.FIXED and `[BUCKETS n]` for
 -- CL.WINDOW (`sliding`). The limit, quantity and period (`period_ms`) come back as numbers,
@@ -644,11 +671,8 @@ function args_window(args, command, sliding)
     parsed, tail_err = args_tail(tail, command, true)
   end
   if parsed == nil then return nil, tail_err end
-  local limit, limit_err = args_integer(args[1], 'limit', 1)
-  if limit == nil then return nil, limit_err end
-  local period, period_err = args_span(args[2], 'period', parsed.unit)
-  if period == nil then return nil, period_err end
-  parsed.period_ms = exact_tonumber(period) * (parsed.unit == 'ms' and 1 or 1000)
+  local numbers_err = args_limit_and_period(parsed, args[1], args[2])
+  if numbers_err then return nil, numbers_err end
   if buckets then
     local cells, cells_err = args_bucket_count(buckets, parsed.period_ms)
     if cells == nil then return nil, cells_err end
@@ -659,14 +683,25 @@ function args_window(args, command, sliding)
   if never then return nil, never end
   if at then return nil, 'ERR AT is accepted only from the replication stream or the AOF' end
   if block then return nil, args_cannot_wait(command) end
-  parsed.limit = limit
   local inexact = args_exact_enough(parsed, { 'limit', 'quantity' })
   if inexact then return nil, inexact end
-  parsed.limit_exact = limit
-  parsed.limit = exact_tonumber(limit)
-  parsed.quantity_exact = parsed.quantity
-  parsed.quantity = exact_tonumber(parsed.quantity)
-  return parsed
+  return args_window_numbers(parsed)
+end
+
+-- `max_burst count period` in the parsed tail's unit (args::throttle_params), exact, the
+-- period in nanoseconds as `period_ns` too; or the error.
+local function args_throttle_params(parsed, max_burst, count, period)
+  local texts = { max_burst, count, period }
+  local names = { 'max_burst', 'count', 'period' }
+  local mins = { 0, 1, 1 }
+  for i = 1, 3 do
+    local value, value_err = args_integer(texts[i], names[i], mins[i])
+    if value == nil then return value_err end
+    parsed[names[i]] = value
+  end
+  parsed.period_ns = exact_mul(parsed.period, ARGS_NANOS[parsed.unit])
+  if exact_cmp(parsed.period_ns, ARGS_I64_MAX) > 0 then return args_too_large('period') end
+  return nil
 end
 
 -- CL.THROTTLE's arguments after the key: `max_burst count period [quantity] [MS] [REFUND]
@@ -682,17 +717,8 @@ function args_throttle(args)
   for i = 4, n do tail[#tail + 1] = args[i] end
   local parsed, tail_err = args_tail(tail, command, false)
   if parsed == nil then return nil, tail_err end
-  local names = { 'max_burst', 'count', 'period' }
-  local mins = { 0, 1, 1 }
-  for i = 1, 3 do
-    local value, value_err = args_integer(args[i], names[i], mins[i])
-    if value == nil then return nil, value_err end
-    parsed[names[i]] = value
-  end
-  parsed.period_ns = exact_mul(parsed.period, ARGS_NANOS[parsed.unit])
-  if exact_cmp(parsed.period_ns, ARGS_I64_MAX) > 0 then
-    return nil, args_too_large('period')
-  end
+  local numbers_err = args_throttle_params(parsed, args[1], args[2], args[3])
+  if numbers_err then return nil, numbers_err end
   parsed.block = block
   local never = args_never_waits(parsed)
   if never then return nil, never end
@@ -719,6 +745,18 @@ local function args_at(text)
   return 'ERR AT is accepted only from the replication stream or the AOF'
 end
 
+-- `limit lease_time` in the parsed unit (args::lease_params): the limit, exact, and
+-- `lease_ms`; or the error.
+local function args_lease_params(parsed, limit_text, time_text)
+  local limit, limit_err = args_integer(limit_text, 'limit', 1)
+  if limit == nil then return limit_err end
+  local lease_time, time_err = args_span(time_text, 'lease_time', parsed.unit)
+  if lease_time == nil then return time_err end
+  parsed.limit = limit
+  parsed.lease_ms = exact_tonumber(lease_time) * (parsed.unit == 'ms' and 1 or 1000)
+  return nil
+end
+
 -- CL.LEASE's arguments after the key: `limit lease_time holder [MS] [DRYRUN] [BLOCK timeout]`,
 -- the options in any order, each once (args::lease). The lease time comes back in ms.
 function args_lease(args)
@@ -736,28 +774,24 @@ function args_lease(args)
     seen[word] = i
     i = i + (takes_value and 2 or 1)
   end
-  local unit = seen.MS and 'ms' or 's'
-  local limit, limit_err = args_integer(args[1], 'limit', 1)
-  if limit == nil then return nil, limit_err end
-  local lease_time, time_err = args_span(args[2], 'lease_time', unit)
-  if lease_time == nil then return nil, time_err end
+  local parsed = { unit = seen.MS and 'ms' or 's', dry_run = seen.DRYRUN ~= nil }
+  local numbers_err = args_lease_params(parsed, args[1], args[2])
+  if numbers_err then return nil, numbers_err end
   local holder, holder_err = args_holder(args[3])
   if holder == nil then return nil, holder_err end
   local at_err = seen.AT and args_at(args[seen.AT + 1])
   if at_err and not string.find(at_err, '^ERR AT is accepted') then return nil, at_err end
   if seen.BLOCK then
-    local timeout, err = args_integer(args[seen.BLOCK + 1], 'timeout', 0)
-    if timeout == nil then return nil, err end
-    if exact_cmp(timeout, ARGS_MAX_BLOCK_MS) > 0 then return nil, 'ERR timeout must be <= 4611686018427' end
+    local err = args_block_timeout(args[seen.BLOCK + 1])
+    if err then return nil, err end
     if seen.DRYRUN then return nil, args_never_waits({ block = true, dry_run = true }) end
   end
   if at_err then return nil, at_err end
   if seen.BLOCK then return nil, args_cannot_wait(command) end
-  local parsed = { limit = limit, unit = unit, holder = holder, dry_run = seen.DRYRUN ~= nil }
+  parsed.holder = holder
   local inexact = args_exact_enough(parsed, { 'limit' })
   if inexact then return nil, inexact end
-  parsed.limit = exact_tonumber(limit)
-  parsed.lease_ms = exact_tonumber(lease_time) * (unit == 'ms' and 1 or 1000)
+  parsed.limit = exact_tonumber(parsed.limit)
   return parsed
 end
 
@@ -792,24 +826,22 @@ end
 end
 
 do
--- The server's clock, read as the module reads it: in microseconds where the module API has
--- RedisModule_Microseconds (Redis 7.2 and later, and Valkey, which answers as 7.2), in
--- milliseconds on Redis 7.0 and 6.2, so that both decide at the same instant.
+-- The server's clock, read once per call as the module reads it: in microseconds where the
+-- module API has RedisModule_Microseconds (Redis 7.2 and later, and Valkey, which answers as
+-- 7.2), in milliseconds on Redis 7.0 and 6.2, so that both decide at the same instant.
 
-function clock_now_ms()
+-- Now, as the module's Instant: `ns` exact, and `ms` (whole milliseconds) as a number.
+function clock_now()
   local time = redis.call('TIME')
-  return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-end
-
--- Now in nanoseconds, exact.
-function clock_now_ns()
-  local time = redis.call('TIME')
-  local micros = time[2]
+  local micros = tonumber(time[2])
   if not (redis.REDIS_VERSION_NUM and redis.REDIS_VERSION_NUM >= 0x070200) then
-    micros = string.format('%d', math.floor(tonumber(micros) / 1000) * 1000)
+    micros = math.floor(micros / 1000) * 1000
   end
-  return exact_add(exact_mul(exact_parse(time[1]), ARGS_NANOS.s),
-    exact_mul(exact_parse(micros), { neg = false, 1000 }))
+  return {
+    ms = tonumber(time[1]) * 1000 + math.floor(micros / 1000),
+    ns = exact_add(exact_mul(exact_parse(time[1]), ARGS_NANOS.s),
+      exact_mul(exact_of_number(micros), { neg = false, 1000 })),
+  }
 end
 end
 
@@ -889,6 +921,27 @@ end
 end
 
 do
+-- A single-key command's body, as src/commands/single.rs runs it: read the key, decide at
+-- one instant, write what changed unless the call is a dry run. A limiter is a table of
+-- its kind's four steps, made from the call's parsed arguments (throttle_limiter,
+-- fixed_limiter, window_limiter, lease_limiter):
+--   read(key, now)              the stored state, or nil and the error
+--   decide(stored, now)         the reply and the change; errors thrown (state_fail)
+--   peek(stored, now)           the reply to asking for nothing
+--   write(key, change, stored, now)
+
+function single_run(key, limiter, dry_run)
+  local now = clock_now()
+  local stored, err = limiter.read(key, now)
+  if err then return redis.error_reply(err) end
+  local ok, reply, change = pcall(limiter.decide, stored, now)
+  if not ok then return redis.error_reply(state_caught(reply)) end
+  if change and not dry_run then limiter.write(key, change, stored, now) end
+  return reply
+end
+end
+
+do
 -- CL.FIXED in the library: the module's fixed window (src/fixed.rs) on the same key, a
 -- decimal count whose expiry is the window's end, read, decided and written as the module
 -- does, so that a key carries over either way. Counts are exact (a key may hold any 64-bit
@@ -945,6 +998,12 @@ local function fixed_decide(p, stored, now_ms)
   return reply, new
 end
 
+-- The same limiter asked for nothing.
+local function fixed_peek(p)
+  return { limit = p.limit, limit_exact = p.limit_exact, period_ms = p.period_ms,
+    quantity_exact = FIXED_ZERO, quantity = 0, count_denied = p.count_denied, unit = p.unit }
+end
+
 -- REFUND: the open window's count drops by the quantity, never below 0; 0 clears the key.
 local function fixed_refund(p, stored, now_ms)
   local new
@@ -955,12 +1014,32 @@ local function fixed_refund(p, stored, now_ms)
   end
   local left = stored
   if new then left = #new.count > 0 and new or nil end
-  local peek = { limit = p.limit, limit_exact = p.limit_exact, period_ms = p.period_ms, quantity_exact = FIXED_ZERO, quantity = 0,
-    count_denied = p.count_denied, unit = p.unit }
-  local reply = fixed_decide(peek, left, now_ms)
+  local reply = fixed_decide(fixed_peek(p), left, now_ms)
   reply[1] = 0
   reply[4] = -1
   return reply, new
+end
+
+-- The limiter of a parsed call (single.lua).
+local function fixed_limiter(p)
+  local peek = fixed_peek(p)
+  return {
+    read = function(key, now) return fixed_read(key, now.ms) end,
+    decide = function(stored, now)
+      if p.refund then return fixed_refund(p, stored, now.ms) end
+      return fixed_decide(p, stored, now.ms)
+    end,
+    peek = function(stored, now) return (fixed_decide(peek, stored, now.ms)) end,
+    write = function(key, new, stored, now)
+      if #new.count == 0 then
+        redis.call('DEL', key)
+      elseif stored == nil or stored.end_ms ~= new.end_ms or now.ms >= stored.end_ms then
+        redis.call('SET', key, exact_tostring(new.count), 'PXAT', new.end_ms)
+      else
+        redis.call('SET', key, exact_tostring(new.count), 'KEEPTTL')
+      end
+    end,
+  }
 end
 
 -- FCALL cl_fixed 1 key limit period [quantity] [MS] [REFUND] [DRYRUN] [COUNTDENIED]
@@ -968,26 +1047,7 @@ function cl_fixed(keys, args)
   if #keys ~= 1 then return redis.error_reply(args_wrong_arity('cl.fixed')) end
   local p, err = args_window(args, 'cl.fixed', false)
   if p == nil then return redis.error_reply(err) end
-  local key = keys[1]
-  local now_ms = clock_now_ms()
-  local stored, read_err = fixed_read(key, now_ms)
-  if read_err then return redis.error_reply(read_err) end
-  local reply, new
-  if p.refund then
-    reply, new = fixed_refund(p, stored, now_ms)
-  else
-    reply, new = fixed_decide(p, stored, now_ms)
-  end
-  if new and not p.dry_run then
-    if #new.count == 0 then
-      redis.call('DEL', key)
-    elseif stored == nil or stored.end_ms ~= new.end_ms or now_ms >= stored.end_ms then
-      redis.call('SET', key, exact_tostring(new.count), 'PXAT', new.end_ms)
-    else
-      redis.call('SET', key, exact_tostring(new.count), 'KEEPTTL')
-    end
-  end
-  return reply
+  return single_run(keys[1], fixed_limiter(p), p.dry_run)
 end
 end
 
@@ -1065,32 +1125,41 @@ local function throttle_refund(g, stored, now, unit_ns)
   return reply, new
 end
 
+-- The limiter of a parsed call (single.lua), or the module's error for its numbers.
+local function throttle_limiter(p)
+  local g, err = throttle_gcra(p)
+  if g == nil then return nil, err end
+  local unit_ns = ARGS_NANOS[p.unit]
+  local peek = { interval = g.interval, tolerance = g.tolerance, limit = g.limit,
+    increment = { neg = false } }
+  return {
+    read = function(key) return state_integer(key) end,
+    decide = function(tat, now)
+      if p.refund then return throttle_refund(g, tat, now.ns, unit_ns) end
+      return throttle_decide(g, tat, now.ns, unit_ns)
+    end,
+    peek = function(tat, now) return (throttle_decide(peek, tat, now.ns, unit_ns)) end,
+    write = function(key, tat)
+      -- Expires at the TAT, rounded up to the millisecond.
+      redis.call('SET', key, exact_tostring(tat), 'PXAT', exact_tostring(exact_ceil_div(tat, ARGS_NANOS.ms)))
+    end,
+  }
+end
+
+-- The numbers the library refuses past 2^53 − 1.
+local THROTTLE_EXACT = { 'max_burst', 'count', 'period', 'quantity' }
+
 -- FCALL cl_throttle 1 key max_burst count period [quantity] [MS] [REFUND] [DRYRUN]
 function cl_throttle(keys, args)
   if #keys ~= 1 then return redis.error_reply(args_wrong_arity('cl.throttle')) end
   local p, err = args_throttle(args)
   if p == nil then return redis.error_reply(err) end
-  local g, gcra_err = throttle_gcra(p)
-  if g == nil then return redis.error_reply(gcra_err) end
+  local limiter, gcra_err = throttle_limiter(p)
+  if limiter == nil then return redis.error_reply(gcra_err) end
   if p.block then return redis.error_reply(args_cannot_wait('cl.throttle')) end
-  local inexact = args_exact_enough(p, { 'max_burst', 'count', 'period', 'quantity' })
+  local inexact = args_exact_enough(p, THROTTLE_EXACT)
   if inexact then return redis.error_reply(inexact) end
-  local key = keys[1]
-  local stored, read_err = state_integer(key)
-  if read_err then return redis.error_reply(read_err) end
-  local now = clock_now_ns()
-  local unit_ns = ARGS_NANOS[p.unit]
-  local reply, new
-  if p.refund then
-    reply, new = throttle_refund(g, stored, now, unit_ns)
-  else
-    reply, new = throttle_decide(g, stored, now, unit_ns)
-  end
-  if new and not p.dry_run then
-    -- Expires at the TAT, rounded up to the millisecond.
-    redis.call('SET', key, exact_tostring(new), 'PXAT', exact_tostring(exact_ceil_div(new, ARGS_NANOS.ms)))
-  end
-  return reply
+  return single_run(keys[1], limiter, p.dry_run)
 end
 end
 
@@ -1767,35 +1836,46 @@ local function window_run(p, v, now_ms)
   return (p.refund and window_refund or window_decide)(p, log, now_ms)
 end
 
+-- The limiter of a parsed call (single.lua): either form, its errors naming the other.
+local function window_limiter(p)
+  local peek = {}
+  for name, value in pairs(p) do peek[name] = value end
+  peek.quantity, peek.refund = 0, false
+  local function run(q, v, now)
+    local ok, reply, plan = pcall(window_run, q, v, now.ms)
+    if not ok then
+      local text = state_caught(reply)
+      if text == STATE_CORRUPT and v then text = window_form_error(q, v) end
+      state_fail(text)
+    end
+    return reply, plan
+  end
+  return {
+    read = function(key) return state_bytes(key) end,
+    decide = function(v, now) return run(p, v, now) end,
+    peek = function(v, now) return (run(peek, v, now)) end,
+    write = function(key, plan)
+      if plan.clear then
+        redis.call('DEL', key)
+      elseif plan.whole and plan.moves == false then
+        redis.call('SET', key, plan.whole, 'KEEPTTL')
+      elseif plan.whole then
+        redis.call('SET', key, plan.whole, 'PXAT', plan.expire_at_ms)
+      else
+        redis.call('SETRANGE', key, plan.from, plan.bytes)
+        redis.call('SETRANGE', key, 0, plan.header)
+        redis.call('PEXPIREAT', key, plan.expire_at_ms)
+      end
+    end,
+  }
+end
+
 -- FCALL cl_window 1 key limit period [quantity] [BUCKETS n] [MS] [REFUND] [DRYRUN]
 function cl_window(keys, args)
   if #keys ~= 1 then return redis.error_reply(args_wrong_arity('cl.window')) end
   local p, err = args_window(args, 'cl.window', true)
   if p == nil then return redis.error_reply(err) end
-  local key = keys[1]
-  local v, read_err = state_bytes(key)
-  if read_err then return redis.error_reply(read_err) end
-  local now_ms = clock_now_ms()
-  local ok, reply, plan = pcall(window_run, p, v, now_ms)
-  if not ok then
-    local text = state_caught(reply)
-    if text == STATE_CORRUPT and v then text = window_form_error(p, v) end
-    return redis.error_reply(text)
-  end
-  if plan and not p.dry_run then
-    if plan.clear then
-      redis.call('DEL', key)
-    elseif plan.whole and plan.moves == false then
-      redis.call('SET', key, plan.whole, 'KEEPTTL')
-    elseif plan.whole then
-      redis.call('SET', key, plan.whole, 'PXAT', plan.expire_at_ms)
-    else
-      redis.call('SETRANGE', key, plan.from, plan.bytes)
-      redis.call('SETRANGE', key, 0, plan.header)
-      redis.call('PEXPIREAT', key, plan.expire_at_ms)
-    end
-  end
-  return reply
+  return single_run(keys[1], window_limiter(p), p.dry_run)
 end
 end
 
@@ -2314,19 +2394,35 @@ local function lease_decide(p, v, now_ms)
   return reply, { whole = new, expire_at_ms = latest }
 end
 
+-- What a call that takes no lease learns of the set (Lease::look): the free slots, and
+-- when the last lease ends.
+local function lease_look(p, v, now_ms)
+  local view = lease_live(v, now_ms)
+  local latest = lease_latest_end(view)
+  return reply_ms(false, p.limit, p.limit - view.live, nil, latest and latest - now_ms or 0, p.unit)
+end
+
+-- The limiter of a parsed call (single.lua). Without a holder (CL.ALL asking for nothing,
+-- or refunding: CL.RELEASE gives a lease back) it only looks.
+local function lease_limiter(p)
+  local function look(v, now) return lease_look(p, v, now.ms) end
+  return {
+    read = function(key) return state_bytes(key) end,
+    decide = function(v, now)
+      if p.holder == nil or p.refund then return look(v, now) end
+      return lease_decide(p, v, now.ms)
+    end,
+    peek = look,
+    write = function(key, plan) redis.call('SET', key, plan.whole, 'PXAT', plan.expire_at_ms) end,
+  }
+end
+
 -- FCALL cl_lease 1 key limit lease_time holder [MS] [DRYRUN]
 function cl_lease(keys, args)
   if #keys ~= 1 then return redis.error_reply(args_wrong_arity('cl.lease')) end
   local p, err = args_lease(args)
   if p == nil then return redis.error_reply(err) end
-  local key = keys[1]
-  local v, read_err = state_bytes(key)
-  if read_err then return redis.error_reply(read_err) end
-  local now_ms = clock_now_ms()
-  local ok, reply, plan = pcall(lease_decide, p, v, now_ms)
-  if not ok then return redis.error_reply(state_caught(reply)) end
-  if plan then redis.call('SET', key, plan.whole, 'PXAT', plan.expire_at_ms) end
-  return reply
+  return single_run(keys[1], lease_limiter(p), p.dry_run)
 end
 
 -- Frees holder's live lease: 1, and the value left (nil: the key goes) and its expiry; or 0.
@@ -2350,8 +2446,7 @@ function cl_release(keys, args)
   local v, read_err = state_bytes(key)
   if read_err then return redis.error_reply(read_err) end
   if v == nil then return 0 end
-  local now_ms = clock_now_ms()
-  local ok, freed, plan = pcall(lease_release, holder, v, now_ms)
+  local ok, freed, plan = pcall(lease_release, holder, v, clock_now().ms)
   if not ok then return redis.error_reply(state_caught(freed)) end
   if freed == 1 then
     if plan then
@@ -2371,7 +2466,7 @@ function cl_holders(keys, args)
   if unit == nil then return redis.error_reply(err) end
   local v, read_err = state_bytes(keys[1])
   if read_err then return redis.error_reply(read_err) end
-  local now_ms = clock_now_ms()
+  local now_ms = clock_now().ms
   local ok, pairs_or_err = pcall(function()
     local view = lease_live(v, now_ms)
     local out = {}
