@@ -319,6 +319,12 @@ local function args_lease_params(parsed, limit_text, time_text)
   return nil
 end
 
+-- A lease's limit as a number, once it is known to be exact as one.
+local function args_lease_numbers(parsed)
+  parsed.limit = exact_tonumber(parsed.limit)
+  return parsed
+end
+
 -- CL.LEASE's arguments after the key: `limit lease_time holder [MS] [DRYRUN] [BLOCK timeout]`,
 -- the options in any order, each once (args::lease). The lease time comes back in ms.
 local function args_lease(args)
@@ -353,8 +359,7 @@ local function args_lease(args)
   parsed.holder = holder
   local inexact = args_exact_enough(parsed, { 'limit' })
   if inexact then return nil, inexact end
-  parsed.limit = exact_tonumber(parsed.limit)
-  return parsed
+  return args_lease_numbers(parsed)
 end
 
 -- CL.RELEASE's arguments after the key: `holder` (args::release): the holder, or the error.

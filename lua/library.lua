@@ -23,4 +23,5 @@ local CELL_FUNCTIONS = {
   -- CL.RELEASE is not deny-oom: freeing a lease must work when memory is full.
   { name = 'cl_release', callback = cl_release, flags = { 'allow-oom' } },
   { name = 'cl_holders', callback = cl_holders, flags = { 'no-writes' } },
+  { name = 'cl_all', callback = cl_all, flags = {} },
 }

@@ -35,10 +35,21 @@ local exact_parse,
   ARGS_I64_MAX,
   args_too_large,
   args_wrong_arity,
+  args_integer,
   args_exact_enough,
+  args_block_timeout,
+  args_never_waits,
   args_cannot_wait,
+  args_is_buckets,
+  args_bucket_count,
+  args_limit_and_period,
+  args_window_numbers,
   args_window,
+  args_throttle_params,
   args_throttle,
+  args_holder,
+  args_lease_params,
+  args_lease_numbers,
   args_lease,
   args_release,
   args_holders,
@@ -52,15 +63,23 @@ local exact_parse,
   state_caught,
   reply_ms,
   single_run,
+  fixed_limiter,
   cl_fixed,
+  throttle_gcra,
+  throttle_limiter,
+  THROTTLE_EXACT,
   cl_throttle,
   buckets_cells_in,
   buckets_decide,
   buckets_refund,
+  window_limiter,
   cl_window,
+  lease_limiter,
   cl_lease,
   cl_release,
   cl_holders,
+  args_all,
+  cl_all,
   cell_unknown,
   CELL_FUNCTIONS
 
@@ -460,7 +479,7 @@ function args_wrong_arity(command)
 end
 
 -- An integer no smaller than min (a Lua number), as exact.
-local function args_integer(text, name, min)
+function args_integer(text, name, min)
   local value = exact_parse(text)
   if value == nil then return nil, 'ERR ' .. name .. ' is not an integer or out of range' end
   if exact_cmp(value, exact_of_number(min)) < 0 then
@@ -534,7 +553,7 @@ end
 local ARGS_MAX_BLOCK_MS = { neg = false, 6018427, 461168 }
 
 -- BLOCK's timeout's error, if it has one (args::block_timeout).
-local function args_block_timeout(text)
+function args_block_timeout(text)
   local timeout, err = args_integer(text, 'timeout', 0)
   if timeout == nil then return err end
   if exact_cmp(timeout, ARGS_MAX_BLOCK_MS) > 0 then return 'ERR timeout must be <= 4611686018427' end
@@ -554,7 +573,7 @@ local function args_block(args)
 end
 
 -- What the module answers to BLOCK beside a flag that never waits (never_waits).
-local function args_never_waits(parsed)
+function args_never_waits(parsed)
   if not parsed.block then return nil end
   for _, flag in ipairs({ { 'refund', 'REFUND' }, { 'dry_run', 'DRYRUN' }, { 'count_denied', 'COUNTDENIED' } }) do
     if parsed[flag[1]] then
@@ -569,7 +588,7 @@ function args_cannot_wait(command)
   return 'ERR ' .. command .. ' cannot wait in the library: BLOCK needs the redis-cell module'
 end
 
-local function args_is_buckets(word)
+function args_is_buckets(word)
   return string.upper(word) == 'BUCKETS'
 end
 
@@ -607,7 +626,7 @@ local function args_sliding_tail(tail, command)
 end
 
 -- `BUCKETS n`'s count of cells, which must cut the period into whole milliseconds.
-local function args_bucket_count(text, period_ms)
+function args_bucket_count(text, period_ms)
   local n, err = args_integer(text, 'BUCKETS', 2)
   if n == nil then return nil, err end
   if exact_cmp(n, { neg = false, 1024 }) > 0 then return nil, 'ERR BUCKETS must be <= 1024' end
@@ -618,7 +637,7 @@ end
 
 -- `limit period` in the parsed tail's unit (args::limit_and_period): the limit, exact, and
 -- `period_ms`; or the error.
-local function args_limit_and_period(parsed, limit_text, period_text)
+function args_limit_and_period(parsed, limit_text, period_text)
   local limit, limit_err = args_integer(limit_text, 'limit', 1)
   if limit == nil then return limit_err end
   local period, period_err = args_span(period_text, 'period', parsed.unit)
@@ -630,7 +649,7 @@ end
 
 -- A window's numbers once they are known to be exact as doubles: the limit and quantity as
 -- numbers, exact too (`limit_exact`, `quantity_exact`) to compare with stored counts.
-local function args_window_numbers(parsed)
+function args_window_numbers(parsed)
   parsed.limit_exact = parsed.limit
   parsed.limit = exact_tonumber(parsed.limit)
   parsed.quantity_exact = parsed.quantity
@@ -687,7 +706,7 @@ end
 
 -- `max_burst count period` in the parsed tail's unit (args::throttle_params), exact, the
 -- period in nanoseconds as `period_ns` too; or the error.
-local function args_throttle_params(parsed, max_burst, count, period)
+function args_throttle_params(parsed, max_burst, count, period)
   local texts = { max_burst, count, period }
   local names = { 'max_burst', 'count', 'period' }
   local mins = { 0, 1, 1 }
@@ -728,7 +747,7 @@ local function args_bad_option(command, position)
 end
 
 -- A holder's name: 1 to 255 bytes, any bytes.
-local function args_holder(holder)
+function args_holder(holder)
   if #holder < 1 or #holder > 255 then return nil, 'ERR holder must be 1 to 255 bytes' end
   return holder
 end
@@ -744,7 +763,7 @@ end
 
 -- `limit lease_time` in the parsed unit (args::lease_params): the limit, exact, and
 -- `lease_ms`; or the error.
-local function args_lease_params(parsed, limit_text, time_text)
+function args_lease_params(parsed, limit_text, time_text)
   local limit, limit_err = args_integer(limit_text, 'limit', 1)
   if limit == nil then return limit_err end
   local lease_time, time_err = args_span(time_text, 'lease_time', parsed.unit)
@@ -752,6 +771,12 @@ local function args_lease_params(parsed, limit_text, time_text)
   parsed.limit = limit
   parsed.lease_ms = exact_tonumber(lease_time) * (parsed.unit == 'ms' and 1 or 1000)
   return nil
+end
+
+-- A lease's limit as a number, once it is known to be exact as one.
+function args_lease_numbers(parsed)
+  parsed.limit = exact_tonumber(parsed.limit)
+  return parsed
 end
 
 -- CL.LEASE's arguments after the key: `limit lease_time holder [MS] [DRYRUN] [BLOCK timeout]`,
@@ -788,8 +813,7 @@ function args_lease(args)
   parsed.holder = holder
   local inexact = args_exact_enough(parsed, { 'limit' })
   if inexact then return nil, inexact end
-  parsed.limit = exact_tonumber(parsed.limit)
-  return parsed
+  return args_lease_numbers(parsed)
 end
 
 -- CL.RELEASE's arguments after the key: `holder` (args::release): the holder, or the error.
@@ -1018,7 +1042,7 @@ local function fixed_refund(p, stored, now_ms)
 end
 
 -- The limiter of a parsed call (single.lua).
-local function fixed_limiter(p)
+function fixed_limiter(p)
   local peek = fixed_peek(p)
   return {
     read = function(key, now) return fixed_read(key, now.ms) end,
@@ -1057,7 +1081,7 @@ local THROTTLE_ONE = { neg = false, 1 }
 
 -- The GCRA's constants (Gcra::new), or the module's error: the emission interval T, the
 -- tolerance τ = T·limit, the limit (max_burst + 1), and the call's increment T·quantity.
-local function throttle_gcra(p)
+function throttle_gcra(p)
   local interval = exact_divmod(p.period_ns, p.count)
   if exact_cmp(interval, THROTTLE_ONE) < 0 then
     return nil, 'ERR count is too large for period: the emission interval would be under 1 ns'
@@ -1123,7 +1147,7 @@ local function throttle_refund(g, stored, now, unit_ns)
 end
 
 -- The limiter of a parsed call (single.lua), or the module's error for its numbers.
-local function throttle_limiter(p)
+function throttle_limiter(p)
   local g, err = throttle_gcra(p)
   if g == nil then return nil, err end
   local unit_ns = ARGS_NANOS[p.unit]
@@ -1144,7 +1168,7 @@ local function throttle_limiter(p)
 end
 
 -- The numbers the library refuses past 2^53 − 1.
-local THROTTLE_EXACT = { 'max_burst', 'count', 'period', 'quantity' }
+THROTTLE_EXACT = { 'max_burst', 'count', 'period', 'quantity' }
 
 -- FCALL cl_throttle 1 key max_burst count period [quantity] [MS] [REFUND] [DRYRUN]
 function cl_throttle(keys, args)
@@ -1834,7 +1858,7 @@ local function window_run(p, v, now_ms)
 end
 
 -- The limiter of a parsed call (single.lua): either form, its errors naming the other.
-local function window_limiter(p)
+function window_limiter(p)
   local peek = {}
   for name, value in pairs(p) do peek[name] = value end
   peek.quantity, peek.refund = 0, false
@@ -2401,7 +2425,7 @@ end
 
 -- The limiter of a parsed call (single.lua). Without a holder (CL.ALL asking for nothing,
 -- or refunding: CL.RELEASE gives a lease back) it only looks.
-local function lease_limiter(p)
+function lease_limiter(p)
   local function look(v, now) return lease_look(p, v, now.ms) end
   return {
     read = function(key) return state_bytes(key) end,
@@ -2481,6 +2505,215 @@ end
 end
 
 do
+-- CL.ALL's grammar (src/all_args.rs), with FCALL's keys for the module's `numkeys key …`:
+-- `FCALL cl_all numkeys key [key …] limiter [limiter …] [QUANTITY quantity] [MS] [REFUND]
+-- [DRYRUN] [DETAIL] [HOLDER holder] [BLOCK timeout]`. Each limiter's numbers are read by the
+-- parsers its own command uses, with the shared quantity and unit.
+
+local ALL_MAX_KEYS = 16
+-- The most arguments the module reads, its name included: numkeys, 16 keys, 16 limiters of
+-- up to five words and the options (src/commands/all.rs's MAX_ALL_ARGS).
+local ALL_MAX_ARGS = 2 + 16 * 6 + 10
+local ALL_KINDS = { THROTTLE = 'throttle', FIXED = 'fixed', WINDOW = 'window', LEASE = 'lease' }
+local ALL_OPTIONS = { QUANTITY = true, MS = true, REFUND = true, DRYRUN = true, DETAIL = true,
+  HOLDER = true, BLOCK = true }
+local ALL_LIMITERS = 'give one THROTTLE, FIXED, WINDOW or LEASE limiter per key, in key order'
+
+-- The call's limiters ({ kind, p }, in key order) and its options, or nil and the error. The
+-- library's own refusals (BLOCK, numbers past 2^53 − 1) are the caller's, once the module's
+-- checks, Gcra::new's among them, have passed.
+function args_all(keys, args)
+  local command = 'cl.all'
+  local argc = 2 + #keys + #args
+  if argc < 6 or argc > ALL_MAX_ARGS then return nil, args_wrong_arity(command) end
+  if #keys < 1 then return nil, 'ERR numkeys must be >= 1' end
+  if #keys > ALL_MAX_KEYS then return nil, 'ERR numkeys must be <= ' .. ALL_MAX_KEYS end
+  for again = 2, #keys do
+    for first = 1, again - 1 do
+      if keys[first] == keys[again] then
+        return nil, 'ERR key ' .. again .. ' is the same as key ' .. first .. ': each key takes one limiter'
+      end
+    end
+  end
+  -- The shape first: where each limiter is, then the options.
+  local shapes = {}
+  local at = 1
+  for key = 1, #keys do
+    local keyword = args[at]
+    if keyword == nil then return nil, 'ERR no limiter for key ' .. key .. ': ' .. ALL_LIMITERS end
+    local word = string.upper(keyword)
+    local kind = ALL_KINDS[word]
+    if kind == nil then
+      if ALL_OPTIONS[word] then return nil, 'ERR no limiter for key ' .. key .. ': ' .. ALL_LIMITERS end
+      if word == 'SMOOTH' then
+        return nil, 'ERR limiter ' .. key .. ' is SMOOTH, which CL.ALL does not take: call CL.SMOOTH on its key alone'
+      end
+      return nil, 'ERR limiter ' .. key .. ' is not THROTTLE, FIXED, WINDOW or LEASE'
+    end
+    local params = 2
+    if kind == 'throttle' then
+      params = 3
+    elseif kind == 'window' and args[at + 3] and args_is_buckets(args[at + 3]) then
+      params = 4
+    end
+    shapes[key] = { kind = kind, at = at + 1, params = params }
+    at = at + 1 + params
+  end
+  if at > #args + 1 then return nil, args_wrong_arity(command) end
+  local seen = {}
+  while args[at] do
+    local word = string.upper(args[at])
+    local takes_value = word == 'QUANTITY' or word == 'BLOCK' or word == 'HOLDER'
+    if ALL_OPTIONS[word] and not seen[word] then
+      seen[word] = at + (takes_value and 1 or 0)
+      at = at + (takes_value and 2 or 1)
+    elseif ALL_KINDS[word] then
+      return nil, 'ERR more limiters than numkeys: give one limiter per key, in key order'
+    else
+      return nil, 'ERR syntax error'
+    end
+  end
+  local function value(option) return args[seen[option]] end
+  local quantity = { neg = false, 1 }
+  if seen.QUANTITY then
+    if value('QUANTITY') == nil then return nil, 'ERR syntax error' end
+    local q, err = args_integer(value('QUANTITY'), 'quantity', 0)
+    if q == nil then return nil, err end
+    quantity = q
+  end
+  if seen.BLOCK then
+    if value('BLOCK') == nil then return nil, 'ERR syntax error' end
+    local err = args_block_timeout(value('BLOCK'))
+    if err then return nil, err end
+  end
+  local holder = nil
+  if seen.HOLDER then
+    if value('HOLDER') == nil then return nil, 'ERR syntax error' end
+    local err
+    holder, err = args_holder(value('HOLDER'))
+    if holder == nil then return nil, err end
+  end
+  local all = { unit = seen.MS and 'ms' or 's', refund = seen.REFUND ~= nil, dry_run = seen.DRYRUN ~= nil,
+    detail = seen.DETAIL ~= nil, block = seen.BLOCK ~= nil, limiters = {} }
+  local leases = false
+  for _, shape in ipairs(shapes) do leases = leases or shape.kind == 'lease' end
+  -- A look takes no lease, nor does a refund: neither needs anyone to hold it.
+  if leases and holder == nil and #quantity > 0 and not all.refund then
+    return nil, 'ERR a LEASE limiter needs HOLDER holder: the name the lease is held under'
+  end
+  if not leases and holder ~= nil then return nil, 'ERR HOLDER is given, but no limiter is a LEASE' end
+  -- Then each limiter's numbers, as its own command reads them.
+  for key, shape in ipairs(shapes) do
+    local p = { quantity = quantity, unit = all.unit, refund = all.refund, dry_run = all.dry_run,
+      count_denied = false }
+    local function param(offset) return args[shape.at + offset] or '' end
+    local err
+    if shape.kind == 'throttle' then
+      err = args_throttle_params(p, param(0), param(1), param(2))
+    elseif shape.kind == 'lease' then
+      err = args_lease_params(p, param(0), param(1))
+      -- Asked for nothing, a lease limiter only looks.
+      if #quantity > 0 then p.holder = holder end
+    else
+      err = args_limit_and_period(p, param(0), param(1))
+      if err == nil and shape.params == 4 then p.buckets, err = args_bucket_count(param(3), p.period_ms) end
+    end
+    if err then return nil, err end
+    all.limiters[key] = { kind = shape.kind, p = p }
+  end
+  -- After the limiters' own numbers, as the single commands check it.
+  local never = args_never_waits({ block = all.block, refund = all.refund, dry_run = all.dry_run })
+  if never then return nil, never end
+  return all
+end
+end
+
+do
+-- CL.ALL in the library (src/all.rs, src/commands/all.rs): several limiters decide one
+-- request at one instant, all or nothing, each key read and decided before any is written,
+-- each written as its own command writes it.
+
+-- How each kind is made, and the numbers the library refuses past 2^53 − 1.
+local ALL_MAKE = {
+  throttle = { make = throttle_limiter, exact = THROTTLE_EXACT },
+  fixed = { make = fixed_limiter, exact = { 'limit', 'quantity' }, numbers = args_window_numbers },
+  window = { make = window_limiter, exact = { 'limit', 'quantity' }, numbers = args_window_numbers },
+  lease = { make = lease_limiter, exact = { 'limit' }, numbers = args_lease_numbers },
+}
+
+-- Whether every limiter admitted, and the one whose reply stands for all (all::combine):
+-- when denied, the first of the longest denials (one that never fits longest of all); when
+-- admitted, the first of those with the fewest units left. Replies are in the call's unit.
+local function all_combine(replies)
+  local fewest, longest
+  for i, reply in ipairs(replies) do
+    if reply[1] == 0 then
+      if fewest == nil or reply[3] < replies[fewest][3] then fewest = i end
+    else
+      local wait = reply[4] == -1 and math.huge or reply[4]
+      local best = longest and (replies[longest][4] == -1 and math.huge or replies[longest][4])
+      if longest == nil or wait > best then longest = i end
+    end
+  end
+  if longest then return false, longest end
+  return true, fewest or 1
+end
+
+-- FCALL cl_all numkeys key [key …] limiter [limiter …] [QUANTITY quantity] [MS] [REFUND]
+-- [DRYRUN] [DETAIL] [HOLDER holder]
+function cl_all(keys, args)
+  local all, err = args_all(keys, args)
+  if all == nil then return redis.error_reply(err) end
+  -- The module builds every limiter before it reads a key: a GCRA's numbers can fail.
+  for _, spec in ipairs(all.limiters) do
+    if spec.kind == 'throttle' then
+      local _, gcra_err = throttle_gcra(spec.p)
+      if gcra_err then return redis.error_reply(gcra_err) end
+    end
+  end
+  if all.block then return redis.error_reply(args_cannot_wait('cl.all')) end
+  local limiters = {}
+  for i, spec in ipairs(all.limiters) do
+    local kind = ALL_MAKE[spec.kind]
+    local inexact = args_exact_enough(spec.p, kind.exact)
+    if inexact then return redis.error_reply(inexact) end
+    if kind.numbers then kind.numbers(spec.p) end
+    limiters[i] = kind.make(spec.p)
+  end
+  local now = clock_now()
+  local stored, replies, changes = {}, {}, {}
+  for i, key in ipairs(keys) do
+    local value, read_err = limiters[i].read(key, now)
+    if read_err then return redis.error_reply(read_err) end
+    local ok, reply, change = pcall(limiters[i].decide, value, now)
+    if not ok then return redis.error_reply(state_caught(reply)) end
+    stored[i], replies[i], changes[i] = value, reply, change
+  end
+  local admitted, binding = all_combine(replies)
+  local reply = replies[binding]
+  if all.detail then
+    -- A limiter that would have admitted took nothing when another denied: it answers as a
+    -- look at its key.
+    reply = {}
+    for i = 1, #keys do
+      reply[i] = replies[i]
+      if not admitted and replies[i][1] == 0 then
+        local ok, peeked = pcall(limiters[i].peek, stored[i], now)
+        if not ok then return redis.error_reply(state_caught(peeked)) end
+        reply[i] = peeked
+      end
+    end
+  end
+  if admitted and not all.dry_run then
+    for i, key in ipairs(keys) do
+      if changes[i] then limiters[i].write(key, changes[i], stored[i], now) end
+    end
+  end
+  return reply
+end
+end
+
+do
 -- The library's functions, as the generated forms register them (scripts/lua_forms.py): by
 -- name, with the flags the module's commands have. Each entry's callback takes the keys and
 -- the arguments, as FCALL hands them.
@@ -2506,6 +2739,7 @@ CELL_FUNCTIONS = {
   -- CL.RELEASE is not deny-oom: freeing a lease must work when memory is full.
   { name = 'cl_release', callback = cl_release, flags = { 'allow-oom' } },
   { name = 'cl_holders', callback = cl_holders, flags = { 'no-writes' } },
+  { name = 'cl_all', callback = cl_all, flags = {} },
 }
 end
 for i = 1, #CELL_FUNCTIONS do

@@ -1,0 +1,82 @@
+-- CL.ALL in the library (src/all.rs, src/commands/all.rs): several limiters decide one
+-- request at one instant, all or nothing, each key read and decided before any is written,
+-- each written as its own command writes it.
+
+-- How each kind is made, and the numbers the library refuses past 2^53 − 1.
+local ALL_MAKE = {
+  throttle = { make = throttle_limiter, exact = THROTTLE_EXACT },
+  fixed = { make = fixed_limiter, exact = { 'limit', 'quantity' }, numbers = args_window_numbers },
+  window = { make = window_limiter, exact = { 'limit', 'quantity' }, numbers = args_window_numbers },
+  lease = { make = lease_limiter, exact = { 'limit' }, numbers = args_lease_numbers },
+}
+
+-- Whether every limiter admitted, and the one whose reply stands for all (all::combine):
+-- when denied, the first of the longest denials (one that never fits longest of all); when
+-- admitted, the first of those with the fewest units left. Replies are in the call's unit.
+local function all_combine(replies)
+  local fewest, longest
+  for i, reply in ipairs(replies) do
+    if reply[1] == 0 then
+      if fewest == nil or reply[3] < replies[fewest][3] then fewest = i end
+    else
+      local wait = reply[4] == -1 and math.huge or reply[4]
+      local best = longest and (replies[longest][4] == -1 and math.huge or replies[longest][4])
+      if longest == nil or wait > best then longest = i end
+    end
+  end
+  if longest then return false, longest end
+  return true, fewest or 1
+end
+
+-- FCALL cl_all numkeys key [key …] limiter [limiter …] [QUANTITY quantity] [MS] [REFUND]
+-- [DRYRUN] [DETAIL] [HOLDER holder]
+local function cl_all(keys, args)
+  local all, err = args_all(keys, args)
+  if all == nil then return redis.error_reply(err) end
+  -- The module builds every limiter before it reads a key: a GCRA's numbers can fail.
+  for _, spec in ipairs(all.limiters) do
+    if spec.kind == 'throttle' then
+      local _, gcra_err = throttle_gcra(spec.p)
+      if gcra_err then return redis.error_reply(gcra_err) end
+    end
+  end
+  if all.block then return redis.error_reply(args_cannot_wait('cl.all')) end
+  local limiters = {}
+  for i, spec in ipairs(all.limiters) do
+    local kind = ALL_MAKE[spec.kind]
+    local inexact = args_exact_enough(spec.p, kind.exact)
+    if inexact then return redis.error_reply(inexact) end
+    if kind.numbers then kind.numbers(spec.p) end
+    limiters[i] = kind.make(spec.p)
+  end
+  local now = clock_now()
+  local stored, replies, changes = {}, {}, {}
+  for i, key in ipairs(keys) do
+    local value, read_err = limiters[i].read(key, now)
+    if read_err then return redis.error_reply(read_err) end
+    local ok, reply, change = pcall(limiters[i].decide, value, now)
+    if not ok then return redis.error_reply(state_caught(reply)) end
+    stored[i], replies[i], changes[i] = value, reply, change
+  end
+  local admitted, binding = all_combine(replies)
+  local reply = replies[binding]
+  if all.detail then
+    -- A limiter that would have admitted took nothing when another denied: it answers as a
+    -- look at its key.
+    reply = {}
+    for i = 1, #keys do
+      reply[i] = replies[i]
+      if not admitted and replies[i][1] == 0 then
+        local ok, peeked = pcall(limiters[i].peek, stored[i], now)
+        if not ok then return redis.error_reply(state_caught(peeked)) end
+        reply[i] = peeked
+      end
+    end
+  end
+  if admitted and not all.dry_run then
+    for i, key in ipairs(keys) do
+      if changes[i] then limiters[i].write(key, changes[i], stored[i], now) end
+    end
+  end
+  return reply
+end
