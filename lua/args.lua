@@ -390,3 +390,84 @@ local function args_holders(args)
   end
   return nil, args_wrong_arity('cl.holders')
 end
+
+local ARGS_SMOOTH_OPTIONS = { MS = false, DRYRUN = false, BURST = true, WARMUP = true, COLD = true, BLOCK = true }
+
+-- CL.SMOOTH's arguments after the key: `permits period [quantity] [MS] [BURST span]
+-- [WARMUP span [COLD factor]] [DRYRUN] [BLOCK timeout]` (args::smooth), as numbers; spans in
+-- the call's unit.
+local function args_smooth(args)
+  local command = 'cl.smooth'
+  if #args < 2 or #args > ARGS_MAX_AFTER_KEY then return nil, args_wrong_arity(command) end
+  local first = 3
+  local quantity_text = nil
+  if args[3] and string.find(args[3], '^%d') then
+    quantity_text = args[3]
+    first = 4
+  end
+  local seen = {}
+  local i = first
+  while i <= #args do
+    local word = string.upper(args[i])
+    if word == 'REFUND' then
+      return nil, 'ERR ' .. command .. ' does not refund: its reservations are instants, not units; REFUND is not one of its arguments'
+    end
+    local takes_value = ARGS_SMOOTH_OPTIONS[word]
+    if takes_value == nil or seen[word] or (takes_value and i + 1 > #args) then
+      return nil, args_bad_option(command, i + 1)
+    end
+    seen[word] = takes_value and args[i + 1] or word
+    i = i + (takes_value and 2 or 1)
+  end
+  local p = { unit = seen.MS and 'ms' or 's', dry_run = seen.DRYRUN ~= nil }
+  local permits, err = args_integer(args[1], 'permits', 1)
+  if permits == nil then return nil, err end
+  local period
+  period, err = args_span(args[2], 'period', p.unit)
+  if period == nil then return nil, err end
+  local quantity = { neg = false, 1 }
+  if quantity_text then
+    quantity, err = args_integer(quantity_text, 'quantity', 0)
+    if quantity == nil then return nil, err end
+    if exact_cmp(quantity, { neg = false, 7483647, 214 }) > 0 then
+      return nil, 'ERR quantity must be <= 2147483647'
+    end
+  end
+  if seen.BURST and seen.WARMUP then
+    return nil, 'ERR BURST and WARMUP options at the same time are not compatible'
+  end
+  if seen.COLD and not seen.WARMUP then return nil, 'ERR COLD is given, but no WARMUP for it to shape' end
+  local cold = { neg = false, 3 }
+  if seen.WARMUP then
+    local warmup
+    warmup, err = args_span(seen.WARMUP, 'WARMUP', p.unit)
+    if warmup == nil then return nil, err end
+    p.warmup = exact_tonumber(warmup)
+    if seen.COLD then
+      cold, err = args_integer(seen.COLD, 'COLD', 1)
+      if cold == nil then return nil, err end
+    end
+  else
+    -- Guava's default maxBurstSeconds: one second.
+    p.burst = p.unit == 'ms' and 1000 or 1
+    if seen.BURST then
+      local burst
+      burst, err = args_span(seen.BURST, 'BURST', p.unit)
+      if burst == nil then return nil, err end
+      p.burst = exact_tonumber(burst)
+    end
+  end
+  if seen.BLOCK then
+    err = args_block_timeout(seen.BLOCK)
+    if err then return nil, err end
+    if p.dry_run then return nil, args_never_waits({ block = true, dry_run = true }) end
+    return nil, args_cannot_wait(command)
+  end
+  local inexact = args_exact_enough({ permits = permits, COLD = cold }, { 'permits', 'COLD' })
+  if inexact then return nil, inexact end
+  p.permits = exact_tonumber(permits)
+  p.period = exact_tonumber(period)
+  p.quantity = exact_tonumber(quantity)
+  p.cold = exact_tonumber(cold)
+  return p
+end

@@ -24,4 +24,5 @@ local CELL_FUNCTIONS = {
   { name = 'cl_release', callback = cl_release, flags = { 'allow-oom' } },
   { name = 'cl_holders', callback = cl_holders, flags = { 'no-writes' } },
   { name = 'cl_all', callback = cl_all, flags = {} },
+  { name = 'cl_smooth', callback = cl_smooth, flags = {} },
 }

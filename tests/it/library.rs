@@ -738,6 +738,58 @@ fn cl_all_answers_and_writes_as_the_module_under_a_controlled_clock() {
     );
 }
 
+/// Guava's limiter, bursty and warming up, at rates that change from call to call on shared
+/// keys (a rescale), a shape now and then that the key does not hold, steps down to a
+/// microsecond.
+#[test]
+fn cl_smooth_answers_and_writes_as_the_module_under_a_controlled_clock() {
+    let (admitted, denied, _) = differential(
+        0x5300_c10c,
+        "CL.SMOOTH",
+        "cl_smooth",
+        false,
+        |rng| [0, 1, 7, 333, 1000, 20_001, 250_000, 1_000_000][rng.below(8) as usize],
+        |rng| {
+            let mut args = vec![
+                (1 + rng.below(10)).to_string(),
+                (1 + rng.below(3)).to_string(),
+            ];
+            if rng.below(3) > 0 {
+                args.push(rng.below(4).to_string());
+            }
+            let ms = rng.below(3) == 0;
+            if ms {
+                args[1] = (1 + rng.below(3000)).to_string();
+                args.push("MS".to_owned());
+            }
+            let span = |rng: &mut Rng| {
+                if ms {
+                    (1 + rng.below(5000)).to_string()
+                } else {
+                    (1 + rng.below(5)).to_string()
+                }
+            };
+            // Mostly one shape per key, so that most calls find the shape they name.
+            match rng.below(10) {
+                0..=3 => {}
+                4..=5 => args.extend(["BURST".to_owned(), span(rng)]),
+                6..=8 => {
+                    args.extend(["WARMUP".to_owned(), span(rng)]);
+                    if rng.below(2) == 0 {
+                        args.extend(["COLD".to_owned(), (1 + rng.below(5)).to_string()]);
+                    }
+                }
+                _ => args.push("DRYRUN".to_owned()),
+            }
+            args
+        },
+    );
+    assert!(
+        admitted > 500 && denied > 200,
+        "{admitted} admitted, {denied} denied"
+    );
+}
+
 /// Long logs, milliseconds apart: the searches over blocks (the oldest live entry, when
 /// enough units leave), the walk back of a refund, and the reclaiming of dead blocks once a
 /// short period finds most of a log expired.
@@ -1144,7 +1196,8 @@ fn grammar_differential(flavor: Flavor, command: &str, function: &str, head: usi
             }
             (Ok(_), Err(l)) => {
                 let l = l.to_string();
-                let blocks = n >= 2 && args[n - 2].eq_ignore_ascii_case("BLOCK");
+                // CL.LEASE and CL.SMOOTH take BLOCK among their options, anywhere.
+                let blocks = args.iter().any(|a| a.eq_ignore_ascii_case("BLOCK"));
                 assert!(
                     (blocks && l.contains("cannot wait in the library"))
                         || (args.iter().any(too_large)
@@ -1171,6 +1224,7 @@ fn the_library_reads_arguments_as_the_module_does(flavor: Flavor) {
     grammar_differential(flavor, "CL.LEASE", "cl_lease", 2, 100);
     grammar_differential(flavor, "CL.RELEASE", "cl_release", 0, 100);
     grammar_differential(flavor, "CL.HOLDERS", "cl_holders", 0, 100);
+    grammar_differential(flavor, "CL.SMOOTH", "cl_smooth", 2, 100);
 }
 
 /// CL.ALL's grammar: one to three keys (now and then one twice, or none), then limiters,
