@@ -5,13 +5,16 @@
 
 use redis_cell::decimal::parse_i64;
 
-use crate::harness::{Flavor, Options, Rng, Server, ServerKind};
+use crate::harness::{
+    aof_options, keyspace, replicate, wait_for_replica, Flavor, Options, Rng, Server, ServerKind,
+};
 
 both_servers!(
     both_forms_load_and_answer_with_the_crates_version,
     the_library_reads_the_clock_at_the_modules_precision,
     the_library_reads_arguments_as_the_module_does,
     cl_all_reads_arguments_as_the_module_does,
+    the_librarys_writes_reach_a_replica_and_the_aof_as_they_are,
     exact_integers_compute_as_i128_does,
     exact_integers_are_read_as_the_module_reads_them,
 );
@@ -1316,5 +1319,80 @@ fn cl_all_reads_arguments_as_the_module_does(flavor: Flavor) {
     assert!(
         agreed > 20,
         "only {agreed} calls were answered alike by both"
+    );
+}
+
+/// A random mix of every function over many keys on a primary that keeps an AOF, with a
+/// replica: the library's effects replicate, so the replica, and the server restarted from
+/// the AOF, hold every key as the primary does, value and absolute expiry.
+fn the_librarys_writes_reach_a_replica_and_the_aof_as_they_are(flavor: Flavor) {
+    let primary = Server::start_with(flavor, aof_options(None));
+    let replica = Server::start(flavor);
+    replicate(&replica, &primary);
+    let mut con = primary.connection();
+    let _: String = redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg(read("lua/dist/redis_cell.lua"))
+        .query(&mut con)
+        .expect("FUNCTION LOAD");
+    let mut rng = Rng::new(0x4e91 ^ flavor as u64);
+    for _ in 0..20 {
+        let mut pipe = redis::pipe();
+        for _ in 0..500 {
+            let id = rng.below(300);
+            let key = format!("key:{id}");
+            let limit = (1 + rng.below(20)).to_string();
+            let quantity = rng.below(4).to_string();
+            let refund: &[&str] = if rng.below(8) == 0 { &["REFUND"] } else { &[] };
+            let holder = format!("h{}", rng.below(30));
+            // The function follows from the key, so that a key holds one kind of state; every
+            // period is an hour, so that no key expires while the copies are compared.
+            let (function, args): (&str, Vec<String>) = match id % 8 {
+                0 => (
+                    "cl_throttle",
+                    vec![limit, "10".into(), "3600".into(), quantity],
+                ),
+                1 => ("cl_fixed", vec![limit, "3600".into(), quantity]),
+                2 => ("cl_window", vec![limit, "3600".into(), quantity]),
+                3 => (
+                    "cl_window",
+                    vec![limit, "3600".into(), quantity, "BUCKETS".into(), "6".into()],
+                ),
+                4 => ("cl_lease", vec![limit, "3600".into(), holder]),
+                5 => ("cl_release", vec![holder]),
+                6 => (
+                    "cl_smooth",
+                    vec![
+                        limit,
+                        "3600".into(),
+                        quantity,
+                        "BURST".into(),
+                        "3600".into(),
+                    ],
+                ),
+                _ => ("cl_all", vec!["FIXED".into(), limit, "3600".into()]),
+            };
+            let refund = if matches!(id % 8, 0..=3) { refund } else { &[] };
+            pipe.cmd("FCALL")
+                .arg(function)
+                .arg(1)
+                .arg(&key)
+                .arg(&args)
+                .arg(refund)
+                .ignore();
+        }
+        let _: () = pipe.query(&mut con).expect("the library's calls");
+    }
+    wait_for_replica(&mut con);
+    let expected = keyspace(&mut con);
+    assert!(expected.len() > 200, "{} keys", expected.len());
+    assert_eq!(keyspace(&mut replica.connection()), expected, "replica");
+    drop(replica);
+    let dir = primary.shutdown();
+    let from_aof = Server::start_with(flavor, aof_options(Some(dir)));
+    assert_eq!(
+        keyspace(&mut from_aof.connection()),
+        expected,
+        "AOF restart"
     );
 }
