@@ -5,8 +5,10 @@
 
 use redis_cell::decimal::parse_i64;
 
+use crate::harness::cluster::Cluster;
 use crate::harness::{
-    aof_options, keyspace, replicate, wait_for_replica, Flavor, Options, Rng, Server, ServerKind,
+    aof_options, info_field, keyspace, replicate, wait_for_replica, Flavor, Options, Rng, Server,
+    ServerKind,
 };
 
 both_servers!(
@@ -15,6 +17,7 @@ both_servers!(
     the_library_reads_arguments_as_the_module_does,
     cl_all_reads_arguments_as_the_module_does,
     the_librarys_writes_reach_a_replica_and_the_aof_as_they_are,
+    in_a_cluster_the_library_runs_by_its_keys_and_cl_all_across_slots_is_refused,
     exact_integers_compute_as_i128_does,
     exact_integers_are_read_as_the_module_reads_them,
 );
@@ -1395,4 +1398,52 @@ fn the_librarys_writes_reach_a_replica_and_the_aof_as_they_are(flavor: Flavor) {
         expected,
         "AOF restart"
     );
+}
+
+/// In a cluster, loaded on every primary: a cluster client routes each call by the keys FCALL
+/// declares, CL.ALL over keys of one slot runs, and over two slots gets the server's
+/// CROSSSLOT, as the module's CL.ALL does.
+fn in_a_cluster_the_library_runs_by_its_keys_and_cl_all_across_slots_is_refused(flavor: Flavor) {
+    let cluster = Cluster::start(flavor);
+    let library = read("lua/dist/redis_cell.lua");
+    for node in &cluster.nodes {
+        let mut con = node.connection();
+        if info_field(&mut con, "replication", "role") == "master" {
+            let _: String = redis::cmd("FUNCTION")
+                .arg("LOAD")
+                .arg(&library)
+                .query(&mut con)
+                .expect("FUNCTION LOAD on a primary");
+        }
+    }
+    let mut client = cluster.client();
+    for user in 0..20 {
+        let key = format!("{{user:{user}}}:fixed");
+        let reply: Vec<i64> = redis::cmd("FCALL")
+            .arg("cl_fixed")
+            .arg(1)
+            .arg(&key)
+            .arg(&["2", "3600"])
+            .query(&mut client)
+            .expect("routed by its key");
+        assert_eq!(reply[..3], [0, 2, 1], "{key}");
+    }
+    let node = cluster.primary_for("{user:42}");
+    let mut con = node.connection();
+    let together: Vec<i64> = redis::cmd("FCALL")
+        .arg("cl_all")
+        .arg(2)
+        .arg(&["{user:42}:a", "{user:42}:b"])
+        .arg(&["FIXED", "2", "3600", "WINDOW", "3", "3600"])
+        .query(&mut con)
+        .expect("one slot");
+    assert_eq!(together[..3], [0, 2, 1]);
+    let crossed = redis::cmd("FCALL")
+        .arg("cl_all")
+        .arg(2)
+        .arg(&["{user:42}:a", "{user:43}:b"])
+        .arg(&["FIXED", "2", "3600", "FIXED", "2", "3600"])
+        .query::<redis::Value>(&mut con)
+        .expect_err("CROSSSLOT");
+    assert_eq!(crossed.code(), Some("CROSSSLOT"), "{crossed}");
 }
