@@ -10,7 +10,9 @@ as the adapters send it.
                                apart, for the module's log and for limits' list alike
   adapters.py calls KIND N     N operations of a workload, in the Redis protocol, on stdout
 
-Workloads, each `<name>` the module's path and `<name>-lib` the library's: `moving-100` and
+Workloads, each `<name>` the module's path, `<name>-lib` the library's and `<name>-fn` the
+module's path through its Functions library (lua/dist, loaded by bench/functions.py load):
+`moving-100` and
 `moving-10000` (a moving-window hit, admitted), `stats-100` and `stats-10000` (limits'
 get_moving_window, as Flask-Limiter asks it for its headers), `fixed` (a fixed-window hit on
 random keys) and `consume` (rate-limiter-flexible's consume on random keys).
@@ -65,9 +67,12 @@ def sha(name):
     return hashlib.sha1(SCRIPTS[name]().encode()).hexdigest()
 
 
-def window_hit(limit, key, ts, lib):
+def window_hit(limit, key, ts, lib, fn=False):
     if lib:
         return ("EVALSHA", sha("acquire"), 1, f"LIMITS:{key}", ts, limit, PERIOD_S, 1)
+    if fn:
+        # The same key as the module's: the library reads and writes its log.
+        return ("FCALL", "cl_window", 1, f"LIMITS:window:{key}", limit, PERIOD_S * 1000, 1, "MS")
     return ("CL.WINDOW", f"LIMITS:window:{key}", limit, PERIOD_S * 1000, 1, "MS")
 
 
@@ -101,7 +106,8 @@ def fill(port):
 def calls(kind, n):
     rng = random.Random(kind)
     lib = kind.endswith("-lib")
-    name = kind.removesuffix("-lib")
+    fn = kind.endswith("-fn")
+    name = kind.removesuffix("-lib").removesuffix("-fn")
     out = [resp("SELECT", DB)]
     now = time.time()
     for i in range(n):
@@ -109,7 +115,7 @@ def calls(kind, n):
             limit = int(name.split("-")[1])
             key = f"mw{limit}:{rng.randrange(WINDOWS[limit][0])}"
             if name.startswith("moving-"):
-                command = window_hit(limit, key, now + i * 1e-6, lib)
+                command = window_hit(limit, key, now + i * 1e-6, lib, fn)
             elif lib:
                 command = ("EVALSHA", sha("moving"), 1, f"LIMITS:{key}", now - PERIOD_S, limit)
             else:
@@ -118,12 +124,19 @@ def calls(kind, n):
             out.append(resp(*command))
         elif name == "fixed":
             key = f"LIMITS:fw:{rng.randrange(100000)}"
-            out.append(resp(*(("EVALSHA", sha("incr"), 1, key, 60, 1) if lib else
-                              ("CL.FIXED", key, 100, 60, 1, "COUNTDENIED"))))
+            if fn:
+                out.append(resp("FCALL", "cl_fixed", 1, key, 100, 60, 1, "COUNTDENIED"))
+            else:
+                out.append(resp(*(("EVALSHA", sha("incr"), 1, key, 60, 1) if lib else
+                                  ("CL.FIXED", key, 100, 60, 1, "COUNTDENIED"))))
         elif name == "consume":
             key = f"rlflx:{rng.randrange(100000)}"
             if lib:
                 out.append(resp("EVALSHA", sha("rlf"), 1, key, 1, 60, 100, 60))
+            elif fn:
+                out += [resp("MULTI"),
+                        resp("FCALL", "cl_fixed", 1, key, 100, 60000, 1, "MS", "COUNTDENIED"),
+                        resp("GET", key), resp("EXEC")]
             else:
                 out += [resp("MULTI"), resp("CL.FIXED", key, 100, 60000, 1, "MS", "COUNTDENIED"),
                         resp("GET", key), resp("EXEC")]

@@ -47,11 +47,28 @@ local function exact_parse(text)
   if #digits > 19 or not string.find(digits, '^[1-9][0-9]*$') then return nil end
   -- Of equal length, digit strings compare as their values.
   if #digits == 19 and digits > (neg and EXACT_I64_MIN or EXACT_I64_MAX) then return nil end
+  -- Most arguments are one limb: no loop.
+  if #digits <= EXACT_DIGITS then return { neg = neg, tonumber(digits) } end
   return exact_of_digits(digits, neg)
 end
 
--- An integer-valued double, any size: its exact decimal, which C's printf gives.
+-- An integer-valued double, any size: its exact decimal, which C's printf gives. Below 2^53,
+-- as most are, its limbs by arithmetic.
 local function exact_of_number(x)
+  if x > -9007199254740992 and x < 9007199254740992 then
+    local neg = x < 0
+    if neg then x = -x end
+    local a = { neg = neg }
+    local i = 1
+    while x > 0 do
+      local high = math.floor(x / EXACT_BASE)
+      a[i] = x - high * EXACT_BASE
+      x = high
+      i = i + 1
+    end
+    if i == 1 then a.neg = false end
+    return a
+  end
   local text = string.format('%.0f', x)
   if string.sub(text, 1, 1) == '-' then return exact_of_digits(string.sub(text, 2), true) end
   return exact_of_digits(text, false)

@@ -188,8 +188,7 @@ end
 
 -- Decides the call at now (Smooth::decide, as tryAcquire with no wait): the reply, and the
 -- value and expiry to write when admitted.
-local function smooth_decide(p, rate, v, now_ns)
-  local now = exact_tonumber(exact_divmod(now_ns, { neg = false, 1000 }))
+local function smooth_decide(p, rate, v, now)
   local g = smooth_state(v, now, rate)
   local limit = smooth_limit(rate)
   local function reset(state) return smooth_full_at(state, rate) - now end
@@ -214,8 +213,8 @@ local function smooth_limiter(p)
   local peek = { quantity = 0, unit = p.unit }
   return {
     read = function(key) return state_bytes(key) end,
-    decide = function(v, now) return smooth_decide(p, rate, v, now.ns) end,
-    peek = function(v, now) return (smooth_decide(peek, rate, v, now.ns)) end,
+    decide = function(v, now) return smooth_decide(p, rate, v, now.us) end,
+    peek = function(v, now) return (smooth_decide(peek, rate, v, now.us)) end,
     write = function(key, change) redis.call('SET', key, change.value, 'PXAT', change.expire_at_ms) end,
   }
 end

@@ -81,10 +81,10 @@ local function throttle_limiter(p)
   return {
     read = function(key) return state_integer(key) end,
     decide = function(tat, now)
-      if p.refund then return throttle_refund(g, tat, now.ns, unit_ns) end
-      return throttle_decide(g, tat, now.ns, unit_ns)
+      if p.refund then return throttle_refund(g, tat, clock_ns(now), unit_ns) end
+      return throttle_decide(g, tat, clock_ns(now), unit_ns)
     end,
-    peek = function(tat, now) return (throttle_decide(peek, tat, now.ns, unit_ns)) end,
+    peek = function(tat, now) return (throttle_decide(peek, tat, clock_ns(now), unit_ns)) end,
     write = function(key, tat)
       -- Expires at the TAT, rounded up to the millisecond.
       redis.call('SET', key, exact_tostring(tat), 'PXAT', exact_tostring(exact_ceil_div(tat, ARGS_NANOS.ms)))

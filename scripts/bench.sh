@@ -33,8 +33,11 @@
 #  12. CL.SMOOTH: server instructions per admitted call, bursty and warming up, on random and
 #      hot keys, against the floor given the same arguments; STRLEN and MEMORY USAGE of a key;
 #      how late held replies (BLOCK) come after their reserved instants (bench/smooth.py).
+#  13. the Functions library (bench/functions.py): server instructions per call of each command
+#      through FCALL against the module's, and per operation against limits' scripts and
+#      rate-limiter-flexible's for the same decision.
 # Knobs: REQUESTS, CLIENTS, PIPELINE, ROUNDS, CALLS; PARTS (default "throughput memory
-# waiting self instructions aof replicated long-log lease refund adapters buckets smooth") to run only some;
+# waiting self instructions aof replicated long-log lease refund adapters buckets smooth functions") to run only some;
 # REDIS_CELL_MODULE to measure a module built elsewhere instead of building this one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -50,7 +53,7 @@ cargo build --release --quiet --example floor
 floor="${CARGO_TARGET_DIR:-$PWD/target}/release/examples/libfloor.so"
 REQUESTS=${REQUESTS:-400000} CLIENTS=${CLIENTS:-50} PIPELINE=${PIPELINE:-16}
 ROUNDS=${ROUNDS:-5} CALLS=${CALLS:-20000}
-PARTS=${PARTS:-throughput memory waiting self instructions aof replicated long-log lease refund adapters buckets smooth}
+PARTS=${PARTS:-throughput memory waiting self instructions aof replicated long-log lease refund adapters buckets smooth functions}
 part() { [[ " $PARTS " == *" $1 "* ]]; }
 
 . scripts/scratch.sh
@@ -387,7 +390,7 @@ if part lease; then
   python3 bench/lease.py memory "$port"
   python3 bench/lease.py latency "$port"
 fi
-part self || part instructions || part aof || part replicated || part long-log || part lease || part refund || part adapters || part buckets || part smooth || exit 0
+part self || part instructions || part aof || part replicated || part long-log || part lease || part refund || part adapters || part buckets || part smooth || part functions || exit 0
 
 # Instructions: the same server under callgrind, counting only while each workload runs.
 cport=$(free_port)
@@ -722,4 +725,43 @@ if part smooth; then
   wait_ready "$sport"
   taskset -c 1 python3 bench/smooth.py "$sport" 1 1000
   taskset -c 1 python3 bench/smooth.py "$sport" 10 500
+fi
+
+# The Functions library (lua/dist/redis_cell.lua, docs/without-the-module.md): server
+# instructions per call of each command through FCALL against the module's, and the same
+# decisions against what users run today: limits' scripts and rate-limiter-flexible's.
+if part functions; then
+  "$PWD/.venv/bin/python3" bench/functions.py load "$cport"
+  if ! part adapters; then
+    redis-cli -p "$cport" -n 3 FLUSHDB >/dev/null
+    "$PWD/.venv/bin/python3" bench/adapters.py load "$cport"
+    "$PWD/.venv/bin/python3" bench/adapters.py fill "$cport"
+  fi
+  echo
+  echo "The Functions library against the module, server instructions per call (callgrind, $CALLS calls piped on 100,000 random keys, every call admitted; module: how many times fewer than the library)"
+  printf '| %-40s | %12s | %12s | %10s |\n' "call" "library" "module" "module"
+  printf '|%s|%s|%s|%s|\n' "------------------------------------------" "--------------" "--------------" "------------"
+  for row in "throttle|CL.THROTTLE 1000 100 60" "fixed|CL.FIXED 1000 60" "window|CL.WINDOW 1000 60" \
+    "buckets|CL.WINDOW 1000 3600 1 BUCKETS 60" "lease|CL.LEASE 1000 60 (1,000 keys, 10 holders)" \
+    "smooth|CL.SMOOTH 1000 1" "all|CL.ALL THROTTLE + FIXED"; do
+    kind=${row%%|*} name=${row#*|}
+    redis-cli -p "$cport" -n 4 FLUSHDB >/dev/null
+    fn=$(per_call_file python3 bench/functions.py calls "$kind-fn" "$CALLS")
+    redis-cli -p "$cport" -n 4 FLUSHDB >/dev/null
+    cell=$(per_call_file python3 bench/functions.py calls "$kind" "$CALLS")
+    printf '| %-40s | %12.0f | %12.0f | %10s |\n' "$name" "$fn" "$cell" "$(ratio "$fn" "$cell")"
+  done
+  echo
+  echo "The Functions library against the scripts users run for the same decision, server instructions per operation (callgrind, as in the adapters' table; vs script: the library's count over the script's)"
+  printf '| %-52s | %12s | %12s | %10s |\n' "operation" "script" "library" "vs script"
+  printf '|%s|%s|%s|%s|\n' "------------------------------------------------------" "--------------" "--------------" "------------"
+  for row in "moving-100|limits moving window, hit, limit 100" \
+    "moving-10000|limits moving window, hit, limit 10,000" \
+    "fixed|limits fixed window, hit" \
+    "consume|rate-limiter-flexible consume (fixed)"; do
+    kind=${row%%|*} name=${row#*|}
+    lib=$(per_call_file "$PWD/.venv/bin/python3" bench/adapters.py calls "$kind-lib" "$CALLS")
+    fn=$(per_call_file "$PWD/.venv/bin/python3" bench/adapters.py calls "$kind-fn" "$CALLS")
+    printf '| %-52s | %12.0f | %12.0f | %10s |\n' "$name" "$lib" "$fn" "$(ratio "$fn" "$lib")"
+  done
 fi

@@ -58,6 +58,7 @@ local exact_parse,
   args_holders,
   args_smooth,
   clock_now,
+  clock_ns,
   STATE_CORRUPT,
   state_integer,
   state_expire_at_ms,
@@ -138,11 +139,28 @@ function exact_parse(text)
   if #digits > 19 or not string.find(digits, '^[1-9][0-9]*$') then return nil end
   -- Of equal length, digit strings compare as their values.
   if #digits == 19 and digits > (neg and EXACT_I64_MIN or EXACT_I64_MAX) then return nil end
+  -- Most arguments are one limb: no loop.
+  if #digits <= EXACT_DIGITS then return { neg = neg, tonumber(digits) } end
   return exact_of_digits(digits, neg)
 end
 
--- An integer-valued double, any size: its exact decimal, which C's printf gives.
+-- An integer-valued double, any size: its exact decimal, which C's printf gives. Below 2^53,
+-- as most are, its limbs by arithmetic.
 function exact_of_number(x)
+  if x > -9007199254740992 and x < 9007199254740992 then
+    local neg = x < 0
+    if neg then x = -x end
+    local a = { neg = neg }
+    local i = 1
+    while x > 0 do
+      local high = math.floor(x / EXACT_BASE)
+      a[i] = x - high * EXACT_BASE
+      x = high
+      i = i + 1
+    end
+    if i == 1 then a.neg = false end
+    return a
+  end
   local text = string.format('%.0f', x)
   if string.sub(text, 1, 1) == '-' then return exact_of_digits(string.sub(text, 2), true) end
   return exact_of_digits(text, false)
@@ -497,7 +515,8 @@ end
 local function args_span(text, name, unit)
   local span, err = args_integer(text, name, 1)
   if span == nil then return nil, err end
-  if exact_cmp(exact_mul(span, ARGS_NANOS[unit]), ARGS_MAX_SPAN_NS) > 0 then
+  -- One limb of seconds is under 10^16 ns, far within the bound.
+  if #span > 1 and exact_cmp(exact_mul(span, ARGS_NANOS[unit]), ARGS_MAX_SPAN_NS) > 0 then
     return nil, args_too_large(name)
   end
   return span
@@ -937,18 +956,22 @@ do
 -- module API has RedisModule_Microseconds (Redis 7.2 and later, and Valkey, which answers as
 -- 7.2), in milliseconds on Redis 7.0 and 6.2, so that both decide at the same instant.
 
--- Now, as the module's Instant: `ns` exact, and `ms` (whole milliseconds) as a number.
+-- Now, as the module's Instant: `ms` and `us` as numbers (exact: now is under 2^53 µs);
+-- clock_ns gives the exact nanoseconds GCRA computes with.
 function clock_now()
   local time = redis.call('TIME')
   local micros = tonumber(time[2])
   if not (redis.REDIS_VERSION_NUM and redis.REDIS_VERSION_NUM >= 0x070200) then
     micros = math.floor(micros / 1000) * 1000
   end
-  return {
-    ms = tonumber(time[1]) * 1000 + math.floor(micros / 1000),
-    ns = exact_add(exact_mul(exact_parse(time[1]), ARGS_NANOS.s),
-      exact_mul(exact_of_number(micros), { neg = false, 1000 })),
-  }
+  local seconds = tonumber(time[1])
+  return { ms = seconds * 1000 + math.floor(micros / 1000), us = seconds * 1000000 + micros }
+end
+
+-- Now in nanoseconds, exact, computed once.
+function clock_ns(now)
+  if now.ns == nil then now.ns = exact_mul(exact_of_number(now.us), { neg = false, 1000 }) end
+  return now.ns
 end
 end
 
@@ -1242,10 +1265,10 @@ function throttle_limiter(p)
   return {
     read = function(key) return state_integer(key) end,
     decide = function(tat, now)
-      if p.refund then return throttle_refund(g, tat, now.ns, unit_ns) end
-      return throttle_decide(g, tat, now.ns, unit_ns)
+      if p.refund then return throttle_refund(g, tat, clock_ns(now), unit_ns) end
+      return throttle_decide(g, tat, clock_ns(now), unit_ns)
     end,
-    peek = function(tat, now) return (throttle_decide(peek, tat, now.ns, unit_ns)) end,
+    peek = function(tat, now) return (throttle_decide(peek, tat, clock_ns(now), unit_ns)) end,
     write = function(key, tat)
       -- Expires at the TAT, rounded up to the millisecond.
       redis.call('SET', key, exact_tostring(tat), 'PXAT', exact_tostring(exact_ceil_div(tat, ARGS_NANOS.ms)))
@@ -2781,8 +2804,7 @@ end
 
 -- Decides the call at now (Smooth::decide, as tryAcquire with no wait): the reply, and the
 -- value and expiry to write when admitted.
-local function smooth_decide(p, rate, v, now_ns)
-  local now = exact_tonumber(exact_divmod(now_ns, { neg = false, 1000 }))
+local function smooth_decide(p, rate, v, now)
   local g = smooth_state(v, now, rate)
   local limit = smooth_limit(rate)
   local function reset(state) return smooth_full_at(state, rate) - now end
@@ -2807,8 +2829,8 @@ local function smooth_limiter(p)
   local peek = { quantity = 0, unit = p.unit }
   return {
     read = function(key) return state_bytes(key) end,
-    decide = function(v, now) return smooth_decide(p, rate, v, now.ns) end,
-    peek = function(v, now) return (smooth_decide(peek, rate, v, now.ns)) end,
+    decide = function(v, now) return smooth_decide(p, rate, v, now.us) end,
+    peek = function(v, now) return (smooth_decide(peek, rate, v, now.us)) end,
     write = function(key, change) redis.call('SET', key, change.value, 'PXAT', change.expire_at_ms) end,
   }
 end
