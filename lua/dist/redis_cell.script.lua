@@ -60,9 +60,9 @@ local exact_parse,
   clock_now,
   clock_ns,
   STATE_CORRUPT,
+  state_bytes,
   state_integer,
   state_expire_at_ms,
-  state_bytes,
   state_fail,
   state_corrupt,
   state_caught,
@@ -982,14 +982,26 @@ do
 local STATE_WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of value'
 STATE_CORRUPT = 'ERR the value at this key is not a valid state for this command'
 
+-- The key's string, nil for no key, or nil and WRONGTYPE: one GET, whose refusal of another
+-- type is the module's error too. (GET copies the value: for a window's log, as a search
+-- over it reads it; a state that is a number is at most 20 bytes, and a longer one is damage.)
+function state_bytes(key)
+  local value = redis.pcall('GET', key)
+  if type(value) == 'table' and value.err then
+    if string.find(value.err, '^WRONGTYPE') then return nil, STATE_WRONGTYPE end
+    error(value)
+  end
+  if not value then return nil end
+  return value
+end
+
 -- The key's integer (exact), nil for no key, or nil and the error.
 function state_integer(key)
-  local kind = redis.call('TYPE', key)['ok']
-  if kind == 'none' then return nil end
-  if kind ~= 'string' then return nil, STATE_WRONGTYPE end
-  -- No 64-bit integer takes more than 20 bytes: a longer value is not read whole.
-  if redis.call('STRLEN', key) > 20 then return nil, STATE_CORRUPT end
-  local value = exact_parse(redis.call('GET', key))
+  local text, err = state_bytes(key)
+  if text == nil then return nil, err end
+  -- No 64-bit integer takes more than 20 bytes.
+  if #text > 20 then return nil, STATE_CORRUPT end
+  local value = exact_parse(text)
   if value == nil then return nil, STATE_CORRUPT end
   return value
 end
@@ -1001,14 +1013,6 @@ function state_expire_at_ms(key, now_ms)
   local ttl = redis.call('PTTL', key)
   if ttl < 0 then return ttl end
   return now_ms + ttl
-end
-
--- The key's string, nil for no key, or nil and WRONGTYPE.
-function state_bytes(key)
-  local kind = redis.call('TYPE', key)['ok']
-  if kind == 'none' then return nil end
-  if kind ~= 'string' then return nil, STATE_WRONGTYPE end
-  return redis.call('GET', key)
 end
 
 -- An error reply's text thrown from deep in a decision with error(), which the command's
