@@ -28,7 +28,8 @@ end
 local function args_integer(text, name, min)
   local value = exact_parse(text)
   if value == nil then return nil, 'ERR ' .. name .. ' is not an integer or out of range' end
-  if exact_cmp(value, exact_of_number(min)) < 0 then
+  -- min is 0, 1 or 2: only a value of one limb or none can be below it.
+  if value.neg or (#value <= 1 and (value[1] or 0) < min) then
     return nil, 'ERR ' .. name .. ' must be >= ' .. min
   end
   return value
@@ -89,7 +90,8 @@ end
 local function args_exact_enough(parsed, names)
   for i = 1, #names do
     local value = parsed[names[i]]
-    if exact_cmp(value, ARGS_LIBRARY_MAX) > 0 then
+    -- Two limbs are below 10^14, far below the bound.
+    if #value > 2 and exact_cmp(value, ARGS_LIBRARY_MAX) > 0 then
       return 'ERR ' .. names[i] .. ' is too large for the library'
     end
   end
@@ -111,7 +113,7 @@ end
 -- how many arguments come before it, and whether it was there; or the timeout's error.
 local function args_block(args)
   local n = #args
-  if n >= 2 and string.upper(args[n - 1]) == 'BLOCK' then
+  if n >= 2 and #args[n - 1] == 5 and string.upper(args[n - 1]) == 'BLOCK' then
     local err = args_block_timeout(args[n])
     if err then return nil, nil, err end
     return n - 2, true
@@ -214,7 +216,7 @@ local function args_window(args, command, sliding)
   local n, block, block_err = args_block(args)
   if n == nil then return nil, block_err end
   local at = false
-  if n >= 2 and string.upper(args[n - 1]) == 'AT' then
+  if n >= 2 and #args[n - 1] == 2 and string.upper(args[n - 1]) == 'AT' then
     local instant, at_err = args_integer(args[n], 'AT', 0)
     if instant == nil then return nil, at_err end
     if exact_cmp(exact_mul(instant, ARGS_NANOS.ms), ARGS_MAX_SPAN_NS) > 0 then

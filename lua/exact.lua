@@ -38,7 +38,7 @@ end
 -- that fits in 64 bits. nil for anything else.
 local function exact_parse(text)
   if type(text) ~= 'string' then return nil end
-  local neg = string.sub(text, 1, 1) == '-'
+  local neg = string.byte(text, 1) == 45
   local digits = neg and string.sub(text, 2) or text
   if digits == '0' then
     if neg then return nil end

@@ -130,7 +130,7 @@ end
 -- that fits in 64 bits. nil for anything else.
 function exact_parse(text)
   if type(text) ~= 'string' then return nil end
-  local neg = string.sub(text, 1, 1) == '-'
+  local neg = string.byte(text, 1) == 45
   local digits = neg and string.sub(text, 2) or text
   if digits == '0' then
     if neg then return nil end
@@ -505,7 +505,8 @@ end
 function args_integer(text, name, min)
   local value = exact_parse(text)
   if value == nil then return nil, 'ERR ' .. name .. ' is not an integer or out of range' end
-  if exact_cmp(value, exact_of_number(min)) < 0 then
+  -- min is 0, 1 or 2: only a value of one limb or none can be below it.
+  if value.neg or (#value <= 1 and (value[1] or 0) < min) then
     return nil, 'ERR ' .. name .. ' must be >= ' .. min
   end
   return value
@@ -566,7 +567,8 @@ end
 function args_exact_enough(parsed, names)
   for i = 1, #names do
     local value = parsed[names[i]]
-    if exact_cmp(value, ARGS_LIBRARY_MAX) > 0 then
+    -- Two limbs are below 10^14, far below the bound.
+    if #value > 2 and exact_cmp(value, ARGS_LIBRARY_MAX) > 0 then
       return 'ERR ' .. names[i] .. ' is too large for the library'
     end
   end
@@ -588,7 +590,7 @@ end
 -- how many arguments come before it, and whether it was there; or the timeout's error.
 local function args_block(args)
   local n = #args
-  if n >= 2 and string.upper(args[n - 1]) == 'BLOCK' then
+  if n >= 2 and #args[n - 1] == 5 and string.upper(args[n - 1]) == 'BLOCK' then
     local err = args_block_timeout(args[n])
     if err then return nil, nil, err end
     return n - 2, true
@@ -691,7 +693,7 @@ function args_window(args, command, sliding)
   local n, block, block_err = args_block(args)
   if n == nil then return nil, block_err end
   local at = false
-  if n >= 2 and string.upper(args[n - 1]) == 'AT' then
+  if n >= 2 and #args[n - 1] == 2 and string.upper(args[n - 1]) == 'AT' then
     local instant, at_err = args_integer(args[n], 'AT', 0)
     if instant == nil then return nil, at_err end
     if exact_cmp(exact_mul(instant, ARGS_NANOS.ms), ARGS_MAX_SPAN_NS) > 0 then
