@@ -2678,7 +2678,8 @@ end
 local function smooth_limit(rate)
   if rate.warming then return 1 end
   local limit = smooth_long(rate.max_permits)
-  if limit >= BYTES_EXACT - 1 then state_fail('ERR permits is too large for the library') end
+  -- The reply's limit, one more, must be exact.
+  if limit >= BYTES_EXACT then state_fail('ERR permits is too large for the library') end
   return limit + 1
 end
 
