@@ -278,6 +278,13 @@ end
 -- to the true one but for rounding, and corrects the remainder by it, down or up, until it
 -- lies in [0, |b|): two or three rounds.
 function exact_divmod(a, b)
+  -- Both under 10^14, so under 2^53, and not negative: the doubles' quotient, floored, is
+  -- the exact one (its rounding error is under 1/b), and so is the remainder.
+  if #a <= 2 and #b <= 2 and #b > 0 and not a.neg and not b.neg then
+    local x, y = exact_tonumber(a), exact_tonumber(b)
+    local q = math.floor(x / y)
+    return exact_of_number(q), exact_of_number(x - q * y)
+  end
   local r = { neg = false }
   for i = 1, #a do r[i] = a[i] end
   local d = { neg = false }
