@@ -110,26 +110,6 @@ local function bytes_varint(v, at, limit)
   end
 end
 
--- The bytes a varint of this u64 takes.
-local function bytes_varint_len(hi, lo)
-  local len = 1
-  if hi == 0 then
-    while lo >= 128 do
-      lo = math.floor(lo / 128)
-      len = len + 1
-    end
-    return len
-  end
-  -- 32 bits of lo, then 7 more bits per byte of hi's.
-  len = 5
-  hi = math.floor(hi / 8)
-  while hi > 0 do
-    hi = math.floor(hi / 128)
-    len = len + 1
-  end
-  return len
-end
-
 local function bytes_of_varint(hi, lo)
   local out = {}
   while hi > 0 or lo >= 128 do

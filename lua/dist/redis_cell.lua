@@ -426,26 +426,6 @@ function bytes_varint(v, at, limit)
   end
 end
 
--- The bytes a varint of this u64 takes.
-local function bytes_varint_len(hi, lo)
-  local len = 1
-  if hi == 0 then
-    while lo >= 128 do
-      lo = math.floor(lo / 128)
-      len = len + 1
-    end
-    return len
-  end
-  -- 32 bits of lo, then 7 more bits per byte of hi's.
-  len = 5
-  hi = math.floor(hi / 8)
-  while hi > 0 do
-    hi = math.floor(hi / 128)
-    len = len + 1
-  end
-  return len
-end
-
 function bytes_of_varint(hi, lo)
   local out = {}
   while hi > 0 or lo >= 128 do
@@ -525,6 +505,13 @@ local function args_span(text, name, unit)
     return nil, args_too_large(name)
   end
   return span
+end
+
+-- A span as args_span reads it, in milliseconds (args::span_ms): within 2^62 ns, so a number.
+local function args_span_ms(text, name, unit)
+  local span, err = args_span(text, name, unit)
+  if span == nil then return nil, err end
+  return exact_tonumber(span) * (unit == 'ms' and 1 or 1000)
 end
 
 local ARGS_FLAGS = { MS = 'ms', REFUND = 'refund', DRYRUN = 'dry_run', COUNTDENIED = 'count_denied' }
@@ -670,10 +657,10 @@ end
 function args_limit_and_period(parsed, limit_text, period_text)
   local limit, limit_err = args_integer(limit_text, 'limit', 1)
   if limit == nil then return limit_err end
-  local period, period_err = args_span(period_text, 'period', parsed.unit)
-  if period == nil then return period_err end
+  local period_ms, period_err = args_span_ms(period_text, 'period', parsed.unit)
+  if period_ms == nil then return period_err end
   parsed.limit = limit
-  parsed.period_ms = exact_tonumber(period) * (parsed.unit == 'ms' and 1 or 1000)
+  parsed.period_ms = period_ms
   return nil
 end
 
@@ -796,10 +783,10 @@ end
 function args_lease_params(parsed, limit_text, time_text)
   local limit, limit_err = args_integer(limit_text, 'limit', 1)
   if limit == nil then return limit_err end
-  local lease_time, time_err = args_span(time_text, 'lease_time', parsed.unit)
-  if lease_time == nil then return time_err end
+  local lease_ms, time_err = args_span_ms(time_text, 'lease_time', parsed.unit)
+  if lease_ms == nil then return time_err end
   parsed.limit = limit
-  parsed.lease_ms = exact_tonumber(lease_time) * (parsed.unit == 'ms' and 1 or 1000)
+  parsed.lease_ms = lease_ms
   return nil
 end
 
