@@ -31,12 +31,18 @@ fn module_and_library(server: &Server) -> (redis::Connection, redis::Connection)
         .arg(1)
         .query(&mut library)
         .expect("SELECT 1");
-    let _: String = redis::cmd("FUNCTION")
+    load_library(&mut library);
+    (module, library)
+}
+
+/// Loads the library (its FUNCTION LOAD form) on the server behind `con`.
+fn load_library(con: &mut redis::Connection) {
+    let name: String = redis::cmd("FUNCTION")
         .arg("LOAD")
         .arg(read("lua/dist/redis_cell.lua"))
-        .query(&mut library)
+        .query(con)
         .expect("FUNCTION LOAD");
-    (module, library)
+    assert_eq!(name, "redis_cell");
 }
 
 /// Each function FUNCTION LIST names, with its flags: the entries, at any depth, whose
@@ -1357,11 +1363,7 @@ fn the_librarys_writes_reach_a_replica_and_the_aof_as_they_are(flavor: Flavor) {
     let replica = Server::start(flavor);
     replicate(&replica, &primary);
     let mut con = primary.connection();
-    let _: String = redis::cmd("FUNCTION")
-        .arg("LOAD")
-        .arg(read("lua/dist/redis_cell.lua"))
-        .query(&mut con)
-        .expect("FUNCTION LOAD");
+    load_library(&mut con);
     let mut rng = Rng::new(0x4e91 ^ flavor as u64);
     for _ in 0..20 {
         let mut pipe = redis::pipe();
@@ -1429,15 +1431,10 @@ fn the_librarys_writes_reach_a_replica_and_the_aof_as_they_are(flavor: Flavor) {
 /// CROSSSLOT, as the module's CL.ALL does.
 fn in_a_cluster_the_library_runs_by_its_keys_and_cl_all_across_slots_is_refused(flavor: Flavor) {
     let cluster = Cluster::start(flavor);
-    let library = read("lua/dist/redis_cell.lua");
     for node in &cluster.nodes {
         let mut con = node.connection();
         if info_field(&mut con, "replication", "role") == "master" {
-            let _: String = redis::cmd("FUNCTION")
-                .arg("LOAD")
-                .arg(&library)
-                .query(&mut con)
-                .expect("FUNCTION LOAD on a primary");
+            load_library(&mut con);
         }
     }
     let mut client = cluster.client();
