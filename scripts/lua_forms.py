@@ -6,8 +6,8 @@
 - lua/dist/redis_cell.script.lua, for EVAL/EVALSHA where Functions are missing or refused:
   the sources, and a dispatch on the function's name, given as the first argument.
 
-    lua_forms.py --write    writes both
-    lua_forms.py --check    fails if either differs from what the sources give
+    lua_forms.py --write    writes both, and their copies in the client packages
+    lua_forms.py --check    fails if any differs from what the sources give
 """
 
 import re
@@ -20,6 +20,9 @@ SOURCES = ["exact.lua", "bytes.lua", "args.lua", "clock.lua", "state.lua", "repl
            "all.lua", "library.lua"]
 LIBRARY = ROOT / "lua" / "dist" / "redis_cell.lua"
 SCRIPT = ROOT / "lua" / "dist" / "redis_cell.script.lua"
+# The client packages ship both forms, to load them where the module is missing: copies of
+# lua/dist inside each package, since a package holds only what lies under it.
+SHIPPED = [ROOT / "clients" / "python" / "redis_cell" / "lua", ROOT / "clients" / "node" / "lua"]
 NOTE = "-- Generated from lua/*.lua by scripts/lua_forms.py: edit those, not this.\n"
 
 
@@ -81,9 +84,11 @@ def script() -> str:
 
 def main(argv: list[str]) -> None:
     forms = {LIBRARY: library(), SCRIPT: script()}
+    for shipped in SHIPPED:
+        forms.update({shipped / LIBRARY.name: forms[LIBRARY], shipped / SCRIPT.name: forms[SCRIPT]})
     if argv == ["--write"]:
-        LIBRARY.parent.mkdir(exist_ok=True)
         for path, text in forms.items():
+            path.parent.mkdir(exist_ok=True)
             path.write_text(text)
     elif argv == ["--check"]:
         stale = [str(p.relative_to(ROOT)) for p, t in forms.items()

@@ -1,9 +1,11 @@
 """The module's commands, as functions over a redis-py client (sync) or its asyncio client.
 
 Each function builds the command's arguments (``commands``, shared by both clients) and reads
-its reply into a :class:`Reply`. Errors are redis-py's: a bad argument or a key of another
-type raises ``redis.ResponseError`` with the module's message, and a server without the module
-its subclass :class:`~redis_cell.errors.ModuleMissingError`, which says how to load it.
+its reply into a :class:`Reply`. The calls go to the module's commands, or where the server
+has not loaded the module to the same limiters in its Functions library (``routing``).
+Errors are redis-py's: a bad argument or a key of another type raises
+``redis.ResponseError`` with the module's message, and a server with neither its subclass
+:class:`~redis_cell.errors.ModuleMissingError`, which says how to load them.
 """
 
 from __future__ import annotations
@@ -11,9 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, List, Optional, Sequence, Tuple, Union
 
-from redis.exceptions import ResponseError
-
-from .errors import explained
+from . import __version__
+from .routing import AsyncRouter, Router
 
 KeyT = Union[str, bytes]
 
@@ -181,17 +182,17 @@ def _holders(raw) -> List[Tuple[bytes, int]]:
 
 
 class Client:
-    """The module's commands over a redis-py ``Redis`` (or ``RedisCluster``) client. A server
-    without the module raises :class:`~redis_cell.errors.ModuleMissingError`."""
+    """The module's commands over a redis-py ``Redis`` (or ``RedisCluster``) client.
 
-    def __init__(self, redis):
+    ``via="auto"`` (the default) calls the module where the server has it, and the Functions
+    library where it does not, loading the library (``FUNCTION LOAD REPLACE``) when it is
+    missing or older than this client, unless ``load_library=False``; ``via="module"`` and
+    ``via="library"`` force either. Waiting (``block=``) needs the module: the library refuses
+    it. A server with neither raises :class:`~redis_cell.errors.ModuleMissingError`."""
+
+    def __init__(self, redis, *, via: str = "auto", load_library: bool = True):
         self.redis = redis
-
-    def _call(self, *words):
-        try:
-            return self.redis.execute_command(*words)
-        except ResponseError as error:
-            raise explained(error) from error
+        self._call = Router(redis, via, load_library, __version__)
 
     def throttle(self, key, max_burst, count, period, quantity=1, **options) -> Reply:
         return Reply.of(self._call(
@@ -222,16 +223,12 @@ class Client:
 
 
 class AsyncClient:
-    """The same commands over redis-py's asyncio client (``redis.asyncio.Redis``)."""
+    """The same commands over redis-py's asyncio client (``redis.asyncio.Redis``), with the
+    same options."""
 
-    def __init__(self, redis):
+    def __init__(self, redis, *, via: str = "auto", load_library: bool = True):
         self.redis = redis
-
-    async def _call(self, *words):
-        try:
-            return await self.redis.execute_command(*words)
-        except ResponseError as error:
-            raise explained(error) from error
+        self._call = AsyncRouter(redis, via, load_library, __version__)
 
     async def throttle(self, key, max_burst, count, period, quantity=1, **options) -> Reply:
         return Reply.of(await self._call(

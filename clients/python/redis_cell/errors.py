@@ -1,36 +1,52 @@
-"""The one failure a server without the module gives, named for what it is.
+"""The failures a server without the limiters gives, named for what they are.
 
-A server that has not loaded the module answers its commands with ``unknown command``, and
-a script that calls one with ``Unknown Redis command called from script``: raw texts that say
-nothing of the module, and that libraries turn into 500s or a flapping fallback. Both become
-:class:`ModuleMissingError`, a redis-py ``ResponseError`` (so every ``except`` that caught the
-raw error still catches it) whose message names the module and how to load it.
+A server that has loaded neither the module nor its Functions library answers the module's
+commands with ``unknown command``, and a script that calls one with ``Unknown Redis command
+called from script``: raw texts that say nothing of the module, and that libraries turn into
+500s or a flapping fallback. Both become :class:`ModuleMissingError`, a redis-py
+``ResponseError`` (so every ``except`` that caught the raw error still catches it) whose
+message says what to load and how. A library older than the client, which the client was told
+not to replace, is :class:`LibraryTooOldError`.
 """
 
 from __future__ import annotations
 
-import weakref
-
 from redis.exceptions import ResponseError
 
 HOW_TO_LOAD = (
-    "the server has no redis-cell module loaded, so its CL.* commands are unknown there: load "
-    "it with MODULE LOAD /path/to/libredis_cell.so, or a loadmodule line in the server's "
-    "configuration"
+    "the server has no redis-cell module loaded, so its CL.* commands are unknown there, and "
+    "no redis-cell Functions library either: load the module with MODULE LOAD "
+    "/path/to/libredis_cell.so (or a loadmodule line in the server's configuration), or, "
+    "where no module can be loaded, the library with FUNCTION LOAD and the package's "
+    "redis_cell.lua (the client loads it itself unless load_library=False)"
 )
 
 
 class ModuleMissingError(ResponseError):
-    """The server has not loaded the redis-cell module."""
+    """The server has loaded neither the redis-cell module nor its library."""
 
     def __init__(self, reply: str = "") -> None:
         super().__init__(f"{HOW_TO_LOAD} (the server said: {reply})" if reply else HOW_TO_LOAD)
 
 
+class LibraryTooOldError(ResponseError):
+    """The server's redis-cell library is older than this client, which may not replace it."""
+
+    def __init__(self, theirs, ours: str) -> None:
+        if isinstance(theirs, bytes):
+            theirs = theirs.decode(errors="replace")
+        super().__init__(
+            f"the server's redis-cell library is {theirs}, older than this client's {ours}: "
+            "load the package's redis_cell.lua with FUNCTION LOAD REPLACE, or let the client "
+            "load it (load_library=True)"
+        )
+
+
 def explained(error: Exception) -> Exception:
-    """A module command's error: :class:`ModuleMissingError` for an unknown CL.* command, the
-    error itself otherwise (the module's own replies reach the caller as they are)."""
-    if isinstance(error, ModuleMissingError) or not isinstance(error, ResponseError):
+    """A limiter's error: :class:`ModuleMissingError` for an unknown CL.* command, the error
+    itself otherwise (the module's and the library's own replies reach the caller as they
+    are)."""
+    if isinstance(error, ModuleMissingError) or type(error).__name__ != "ResponseError":
         return error
     text = str(error).lower()
     if (text.startswith("unknown command") and "'cl." in text) or (
@@ -38,50 +54,3 @@ def explained(error: Exception) -> Exception:
     ):
         return ModuleMissingError(str(error))
     return error
-
-
-# Servers found to have the module, by connection pool: a pool is one server (or one cluster),
-# and once loaded the module stays (an unload while clients run is not a state to serve).
-_LOADED: "weakref.WeakKeyDictionary[object, bool]" = weakref.WeakKeyDictionary()
-
-# COMMAND INFO of a command the server does not know is an empty entry.
-_PROBE = ("COMMAND", "INFO", "CL.THROTTLE")
-
-
-def _pool(client) -> object:
-    return getattr(client, "connection_pool", None) or client
-
-
-def module_loaded(client) -> bool:
-    """Whether the server behind this redis-py client has the module: asked once per
-    connection pool, and remembered once it has."""
-    pool = _pool(client)
-    if _LOADED.get(pool):
-        return True
-    info = client.execute_command(*_PROBE)
-    loaded = _names_a_command(info)
-    if loaded:
-        _LOADED[pool] = True
-    return loaded
-
-
-async def module_loaded_async(client) -> bool:
-    """:func:`module_loaded` for redis-py's asyncio client."""
-    pool = _pool(client)
-    if _LOADED.get(pool):
-        return True
-    info = await client.execute_command(*_PROBE)
-    loaded = _names_a_command(info)
-    if loaded:
-        _LOADED[pool] = True
-    return loaded
-
-
-def _names_a_command(info) -> bool:
-    """COMMAND INFO's answer names the command: a list with an entry, or redis-py's dict of
-    the entries it parsed."""
-    if isinstance(info, dict):
-        return any(info.values())
-    if isinstance(info, (list, tuple)):
-        return any(entry for entry in info)
-    return bool(info)

@@ -1,4 +1,5 @@
-"""A real server with the module loaded, on a free loopback port, for each test module."""
+"""Real servers on free loopback ports, for each test module: with the module loaded, or
+without it (the client then calls the Functions library)."""
 
 import gc
 import os
@@ -21,6 +22,7 @@ def pytest_report_header(config):
 
 
 def pytest_configure(config):
+    config.addinivalue_line("markers", "waits: waits in the server (BLOCK), which needs the module")
     # A lane of the version matrix (scripts/client_lanes.sh) tests the package as installed.
     import redis_cell
 
@@ -52,9 +54,38 @@ def finalized_between_tests():
     gc.collect()
 
 
+# Each test that takes `server` runs twice: on a server with the module, and on one without
+# it, where the client loads and calls the Functions library. Tests of waiting (BLOCK), which
+# only the module does, are marked `waits` and skipped on the second.
+FLAVORS = ["module", "library"]
+
+
+@pytest.fixture(scope="module", params=FLAVORS)
+def flavor(request):
+    return request.param
+
+
+def loads(flavor: str) -> list:
+    """A server's options for a flavor: the module, or nothing."""
+    return ["--loadmodule", module_path()] if flavor == "module" else []
+
+
 @pytest.fixture(scope="module")
-def server():
+def server(flavor):
+    yield from serve(loads(flavor))
+
+
+@pytest.fixture(scope="module")
+def module_server():
+    """A server with the module loaded, for what only the module does."""
     yield from serve(["--loadmodule", module_path()])
+
+
+@pytest.fixture(autouse=True)
+def waits_need_the_module(request):
+    if request.node.get_closest_marker("waits") and "flavor" in request.fixturenames:
+        if request.getfixturevalue("flavor") == "library":
+            pytest.skip("waiting (BLOCK) needs the module; the library refuses it")
 
 
 @pytest.fixture(scope="module")
@@ -109,6 +140,28 @@ def r(server):
     client.flushall()
     yield client
     client.close()
+
+
+@pytest.fixture
+def call(r):
+    """A limiter's command, as the clients send it: to the module's command, or as the
+    library's function."""
+    import redis_cell
+    from redis_cell.routing import Router
+
+    return Router(r, "auto", True, redis_cell.__version__)
+
+
+@pytest.fixture
+def ran(flavor, r):
+    """How many times the server ran ``command`` (or, without the module, any of the
+    library's functions), so that a test shows the limiter decided."""
+
+    def calls(command: str) -> int:
+        ran = "fcall" if flavor == "library" else command
+        return r.info("commandstats").get(f"cmdstat_{ran}", {}).get("calls", 0)
+
+    return calls
 
 
 def refused_after(get, limit: int, retry_at_most: int):

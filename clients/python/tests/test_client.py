@@ -71,6 +71,11 @@ def test_a_window_of_buckets_counts_whole_cells(r):
         cell.window("c", 10, 60, buckets=7)
     assert commands.window("q", 1, 1000, ms=True, buckets=4, block=5000) == [
         "CL.WINDOW", "q", 1, 1000, 1, "BUCKETS", 4, "MS", "BLOCK", 5000]
+
+
+@pytest.mark.waits
+def test_a_waiter_on_buckets_is_admitted_when_the_first_cell_leaves(r):
+    cell = Client(r)
     # One a second in cells of 250 ms: a waiter is admitted when the first cell leaves.
     assert cell.window("q", 1, 1000, ms=True, buckets=4).allowed
     asked = time.monotonic()
@@ -101,6 +106,7 @@ def test_leases_are_held_released_and_listed(r):
     assert cell.holders("pool") == []
 
 
+@pytest.mark.waits
 def test_a_blocked_call_waits_for_its_unit(r):
     cell = Client(r)
     assert cell.throttle("q", 0, 1, 300, ms=True).allowed

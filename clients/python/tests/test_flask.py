@@ -52,7 +52,7 @@ def test_flask_limiter_falls_back_to_gcra_in_memory_when_the_server_is_down():
     assert isinstance(limiter._fallback_limiter, redis_cell.limits.GCRARateLimiter)
 
 
-def test_flask_limiter_on_sliding_window_buckets_takes_n_from_the_storage_options(server, r):
+def test_flask_limiter_on_sliding_window_buckets_takes_n_from_the_storage_options(server, r, call):
     app, _ = limited_app("3/minute", "sliding-window-buckets",
                          RATELIMIT_STORAGE_URI=f"cell+redis://127.0.0.1:{server}",
                          RATELIMIT_STORAGE_OPTIONS={"buckets": 6})
@@ -62,4 +62,4 @@ def test_flask_limiter_on_sliding_window_buckets_takes_n_from_the_storage_option
     assert int(refused.headers["Retry-After"]) >= 49
     [key] = r.keys("LIMITS:buckets:*")
     with pytest.raises(redis.ResponseError, match="BUCKETS 6, not an exact one"):
-        r.execute_command("CL.WINDOW", key, 3, 60)
+        call("CL.WINDOW", key, 3, 60)

@@ -26,10 +26,10 @@ def uri(server, r):
     return f"cell+redis://127.0.0.1:{server}"
 
 
-def cells_of(r, key: str) -> int:
+def cells_of(call, key: str) -> int:
     """The n a key holds, as the module names it when an exact call is refused there."""
     with pytest.raises(redis.ResponseError, match="holds a sliding window of BUCKETS") as no:
-        r.execute_command("CL.WINDOW", key, 1, 1)
+        call("CL.WINDOW", key, 1, 1)
     return int(re.search(r"BUCKETS (\d+)", str(no.value)).group(1))
 
 
@@ -44,7 +44,7 @@ def test_the_strategy_is_registered_beside_limits_own():
     assert STRATEGIES["sliding-window-counter"] is limits_strategies.SlidingWindowCounterRateLimiter
 
 
-def test_hit_test_and_stats_count_the_cells(uri, r):
+def test_hit_test_and_stats_count_the_cells(uri, r, call):
     limiter = STRATEGIES[NAME](storage_from_string(uri))
     three = RateLimitItemPerMinute(3)
     started = time.time()
@@ -56,7 +56,7 @@ def test_hit_test_and_stats_count_the_cells(uri, r):
     assert stats.remaining == 0
     # 60 cells of a second: the units leave with the first one's cell, within 59 to 60 s.
     assert started + 59 < stats.reset_time <= time.time() + 60.01
-    assert cells_of(r, key_of(three, "u")) == 60
+    assert cells_of(call, key_of(three, "u")) == 60
     limiter.clear(three, "u")
     assert r.keys("LIMITS:*") == []
     empty = limiter.get_window_stats(three, "u")
@@ -77,11 +77,11 @@ def test_hit_test_and_stats_count_the_cells(uri, r):
     (30, RateLimitItemPerMinute(1), 30),
     (1024, RateLimitItemPerDay(1), 1024),       # 86,400,000 ms = 2^10 · 84,375
 ])
-def test_n_is_the_largest_divisor_of_the_period_up_to_buckets(most, item, n, uri, r):
+def test_n_is_the_largest_divisor_of_the_period_up_to_buckets(most, item, n, uri, r, call):
     options = {} if most is None else {"buckets": most}
     limiter = STRATEGIES[NAME](storage_from_string(uri, **options))
     assert limiter.hit(item, "n")
-    assert cells_of(r, key_of(item, "n")) == n
+    assert cells_of(call, key_of(item, "n")) == n
 
 
 @pytest.mark.parametrize("most", [1, 1025, "30", True])
@@ -90,12 +90,12 @@ def test_buckets_out_of_the_module_s_bounds_are_refused(most, uri):
         storage_from_string(uri, buckets=most)
 
 
-def test_a_period_no_n_divides_falls_back_to_the_exact_window(r):
+def test_a_period_no_n_divides_falls_back_to_the_exact_window(call):
     assert core.buckets_for(1, 60) is None
     assert core.buckets_for(61, 60) is None
     assert core.buckets_for(61, 1024) == 61
     assert core.buckets_option(1, 60) == []
-    reply = r.execute_command("CL.WINDOW", "one-ms", 1, 1, 1, "MS", *core.buckets_option(1, 60))
+    reply = call("CL.WINDOW", "one-ms", 1, 1, 1, "MS", *core.buckets_option(1, 60))
     assert core.admitted(reply)
 
 
@@ -142,7 +142,7 @@ def test_on_memory_it_is_limits_moving_window():
     assert stats.remaining == 0 and 59 < stats.reset_time - time.time() <= 60
 
 
-async def test_asyncio_hits_tests_and_stats_alike(server, r):
+async def test_asyncio_hits_tests_and_stats_alike(server, r, call):
     storage = storage_from_string(f"async+cell+redis://127.0.0.1:{server}", buckets=30)
     limiter = aio_strategies.STRATEGIES[NAME](storage)
     three = RateLimitItemPerMinute(3)
@@ -154,16 +154,16 @@ async def test_asyncio_hits_tests_and_stats_alike(server, r):
     # 30 cells of 2 s: the units leave with the first one's cell, within 58 to 60 s.
     assert stats.remaining == 0
     assert started + 58 < stats.reset_time <= time.time() + 60.01
-    assert cells_of(r, key_of(three, "a")) == 30
+    assert cells_of(call, key_of(three, "a")) == 30
     await limiter.clear(three, "a")
     assert (await limiter.get_window_stats(three, "a")).remaining == 3
     assert r.keys("LIMITS:*") == []
 
 
-async def test_asyncio_takes_the_default_n_and_falls_back_on_memory(server, r):
+async def test_asyncio_takes_the_default_n_and_falls_back_on_memory(server, r, call):
     storage = storage_from_string(f"async+cell+redis://127.0.0.1:{server}")
     second = RateLimitItemPerSecond(5)
     assert await aio_strategies.STRATEGIES[NAME](storage).hit(second, "d", cost=5)
-    assert cells_of(r, key_of(second, "d")) == 50
+    assert cells_of(call, key_of(second, "d")) == 50
     memory = aio_strategies.STRATEGIES[NAME](AsyncMemoryStorage())
     assert [await memory.hit(second, "d", cost=3) for _ in range(2)] == [True, False]

@@ -1,7 +1,8 @@
 """The storages beyond one Redis server: valkey-py (``cell+valkey://``), a Redis Cluster of
 three primaries with the module on each (``cell+redis+cluster://``), and a primary and its
 replica behind a sentinel (``cell+redis+sentinel://``): each decides every strategy in the
-module, and its health check asks for the module."""
+module, and its health check asks for the module. Without the module, the same in the
+library, which the storage loads (on a cluster, on every primary)."""
 
 import os
 import subprocess
@@ -13,7 +14,7 @@ import redis
 from limits import RateLimitItemPerMinute, storage, strategies
 
 import redis_cell.limits
-from conftest import cluster_port, free_port, module_path, serve
+from conftest import cluster_port, free_port, loads, serve
 
 STRATEGIES = ["fixed-window", "moving-window", "gcra", "sliding-window-buckets"]
 
@@ -49,10 +50,10 @@ def wait_for(condition, what: str, seconds: float = 30) -> None:
 
 
 @pytest.fixture(scope="module")
-def cluster():
+def cluster(flavor):
     """Three primaries, no replicas, the module on each, joined by redis-cli."""
     servers = [serve(["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-                      "--loadmodule", module_path()], cluster_port()) for _ in range(3)]
+                      *loads(flavor)], cluster_port()) for _ in range(3)]
     ports = [next(server) for server in servers]
     try:
         subprocess.run(
@@ -68,20 +69,24 @@ def cluster():
             server.close()
 
 
-def test_a_cluster_serves_cell_redis_cluster_urls(cluster):
+def test_a_cluster_serves_cell_redis_cluster_urls(cluster, flavor):
     client = redis.RedisCluster(host="127.0.0.1", port=cluster[0], decode_responses=True)
     nodes = ",".join(f"127.0.0.1:{port}" for port in cluster)
     decides_in_the_module(f"cell+redis+cluster://{nodes}", lambda: client.keys(
         "LIMITS:*", target_nodes=redis.RedisCluster.ALL_NODES))
+    if flavor == "library":
+        # Loaded on every primary, so that each key's node has it.
+        for port in cluster:
+            [library] = redis.Redis(port=port).function_list("redis_cell")
+            assert b"redis_cell" in library
 
 
 @pytest.fixture(scope="module")
-def sentinel():
+def sentinel(flavor):
     """A primary and its replica, the module on both, and one sentinel watching them."""
-    primary = serve(["--loadmodule", module_path()])
+    primary = serve(loads(flavor))
     primary_port = next(primary)
-    replica = serve(["--loadmodule", module_path(), "--replicaof", "127.0.0.1",
-                     str(primary_port)])
+    replica = serve([*loads(flavor), "--replicaof", "127.0.0.1", str(primary_port)])
     next(replica)
     port = free_port()
     with tempfile.TemporaryDirectory() as work:

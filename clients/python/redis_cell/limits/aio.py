@@ -11,7 +11,7 @@ from limits.aio.storage import MemoryStorage, RedisStorage
 from limits.util import WindowStats
 
 from . import core
-from ..errors import module_loaded_async
+from .. import __version__, routing
 
 
 class CellAsyncRedisStorage(RedisStorage):
@@ -21,12 +21,14 @@ class CellAsyncRedisStorage(RedisStorage):
 
     STORAGE_SCHEME = ["async+cell+redis", "async+cell+rediss", "async+cell+redis+unix"]
 
-    def __init__(self, uri: str, buckets: int = core.MOST_BUCKETS, **options) -> None:
+    def __init__(self, uri: str, buckets: int = core.MOST_BUCKETS, via: str = "auto",
+                 load_library: bool = True, **options) -> None:
         self.buckets = core.check_buckets(buckets)
         options["implementation"] = "redispy"
         super().__init__("async+" + uri.removeprefix("async+cell+"), **options)
         self.lua_cell_moving_window = self.connection.register_script(
             core.MOVING_WINDOW_SCRIPT)
+        self.calls = routing.AsyncRouter(self.connection, via, load_library, __version__)
 
     @property
     def connection(self):
@@ -37,25 +39,28 @@ class CellAsyncRedisStorage(RedisStorage):
         return self.bridge.key_prefix
 
     async def cell(self, words) -> list:
-        """One module command; its errors raised as limits raises a storage's, a server
-        without the module's as :class:`~redis_cell.errors.ModuleMissingError`."""
+        """One limiter's call, its errors raised as the sync storage's."""
         try:
-            return await self.connection.execute_command(*words)
+            return await self.calls(*words)
         except self.base_exceptions as error:
             raise core.failure(error, self.wrap_exceptions) from error
 
-    async def moving_window_script(self, keys, args) -> list:
-        """The moving window's script, its errors raised as ``cell``'s."""
+    async def moving_window(self, key: str, limit: int, period_ms: int, options=()) -> list:
+        """The moving window's script's reply, as the sync storage's."""
         try:
-            return await self.lua_cell_moving_window(keys=keys, args=args)
+            if (await self.calls.route()).kind == routing.MODULE:
+                return await self.lua_cell_moving_window(keys=[key],
+                                                         args=[limit, period_ms, *options])
         except self.base_exceptions as error:
             raise core.failure(error, self.wrap_exceptions) from error
+        peek = await self.cell(core.moving_window_peek(key, limit, period_ms, options))
+        oldest = core.moving_window_oldest(key, limit, period_ms, options, peek)
+        return core.moving_window_count(limit, peek, oldest and await self.cell(oldest))
 
     async def check(self) -> bool:
-        """limits' health check: the server answers, and has the module."""
+        """limits' health check: the server answers, and has the module or the library."""
         try:
-            return bool(await self.connection.ping()) and await module_loaded_async(
-                self.connection)
+            return bool(await self.connection.ping()) and await self.calls.available()
         except Exception:  # noqa: BLE001 (limits' own check answers False on any failure)
             return False
 
@@ -67,15 +72,14 @@ class CellAsyncRedisStorage(RedisStorage):
                                                                expiry, amount)))
 
     async def get_moving_window(self, key: str, limit: int, expiry: int) -> Tuple[float, int]:
-        reply = await self.moving_window_script(
-            keys=[core.window_key(self.key_prefix, key)], args=[limit, expiry * 1000])
+        reply = await self.moving_window(core.window_key(self.key_prefix, key), limit,
+                                         expiry * 1000)
         return core.moving_window(reply, expiry)
 
     async def get_bucket_window(self, key: str, limit: int, expiry: int) -> Tuple[float, int]:
         period_ms = expiry * 1000
-        reply = await self.moving_window_script(
-            keys=[core.buckets_key(self.key_prefix, key)],
-            args=[limit, period_ms, *core.buckets_option(period_ms, self.buckets)])
+        reply = await self.moving_window(core.buckets_key(self.key_prefix, key), limit,
+                                         period_ms, core.buckets_option(period_ms, self.buckets))
         return core.moving_window(reply, expiry)
 
     async def clear(self, key: str) -> None:

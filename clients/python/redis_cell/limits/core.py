@@ -16,9 +16,11 @@ NANOS = 1_000_000_000
 MILLIS = 1_000_000
 
 # The moving window's oldest live unit, which no single reply carries: a peek counts the live
-# units, and a dry run of one more than remain says when the oldest leaves. One script, so
-# that both see the same log; each call is O(log n) in the live entries. ARGV[3...] are more
-# options for both calls (BUCKETS n: the oldest cell, then).
+# units, and a dry run of one more than remain says when the oldest leaves. On the module, one
+# script, so that both see the same log; each call is O(log n) in the live entries. ARGV[3...]
+# are more options for both calls (BUCKETS n: the oldest cell, then). A script cannot FCALL,
+# so on the library the two calls are sent one after the other (``moving_window_peek``,
+# ``moving_window_oldest``): a hit between them skews those stats, never a decision.
 MOVING_WINDOW_SCRIPT = """
 local peek = redis.call('CL.WINDOW', KEYS[1], ARGV[1], ARGV[2], 0, 'MS', unpack(ARGV, 3))
 local taken = tonumber(ARGV[1]) - peek[3]
@@ -28,10 +30,31 @@ local next = redis.call('CL.WINDOW', KEYS[1], ARGV[1], ARGV[2], peek[3] + 1, 'MS
 return {taken, next[4]}
 """
 
+
+def moving_window_peek(key: str, limit: int, period_ms: int, options: Sequence) -> List[object]:
+    """The script's first call."""
+    return ["CL.WINDOW", key, limit, period_ms, 0, "MS", *options]
+
+
+def moving_window_oldest(key: str, limit: int, period_ms: int, options: Sequence,
+                         peek: Sequence) -> Optional[List[object]]:
+    """The script's second call, after the peek's reply; None where nothing is taken."""
+    if limit - int(peek[2]) <= 0:
+        return None
+    return ["CL.WINDOW", key, limit, period_ms, int(peek[2]) + 1, "MS", "DRYRUN", *options]
+
+
+def moving_window_count(limit: int, peek: Sequence, oldest: Optional[Sequence]) -> List[int]:
+    """The script's reply, from its two calls' (a unit that left between them: now)."""
+    if oldest is None:
+        return [0, 0]
+    return [limit - int(peek[2]), max(int(oldest[3]), 0)]
+
 def failure(error: Exception, wrap: bool) -> Exception:
-    """What a storage raises for a module command's error: limits' ``StorageError`` when the
-    storage wraps errors, the error itself otherwise; a server without the module's either way
-    as :class:`~redis_cell.errors.ModuleMissingError`, which says how to load it."""
+    """What a storage raises for a limiter's error: limits' ``StorageError`` when the storage
+    wraps errors, the error itself otherwise; a server with neither the module nor its library
+    either way as :class:`~redis_cell.errors.ModuleMissingError`, which says how to load
+    them."""
     reason = explained(error)
     return StorageError(reason) if wrap else reason
 

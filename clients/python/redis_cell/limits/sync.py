@@ -15,41 +15,51 @@ from limits.storage import (
 from limits.util import WindowStats
 
 from . import core
-from ..errors import module_loaded
+from .. import __version__, routing
 
 
 class CellStorage:
-    """What a storage on a server with the module adds to limits' Redis storage of the same
-    kind (a server, a cluster, a sentinel's primary): the module's commands, its moving window,
-    and a health check that asks for the module. ``buckets`` (2 to 1024, 60 unless given)
-    bounds the cells of the ``sliding-window-buckets`` strategy: each limit gets the largest
-    number up to it that divides its period in milliseconds."""
+    """What a storage on a server with the module (or its library) adds to limits' Redis
+    storage of the same kind (a server, a cluster, a sentinel's primary): the limiters, the
+    moving window's stats, and a health check that asks for them. ``buckets`` (2 to 1024, 60
+    unless given) bounds the cells of the ``sliding-window-buckets`` strategy: each limit gets
+    the largest number up to it that divides its period in milliseconds. ``via`` and
+    ``load_library`` are :class:`~redis_cell.Client`'s."""
 
-    def __init__(self, uri: str, buckets: int = core.MOST_BUCKETS, **options) -> None:
+    def __init__(self, uri: str, buckets: int = core.MOST_BUCKETS, via: str = "auto",
+                 load_library: bool = True, **options) -> None:
         self.buckets = core.check_buckets(buckets)
         super().__init__(uri.removeprefix("cell+"), **options)
         self.lua_cell_moving_window = self.storage.register_script(core.MOVING_WINDOW_SCRIPT)
+        self.calls = routing.Router(self.storage, via, load_library, __version__)
 
     def cell(self, words) -> list:
-        """One module command; its errors raised as limits raises a storage's, a server
-        without the module's as :class:`~redis_cell.errors.ModuleMissingError`."""
+        """One limiter's call; its errors raised as limits raises a storage's, a server with
+        neither the module nor its library's as
+        :class:`~redis_cell.errors.ModuleMissingError`."""
         try:
-            return self.storage.execute_command(*words)
+            return self.calls(*words)
         except self.base_exceptions as error:
             raise core.failure(error, self.wrap_exceptions) from error
 
-    def moving_window_script(self, keys, args) -> list:
-        """The moving window's script, its errors raised as ``cell``'s."""
+    def moving_window(self, key: str, limit: int, period_ms: int, options=()) -> list:
+        """The moving window's script's reply: on the module the script, on the library its
+        two calls."""
         try:
-            return self.lua_cell_moving_window(keys, args)
+            if self.calls.route().kind == routing.MODULE:
+                return self.lua_cell_moving_window([key], [limit, period_ms, *options])
         except self.base_exceptions as error:
             raise core.failure(error, self.wrap_exceptions) from error
+        peek = self.cell(core.moving_window_peek(key, limit, period_ms, options))
+        oldest = core.moving_window_oldest(key, limit, period_ms, options, peek)
+        return core.moving_window_count(limit, peek, oldest and self.cell(oldest))
 
     def check(self) -> bool:
         """limits' health check (Flask-Limiter's fallback asks it): the server answers, and
-        has the module; a server without it is a broken storage, not a healthy one."""
+        has the module or the library (loaded here when allowed); a server with neither is a
+        broken storage, not a healthy one."""
         try:
-            return bool(self.storage.ping()) and module_loaded(self.storage)
+            return bool(self.storage.ping()) and self.calls.available()
         except Exception:  # noqa: BLE001 (limits' own check answers False on any failure)
             return False
 
@@ -61,17 +71,15 @@ class CellStorage:
                                                          amount)))
 
     def get_moving_window(self, key: str, limit: int, expiry: int) -> Tuple[float, int]:
-        reply = self.moving_window_script([core.window_key(self.key_prefix, key)],
-                                          [limit, expiry * 1000])
+        reply = self.moving_window(core.window_key(self.key_prefix, key), limit, expiry * 1000)
         return core.moving_window(reply, expiry)
 
     def get_bucket_window(self, key: str, limit: int, expiry: int) -> Tuple[float, int]:
         """``get_moving_window`` of the bucketed window: its oldest cell stands for the
         oldest unit."""
         period_ms = expiry * 1000
-        reply = self.moving_window_script(
-            [core.buckets_key(self.key_prefix, key)],
-            [limit, period_ms, *core.buckets_option(period_ms, self.buckets)])
+        reply = self.moving_window(core.buckets_key(self.key_prefix, key), limit, period_ms,
+                                   core.buckets_option(period_ms, self.buckets))
         return core.moving_window(reply, expiry)
 
     def clear(self, key: str) -> None:
