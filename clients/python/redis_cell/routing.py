@@ -81,8 +81,9 @@ def _said(error: Exception, *texts: str) -> bool:
 
 
 def _no_functions(error: Exception) -> bool:
-    """FCALL_RO is unknown (Redis 6.2) or not the caller's to run."""
-    return _said(error, "unknown command", "noperm")
+    """FCALL_RO is unknown (Redis 6.2) or not the caller's to run (redis-py keeps NOPERM's
+    text without its code)."""
+    return _said(error, "unknown command", "noperm", "no permissions")
 
 
 def _function_missing(error: Exception) -> bool:

@@ -1,0 +1,153 @@
+"""How the client finds the library where the module is missing: loaded when missing or
+older, kept when newer, found again when flushed, forced either way, refused to wait, and in
+its script form where the server has no Functions or refuses them to the client."""
+
+import os
+
+import pytest
+import redis
+import redis.asyncio
+
+import redis_cell
+from redis_cell import AsyncClient, Client, LibraryTooOldError, Reply
+from redis_cell.routing import library_source, script_source
+from conftest import serve
+
+
+@pytest.fixture
+def bare(bare_server):
+    client = redis.Redis(port=bare_server)
+    client.flushall()
+    client.function_flush()
+    yield client
+    client.close()
+
+
+def loaded_version(client) -> bytes:
+    return client.fcall_ro("cl_version", 0)
+
+
+def with_version(version: str) -> str:
+    ours = f"local CELL_VERSION = '{redis_cell.__version__}'"
+    assert ours in library_source()
+    return library_source().replace(ours, f"local CELL_VERSION = '{version}'")
+
+
+def test_a_missing_library_is_loaded_and_called(bare):
+    assert Client(bare).fixed("f", 3, 60) == Reply(False, 3, 2, None, 60)
+    assert loaded_version(bare) == redis_cell.__version__.encode()
+    assert bare.get("f") == b"1"
+    stats = bare.info("commandstats")
+    assert stats["cmdstat_fcall"]["calls"] == 1
+    assert not any(name.startswith("cmdstat_cl.") for name in stats)
+
+
+def test_an_older_library_is_replaced_and_a_newer_kept(bare):
+    bare.function_load(with_version("0.0.1"))
+    with pytest.raises(LibraryTooOldError, match="0.0.1, older than this client"):
+        Client(bare, load_library=False).fixed("f", 3, 60)
+    assert loaded_version(bare) == b"0.0.1"
+    assert Client(bare).fixed("f", 3, 60).allowed
+    assert loaded_version(bare) == redis_cell.__version__.encode()
+    bare.function_load(with_version("99.0.0"), replace=True)
+    assert Client(bare).fixed("f", 3, 60).allowed
+    assert loaded_version(bare) == b"99.0.0"
+
+
+def test_a_flushed_library_is_found_again(bare):
+    client = Client(bare)
+    assert client.fixed("f", 3, 60).remaining == 2
+    bare.function_flush()
+    assert client.fixed("f", 3, 60).remaining == 1
+
+
+def test_via_library_on_a_server_with_the_module_shares_its_keys(module_server):
+    r = redis.Redis(port=module_server)
+    r.flushall()
+    library, module = Client(r, via="library"), Client(r, via="module")
+    assert library.throttle("t", 4, 5, 60) == module.throttle("t2", 4, 5, 60)
+    # One key, either way: the library's count is the module's, and back.
+    assert library.fixed("f", 3, 60).remaining == 2
+    assert module.fixed("f", 3, 60).remaining == 1
+    assert library.fixed("f", 3, 60).remaining == 0
+    assert r.info("commandstats")["cmdstat_fcall"]["calls"] == 3
+    with pytest.raises(ValueError, match="via must be one of"):
+        Client(r, via="lua")
+
+
+def test_waiting_on_the_library_is_refused_as_needing_the_module(bare):
+    client = Client(bare)
+    with pytest.raises(redis.ResponseError, match="BLOCK needs the redis-cell module"):
+        client.throttle("q", 0, 1, 300, block=10)
+    assert bare.exists("q") == 0
+
+
+def test_the_asyncio_client_loads_and_calls_the_library(bare, bare_server):
+    async def calls():
+        connection = redis.asyncio.Redis(port=bare_server)
+        try:
+            cell = AsyncClient(connection)
+            first = await cell.window("w", 2, 60)
+            await connection.function_flush()
+            return first, await cell.window("w", 2, 60)
+        finally:
+            await connection.aclose()
+
+    import asyncio
+
+    first, second = asyncio.run(calls())
+    assert (first.remaining, second.remaining) == (1, 0)
+
+
+def script_form_serves(client: redis.Redis) -> None:
+    """Every limiter answers through EVALSHA, and again after the script cache is flushed."""
+    client.config_resetstat()
+    cell = Client(client)
+    assert cell.fixed("f", 3, 60) == Reply(False, 3, 2, None, 60)
+    assert cell.throttle("t", 15, 30, 60) == Reply(False, 16, 15, None, 2)
+    client.script_flush()
+    assert cell.window("w", 2, 60).remaining == 1
+    assert cell.lease("p", 1, 60, "h").remaining == 0
+    assert cell.holders("p")[0][0] == b"h"
+    assert cell.release("p", "h")
+    stats = client.info("commandstats")
+    assert stats["cmdstat_evalsha"]["calls"] >= 5
+    assert "cmdstat_fcall" not in stats
+
+
+def test_where_functions_are_refused_the_script_form_serves(bare, bare_server):
+    bare.acl_setuser("scripts", enabled=True, passwords=["+pw"], keys=["~*"],
+                     commands=["+@all", "-function"])
+    try:
+        script_form_serves(redis.Redis(port=bare_server, username="scripts", password="pw"))
+        assert bare.function_list() == []
+    finally:
+        bare.acl_deluser("scripts")
+
+
+def test_redis_6_2_runs_the_script_form():
+    binary = os.environ.get("REDIS6_SERVER")
+    if not binary:
+        pytest.skip("REDIS6_SERVER names no Redis 6.2 server")
+    saved = os.environ.get("REDIS_SERVER")
+    os.environ["REDIS_SERVER"] = binary
+    try:
+        server = serve([])
+        port = next(server)
+    finally:
+        os.environ["REDIS_SERVER"] = saved if saved is not None else ""
+    try:
+        client = redis.Redis(port=port)
+        assert client.info("server")["redis_version"].startswith("6.2")
+        script_form_serves(client)
+    finally:
+        server.close()
+
+
+def test_the_shipped_forms_are_the_repository_s():
+    """The package's copies are lua/dist's (scripts/lua_forms.py writes both)."""
+    from pathlib import Path
+
+    dist = Path(__file__).resolve().parents[3] / "lua" / "dist"
+    assert library_source() == (dist / "redis_cell.lua").read_text()
+    assert script_source() == (dist / "redis_cell.script.lua").read_text()
