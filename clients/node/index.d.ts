@@ -4,11 +4,21 @@ import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 export type RateLimiterCellOptions = ConstructorParameters<typeof RateLimiterRedis>[0] & {
   /** 'fixed' (the default: RateLimiterRedis's fixed window), 'gcra' or 'window'. */
   algorithm?: 'fixed' | 'gcra' | 'window';
+  /**
+   * 'auto' (the default): the module where the server has it, else the Functions library;
+   * 'module' or 'library' forces either.
+   */
+  via?: 'auto' | 'module' | 'library';
+  /** Load the library where it is missing or older than the adapter (true by default). */
+  loadLibrary?: boolean;
 };
 
 export interface CellConsumeOptions {
   [key: string]: unknown;
-  /** Wait in the server up to this many ms (0: as long as it takes) for the points to fit. */
+  /**
+   * Wait in the server up to this many ms (0: as long as it takes) for the points to fit;
+   * the module only (the library refuses it).
+   */
   waitMs?: number;
 }
 
@@ -19,8 +29,17 @@ export class RateLimiterCell extends RateLimiterRedis {
   consume(key: string | number, pointsToConsume?: number, options?: CellConsumeOptions): Promise<RateLimiterRes>;
 }
 
-/** The server has not loaded the redis-cell module: its message says how to load it. */
+/**
+ * The server has loaded neither the redis-cell module nor its library: its message says
+ * what to load and how.
+ */
 export class ModuleMissingError extends Error {
   constructor(cause?: Error);
   readonly name: 'ModuleMissingError';
+}
+
+/** The server's library is older than the adapter, which was told not to replace it. */
+export class LibraryTooOldError extends Error {
+  constructor(theirs: string, ours: string);
+  readonly name: 'LibraryTooOldError';
 }

@@ -2,7 +2,8 @@
 
 const { RateLimiterRedis, RateLimiterRes } = require('rate-limiter-flexible');
 const { send, sendThenGet } = require('./lib/client');
-const { ModuleMissingError } = require('./lib/errors');
+const { LibraryTooOldError, ModuleMissingError } = require('./lib/errors');
+const { call, routing } = require('./lib/route');
 
 const ALGORITHMS = ['fixed', 'gcra', 'window'];
 
@@ -27,13 +28,20 @@ const NEVER_ENDING_WINDOW = /not a valid state/;
  *   its call: give waiting calls a client of their own.
  *
  * Points and durations must be safe integers (node-redis reads integers past 2^53 − 1
- * lossily), so that every number sent and read back stays exact. A server without the module
- * rejects with a ModuleMissingError that says how to load it; the module's own errors reject
- * as the server's Error, never as a denial.
+ * lossily), so that every number sent and read back stays exact.
+ *
+ * Where the server has not loaded the module, the same decisions run in the redis-cell
+ * Functions library (`via: 'auto'`, the default): the adapter loads it (FUNCTION LOAD
+ * REPLACE) when it is missing or older than the adapter, unless `loadLibrary: false`, and
+ * falls back on its script form (EVALSHA) where the server has no Functions. `via: 'module'`
+ * or `via: 'library'` forces either. Waiting (`waitMs`) needs the module: the library
+ * refuses it. A server with neither rejects with a ModuleMissingError that says what to load
+ * and how; the limiters' own errors reject as the server's Error, never as a denial.
  */
 class RateLimiterCell extends RateLimiterRedis {
   constructor(opts = {}) {
     super(opts);
+    this._routing = routing(opts);
     this.algorithm = opts.algorithm === undefined ? 'fixed' : opts.algorithm;
     if (!ALGORITHMS.includes(this.algorithm)) {
       throw new Error(`algorithm must be one of ${ALGORITHMS.join(', ')}`);
@@ -83,14 +91,14 @@ class RateLimiterCell extends RateLimiterRedis {
   }
 
   /**
-   * A call to the module, sent by `how` (one command, or one with a GET beside it), refused
-   * as RateLimiterRedis refuses one (rejectIfRedisNotReady).
+   * A call to the module (or the library), sent by `how` (one command, or one with a GET
+   * beside it), refused as RateLimiterRedis refuses one (rejectIfRedisNotReady).
    */
   async _cell(rlKey, words, { readonly = false, how = send } = {}) {
     if (!this._isRedisReady(rlKey, readonly)) {
       throw new Error('Redis connection is not ready');
     }
-    return how(this.client, words);
+    return call(this.client, this._routing, how, words);
   }
 
   /** 'gcra' or 'window' on `rlKey` over `periodMs`, before the quantity. */
@@ -178,4 +186,4 @@ class RateLimiterCell extends RateLimiterRedis {
   }
 }
 
-module.exports = { ModuleMissingError, RateLimiterCell };
+module.exports = { LibraryTooOldError, ModuleMissingError, RateLimiterCell };

@@ -33,15 +33,33 @@ function withPrefix(client, [command, key, ...rest]) {
   return [command, `${prefixOf(client)}${key}`, ...rest];
 }
 
-/** One command; its reply, or a rejection with the server's error (`explained`). */
-async function send(client, words) {
+const asIs = (words) => words;
+
+/**
+ * What goes on the wire for a module command's `words` (key second): `wire(words)`, the
+ * module command itself or the library's call of it (lib/route.js), with the key prefixed by
+ * whoever does not prefix it: ioredis does on FCALL, EVALSHA and EVAL, whose keys it knows.
+ * Answers the prefixed key, which routes the command on a node-redis cluster, and the words.
+ */
+function onTheWire(client, words, wire) {
+  const prefixed = withPrefix(client, words);
+  if (wire === asIs || !isIoredis(client)) return [prefixed[1], wire(prefixed)];
+  return [prefixed[1], wire(words)];
+}
+
+/**
+ * One command; its reply, or a rejection with the server's error (`explained`). `wire` is
+ * how the command goes (lib/route.js), the module's own by default.
+ */
+async function send(client, words, wire = asIs) {
+  const [key, command] = onTheWire(client, words, wire);
   try {
     if (isIoredis(client)) {
-      return await client.call(...withPrefix(client, words));
+      return await client.call(...command);
     }
-    const args = withPrefix(client, words).map(String);
+    const args = command.map(String);
     if (isNodeRedisCluster(client)) {
-      return await client.sendCommand(args[1], false, args);
+      return await client.sendCommand(key, false, args);
     }
     return await client.sendCommand(args);
   } catch (error) {
@@ -50,12 +68,31 @@ async function send(client, words) {
 }
 
 /** One command and `GET` of its key in one MULTI: both see the key at the same instant. */
-async function sendThenGet(client, words) {
+async function sendThenGet(client, words, wire = asIs) {
   try {
-    return await commandThenGet(client, words);
+    return await commandThenGet(client, words, wire);
   } catch (error) {
     throw explained(await withReason(client, words[0], error));
   }
+}
+
+/** A command with no key, to any one node: its reply, or a rejection with the error. */
+async function askAny(client, words) {
+  if (isIoredis(client)) return client.call(...words);
+  if (isNodeRedisCluster(client)) return client.sendCommand(undefined, true, words.map(String));
+  return client.sendCommand(words.map(String));
+}
+
+/** A command with no key, to every primary of a cluster (or the one server). */
+async function askPrimaries(client, words) {
+  if (isIoredis(client) && client.isCluster) {
+    return Promise.all(client.nodes('master').map((node) => node.call(...words)));
+  }
+  if (isNodeRedisCluster(client)) {
+    return Promise.all(client.masters.map(async (master) => (await client.nodeClient(master))
+      .sendCommand(words.map(String))));
+  }
+  return askAny(client, words);
 }
 
 /**
@@ -65,21 +102,18 @@ async function sendThenGet(client, words) {
  */
 async function withReason(client, command, error) {
   if (!/^EXECABORT/.test(String(error && error.message))) return error;
-  const words = ['COMMAND', 'INFO', command];
-  let info;
-  if (isIoredis(client)) info = await client.call(...words);
-  else if (isNodeRedisCluster(client)) info = await client.sendCommand(undefined, true, words);
-  else info = await client.sendCommand(words);
+  const info = await askAny(client, ['COMMAND', 'INFO', command]);
   const known = Array.isArray(info) && info.some((entry) => entry);
   return known ? error : new Error(`unknown command '${command}' (asked after ${error.message})`);
 }
 
-async function commandThenGet(client, words) {
+async function commandThenGet(client, words, wire) {
   const key = words[1];
+  const [prefixed, command] = onTheWire(client, words, wire);
   if (isIoredis(client)) {
     let replies;
     try {
-      replies = await client.multi().call(...withPrefix(client, words)).get(key).exec();
+      replies = await client.multi().call(...command).get(key).exec();
     } catch (error) {
       // A command the server refused to queue (an unknown one) aborts the EXEC: the
       // refusal is among the errors before it.
@@ -93,15 +127,15 @@ async function commandThenGet(client, words) {
   try {
     // The raw command carries the prefix; get() and a cluster transaction's routing key get
     // it from node-redis.
-    const args = withPrefix(client, words).map(String);
+    const args = command.map(String);
     if (!isNodeRedisCluster(client)) {
       replies = await client.multi().addCommand(args).get(key).exec();
     } else if (client.multi(key).addCommand.length === 3) {
       // node-redis 4's cluster transaction takes (firstKey, args); 5 and 6 (firstKey,
       // isReadonly, args).
-      replies = await client.multi(key).addCommand(args[1], args).get(key).exec();
+      replies = await client.multi(key).addCommand(prefixed, args).get(key).exec();
     } else {
-      replies = await client.multi(key).addCommand(args[1], false, args).get(key).exec();
+      replies = await client.multi(key).addCommand(prefixed, false, args).get(key).exec();
     }
   } catch (error) {
     // node-redis 5 rejects with every reply; the server's error is among them.
@@ -113,4 +147,4 @@ async function commandThenGet(client, words) {
   return replies;
 }
 
-module.exports = { send, sendThenGet };
+module.exports = { askAny, askPrimaries, send, sendThenGet };

@@ -1,13 +1,19 @@
 'use strict';
 
-// The one failure a server without the module gives, named for what it is: its commands are
-// unknown there, and the raw "unknown command 'CL.FIXED'" says nothing of the module.
+// The failures a server without the limiters gives, named for what they are: the module's
+// commands are unknown there, and the raw "unknown command 'CL.FIXED'" says nothing of the
+// module or of the library that can stand in for it.
 
 const HOW_TO_LOAD = "the server has no redis-cell module loaded, so its CL.* commands are "
-  + 'unknown there: load it with MODULE LOAD /path/to/libredis_cell.so, or a loadmodule line '
-  + "in the server's configuration";
+  + 'unknown there, and no redis-cell Functions library either: load the module with MODULE '
+  + "LOAD /path/to/libredis_cell.so (or a loadmodule line in the server's configuration), or, "
+  + "where no module can be loaded, the library with FUNCTION LOAD and the package's "
+  + 'lua/redis_cell.lua (the adapter loads it itself unless loadLibrary is false)';
 
-/** The server has not loaded the redis-cell module; `cause` is the server's own error. */
+/**
+ * The server has loaded neither the redis-cell module nor its library; `cause` is the
+ * server's own error, where it gave one.
+ */
 class ModuleMissingError extends Error {
   constructor(cause) {
     super(cause ? `${HOW_TO_LOAD} (the server said: ${cause.message})` : HOW_TO_LOAD, { cause });
@@ -15,7 +21,17 @@ class ModuleMissingError extends Error {
   }
 }
 
-/** A module command's error: ModuleMissingError for an unknown CL.* command, else itself. */
+/** The server's library is older than this adapter, which was told not to replace it. */
+class LibraryTooOldError extends Error {
+  constructor(theirs, ours) {
+    super(`the server's redis-cell library is ${theirs}, older than this adapter's ${ours}: `
+      + "load the package's lua/redis_cell.lua with FUNCTION LOAD REPLACE, or let the adapter "
+      + 'load it (loadLibrary: true)');
+    this.name = 'LibraryTooOldError';
+  }
+}
+
+/** A limiter's error: ModuleMissingError for an unknown CL.* command, else itself. */
 function explained(error) {
   const text = String(error && error.message).toLowerCase();
   return text.includes('unknown command') && text.includes("'cl.")
@@ -23,4 +39,4 @@ function explained(error) {
     : error;
 }
 
-module.exports = { ModuleMissingError, explained };
+module.exports = { LibraryTooOldError, ModuleMissingError, explained };

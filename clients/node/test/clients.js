@@ -24,8 +24,8 @@ function ioredis({ lib, version }) {
     library: 'ioredis',
     version,
     keyPrefix: true,
-    async connect(port, { keyPrefix } = {}) {
-      return new Redis({ port, host: '127.0.0.1', lazyConnect: false, keyPrefix });
+    async connect(port, { keyPrefix, username, password } = {}) {
+      return new Redis({ port, host: '127.0.0.1', lazyConnect: false, keyPrefix, username, password });
     },
     async close(client) { client.disconnect(); },
     async connectCluster(ports, { keyPrefix } = {}) {
@@ -46,8 +46,8 @@ function nodeRedis({ lib, version }) {
     version,
     // node-redis 6.1 brought a keyPrefix of its own.
     keyPrefix: major(version) > 6 || (major(version) === 6 && Number(version.split('.')[1]) >= 1),
-    async connect(port, { keyPrefix } = {}) {
-      const client = lib.createClient({ socket: { port, host: '127.0.0.1' }, keyPrefix });
+    async connect(port, { keyPrefix, username, password } = {}) {
+      const client = lib.createClient({ socket: { port, host: '127.0.0.1' }, keyPrefix, username, password });
       await client.connect();
       return client;
     },

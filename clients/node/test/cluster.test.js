@@ -3,7 +3,8 @@
 // RateLimiterCell on a Redis Cluster of three primaries with the module on each, through each
 // installed client's cluster client (ioredis' Cluster, node-redis' createCluster): keys on
 // every primary are decided there by the module, the fixed window's GET beside its command
-// included.
+// included. Without the module, the same in the library, which the adapter loads on every
+// primary.
 
 const assert = require('node:assert/strict');
 const { after, before, describe, it } = require('node:test');
@@ -11,7 +12,7 @@ const { RateLimiterRes } = require('rate-limiter-flexible');
 
 const { RateLimiterCell } = require('redis-cell');
 const { CLIENTS } = require('./clients');
-const { ask, startCluster } = require('./server');
+const { FLAVORS, ask, startCluster } = require('./server');
 
 const COMMANDS = { fixed: 'cl.fixed', gcra: 'cl.throttle', window: 'cl.window' };
 
@@ -25,9 +26,10 @@ async function calls(ports, command) {
 }
 
 // A client that never answers fails its test rather than holding the run.
-describe('RateLimiterCell on a Redis Cluster', { timeout: 120000 }, () => {
+for (const flavor of FLAVORS) describe(`RateLimiterCell on a Redis Cluster, ${flavor}`, { timeout: 120000 }, () => {
   let cluster;
-  before(async () => { cluster = await startCluster(); });
+  before(async () => { cluster = await startCluster({ module: flavor === 'module' }); });
+  const command = (algorithm) => (flavor === 'module' ? COMMANDS[algorithm] : 'fcall');
   after(async () => { if (cluster) await cluster.stop(); });
 
   for (const [name, kind] of Object.entries(CLIENTS)) {
@@ -40,7 +42,7 @@ describe('RateLimiterCell on a Redis Cluster', { timeout: 120000 }, () => {
         it(`${algorithm}: keys on every primary admit 2, then deny, decided there`, async () => {
           const limiter = new RateLimiterCell({ storeClient: client, ...kind.options, algorithm,
             keyPrefix: `${name}-${algorithm}`, points: 2, duration: 60 });
-          const before = await calls(cluster.ports, COMMANDS[algorithm]);
+          const before = await calls(cluster.ports, command(algorithm));
           // Twelve keys: their slots fall on all three primaries.
           for (let k = 0; k < 12; k += 1) {
             assert.equal((await limiter.consume(`k${k}`)).remainingPoints, 1);
@@ -49,8 +51,8 @@ describe('RateLimiterCell on a Redis Cluster', { timeout: 120000 }, () => {
             assert.ok(denied instanceof RateLimiterRes, `k${k}: ${denied}`);
             assert.equal(denied.consumedPoints, 3);
           }
-          const after = await calls(cluster.ports, COMMANDS[algorithm]);
-          after.forEach((count, i) => assert.ok(count > before[i], `primary ${i} ran no ${COMMANDS[algorithm]}`));
+          const after = await calls(cluster.ports, command(algorithm));
+          after.forEach((count, i) => assert.ok(count > before[i], `primary ${i} ran no ${command(algorithm)}`));
           assert.equal(after.reduce((a, b) => a + b) - before.reduce((a, b) => a + b), 36);
         });
       }

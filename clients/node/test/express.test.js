@@ -9,15 +9,15 @@ const express = require('express');
 const IORedis = require('ioredis');
 
 const { RateLimiterCell } = require('redis-cell');
-const { startServer } = require('./server');
+const { FLAVORS, startServer } = require('./server');
 
 // One suite around the file: Node 20.0's runner does not run a file's top-level hooks
 // before its tests, and a suite's hooks it does.
-describe('an Express app limited by RateLimiterCell', () => {
+for (const flavor of FLAVORS) describe(`an Express app limited by RateLimiterCell, ${flavor}`, () => {
   let server;
   let redis;
   before(async () => {
-    server = await startServer();
+    server = await startServer({ module: flavor === 'module' });
     redis = new IORedis({ port: server.port, host: '127.0.0.1' });
   });
   after(async () => {

@@ -1,8 +1,9 @@
 'use strict';
 
-// RateLimiterCell against a real server with the module, on each ioredis and node-redis
-// installed (test/clients.js): the fixed window side by side with RateLimiterRedis, GCRA, the
-// sliding window, waits in the server, and the limits on numbers.
+// RateLimiterCell against a real server with the module, and against one without it (where
+// the adapter loads and calls the library), on each ioredis and node-redis installed
+// (test/clients.js): the fixed window side by side with RateLimiterRedis, GCRA, the sliding
+// window, waits in the server (the module's alone), and the limits on numbers.
 
 const assert = require('node:assert/strict');
 const { after, before, describe, it } = require('node:test');
@@ -10,7 +11,7 @@ const { RateLimiterRedis, RateLimiterRes } = require('rate-limiter-flexible');
 
 const { RateLimiterCell } = require('redis-cell');
 const { CLIENTS } = require('./clients');
-const { startServer } = require('./server');
+const { FLAVORS, WAITS, startServer } = require('./server');
 
 /** What a consume answered, resolved or rejected, without the time, which drifts. */
 async function outcome(promise) {
@@ -39,9 +40,9 @@ function* costs(seed, count) {
 
 // One suite around the file: Node 20.0's runner does not run a file's top-level hooks
 // before its tests, and a suite's hooks it does.
-describe('RateLimiterCell on a server with the module', () => {
+for (const flavor of FLAVORS) describe(`RateLimiterCell on a server, ${flavor}`, () => {
   let server;
-  before(async () => { server = await startServer(); });
+  before(async () => { server = await startServer({ module: flavor === 'module' }); });
   after(async () => { await server.stop(); });
 
   for (const [name, kind] of Object.entries(CLIENTS)) {
@@ -52,10 +53,14 @@ describe('RateLimiterCell on a server with the module', () => {
 
       const limiter = (opts) => new RateLimiterCell({ storeClient: client, ...kind.options, ...opts });
       const raw = (words) => (typeof client.call === 'function' ? client.call(...words) : client.sendCommand(words));
-      /** How many times the server ran `command`, so that a test shows the module decided. */
+      /**
+       * How many times the server ran `command` (without the module, any of the library's
+       * functions), so that a test shows the limiter decided.
+       */
       const calls = async (command) => {
+        const ran = flavor === 'module' ? command : 'fcall';
         const stats = String(await raw(['INFO', 'commandstats']));
-        const line = stats.split('\n').find((l) => l.startsWith(`cmdstat_${command}:`));
+        const line = stats.split('\n').find((l) => l.startsWith(`cmdstat_${ran}:`));
         return line ? Number(/calls=(\d+)/.exec(line)[1]) : 0;
       };
 
@@ -76,7 +81,8 @@ describe('RateLimiterCell on a server with the module', () => {
         sameBut(1500, await outcome(cell.reward('u', 30)), await outcome(own.reward('u', 30)), 'reward');
         sameBut(1500, await outcome(cell.get('u')), await outcome(own.get('u')), 'get');
         assert.equal(await raw(['GET', `${prefix}-cell:u`]), await raw(['GET', `${prefix}-own:u`]));
-        assert.equal(await raw(['CL.FIXED', `${prefix}-cell:u`, '5', '3600', '0']).then((r) => r.length), 5);
+        const peek = flavor === 'module' ? ['CL.FIXED', `${prefix}-cell:u`] : ['FCALL', 'cl_fixed', '1', `${prefix}-cell:u`];
+        assert.equal(await raw([...peek, '5', '3600', '0']).then((r) => r.length), 5);
         assert.equal(await cell.delete('u'), true);
         assert.equal(await cell.get('u'), null);
       });
@@ -132,7 +138,7 @@ describe('RateLimiterCell on a server with the module', () => {
         assert.equal(await raw(['TYPE', `${name}-win:window:w`]), 'string');
       });
 
-      it('waitMs waits in the server until the points fit, and rejects when the wait ends', async () => {
+      it('waitMs waits in the server until the points fit, and rejects when the wait ends', WAITS[flavor], async () => {
         // A client of its own: a connection waits with its call.
         const waiting = await kind.connect(server.port);
         try {
@@ -155,7 +161,7 @@ describe('RateLimiterCell on a server with the module', () => {
         }
       });
 
-      it('a consume held back by a waiter is denied and takes nothing', async () => {
+      it('a consume held back by a waiter is denied and takes nothing', WAITS[flavor], async () => {
         const waiting = await kind.connect(server.port);
         try {
           const opts = { keyPrefix: `${name}-held`, points: 2, duration: 3600 };

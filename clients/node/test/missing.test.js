@@ -1,8 +1,8 @@
 'use strict';
 
-// A server without the module: every client's consume rejects with one ModuleMissingError
-// that names the module and how to load it, never with a denial; the module's own errors
-// reject as the server's Error.
+// A server with neither the module nor the library, where the adapter may not load the
+// library: every client's consume rejects with one ModuleMissingError that names both and how
+// to load them, never with a denial; the module's own errors reject as the server's Error.
 
 const assert = require('node:assert/strict');
 const { after, before, describe, it } = require('node:test');
@@ -14,7 +14,7 @@ const { startServer } = require('./server');
 
 // One suite around the file: Node 20.0's runner does not run a file's top-level hooks
 // before its tests, and a suite's hooks it does.
-describe('RateLimiterCell on a server without the module', () => {
+describe('RateLimiterCell on a server with neither the module nor the library', () => {
   let bare;
   let loaded;
   before(async () => {
@@ -29,15 +29,22 @@ describe('RateLimiterCell on a server without the module', () => {
   for (const [name, kind] of Object.entries(CLIENTS)) {
     describe(name, () => {
       for (const algorithm of ['fixed', 'gcra', 'window']) {
-        it(`${algorithm}: a consume without the module rejects with ModuleMissingError`, async () => {
+        it(`${algorithm}: a consume rejects with ModuleMissingError`, async () => {
           const client = await kind.connect(bare.port);
           try {
-            const limiter = new RateLimiterCell({ ...kind.options, storeClient: client, points: 3, duration: 60, algorithm });
+            const options = { ...kind.options, storeClient: client, points: 3, duration: 60, algorithm };
+            const limiter = new RateLimiterCell({ ...options, loadLibrary: false });
             const error = await limiter.consume('user').then(() => null, (e) => e);
             assert.ok(error instanceof ModuleMissingError, `${error}`);
             assert.ok(!(error instanceof RateLimiterRes));
-            assert.match(error.message, /no redis-cell module loaded.*MODULE LOAD/);
-            assert.match(String(error.cause && error.cause.message), /unknown command/i);
+            assert.match(error.message, /no redis-cell module loaded.*MODULE LOAD.*FUNCTION LOAD/);
+            // Told to call the module, the server's own words are kept.
+            const module = new RateLimiterCell({ ...options, via: 'module' });
+            const unknown = await module.consume('user').then(() => null, (e) => e);
+            assert.ok(unknown instanceof ModuleMissingError, `${unknown}`);
+            assert.match(String(unknown.cause && unknown.cause.message), /unknown command/i);
+            // Nothing was loaded on the way.
+            assert.deepEqual(await (typeof client.call === 'function' ? client.call('FUNCTION', 'LIST') : client.sendCommand(['FUNCTION', 'LIST'])), []);
           } finally {
             await kind.close(client);
           }

@@ -64,14 +64,14 @@ function ask(port, command) {
 }
 
 /**
- * A Redis Cluster of three primaries, the module on each, joined by `redis-cli --cluster
- * create` as the module's own cluster tests join theirs.
+ * A Redis Cluster of three primaries, the module on each (unless `{ module: false }`), joined
+ * by `redis-cli --cluster create` as the module's own cluster tests join theirs.
  */
-async function startCluster() {
+async function startCluster({ module: withModule = true } = {}) {
   const servers = [];
   try {
     for (let i = 0; i < 3; i += 1) {
-      servers.push(await startServer({ port: await clusterPort(),
+      servers.push(await startServer({ module: withModule, port: await clusterPort(),
         options: ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf'] }));
     }
     const ports = servers.map((server) => server.port);
@@ -102,10 +102,10 @@ async function startCluster() {
 
 /**
  * A server; with `{ module: false }`, one that has not loaded the module; on `port`, or a
- * free one; with more `options`.
+ * free one; with more `options`; `binary`, or the one REDIS_SERVER names.
  */
-async function startServer({ module: withModule = true, port: wanted, options = [] } = {}) {
-  const binary = process.env.REDIS_SERVER || '/usr/bin/redis-server';
+async function startServer({ module: withModule = true, port: wanted, options = [], binary: named } = {}) {
+  const binary = named || process.env.REDIS_SERVER || '/usr/bin/redis-server';
   const module = process.env.REDIS_CELL_MODULE || path.join(ROOT, 'target', 'debug', 'libredis_cell.so');
   if (!fs.existsSync(module)) throw new Error(`${module} is missing: build the crate first`);
   const load = withModule ? ['--loadmodule', module] : [];
@@ -134,4 +134,9 @@ async function startServer({ module: withModule = true, port: wanted, options = 
   };
 }
 
-module.exports = { ask, startCluster, startServer };
+// Each suite runs on a server with the module, and on one without it, where the adapter
+// loads and calls the Functions library; waiting (waitMs) is the module's alone.
+const FLAVORS = ['module', 'library'];
+const WAITS = { module: {}, library: { skip: 'waiting (waitMs) needs the module' } };
+
+module.exports = { FLAVORS, WAITS, ask, startCluster, startServer };
