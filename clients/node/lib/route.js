@@ -101,16 +101,20 @@ function forget(client, { via, loadLibrary }) {
 
 let sha;
 
-/** How a module command's words go on `route`: a function of the (prefixed) words. */
+/**
+ * How a module command's words go on `route`: a function of the words. The commands are
+ * named in lower case, as ioredis's table of commands has them: older ioredis (5.0) looks a
+ * name up as it is given, and puts its keyPrefix only on the keys of commands it finds.
+ */
 function wireOf(route, { evalAgain = false } = {}) {
   if (route === MODULE) return undefined;
   const name = (command) => String(command).toLowerCase().replace('.', '_');
   if (route === FUNCTIONS) {
-    return ([command, key, ...rest]) => ['FCALL', name(command), 1, key, ...rest];
+    return ([command, key, ...rest]) => ['fcall', name(command), 1, key, ...rest];
   }
   const script = source('redis_cell.script.lua');
   if (sha === undefined) sha = crypto.createHash('sha1').update(script).digest('hex');
-  return ([command, key, ...rest]) => [evalAgain ? 'EVAL' : 'EVALSHA', evalAgain ? script : sha, 1,
+  return ([command, key, ...rest]) => [evalAgain ? 'eval' : 'evalsha', evalAgain ? script : sha, 1,
     key, name(command), ...rest];
 }
 
