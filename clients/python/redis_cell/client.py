@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, List, Optional, Sequence, Tuple, Union
 
-from . import __version__
 from .routing import AsyncRouter, Router
 
 KeyT = Union[str, bytes]
@@ -192,7 +191,7 @@ class Client:
 
     def __init__(self, redis, *, via: str = "auto", load_library: bool = True):
         self.redis = redis
-        self._call = Router(redis, via, load_library, __version__)
+        self._call = Router(redis, via, load_library)
 
     def throttle(self, key, max_burst, count, period, quantity=1, **options) -> Reply:
         return Reply.of(self._call(
@@ -228,7 +227,7 @@ class AsyncClient:
 
     def __init__(self, redis, *, via: str = "auto", load_library: bool = True):
         self.redis = redis
-        self._call = AsyncRouter(redis, via, load_library, __version__)
+        self._call = AsyncRouter(redis, via, load_library)
 
     async def throttle(self, key, max_burst, count, period, quantity=1, **options) -> Reply:
         return Reply.of(await self._call(

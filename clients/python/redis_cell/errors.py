@@ -11,6 +11,8 @@ not to replace, is :class:`LibraryTooOldError`.
 
 from __future__ import annotations
 
+import re
+
 from redis.exceptions import ResponseError
 
 HOW_TO_LOAD = (
@@ -49,7 +51,8 @@ def explained(error: Exception) -> Exception:
     if isinstance(error, ModuleMissingError) or type(error).__name__ != "ResponseError":
         return error
     text = str(error).lower()
-    if (text.startswith("unknown command") and "'cl." in text) or (
+    # Redis 6.2 quotes the command with backticks, later servers with quotes.
+    if re.match(r"unknown command [`']cl\.", text) or (
         "unknown redis command called from script" in text
     ):
         return ModuleMissingError(str(error))

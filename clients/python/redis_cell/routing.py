@@ -1,12 +1,14 @@
 """Where each call goes: the module's commands on a server that has loaded the module, and
 the same limiters as the redis-cell Functions library (``FCALL``) on one that has not, or as
-its script form (``EVALSHA``, loaded by ``EVAL`` on ``NOSCRIPT``) where the server has no
-Functions (Redis 6.2, services that allow only scripts).
+its script form (``EVALSHA``; redis-py's ``Script`` loads it on ``NOSCRIPT``) where the server
+has no Functions (Redis 6.2) or refuses them to the user.
 
 What the server has is asked once per connection pool, on first use (a client's
 construction does no I/O), and remembered once found; a server with neither is asked again
-on the next call, so that loading the module or the library later is seen without a restart.
-``via="module"`` and ``via="library"`` skip the question for that path.
+on the next call, so that loading the module or the library later is seen without a restart,
+and a route that stops answering (the module gone after a failover, the library flushed) is
+asked again once, on the call that misses it. ``via="module"`` and ``via="library"`` skip the
+question for that path.
 
 The questions are one plan (``_plan``), a generator of the commands to send, which the sync
 and asyncio drivers run: both ask the same things in the same order.
@@ -14,12 +16,14 @@ and asyncio drivers run: both ask the same things in the same order.
 
 from __future__ import annotations
 
+import re
+import threading
 import weakref
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Dict, Generator, List, Optional, Sequence, Tuple
 
-from redis.exceptions import ResponseError
+from redis.exceptions import AskError, MovedError, ResponseError
 
 from .errors import LibraryTooOldError, ModuleMissingError, explained
 
@@ -37,7 +41,7 @@ MODULE, FUNCTIONS, SCRIPT = "module", "functions", "script"
 
 # The module's probe: COMMAND INFO of a command the server does not know is an empty entry.
 # As one word, so that redis-py gives the raw reply (its COMMAND parser fails on the empty
-# entry); a cluster client is told which node to ask, as it cannot route a keyless command.
+# entry).
 _PROBE = ("COMMAND INFO", "CL.THROTTLE")
 _VERSION = ("FCALL_RO", "cl_version", 0)
 
@@ -56,6 +60,24 @@ def script_source() -> str:
     return _source("redis_cell.script.lua")
 
 
+def shipped_version() -> str:
+    """The version of the library this package ships, which a server's must reach."""
+    found = re.search(r"^local CELL_VERSION = '([^']+)'", library_source(), re.M)
+    if found is None:  # pragma: no cover (lua_forms.py writes it)
+        raise RuntimeError("the shipped library names no version")
+    return found.group(1)
+
+
+def version_key(text) -> Tuple[int, int, int]:
+    """A version's order: the leading digits of its first three parts, missing ones 0
+    ("0.2.0-rc1" is 0.2.0)."""
+    if isinstance(text, bytes):
+        text = text.decode(errors="replace")
+    parts = [re.match(r"\d*", part).group() for part in str(text).split(".")[:3]]
+    numbers = [int(part) if part else 0 for part in parts] + [0, 0, 0]
+    return numbers[0], numbers[1], numbers[2]
+
+
 @dataclass(frozen=True)
 class Route:
     """How calls reach the limiters on one server: ``kind`` is MODULE, FUNCTIONS or SCRIPT;
@@ -66,24 +88,19 @@ class Route:
     script: Any = None
 
 
-def _version(text) -> Tuple[int, ...]:
-    if isinstance(text, bytes):
-        text = text.decode()
-    try:
-        return tuple(int(part) for part in str(text).split("."))
-    except ValueError:
-        return ()
-
-
 def _said(error: Exception, *texts: str) -> bool:
     said = str(error).lower()
     return any(text in said for text in texts)
 
 
+def _refused(error: Exception) -> bool:
+    """Not this user's to run (redis-py keeps NOPERM's text without its code)."""
+    return _said(error, "noperm", "no permissions")
+
+
 def _no_functions(error: Exception) -> bool:
-    """FCALL_RO is unknown (Redis 6.2) or not the caller's to run (redis-py keeps NOPERM's
-    text without its code)."""
-    return _said(error, "unknown command", "noperm", "no permissions")
+    """FCALL_RO or FUNCTION is unknown (Redis 6.2), or not the user's to run."""
+    return _said(error, "unknown command") or _refused(error)
 
 
 def _function_missing(error: Exception) -> bool:
@@ -92,20 +109,32 @@ def _function_missing(error: Exception) -> bool:
 
 def _plan(via: str, load: bool, ours: str) -> Generator[tuple, Any, str]:
     """What the server has, as a route kind: each yield is a command to send, answered by its
-    reply or thrown its ResponseError."""
-    if via == "auto":
-        info = yield _PROBE
+    reply (on a cluster, the primaries' replies by node) or thrown its error."""
+    if via != "library":
+        try:
+            info = yield _PROBE
+        except ERRORS as error:
+            if not _refused(error):
+                raise
+            # COMMAND is not the user's to run: the module's commands, as before the clients
+            # knew of the library.
+            return MODULE
         if _names_a_command(info):
             return MODULE
+        if via == "module":
+            raise ModuleMissingError()
     try:
-        version = yield _VERSION
+        replies = yield _VERSION
     except ERRORS as error:
         if _no_functions(error):
             return SCRIPT
         if not _function_missing(error):
             raise
-        version = None
-    if version is not None and _version(version) >= _version(ours):
+        replies = None
+    # On a cluster, the oldest primary's.
+    versions = list(replies.values()) if isinstance(replies, dict) else [replies]
+    version = None if replies is None else min(versions, key=version_key)
+    if version is not None and version_key(version) >= version_key(ours):
         return FUNCTIONS
     if not load:
         if version is None:
@@ -141,10 +170,12 @@ def function_call(words: Sequence) -> Tuple[str, List, List]:
     return name, [words[1]], list(words[2:])
 
 
-def fcall_words(words: Sequence) -> List:
+def fcall_words(words: Sequence) -> Tuple[List, List]:
+    """``FCALL`` (``FCALL_RO`` for what only reads) of a module command's words, and its
+    keys."""
     name, keys, args = function_call(words)
     command = "FCALL_RO" if name == "cl_holders" else "FCALL"
-    return [command, name, len(keys), *keys, *args]
+    return [command, name, len(keys), *keys, *args], keys
 
 
 def _raise(error: Exception):
@@ -158,15 +189,33 @@ def _raise(error: Exception):
 # Routes found, by connection pool and by what the caller asked for.
 _ROUTES: "weakref.WeakKeyDictionary[object, Dict[Tuple[str, bool], Route]]" = (
     weakref.WeakKeyDictionary())
+# One detection at a time in a process: concurrent first calls wait for the first's answer
+# rather than each loading the library.
+_DETECTING = threading.Lock()
+
+
+def _cluster(client) -> bool:
+    return hasattr(client, "get_default_node")
 
 
 def _where(client, command) -> dict:
-    """Where a cluster client sends the module's probe, which it cannot route (FUNCTION LOAD
-    goes to every primary, and FCALL_RO without keys to any node, by redis-py's own
-    routing)."""
-    if command is not _PROBE or not hasattr(client, "get_default_node"):
+    """Where a cluster client sends the plan's keyless commands: the module's probe to one
+    node, the version question and FUNCTION LOAD to every primary (redis-py would otherwise
+    ask the server for the keys of FCALL_RO, which Redis 6.2 does not know)."""
+    if not _cluster(client):
         return {}
-    return {"target_nodes": client.get_default_node()}
+    if command is _PROBE:
+        return {"target_nodes": client.get_default_node()}
+    # The nodes themselves: a flag such as PRIMARIES still has redis-py look for keys.
+    return {"target_nodes": client.get_primaries()}
+
+
+def _keyed(client, keys) -> dict:
+    """Where a cluster client sends FCALL: its key's node, which redis-py would otherwise ask
+    a node for (COMMAND GETKEYS) on every call, FCALL's keys being movable."""
+    if not _cluster(client) or not keys:
+        return {}
+    return {"target_nodes": client.get_node_from_key(keys[0])}
 
 
 def _pool(client) -> object:
@@ -180,11 +229,10 @@ def _check(via: str) -> str:
 
 
 class _Router:
-    def __init__(self, client, via: str, load_library: bool, version: str) -> None:
+    def __init__(self, client, via: str = "auto", load_library: bool = True) -> None:
         self.client = client
         self.via = _check(via)
         self.load = bool(load_library)
-        self.version = version
 
     def _known(self) -> Optional[Route]:
         if self.via == "module":
@@ -200,15 +248,20 @@ class _Router:
     def _forget(self) -> None:
         _ROUTES.get(_pool(self.client), {}).pop((self.via, self.load), None)
 
+    def _gone(self, route: Route, error: Exception) -> bool:
+        """The call missed what its route calls: the library (flushed, or a restart without
+        it), or, found by asking, the module (a failover to a server without it)."""
+        if route.kind == FUNCTIONS:
+            return _function_missing(error)
+        return (route.kind == MODULE and self.via == "auto"
+                and isinstance(explained(error), ModuleMissingError))
+
 
 class Router(_Router):
     """The calls of one redis-py client (or RedisCluster)."""
 
-    def route(self) -> Route:
-        known = self._known()
-        if known is not None:
-            return known
-        plan = _plan(self.via, self.load, self.version)
+    def _detect(self) -> Route:
+        plan = _plan(self.via, self.load, shipped_version())
         reply: Any = None
         error: Optional[Exception] = None
         while True:
@@ -217,17 +270,25 @@ class Router(_Router):
             except StopIteration as done:
                 return self._found(done.value)
             try:
-                reply, error = self.client.execute_command(*command, **_where(self.client, command)), None
+                reply = self.client.execute_command(*command, **_where(self.client, command))
+                error = None
             except ERRORS as failure:
                 reply, error = None, failure
 
+    def route(self) -> Route:
+        known = self._known()
+        if known is not None:
+            return known
+        with _DETECTING:
+            return self._known() or self._detect()
+
     def __call__(self, *words):
+        route = self.route()
         try:
-            return self._send(self.route(), words)
+            return self._send(route, words)
         except ERRORS as error:
-            if not _function_missing(error):
+            if not self._gone(route, error):
                 _raise(error)
-        # The library went (a FUNCTION FLUSH, a restart without its data): find it again.
         self._forget()
         try:
             return self._send(self.route(), words)
@@ -238,14 +299,24 @@ class Router(_Router):
         if route.kind == MODULE:
             return self.client.execute_command(*words)
         if route.kind == FUNCTIONS:
-            return self.client.execute_command(*fcall_words(words))
+            fcall, keys = fcall_words(words)
+            try:
+                return self.client.execute_command(*fcall, **_keyed(self.client, keys))
+            except (MovedError, AskError):
+                # The slot moved: redis-py's own routing follows it.
+                return self.client.execute_command(*fcall)
         name, keys, args = function_call(words)
         return route.script(keys=keys, args=[name, *args], client=self.client)
 
     def available(self) -> bool:
-        """The limiters can be called: the module, or the library (loaded here if allowed)."""
+        """The limiters can be called: the module (asked, even when forced), or the library
+        (loaded here if allowed)."""
         try:
-            self.route()
+            if self.via == "module":
+                with _DETECTING:
+                    self._detect()
+            else:
+                self.route()
             return True
         except ERRORS:
             return False
@@ -254,11 +325,8 @@ class Router(_Router):
 class AsyncRouter(_Router):
     """The calls of one redis-py asyncio client, as :class:`Router`'s."""
 
-    async def route(self) -> Route:
-        known = self._known()
-        if known is not None:
-            return known
-        plan = _plan(self.via, self.load, self.version)
+    async def _detect(self) -> Route:
+        plan = _plan(self.via, self.load, shipped_version())
         reply: Any = None
         error: Optional[Exception] = None
         while True:
@@ -267,16 +335,21 @@ class AsyncRouter(_Router):
             except StopIteration as done:
                 return self._found(done.value)
             try:
-                reply, error = (await self.client.execute_command(*command,
-                                                                  **_where(self.client, command)), None)
+                reply = await self.client.execute_command(*command,
+                                                          **_where(self.client, command))
+                error = None
             except ERRORS as failure:
                 reply, error = None, failure
 
+    async def route(self) -> Route:
+        return self._known() or await self._detect()
+
     async def __call__(self, *words):
+        route = await self.route()
         try:
-            return await self._send(await self.route(), words)
+            return await self._send(route, words)
         except ERRORS as error:
-            if not _function_missing(error):
+            if not self._gone(route, error):
                 _raise(error)
         self._forget()
         try:
@@ -288,13 +361,17 @@ class AsyncRouter(_Router):
         if route.kind == MODULE:
             return await self.client.execute_command(*words)
         if route.kind == FUNCTIONS:
-            return await self.client.execute_command(*fcall_words(words))
+            fcall, keys = fcall_words(words)
+            try:
+                return await self.client.execute_command(*fcall, **_keyed(self.client, keys))
+            except (MovedError, AskError):
+                return await self.client.execute_command(*fcall)
         name, keys, args = function_call(words)
         return await route.script(keys=keys, args=[name, *args], client=self.client)
 
     async def available(self) -> bool:
         try:
-            await self.route()
+            await (self._detect() if self.via == "module" else self.route())
             return True
         except ERRORS:
             return False

@@ -146,10 +146,9 @@ def r(server):
 def call(r):
     """A limiter's command, as the clients send it: to the module's command, or as the
     library's function."""
-    import redis_cell
     from redis_cell.routing import Router
 
-    return Router(r, "auto", True, redis_cell.__version__)
+    return Router(r)
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ import redis
 import redis.asyncio
 
 import redis_cell
+import redis_cell.limits  # noqa: F401  (registers the schemes)
 from redis_cell import AsyncClient, Client, LibraryTooOldError, Reply
 from redis_cell.routing import library_source, script_source
 from conftest import serve
@@ -49,9 +50,23 @@ def test_an_older_library_is_replaced_and_a_newer_kept(bare):
     assert loaded_version(bare) == b"0.0.1"
     assert Client(bare).fixed("f", 3, 60).allowed
     assert loaded_version(bare) == redis_cell.__version__.encode()
-    bare.function_load(with_version("99.0.0"), replace=True)
-    assert Client(bare).fixed("f", 3, 60).allowed
-    assert loaded_version(bare) == b"99.0.0"
+    # A new pool asks again, and keeps the newer library (a prerelease's too).
+    for newer in ["99.0.0", f"{redis_cell.__version__}-rc1", "0.10"]:
+        bare.function_load(with_version(newer), replace=True)
+        fresh = redis.Redis(port=bare.connection_pool.connection_kwargs["port"])
+        assert Client(fresh).fixed(f"f{newer}", 3, 60).remaining == 2
+        assert loaded_version(bare) == newer.encode()
+        fresh.close()
+
+
+def test_versions_order_by_their_numbers():
+    from redis_cell.routing import shipped_version, version_key
+
+    assert shipped_version() == redis_cell.__version__
+    assert version_key("0.10.0") > version_key("0.9.9")
+    assert version_key("0.1") == version_key("0.1.0")
+    assert version_key(b"1.2.3-rc1") == (1, 2, 3)
+    assert version_key("junk") == (0, 0, 0)
 
 
 def test_a_flushed_library_is_found_again(bare):
@@ -151,3 +166,122 @@ def test_the_shipped_forms_are_the_repository_s():
     dist = Path(__file__).resolve().parents[3] / "lua" / "dist"
     assert library_source() == (dist / "redis_cell.lua").read_text()
     assert script_source() == (dist / "redis_cell.script.lua").read_text()
+
+
+def test_a_user_who_may_not_run_command_calls_the_module(module_server):
+    admin = redis.Redis(port=module_server)
+    admin.acl_setuser("nocommand", enabled=True, passwords=["+pw"], keys=["~*"],
+                      commands=["+@all", "-command"])
+    try:
+        r = redis.Redis(port=module_server, username="nocommand", password="pw")
+        admin.config_resetstat()
+        assert Client(r).fixed("nc", 3, 60).remaining == 2
+        assert admin.info("commandstats")["cmdstat_cl.fixed"]["calls"] == 1
+    finally:
+        admin.acl_deluser("nocommand")
+
+
+def test_forced_to_the_module_the_health_check_asks_for_it(bare_server, module_server):
+    from limits import storage
+
+    uri = "cell+redis://127.0.0.1:{}"
+    assert not storage.storage_from_string(uri.format(bare_server), via="module").check()
+    assert storage.storage_from_string(uri.format(module_server), via="module").check()
+
+
+def test_a_module_gone_after_the_route_was_found_is_asked_for_again():
+    from conftest import loads
+
+    server = serve([*loads("module"), "--enable-module-command", "yes"])
+    port = next(server)
+    try:
+        r = redis.Redis(port=port)
+        client = Client(r)
+        assert client.fixed("g", 3, 60).remaining == 2
+        # A failover to a server without the module, as far as the client can tell.
+        r.module_unload("redis-cell")
+        assert client.fixed("g", 3, 60).remaining == 1
+        assert r.function_list() != []
+    finally:
+        server.close()
+
+
+def test_valkey_py_storages_wrap_the_named_errors(bare_server):
+    from limits import RateLimitItemPerMinute, storage, strategies
+    from limits.errors import StorageError
+
+    pytest.importorskip("valkey")
+    store = storage.storage_from_string(f"cell+valkey://127.0.0.1:{bare_server}",
+                                        wrap_exceptions=True, load_library=False)
+    with pytest.raises(StorageError) as e:
+        strategies.STRATEGIES["gcra"](store).hit(RateLimitItemPerMinute(3), "v")
+    assert isinstance(e.value.storage_error, redis_cell.ModuleMissingError)
+
+
+def one_node_cluster(binary):
+    """A cluster of one primary holding every slot, on `binary`."""
+    from conftest import cluster_port
+
+    saved = os.environ.get("REDIS_SERVER")
+    os.environ["REDIS_SERVER"] = binary
+    try:
+        server = serve(["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"],
+                       cluster_port())
+        port = next(server)
+    finally:
+        os.environ["REDIS_SERVER"] = saved if saved is not None else ""
+    node = redis.Redis(port=port)
+    node.execute_command("CLUSTER", "ADDSLOTS", *range(16384))
+    import time
+
+    deadline = time.monotonic() + 30
+    while node.cluster("info")["cluster_state"] != "ok":
+        assert time.monotonic() < deadline, "the cluster's state never became ok"
+        time.sleep(0.1)
+    return server, port
+
+
+def test_a_redis_6_2_cluster_runs_the_script_form():
+    binary = os.environ.get("REDIS6_SERVER")
+    if not binary:
+        pytest.skip("REDIS6_SERVER names no Redis 6.2 server")
+    server, port = one_node_cluster(binary)
+    try:
+        cluster = redis.RedisCluster(host="127.0.0.1", port=port)
+        cell = Client(cluster)
+        assert cell.fixed("f", 3, 60) == Reply(False, 3, 2, None, 60)
+        assert cell.throttle("t", 15, 30, 60).remaining == 15
+        assert redis.Redis(port=port).info("commandstats")["cmdstat_evalsha"]["calls"] >= 2
+        # Told to call the module, 6.2's own words for an unknown command are named too.
+        with pytest.raises(redis_cell.ModuleMissingError):
+            Client(redis.Redis(port=port), via="module").fixed("f", 3, 60)
+        cluster.close()
+    finally:
+        server.close()
+
+
+def test_an_asyncio_cluster_loads_the_library_and_routes_by_key():
+    server, port = one_node_cluster(os.environ.get("REDIS_SERVER", "/usr/bin/redis-server"))
+
+    async def calls():
+        from redis.asyncio.cluster import RedisCluster
+
+        cluster = RedisCluster(host="127.0.0.1", port=port)
+        try:
+            cell = AsyncClient(cluster)
+            return [(await cell.fixed(f"k{i}", 3, 60)).remaining for i in range(10)]
+        finally:
+            await cluster.aclose()
+
+    import asyncio
+
+    try:
+        node = redis.Redis(port=port)
+        node.config_resetstat()
+        assert asyncio.run(calls()) == [2] * 10
+        stats = node.info("commandstats")
+        assert stats["cmdstat_fcall"]["calls"] == 10
+        # Each FCALL went to its key's node: redis-py asked no node for FCALL's keys.
+        assert "cmdstat_command|getkeys" not in stats
+    finally:
+        server.close()

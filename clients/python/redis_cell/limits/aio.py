@@ -11,7 +11,7 @@ from limits.aio.storage import MemoryStorage, RedisStorage
 from limits.util import WindowStats
 
 from . import core
-from .. import __version__, routing
+from .. import routing
 
 
 class CellAsyncRedisStorage(RedisStorage):
@@ -28,7 +28,7 @@ class CellAsyncRedisStorage(RedisStorage):
         super().__init__("async+" + uri.removeprefix("async+cell+"), **options)
         self.lua_cell_moving_window = self.connection.register_script(
             core.MOVING_WINDOW_SCRIPT)
-        self.calls = routing.AsyncRouter(self.connection, via, load_library, __version__)
+        self.calls = routing.AsyncRouter(self.connection, via, load_library)
 
     @property
     def connection(self):
@@ -42,7 +42,7 @@ class CellAsyncRedisStorage(RedisStorage):
         """One limiter's call, its errors raised as the sync storage's."""
         try:
             return await self.calls(*words)
-        except self.base_exceptions as error:
+        except core.caught(self.base_exceptions) as error:
             raise core.failure(error, self.wrap_exceptions) from error
 
     async def moving_window(self, key: str, limit: int, period_ms: int, options=()) -> list:
@@ -51,7 +51,7 @@ class CellAsyncRedisStorage(RedisStorage):
             if (await self.calls.route()).kind == routing.MODULE:
                 return await self.lua_cell_moving_window(keys=[key],
                                                          args=[limit, period_ms, *options])
-        except self.base_exceptions as error:
+        except core.caught(self.base_exceptions) as error:
             raise core.failure(error, self.wrap_exceptions) from error
         peek = await self.cell(core.moving_window_peek(key, limit, period_ms, options))
         oldest = core.moving_window_oldest(key, limit, period_ms, options, peek)

@@ -10,6 +10,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from limits.errors import StorageError
 
+from .. import routing
 from ..errors import explained
 
 NANOS = 1_000_000_000
@@ -49,6 +50,14 @@ def moving_window_count(limit: int, peek: Sequence, oldest: Optional[Sequence]) 
     if oldest is None:
         return [0, 0]
     return [limit - int(peek[2]), max(int(oldest[3]), 0)]
+
+def caught(base) -> tuple:
+    """What a storage catches of a limiter's call: limits' ``base_exceptions`` for its client
+    (a class or a collection of them), and redis-py's, which the router raises where it names
+    a failure (ModuleMissingError, LibraryTooOldError) whatever the client."""
+    own = tuple(base) if isinstance(base, (list, tuple, set)) else (base,)
+    return own + routing.ERRORS
+
 
 def failure(error: Exception, wrap: bool) -> Exception:
     """What a storage raises for a limiter's error: limits' ``StorageError`` when the storage

@@ -15,7 +15,7 @@ from limits.storage import (
 from limits.util import WindowStats
 
 from . import core
-from .. import __version__, routing
+from .. import routing
 
 
 class CellStorage:
@@ -31,7 +31,7 @@ class CellStorage:
         self.buckets = core.check_buckets(buckets)
         super().__init__(uri.removeprefix("cell+"), **options)
         self.lua_cell_moving_window = self.storage.register_script(core.MOVING_WINDOW_SCRIPT)
-        self.calls = routing.Router(self.storage, via, load_library, __version__)
+        self.calls = routing.Router(self.storage, via, load_library)
 
     def cell(self, words) -> list:
         """One limiter's call; its errors raised as limits raises a storage's, a server with
@@ -39,7 +39,7 @@ class CellStorage:
         :class:`~redis_cell.errors.ModuleMissingError`."""
         try:
             return self.calls(*words)
-        except self.base_exceptions as error:
+        except core.caught(self.base_exceptions) as error:
             raise core.failure(error, self.wrap_exceptions) from error
 
     def moving_window(self, key: str, limit: int, period_ms: int, options=()) -> list:
@@ -48,7 +48,7 @@ class CellStorage:
         try:
             if self.calls.route().kind == routing.MODULE:
                 return self.lua_cell_moving_window([key], [limit, period_ms, *options])
-        except self.base_exceptions as error:
+        except core.caught(self.base_exceptions) as error:
             raise core.failure(error, self.wrap_exceptions) from error
         peek = self.cell(core.moving_window_peek(key, limit, period_ms, options))
         oldest = core.moving_window_oldest(key, limit, period_ms, options, peek)
