@@ -72,7 +72,8 @@ async function sendThenGet(client, words, wire = asIs) {
   try {
     return await commandThenGet(client, words, wire);
   } catch (error) {
-    throw explained(await withReason(client, words[0], error));
+    // Only the module's own command can be unknown: the library's are the server's.
+    throw explained(wire === asIs ? await withReason(client, words[0], error) : error);
   }
 }
 

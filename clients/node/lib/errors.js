@@ -31,12 +31,13 @@ class LibraryTooOldError extends Error {
   }
 }
 
-/** A limiter's error: ModuleMissingError for an unknown CL.* command, else itself. */
+/**
+ * A limiter's error: ModuleMissingError for an unknown CL.* command (quoted with backticks by
+ * Redis 6.2, with quotes by later servers), else itself.
+ */
 function explained(error) {
   const text = String(error && error.message).toLowerCase();
-  return text.includes('unknown command') && text.includes("'cl.")
-    ? new ModuleMissingError(error)
-    : error;
+  return /unknown command [`']cl\./.test(text) ? new ModuleMissingError(error) : error;
 }
 
 module.exports = { LibraryTooOldError, ModuleMissingError, explained };

@@ -16,7 +16,6 @@ const path = require('node:path');
 
 const { askAny, askPrimaries } = require('./client');
 const { LibraryTooOldError, ModuleMissingError } = require('./errors');
-const { version: OURS } = require('../package.json');
 
 const VIAS = ['auto', 'module', 'library'];
 const MODULE = 'module';
@@ -33,41 +32,61 @@ function source(name) {
   return sources[name];
 }
 
+/** The version of the library this package ships, which a server's must reach. */
+function shippedVersion() {
+  const found = /^local CELL_VERSION = '([^']+)'/m.exec(source('redis_cell.lua'));
+  if (!found) throw new Error('the shipped library names no version');
+  return found[1];
+}
+
+/** A version's order: the leading digits of its first three parts, missing ones 0. */
+function versionKey(text) {
+  const parts = String(text).split('.').slice(0, 3).map((part) => Number(/^\d*/.exec(part)[0] || 0));
+  while (parts.length < 3) parts.push(0);
+  return parts;
+}
+
+function older(theirs, ours) {
+  const [a, b] = [versionKey(theirs), versionKey(ours)];
+  const differs = a.findIndex((x, i) => x !== b[i]);
+  return differs >= 0 && a[differs] < b[differs];
+}
+
 const said = (error, ...texts) => {
   const message = String(error && error.message).toLowerCase();
   return texts.some((text) => message.includes(text));
 };
+const refused = (error) => said(error, 'noperm');
 // FCALL_RO or FUNCTION unknown (Redis 6.2), or not this user's to run.
-const noFunctions = (error) => said(error, 'unknown command', 'noperm');
+const noFunctions = (error) => said(error, 'unknown command') || refused(error);
 const functionMissing = (error) => said(error, 'function not found');
-
-function older(theirs, ours) {
-  const a = String(theirs).split('.').map(Number);
-  const b = ours.split('.').map(Number);
-  for (let i = 0; i < Math.max(a.length, b.length); i += 1) {
-    const x = a[i] || 0;
-    const y = b[i] || 0;
-    if (Number.isNaN(x) || x < y) return true;
-    if (x > y) return false;
-  }
-  return false;
-}
 
 /** What the server has, as a route kind. */
 async function find(client, via, load) {
   if (via === 'auto') {
-    const info = await askAny(client, ['COMMAND', 'INFO', 'CL.THROTTLE']);
+    let info;
+    try {
+      info = await askAny(client, ['COMMAND', 'INFO', 'CL.THROTTLE']);
+    } catch (error) {
+      // COMMAND is not this user's to run: the module's commands, as before the adapter
+      // knew of the library.
+      if (refused(error)) return MODULE;
+      throw error;
+    }
     if (Array.isArray(info) && info.some((entry) => entry)) return MODULE;
   }
+  const ours = shippedVersion();
   let version = null;
   try {
-    version = await askAny(client, ['FCALL_RO', 'cl_version', 0]);
+    // Every primary's, on a cluster: the oldest decides.
+    const versions = [].concat(await askPrimaries(client, ['FCALL_RO', 'cl_version', 0]));
+    version = versions.reduce((oldest, v) => (older(v, oldest) ? v : oldest));
   } catch (error) {
     if (noFunctions(error)) return SCRIPT;
     if (!functionMissing(error)) throw error;
   }
-  if (version !== null && !older(version, OURS)) return FUNCTIONS;
-  if (!load) throw version === null ? new ModuleMissingError() : new LibraryTooOldError(version, OURS);
+  if (version !== null && !older(version, ours)) return FUNCTIONS;
+  if (!load) throw version === null ? new ModuleMissingError() : new LibraryTooOldError(version, ours);
   try {
     await askPrimaries(client, ['FUNCTION', 'LOAD', 'REPLACE', source('redis_cell.lua')]);
   } catch (error) {
@@ -127,7 +146,8 @@ function routing({ via = 'auto', loadLibrary = true } = {}) {
 /**
  * A module command's `words` sent by `how` (lib/client.js's send or sendThenGet) the way
  * the server takes it: once more as EVAL where the script cache lost the script, and once
- * more after finding the library again where it went (a FUNCTION FLUSH, a restart).
+ * more after asking again where what the route calls went (the library flushed, or after a
+ * restart; the module, found by asking, gone after a failover).
  */
 async function call(client, options, how, words) {
   const route = await routeOf(client, options);
@@ -137,7 +157,9 @@ async function call(client, options, how, words) {
     if (route === SCRIPT && said(error, 'noscript')) {
       return how(client, words, wireOf(route, { evalAgain: true }));
     }
-    if (route !== FUNCTIONS || !functionMissing(error)) throw error;
+    const gone = route === FUNCTIONS ? functionMissing(error)
+      : route === MODULE && options.via === 'auto' && error instanceof ModuleMissingError;
+    if (!gone) throw error;
   }
   forget(client, options);
   return how(client, words, wireOf(await routeOf(client, options)));

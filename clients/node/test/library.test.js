@@ -46,12 +46,41 @@ describe('RateLimiterCell finds the library', () => {
         const cell = limiter({ algorithm: 'gcra' });
         assert.equal((await cell.consume('o')).remainingPoints, 2);
         assert.equal(await loaded(), version);
-        await raw(['FUNCTION', 'LOAD', 'REPLACE', withVersion('99.0.0')]);
-        assert.equal((await limiter({ algorithm: 'window' }).consume('o')).remainingPoints, 2);
-        assert.equal(await loaded(), '99.0.0');
+        // A new client asks again, and keeps a newer library (a prerelease's too).
+        for (const newer of ['99.0.0', `${version}-rc1`, '0.10']) {
+          await raw(['FUNCTION', 'LOAD', 'REPLACE', withVersion(newer)]);
+          const fresh = await kind.connect(bare.port);
+          try {
+            const other = new RateLimiterCell({ ...kind.options, storeClient: fresh, points: 3, duration: 60, keyPrefix: `${name}-${newer}`, algorithm: 'window' });
+            assert.equal((await other.consume('o')).remainingPoints, 2);
+          } finally {
+            await kind.close(fresh);
+          }
+          assert.equal(await loaded(), newer);
+        }
         await raw(['FUNCTION', 'FLUSH']);
         assert.equal((await cell.consume('o')).remainingPoints, 1);
         assert.equal(await loaded(), version);
+      });
+
+      it('a user who may not run COMMAND gets the module, as before', async () => {
+        const loaded = await startServer();
+        const admin = await kind.connect(loaded.port);
+        try {
+          const ask = (words) => (typeof admin.call === 'function' ? admin.call(...words) : admin.sendCommand(words.map(String)));
+          await ask(['ACL', 'SETUSER', 'nocommand', 'on', '>pw', '~*', '+@all', '-command']);
+          const user = await kind.connect(loaded.port, { username: 'nocommand', password: 'pw' });
+          try {
+            const cell = new RateLimiterCell({ ...kind.options, storeClient: user, algorithm: 'gcra', keyPrefix: name, points: 3, duration: 60 });
+            assert.equal((await cell.consume('n')).remainingPoints, 2);
+            assert.match(String(await ask(['INFO', 'commandstats'])), /cmdstat_cl\.throttle:calls=1,/);
+          } finally {
+            await kind.close(user);
+          }
+        } finally {
+          await kind.close(admin);
+          await loaded.stop();
+        }
       });
 
       it('waitMs is refused on the library: waiting needs the module', async () => {
