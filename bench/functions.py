@@ -7,7 +7,9 @@ module against the same call through the library (lua/dist/redis_cell.lua), as F
 Workloads, each `<name>` the module's command and `<name>-fn` the library's function, on
 100,000 random keys in db 4 (a lease on 1,000, ten holders each): `throttle`, `fixed`,
 `window` (exact), `buckets` (BUCKETS 60), `lease`, `smooth` and `all` (a THROTTLE and a
-FIXED limiter under one hash tag), every call admitted.
+FIXED limiter under one hash tag), every call admitted; and `floor-fn`, bench/floor.lua's
+function on keys of its own: TIME, GET, SET … PXAT and five integers, the least any function
+that decides as the module does can cost.
 """
 
 import pathlib
@@ -23,9 +25,10 @@ DB = 4
 def load(port):
     con = connect(port)
     reader = Reader(con)
-    library = (ROOT / "lua" / "dist" / "redis_cell.lua").read_text()
-    con.sendall(resp("FUNCTION", "LOAD", "REPLACE", library))
-    assert reader.reply() == b"redis_cell", "FUNCTION LOAD"
+    for path, name in [(ROOT / "lua" / "dist" / "redis_cell.lua", b"redis_cell"),
+                       (ROOT / "bench" / "floor.lua", b"cell_floor")]:
+        con.sendall(resp("FUNCTION", "LOAD", "REPLACE", path.read_text()))
+        assert reader.reply() == name, f"FUNCTION LOAD {path.name}"
 
 
 def call(name, rng):
@@ -33,7 +36,7 @@ def call(name, rng):
     key = f"fn:{name}:{rng.randrange(100000)}"
     if name == "throttle":
         return "CL.THROTTLE", [key], [1000, 100, 60]
-    if name == "fixed":
+    if name in ("fixed", "floor"):
         return "CL.FIXED", [key], [1000, 60]
     if name == "window":
         return "CL.WINDOW", [key], [1000, 60]
@@ -51,13 +54,15 @@ def call(name, rng):
 
 
 def calls(kind, n):
-    rng = random.Random(kind.removesuffix("-fn"))
+    rng = random.Random("fixed" if kind == "floor-fn" else kind.removesuffix("-fn"))
     library = kind.endswith("-fn")
     out = [resp("SELECT", DB)]
     for _ in range(n):
         command, keys, args = call(kind.removesuffix("-fn"), rng)
         if library:
             function = "cl_" + command.removeprefix("CL.").lower()
+            if kind == "floor-fn":
+                function = "floor_fixed"
             out.append(resp("FCALL", function, len(keys), *keys, *args))
         elif command == "CL.ALL":
             out.append(resp(command, len(keys), *keys, *args))

@@ -326,6 +326,9 @@ class AsyncRouter(_Router):
     """The calls of one redis-py asyncio client, as :class:`Router`'s."""
 
     async def _detect(self) -> Route:
+        if _cluster(self.client):
+            # An asyncio cluster learns its nodes on its first command; the plan names them.
+            await self.client.initialize()
         plan = _plan(self.via, self.load, shipped_version())
         reply: Any = None
         error: Optional[Exception] = None
