@@ -84,16 +84,26 @@ async function askAny(client, words) {
   return client.sendCommand(words.map(String));
 }
 
-/** A command with no key, to every primary of a cluster (or the one server). */
-async function askPrimaries(client, words) {
+/**
+ * A sender of keyless commands for each primary of a cluster, or for the one server. A
+ * cluster client that has not connected yet (ioredis' lazyConnect) is made to first.
+ */
+async function primaries(client) {
   if (isIoredis(client) && client.isCluster) {
-    return Promise.all(client.nodes('master').map((node) => node.call(...words)));
+    if (client.nodes('master').length === 0) await client.call('PING');
+    const nodes = client.nodes('master');
+    if (nodes.length === 0) throw new Error('the cluster has no primary to ask');
+    return nodes.map((node) => (words) => node.call(...words));
   }
   if (isNodeRedisCluster(client)) {
-    return Promise.all(client.masters.map(async (master) => (await client.nodeClient(master))
-      .sendCommand(words.map(String))));
+    // node-redis 4.0 to 4.5 list them with getMasters(); later ones as masters.
+    const clients = Array.isArray(client.masters) && typeof client.nodeClient === 'function'
+      ? await Promise.all(client.masters.map((master) => client.nodeClient(master)))
+      : client.getMasters().map((node) => node.client);
+    if (clients.length === 0) throw new Error('the cluster has no primary to ask');
+    return clients.map((node) => (words) => node.sendCommand(words.map(String)));
   }
-  return askAny(client, words);
+  return [(words) => askAny(client, words)];
 }
 
 /**
@@ -148,4 +158,4 @@ async function commandThenGet(client, words, wire) {
   return replies;
 }
 
-module.exports = { askAny, askPrimaries, send, sendThenGet };
+module.exports = { askAny, primaries, send, sendThenGet };

@@ -14,13 +14,16 @@ const crypto = require('node:crypto');
 const fs = require('node:fs');
 const path = require('node:path');
 
-const { askAny, askPrimaries } = require('./client');
+const { askAny, primaries } = require('./client');
 const { LibraryTooOldError, ModuleMissingError } = require('./errors');
 
 const VIAS = ['auto', 'module', 'library'];
 const MODULE = 'module';
 const FUNCTIONS = 'functions';
 const SCRIPT = 'script';
+// The module's commands, taken on trust where the user may not ask (COMMAND refused): a
+// call that misses them looks for the library.
+const ASSUMED = 'assumed';
 
 const sources = {};
 
@@ -63,32 +66,41 @@ const functionMissing = (error) => said(error, 'function not found');
 
 /** What the server has, as a route kind. */
 async function find(client, via, load) {
-  if (via === 'auto') {
+  if (via !== 'library') {
     let info;
     try {
       info = await askAny(client, ['COMMAND', 'INFO', 'CL.THROTTLE']);
     } catch (error) {
       // COMMAND is not this user's to run: the module's commands, as before the adapter
       // knew of the library.
-      if (refused(error)) return MODULE;
+      if (refused(error)) return ASSUMED;
       throw error;
     }
     if (Array.isArray(info) && info.some((entry) => entry)) return MODULE;
   }
   const ours = shippedVersion();
-  let version = null;
-  try {
-    // Every primary's, on a cluster: the oldest decides.
-    const versions = [].concat(await askPrimaries(client, ['FCALL_RO', 'cl_version', 0]));
-    version = versions.reduce((oldest, v) => (older(v, oldest) ? v : oldest));
-  } catch (error) {
-    if (noFunctions(error)) return SCRIPT;
-    if (!functionMissing(error)) throw error;
+  // Every primary's version, each on its own: one without the library, or with an older
+  // one, gets ours; one with a newer library keeps it.
+  const senders = await primaries(client);
+  const answers = await Promise.allSettled(senders.map((ask) => ask(['FCALL_RO', 'cl_version', 0])));
+  const behind = [];
+  for (const [i, answer] of answers.entries()) {
+    if (answer.status === 'rejected') {
+      if (noFunctions(answer.reason)) return SCRIPT;
+      if (!functionMissing(answer.reason)) throw answer.reason;
+      behind.push({ ask: senders[i], version: null });
+    } else if (older(answer.value, ours)) {
+      behind.push({ ask: senders[i], version: answer.value });
+    }
   }
-  if (version !== null && !older(version, ours)) return FUNCTIONS;
-  if (!load) throw version === null ? new ModuleMissingError() : new LibraryTooOldError(version, ours);
+  if (behind.length === 0) return FUNCTIONS;
+  if (!load) {
+    const versions = behind.map((b) => b.version).filter((v) => v !== null);
+    if (versions.length === 0) throw new ModuleMissingError();
+    throw new LibraryTooOldError(versions.reduce((a, b) => (older(b, a) ? b : a)), ours);
+  }
   try {
-    await askPrimaries(client, ['FUNCTION', 'LOAD', 'REPLACE', source('redis_cell.lua')]);
+    await Promise.all(behind.map((b) => b.ask(['FUNCTION', 'LOAD', 'REPLACE', source('redis_cell.lua')])));
   } catch (error) {
     if (noFunctions(error)) return SCRIPT;
     throw error;
@@ -99,13 +111,14 @@ async function find(client, via, load) {
 // Routes found (or being found), by client and by what was asked for.
 const found = new WeakMap();
 
-function routeOf(client, { via, loadLibrary }) {
+/** The route for these options; `ask`, where given, is what to look for instead. */
+function routeOf(client, { via, loadLibrary }, ask = via) {
   if (via === 'module') return Promise.resolve(MODULE);
   const asked = `${via} ${loadLibrary}`;
   if (!found.has(client)) found.set(client, new Map());
   const routes = found.get(client);
   if (!routes.has(asked)) {
-    const route = find(client, via, loadLibrary);
+    const route = find(client, ask, loadLibrary);
     routes.set(asked, route);
     // A failure is not remembered: the next call asks again.
     route.catch(() => routes.get(asked) === route && routes.delete(asked));
@@ -126,7 +139,7 @@ let sha;
  * name up as it is given, and puts its keyPrefix only on the keys of commands it finds.
  */
 function wireOf(route, { evalAgain = false } = {}) {
-  if (route === MODULE) return undefined;
+  if (route === MODULE || route === ASSUMED) return undefined;
   const name = (command) => String(command).toLowerCase().replace('.', '_');
   if (route === FUNCTIONS) {
     return ([command, key, ...rest]) => ['fcall', name(command), 1, key, ...rest];
@@ -158,11 +171,13 @@ async function call(client, options, how, words) {
       return how(client, words, wireOf(route, { evalAgain: true }));
     }
     const gone = route === FUNCTIONS ? functionMissing(error)
-      : route === MODULE && options.via === 'auto' && error instanceof ModuleMissingError;
+      : ((route === MODULE && options.via === 'auto') || route === ASSUMED)
+        && error instanceof ModuleMissingError;
     if (!gone) throw error;
   }
   forget(client, options);
-  return how(client, words, wireOf(await routeOf(client, options)));
+  const again = await routeOf(client, options, route === ASSUMED ? 'library' : options.via);
+  return how(client, words, wireOf(again));
 }
 
 module.exports = { call, routing };

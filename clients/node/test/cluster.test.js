@@ -57,6 +57,32 @@ for (const flavor of FLAVORS) describe(`RateLimiterCell on a Redis Cluster, ${fl
         });
       }
 
+      it('a primary with a newer library keeps it, and the others get ours', { skip: flavor === 'module' && 'the library flavor\'s' }, async () => {
+        const fs = require('node:fs');
+        const path = require('node:path');
+        const { version } = require('redis-cell/package.json');
+        const lua = path.join(path.dirname(require.resolve('redis-cell/package.json')), 'lua', 'redis_cell.lua');
+        const newer = fs.readFileSync(lua, 'utf8').replace(`local CELL_VERSION = '${version}'`, "local CELL_VERSION = '99.0.0'");
+        for (const port of cluster.ports) await ask(port, 'FUNCTION FLUSH');
+        const first = await kind.connect(cluster.ports[0]);
+        try {
+          await (typeof first.call === 'function' ? first.call('FUNCTION', 'LOAD', newer) : first.sendCommand(['FUNCTION', 'LOAD', newer]));
+        } finally {
+          await kind.close(first);
+        }
+        const fresh = await kind.connectCluster(cluster.ports);
+        try {
+          const limiter = new RateLimiterCell({ storeClient: fresh, ...kind.options, algorithm: 'gcra',
+            keyPrefix: `${name}-newer`, points: 2, duration: 60 });
+          for (let k = 0; k < 12; k += 1) assert.equal((await limiter.consume(`k${k}`)).remainingPoints, 1);
+        } finally {
+          await kind.close(fresh);
+        }
+        const versions = await Promise.all(cluster.ports.map((port) => ask(port, 'FCALL_RO cl_version 0')));
+        assert.match(versions[0], /99\.0\.0/);
+        for (const v of versions.slice(1)) assert.match(v, new RegExp(version.replace(/\./g, '\\.')));
+      });
+
       it("a client's own key prefix is on every key, on every primary", async () => {
         if (!kind.keyPrefix) return; // node-redis before 6 has no key prefix of its own
         const prefixed = await kind.connectCluster(cluster.ports, { keyPrefix: 'app:' });

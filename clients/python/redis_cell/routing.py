@@ -16,6 +16,7 @@ and asyncio drivers run: both ask the same things in the same order.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import threading
 import weakref
@@ -23,7 +24,13 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Dict, Generator, List, Optional, Sequence, Tuple
 
-from redis.exceptions import AskError, MovedError, ResponseError
+from redis.exceptions import (
+    ClusterDownError,
+    ConnectionError,
+    RedisClusterException,
+    ResponseError,
+    TimeoutError,
+)
 
 from .errors import LibraryTooOldError, ModuleMissingError, explained
 
@@ -38,12 +45,17 @@ ERRORS = (ResponseError, ValkeyResponseError)
 VIAS = ("auto", "module", "library")
 
 MODULE, FUNCTIONS, SCRIPT = "module", "functions", "script"
+# The module's commands, taken on trust where the user may not ask (COMMAND refused).
+ASSUMED = "assumed"
 
 # The module's probe: COMMAND INFO of a command the server does not know is an empty entry.
 # As one word, so that redis-py gives the raw reply (its COMMAND parser fails on the empty
 # entry).
 _PROBE = ("COMMAND INFO", "CL.THROTTLE")
+# Asked of every primary, each answering its version or its error.
 _VERSION = ("FCALL_RO", "cl_version", 0)
+# FUNCTION LOAD REPLACE, on the primaries named with it.
+_LOAD = "load"
 
 
 def _source(name: str) -> str:
@@ -86,6 +98,8 @@ class Route:
 
     kind: str
     script: Any = None
+    # The module taken on trust (ASSUMED): a call that misses it looks for the library.
+    assumed: bool = False
 
 
 def _said(error: Exception, *texts: str) -> bool:
@@ -107,9 +121,10 @@ def _function_missing(error: Exception) -> bool:
     return _said(error, "function not found")
 
 
-def _plan(via: str, load: bool, ours: str) -> Generator[tuple, Any, str]:
-    """What the server has, as a route kind: each yield is a command to send, answered by its
-    reply (on a cluster, the primaries' replies by node) or thrown its error."""
+def _plan(via: str, load: bool, ours: str) -> Generator[Any, Any, str]:
+    """What the server has, as a route kind. Each yield is a step for the driver: _PROBE,
+    answered by its reply or thrown its error; _VERSION, answered by each primary's reply or
+    error, as (node, answer) pairs; (_LOAD, nodes), FUNCTION LOAD REPLACE on those nodes."""
     if via != "library":
         try:
             info = yield _PROBE
@@ -118,30 +133,31 @@ def _plan(via: str, load: bool, ours: str) -> Generator[tuple, Any, str]:
                 raise
             # COMMAND is not the user's to run: the module's commands, as before the clients
             # knew of the library.
-            return MODULE
+            return ASSUMED
         if _names_a_command(info):
             return MODULE
         if via == "module":
             raise ModuleMissingError()
-    try:
-        replies = yield _VERSION
-    except ERRORS as error:
-        if _no_functions(error):
-            return SCRIPT
-        if not _function_missing(error):
-            raise
-        replies = None
-    # On a cluster, the oldest primary's.
-    versions = list(replies.values()) if isinstance(replies, dict) else [replies]
-    version = None if replies is None else min(versions, key=version_key)
-    if version is not None and version_key(version) >= version_key(ours):
+    behind = []
+    for node, answer in (yield _VERSION):
+        if isinstance(answer, ERRORS):
+            if _no_functions(answer):
+                return SCRIPT
+            if not _function_missing(answer):
+                raise answer
+            behind.append((node, None))
+        elif version_key(answer) < version_key(ours):
+            behind.append((node, answer))
+    if not behind:
         return FUNCTIONS
     if not load:
-        if version is None:
-            raise ModuleMissingError()
-        raise LibraryTooOldError(version, ours)
+        older = [version for _, version in behind if version is not None]
+        if older:
+            raise LibraryTooOldError(min(older, key=version_key), ours)
+        raise ModuleMissingError()
     try:
-        yield ("FUNCTION", "LOAD", "REPLACE", library_source())
+        # Only where it is missing or older: a primary with a newer library keeps it.
+        yield (_LOAD, [node for node, _ in behind])
     except ERRORS as error:
         # Functions refused to this user (or by the service): the script form may be allowed.
         if _no_functions(error):
@@ -186,36 +202,32 @@ def _raise(error: Exception):
     raise named from error
 
 
-# Routes found, by connection pool and by what the caller asked for.
+# Routes found, by connection pool (a cluster client is its own) and by what was asked for.
 _ROUTES: "weakref.WeakKeyDictionary[object, Dict[Tuple[str, bool], Route]]" = (
     weakref.WeakKeyDictionary())
-# One detection at a time in a process: concurrent first calls wait for the first's answer
-# rather than each loading the library.
-_DETECTING = threading.Lock()
+
+# Where the slot cache is stale or the cluster in trouble, FCALL sent to its key's node falls
+# back on redis-py's own routing and retries, which a module command gets from the start.
+_CLUSTER_TROUBLE = (ConnectionError, TimeoutError, ClusterDownError, RedisClusterException)
 
 
 def _cluster(client) -> bool:
     return hasattr(client, "get_default_node")
 
 
-def _where(client, command) -> dict:
-    """Where a cluster client sends the plan's keyless commands: the module's probe to one
-    node, the version question and FUNCTION LOAD to every primary (redis-py would otherwise
-    ask the server for the keys of FCALL_RO, which Redis 6.2 does not know)."""
-    if not _cluster(client):
-        return {}
-    if command is _PROBE:
-        return {"target_nodes": client.get_default_node()}
-    # The nodes themselves: a flag such as PRIMARIES still has redis-py look for keys.
-    return {"target_nodes": client.get_primaries()}
+def _primaries(client) -> list:
+    """The nodes a keyless step goes to, one at a time: a cluster's primaries, or the one
+    server (None)."""
+    return client.get_primaries() if _cluster(client) else [None]
 
 
-def _keyed(client, keys) -> dict:
-    """Where a cluster client sends FCALL: its key's node, which redis-py would otherwise ask
-    a node for (COMMAND GETKEYS) on every call, FCALL's keys being movable."""
-    if not _cluster(client) or not keys:
+def _on(nodes) -> dict:
+    """execute_command's options for a step on these nodes (redis-py's own routing would ask
+    the server for FCALL_RO's keys, which Redis 6.2 does not know; a flag such as PRIMARIES
+    would too)."""
+    if nodes is None or nodes == [None]:
         return {}
-    return {"target_nodes": client.get_node_from_key(keys[0])}
+    return {"target_nodes": nodes}
 
 
 def _pool(client) -> object:
@@ -241,46 +253,82 @@ class _Router:
 
     def _found(self, kind: str) -> Route:
         script = self.client.register_script(script_source()) if kind == SCRIPT else None
-        route = Route(kind, script)
+        route = Route(MODULE, assumed=True) if kind == ASSUMED else Route(kind, script)
         _ROUTES.setdefault(_pool(self.client), {})[(self.via, self.load)] = route
         return route
 
-    def _forget(self) -> None:
-        _ROUTES.get(_pool(self.client), {}).pop((self.via, self.load), None)
-
     def _gone(self, route: Route, error: Exception) -> bool:
         """The call missed what its route calls: the library (flushed, or a restart without
-        it), or, found by asking, the module (a failover to a server without it)."""
+        it), or, found by asking or taken on trust, the module (a failover to a server
+        without it)."""
         if route.kind == FUNCTIONS:
             return _function_missing(error)
-        return (route.kind == MODULE and self.via == "auto"
+        return (route.kind == MODULE and (self.via == "auto" or route.assumed)
                 and isinstance(explained(error), ModuleMissingError))
+
+    def _again(self, route: Route) -> str:
+        """What to ask for after a miss: the library, where the module was taken on trust."""
+        return "library" if route.assumed else self.via
+
+    def _fcall(self, words):
+        """FCALL's words and, on a cluster, its key's node (or None)."""
+        fcall, keys = fcall_words(words)
+        node = None
+        if _cluster(self.client) and keys:
+            try:
+                node = self.client.get_node_from_key(keys[0])
+            except _CLUSTER_TROUBLE:
+                node = None
+        return fcall, node
 
 
 class Router(_Router):
     """The calls of one redis-py client (or RedisCluster)."""
 
-    def _detect(self) -> Route:
-        plan = _plan(self.via, self.load, shipped_version())
-        reply: Any = None
-        error: Optional[Exception] = None
-        while True:
-            try:
-                command = plan.throw(error) if error is not None else plan.send(reply)
-            except StopIteration as done:
-                return self._found(done.value)
-            try:
-                reply = self.client.execute_command(*command, **_where(self.client, command))
-                error = None
-            except ERRORS as failure:
-                reply, error = None, failure
+    def __init__(self, client, via: str = "auto", load_library: bool = True) -> None:
+        super().__init__(client, via, load_library)
+        # One detection at a time: concurrent first calls wait for the first's answer rather
+        # than each loading the library.
+        self._detecting = threading.Lock()
+
+    def _step(self, step):
+        if step is _PROBE:
+            return self.client.execute_command(*_PROBE, **_on(
+                self.client.get_default_node() if _cluster(self.client) else None))
+        if step is _VERSION:
+            answers = []
+            for node in _primaries(self.client):
+                try:
+                    answers.append((node, self.client.execute_command(*_VERSION, **_on(node))))
+                except ERRORS as error:
+                    answers.append((node, error))
+            return answers
+        _, nodes = step
+        return self.client.execute_command("FUNCTION", "LOAD", "REPLACE", library_source(),
+                                           **_on(nodes))
+
+    def _detect(self, via: Optional[str] = None) -> Route:
+        with self._detecting:
+            plan = _plan(via or self.via, self.load, shipped_version())
+            reply: Any = None
+            error: Optional[Exception] = None
+            while True:
+                try:
+                    step = plan.throw(error) if error is not None else plan.send(reply)
+                except StopIteration as done:
+                    return self._found(done.value)
+                try:
+                    reply, error = self._step(step), None
+                except ERRORS as failure:
+                    reply, error = None, failure
 
     def route(self) -> Route:
         known = self._known()
         if known is not None:
             return known
-        with _DETECTING:
-            return self._known() or self._detect()
+        with self._detecting:
+            known = self._known()
+        return known or self._detect()
 
     def __call__(self, *words):
         route = self.route()
@@ -289,9 +337,11 @@ class Router(_Router):
         except ERRORS as error:
             if not self._gone(route, error):
                 _raise(error)
-        self._forget()
+        # Asked again, not taken from the cache, which a detection begun before the miss may
+        # have filled with what just missed.
+        again = self._detect(self._again(route))
         try:
-            return self._send(self.route(), words)
+            return self._send(again, words)
         except ERRORS as error:
             _raise(error)
 
@@ -299,12 +349,13 @@ class Router(_Router):
         if route.kind == MODULE:
             return self.client.execute_command(*words)
         if route.kind == FUNCTIONS:
-            fcall, keys = fcall_words(words)
-            try:
-                return self.client.execute_command(*fcall, **_keyed(self.client, keys))
-            except (MovedError, AskError):
-                # The slot moved: redis-py's own routing follows it.
-                return self.client.execute_command(*fcall)
+            fcall, node = self._fcall(words)
+            if node is not None:
+                try:
+                    return self.client.execute_command(*fcall, target_nodes=node)
+                except _CLUSTER_TROUBLE:
+                    pass
+            return self.client.execute_command(*fcall)
         name, keys, args = function_call(words)
         return route.script(keys=keys, args=[name, *args], client=self.client)
 
@@ -313,8 +364,7 @@ class Router(_Router):
         (loaded here if allowed)."""
         try:
             if self.via == "module":
-                with _DETECTING:
-                    self._detect()
+                self._detect()
             else:
                 self.route()
             return True
@@ -325,27 +375,57 @@ class Router(_Router):
 class AsyncRouter(_Router):
     """The calls of one redis-py asyncio client, as :class:`Router`'s."""
 
-    async def _detect(self) -> Route:
-        if _cluster(self.client):
-            # An asyncio cluster learns its nodes on its first command; the plan names them.
-            await self.client.initialize()
-        plan = _plan(self.via, self.load, shipped_version())
-        reply: Any = None
-        error: Optional[Exception] = None
-        while True:
-            try:
-                command = plan.throw(error) if error is not None else plan.send(reply)
-            except StopIteration as done:
-                return self._found(done.value)
-            try:
-                reply = await self.client.execute_command(*command,
-                                                          **_where(self.client, command))
-                error = None
-            except ERRORS as failure:
-                reply, error = None, failure
+    def __init__(self, client, via: str = "auto", load_library: bool = True) -> None:
+        super().__init__(client, via, load_library)
+        # Made on first use, in the loop that uses it.
+        self._detecting: Optional[asyncio.Lock] = None
+
+    async def _step(self, step):
+        if step is _PROBE:
+            return await self.client.execute_command(*_PROBE, **_on(
+                self.client.get_default_node() if _cluster(self.client) else None))
+        if step is _VERSION:
+            answers = []
+            for node in _primaries(self.client):
+                try:
+                    answers.append((node, await self.client.execute_command(*_VERSION,
+                                                                            **_on(node))))
+                except ERRORS as error:
+                    answers.append((node, error))
+            return answers
+        _, nodes = step
+        return await self.client.execute_command("FUNCTION", "LOAD", "REPLACE",
+                                                 library_source(), **_on(nodes))
+
+    async def _detect(self, via: Optional[str] = None) -> Route:
+        if self._detecting is None:
+            self._detecting = asyncio.Lock()
+        async with self._detecting:
+            if _cluster(self.client):
+                # An asyncio cluster learns its nodes on its first command; the plan names
+                # them.
+                await self.client.initialize()
+            plan = _plan(via or self.via, self.load, shipped_version())
+            reply: Any = None
+            error: Optional[Exception] = None
+            while True:
+                try:
+                    step = plan.throw(error) if error is not None else plan.send(reply)
+                except StopIteration as done:
+                    return self._found(done.value)
+                try:
+                    reply, error = await self._step(step), None
+                except ERRORS as failure:
+                    reply, error = None, failure
 
     async def route(self) -> Route:
-        return self._known() or await self._detect()
+        known = self._known()
+        if known is not None:
+            return known
+        if self._detecting is not None:
+            async with self._detecting:
+                known = self._known()
+        return known or await self._detect()
 
     async def __call__(self, *words):
         route = await self.route()
@@ -354,9 +434,9 @@ class AsyncRouter(_Router):
         except ERRORS as error:
             if not self._gone(route, error):
                 _raise(error)
-        self._forget()
+        again = await self._detect(self._again(route))
         try:
-            return await self._send(await self.route(), words)
+            return await self._send(again, words)
         except ERRORS as error:
             _raise(error)
 
@@ -364,11 +444,13 @@ class AsyncRouter(_Router):
         if route.kind == MODULE:
             return await self.client.execute_command(*words)
         if route.kind == FUNCTIONS:
-            fcall, keys = fcall_words(words)
-            try:
-                return await self.client.execute_command(*fcall, **_keyed(self.client, keys))
-            except (MovedError, AskError):
-                return await self.client.execute_command(*fcall)
+            fcall, node = self._fcall(words)
+            if node is not None:
+                try:
+                    return await self.client.execute_command(*fcall, target_nodes=node)
+                except _CLUSTER_TROUBLE:
+                    pass
+            return await self.client.execute_command(*fcall)
         name, keys, args = function_call(words)
         return await route.script(keys=keys, args=[name, *args], client=self.client)
 

@@ -150,7 +150,10 @@ def test_redis_6_2_runs_the_script_form():
         server = serve([])
         port = next(server)
     finally:
-        os.environ["REDIS_SERVER"] = saved if saved is not None else ""
+        if saved is None:
+            os.environ.pop("REDIS_SERVER", None)
+        else:
+            os.environ["REDIS_SERVER"] = saved
     try:
         client = redis.Redis(port=port)
         assert client.info("server")["redis_version"].startswith("6.2")
@@ -229,7 +232,10 @@ def one_node_cluster(binary):
                        cluster_port())
         port = next(server)
     finally:
-        os.environ["REDIS_SERVER"] = saved if saved is not None else ""
+        if saved is None:
+            os.environ.pop("REDIS_SERVER", None)
+        else:
+            os.environ["REDIS_SERVER"] = saved
     node = redis.Redis(port=port)
     node.execute_command("CLUSTER", "ADDSLOTS", *range(16384))
     import time

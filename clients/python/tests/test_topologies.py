@@ -118,3 +118,25 @@ def test_a_sentinel_serves_cell_redis_sentinel_urls(sentinel):
     client = redis.Redis(port=primary_port, decode_responses=True)
     decides_in_the_module(f"cell+redis+sentinel://127.0.0.1:{port}/cell",
                           lambda: client.keys("LIMITS:*"))
+
+
+def test_a_primary_with_a_newer_library_keeps_it_and_the_others_get_ours(cluster, flavor):
+    if flavor != "library":
+        pytest.skip("the library's versions across primaries: the library flavor's")
+    from redis_cell import Client
+    from redis_cell.routing import library_source
+
+    nodes = [redis.Redis(port=port) for port in cluster]
+    for node in nodes:
+        node.function_flush()
+    ours = f"local CELL_VERSION = '{redis_cell.__version__}'"
+    nodes[0].function_load(library_source().replace(ours, "local CELL_VERSION = '99.0.0'"))
+    client = redis.RedisCluster(host="127.0.0.1", port=cluster[0])
+    try:
+        cell = Client(client)
+        for k in range(12):
+            assert cell.fixed(f"newer{k}", 3, 60).remaining == 2
+    finally:
+        client.close()
+    versions = [node.fcall_ro("cl_version", 0) for node in nodes]
+    assert versions == [b"99.0.0", redis_cell.__version__.encode(), redis_cell.__version__.encode()]
