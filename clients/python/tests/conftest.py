@@ -107,10 +107,10 @@ def cluster_port() -> int:
                     continue
 
 
-def serve(options, port=None):
+def serve(options, port=None, binary=None):
     """A server on a free loopback port (or this one), with these options, until the tests
-    are done."""
-    binary = os.environ.get("REDIS_SERVER", "/usr/bin/redis-server")
+    are done: `binary`, or the one REDIS_SERVER names."""
+    binary = binary or os.environ.get("REDIS_SERVER", "/usr/bin/redis-server")
     port = port or free_port()
     with tempfile.TemporaryDirectory() as work:
         process = subprocess.Popen(

@@ -144,16 +144,8 @@ def test_redis_6_2_runs_the_script_form():
     binary = os.environ.get("REDIS6_SERVER")
     if not binary:
         pytest.skip("REDIS6_SERVER names no Redis 6.2 server")
-    saved = os.environ.get("REDIS_SERVER")
-    os.environ["REDIS_SERVER"] = binary
-    try:
-        server = serve([])
-        port = next(server)
-    finally:
-        if saved is None:
-            os.environ.pop("REDIS_SERVER", None)
-        else:
-            os.environ["REDIS_SERVER"] = saved
+    server = serve([], binary=binary)
+    port = next(server)
     try:
         client = redis.Redis(port=port)
         assert client.info("server")["redis_version"].startswith("6.2")
@@ -225,17 +217,9 @@ def one_node_cluster(binary):
     """A cluster of one primary holding every slot, on `binary`."""
     from conftest import cluster_port
 
-    saved = os.environ.get("REDIS_SERVER")
-    os.environ["REDIS_SERVER"] = binary
-    try:
-        server = serve(["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"],
-                       cluster_port())
-        port = next(server)
-    finally:
-        if saved is None:
-            os.environ.pop("REDIS_SERVER", None)
-        else:
-            os.environ["REDIS_SERVER"] = saved
+    server = serve(["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"],
+                   cluster_port(), binary=binary)
+    port = next(server)
     node = redis.Redis(port=port)
     node.execute_command("CLUSTER", "ADDSLOTS", *range(16384))
     import time
