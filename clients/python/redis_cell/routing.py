@@ -307,28 +307,32 @@ class Router(_Router):
         return self.client.execute_command("FUNCTION", "LOAD", "REPLACE", library_source(),
                                            **_on(nodes))
 
+    def _run(self, via: str) -> Route:
+        """The plan, run to its route; the caller holds the lock."""
+        plan = _plan(via, self.load, shipped_version())
+        reply: Any = None
+        error: Optional[Exception] = None
+        while True:
+            try:
+                step = plan.throw(error) if error is not None else plan.send(reply)
+            except StopIteration as done:
+                return self._found(done.value)
+            try:
+                reply, error = self._step(step), None
+            except ERRORS as failure:
+                reply, error = None, failure
+
     def _detect(self, via: Optional[str] = None) -> Route:
         with self._detecting:
-            plan = _plan(via or self.via, self.load, shipped_version())
-            reply: Any = None
-            error: Optional[Exception] = None
-            while True:
-                try:
-                    step = plan.throw(error) if error is not None else plan.send(reply)
-                except StopIteration as done:
-                    return self._found(done.value)
-                try:
-                    reply, error = self._step(step), None
-                except ERRORS as failure:
-                    reply, error = None, failure
+            return self._run(via or self.via)
 
     def route(self) -> Route:
         known = self._known()
         if known is not None:
             return known
+        # Under the lock, so that a call that waited for another's detection takes its answer.
         with self._detecting:
-            known = self._known()
-        return known or self._detect()
+            return self._known() or self._run(self.via)
 
     def __call__(self, *words):
         route = self.route()
@@ -397,35 +401,39 @@ class AsyncRouter(_Router):
         return await self.client.execute_command("FUNCTION", "LOAD", "REPLACE",
                                                  library_source(), **_on(nodes))
 
-    async def _detect(self, via: Optional[str] = None) -> Route:
+    async def _run(self, via: str) -> Route:
+        """The plan, run to its route; the caller holds the lock."""
+        if _cluster(self.client):
+            # An asyncio cluster learns its nodes on its first command; the plan names them.
+            await self.client.initialize()
+        plan = _plan(via, self.load, shipped_version())
+        reply: Any = None
+        error: Optional[Exception] = None
+        while True:
+            try:
+                step = plan.throw(error) if error is not None else plan.send(reply)
+            except StopIteration as done:
+                return self._found(done.value)
+            try:
+                reply, error = await self._step(step), None
+            except ERRORS as failure:
+                reply, error = None, failure
+
+    def _lock(self) -> asyncio.Lock:
         if self._detecting is None:
             self._detecting = asyncio.Lock()
-        async with self._detecting:
-            if _cluster(self.client):
-                # An asyncio cluster learns its nodes on its first command; the plan names
-                # them.
-                await self.client.initialize()
-            plan = _plan(via or self.via, self.load, shipped_version())
-            reply: Any = None
-            error: Optional[Exception] = None
-            while True:
-                try:
-                    step = plan.throw(error) if error is not None else plan.send(reply)
-                except StopIteration as done:
-                    return self._found(done.value)
-                try:
-                    reply, error = await self._step(step), None
-                except ERRORS as failure:
-                    reply, error = None, failure
+        return self._detecting
+
+    async def _detect(self, via: Optional[str] = None) -> Route:
+        async with self._lock():
+            return await self._run(via or self.via)
 
     async def route(self) -> Route:
         known = self._known()
         if known is not None:
             return known
-        if self._detecting is not None:
-            async with self._detecting:
-                known = self._known()
-        return known or await self._detect()
+        async with self._lock():
+            return self._known() or await self._run(self.via)
 
     async def __call__(self, *words):
         route = await self.route()
