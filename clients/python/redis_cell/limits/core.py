@@ -51,6 +51,7 @@ def moving_window_count(limit: int, peek: Sequence, oldest: Optional[Sequence]) 
         return [0, 0]
     return [limit - int(peek[2]), max(int(oldest[3]), 0)]
 
+
 def caught(base) -> tuple:
     """What a storage catches of a limiter's call: limits' ``base_exceptions`` for its client
     (a class or a collection of them), and redis-py's, which the router raises where it names
