@@ -78,7 +78,7 @@ def server(flavor):
 @pytest.fixture(scope="module")
 def module_server():
     """A server with the module loaded, for what only the module does."""
-    yield from serve(["--loadmodule", module_path()])
+    yield from serve(loads("module"))
 
 
 @pytest.fixture(autouse=True)
