@@ -2,12 +2,12 @@
 -- request at one instant, all or nothing, each key read and decided before any is written,
 -- each written as its own command writes it.
 
--- How each kind is made, and the numbers the library refuses past 2^53 − 1.
-local ALL_MAKE = {
-  throttle = { make = throttle_limiter, exact = THROTTLE_EXACT },
-  fixed = { make = fixed_limiter, exact = { 'limit', 'quantity' }, numbers = args_window_numbers },
-  window = { make = window_limiter, exact = { 'limit', 'quantity' }, numbers = args_window_numbers },
-  lease = { make = lease_limiter, exact = { 'limit' }, numbers = args_lease_numbers },
+-- Each kind (single.lua), and the numbers the library refuses past 2^53 − 1.
+local ALL_KIND = {
+  throttle = { kind = THROTTLE, exact = THROTTLE_EXACT },
+  fixed = { kind = FIXED, exact = ARGS_WINDOW_EXACT },
+  window = { kind = WINDOW, exact = ARGS_WINDOW_EXACT },
+  lease = { kind = LEASE, exact = ARGS_LEASE_EXACT },
 }
 
 -- Whether every limiter admitted, and the one whose reply stands for all (all::combine):
@@ -36,25 +36,24 @@ local function cl_all(keys, args)
   -- The module builds every limiter before it reads a key: a GCRA's numbers can fail.
   for _, spec in ipairs(all.limiters) do
     if spec.kind == 'throttle' then
-      local _, gcra_err = throttle_gcra(spec.p)
+      local gcra_err = throttle_limiter(spec.p)
       if gcra_err then return redis.error_reply(gcra_err) end
     end
   end
   if all.block then return redis.error_reply(args_cannot_wait('cl.all')) end
-  local limiters = {}
+  local kinds, ps = {}, {}
   for i, spec in ipairs(all.limiters) do
-    local kind = ALL_MAKE[spec.kind]
-    local inexact = args_exact_enough(spec.p, kind.exact)
+    local made = ALL_KIND[spec.kind]
+    local inexact = args_exact_enough(spec.p, made.exact)
     if inexact then return redis.error_reply(inexact) end
-    if kind.numbers then kind.numbers(spec.p) end
-    limiters[i] = kind.make(spec.p)
+    kinds[i], ps[i] = made.kind, spec.p
   end
-  local now = clock_now()
+  local now_us, now_ms = clock_now()
   local stored, replies, changes = {}, {}, {}
   for i, key in ipairs(keys) do
-    local value, read_err = limiters[i].read(key, now)
+    local value, read_err = kinds[i].read(key, ps[i], now_us, now_ms)
     if read_err then return redis.error_reply(read_err) end
-    local ok, reply, change = pcall(limiters[i].decide, value, now)
+    local ok, reply, change = pcall(kinds[i].decide, ps[i], value, now_us, now_ms)
     if not ok then return redis.error_reply(state_caught(reply)) end
     stored[i], replies[i], changes[i] = value, reply, change
   end
@@ -67,7 +66,7 @@ local function cl_all(keys, args)
     for i = 1, #keys do
       reply[i] = replies[i]
       if not admitted and replies[i][1] == 0 then
-        local ok, peeked = pcall(limiters[i].peek, stored[i], now)
+        local ok, peeked = pcall(kinds[i].peek, ps[i], stored[i], now_us, now_ms)
         if not ok then return redis.error_reply(state_caught(peeked)) end
         reply[i] = peeked
       end
@@ -75,7 +74,7 @@ local function cl_all(keys, args)
   end
   if admitted and not all.dry_run then
     for i, key in ipairs(keys) do
-      if changes[i] then limiters[i].write(key, changes[i], stored[i], now) end
+      if changes[i] then kinds[i].write(key, ps[i], changes[i], stored[i], now_us, now_ms) end
     end
   end
   return reply

@@ -67,12 +67,12 @@ local function args_all(keys, args)
     end
   end
   local function value(option) return args[seen[option]] end
-  local quantity = { neg = false, 1 }
+  local quantity, quantity_exact = 1, false
   if seen.QUANTITY then
     if value('QUANTITY') == nil then return nil, 'ERR syntax error' end
-    local q, err = args_integer(value('QUANTITY'), 'quantity', 0)
-    if q == nil then return nil, err end
-    quantity = q
+    local q, exact = args_integer(value('QUANTITY'), 'quantity', 0)
+    if q == nil then return nil, exact end
+    quantity, quantity_exact = q, exact
   end
   if seen.BLOCK then
     if value('BLOCK') == nil then return nil, 'ERR syntax error' end
@@ -91,14 +91,14 @@ local function args_all(keys, args)
   local leases = false
   for _, shape in ipairs(shapes) do leases = leases or shape.kind == 'lease' end
   -- A look takes no lease, nor does a refund: neither needs anyone to hold it.
-  if leases and holder == nil and #quantity > 0 and not all.refund then
+  if leases and holder == nil and quantity > 0 and not all.refund then
     return nil, 'ERR a LEASE limiter needs HOLDER holder: the name the lease is held under'
   end
   if not leases and holder ~= nil then return nil, 'ERR HOLDER is given, but no limiter is a LEASE' end
   -- Then each limiter's numbers, as its own command reads them.
   for key, shape in ipairs(shapes) do
-    local p = { quantity = quantity, unit = all.unit, refund = all.refund, dry_run = all.dry_run,
-      count_denied = false }
+    local p = { quantity = quantity, quantity_exact = quantity_exact, unit = all.unit,
+      refund = all.refund, dry_run = all.dry_run, count_denied = false }
     local function param(offset) return args[shape.at + offset] or '' end
     local err
     if shape.kind == 'throttle' then
@@ -106,7 +106,7 @@ local function args_all(keys, args)
     elseif shape.kind == 'lease' then
       err = args_lease_params(p, param(0), param(1))
       -- Asked for nothing, a lease limiter only looks.
-      if #quantity > 0 then p.holder = holder end
+      if quantity > 0 then p.holder = holder end
     else
       err = args_limit_and_period(p, param(0), param(1))
       if err == nil and shape.params == 4 then p.buckets, err = args_bucket_count(param(3), p.period_ms) end

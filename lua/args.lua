@@ -1,15 +1,21 @@
 -- The module's argument grammar (src/args.rs) and its error texts (src/error.rs), in the
 -- order the module checks them, so that the library refuses what the module refuses with
 -- the same words. A parser answers its arguments, or nil and the error's text.
+--
+-- Numbers come back as Lua numbers, exact up to 2^53 − 1 and rounded past it: the module's
+-- bounds lie below 2^53, so a rounded number still compares with them as its value does,
+-- and the library refuses what it cannot keep exact. Only GCRA's numbers may be used past
+-- 2^53 (throttle.lua): those keep their exact value too, as `<name>_exact`.
 
 -- Constants as limbs of 10^7, least significant first: FUNCTION LOAD runs a library's top
 -- level with almost no globals (no type, string or tonumber), so nothing is parsed here.
 -- 2^62 ns (4611686018427387904): every span and instant the module accepts lies within it.
 local ARGS_MAX_SPAN_NS = { neg = false, 7387904, 8601842, 46116 }
 local ARGS_NANOS = { s = { neg = false, 0, 100 }, ms = { neg = false, 1000000 } }
--- The library's numbers are doubles: integers past 2^53 − 1 (9007199254740991) would be
--- rounded.
-local ARGS_LIBRARY_MAX = { neg = false, 4740991, 719925, 90 }
+-- The library's numbers are doubles: integers past 2^53 − 1 would be rounded.
+local ARGS_LIBRARY_MAX = 9007199254740991
+-- The longest span the module takes, 2^62 ns, in whole units.
+local ARGS_MAX_SPAN = { s = 4611686018, ms = 4611686018427 }
 -- 9223372036854775807, past which the module's 64-bit arithmetic overflows.
 local ARGS_I64_MAX = { neg = false, 4775807, 7203685, 92233 }
 -- The module reads at most 12 arguments, the command's name and the key among them.
@@ -24,33 +30,34 @@ local function args_wrong_arity(command)
   return "ERR wrong number of arguments for '" .. command .. "' command"
 end
 
--- An integer no smaller than min (a Lua number), as exact.
+-- An integer no smaller than min, as a number, and as exact when it is past 2^53 − 1; or nil
+-- and the error.
 local function args_integer(text, name, min)
-  local value = exact_parse(text)
-  if value == nil then return nil, 'ERR ' .. name .. ' is not an integer or out of range' end
-  -- min is 0, 1 or 2: only a value of one limb or none can be below it.
-  if value.neg or (#value <= 1 and (value[1] or 0) < min) then
-    return nil, 'ERR ' .. name .. ' must be >= ' .. min
+  local x = exact_small(text)
+  local exact = nil
+  if x == nil then
+    local value = exact_parse(text)
+    if value == nil then return nil, 'ERR ' .. name .. ' is not an integer or out of range' end
+    x = exact_tonumber(value)
+    if x > ARGS_LIBRARY_MAX then exact = value end
   end
-  return value
+  if x < min then return nil, 'ERR ' .. name .. ' must be >= ' .. min end
+  return x, exact
 end
 
 -- A span of at least 1 in this unit ('s' or 'ms'), within 2^62 ns.
 local function args_span(text, name, unit)
   local span, err = args_integer(text, name, 1)
   if span == nil then return nil, err end
-  -- One limb of seconds is under 10^16 ns, far within the bound.
-  if #span > 1 and exact_cmp(exact_mul(span, ARGS_NANOS[unit]), ARGS_MAX_SPAN_NS) > 0 then
-    return nil, args_too_large(name)
-  end
+  if span > ARGS_MAX_SPAN[unit] then return nil, args_too_large(name) end
   return span
 end
 
--- A span as args_span reads it, in milliseconds (args::span_ms): within 2^62 ns, so a number.
+-- A span as args_span reads it, in milliseconds (args::span_ms).
 local function args_span_ms(text, name, unit)
   local span, err = args_span(text, name, unit)
   if span == nil then return nil, err end
-  return exact_tonumber(span) * (unit == 'ms' and 1 or 1000)
+  return span * (unit == 'ms' and 1 or 1000)
 end
 
 local ARGS_FLAGS = { MS = 'ms', REFUND = 'refund', DRYRUN = 'dry_run', COUNTDENIED = 'count_denied' }
@@ -62,12 +69,16 @@ end
 -- `[quantity] [MS] [REFUND] [DRYRUN]`, and `[COUNTDENIED]` where the command counts denials:
 -- a quantity first if any, then the flags in any order, each once.
 local function args_tail(tail, command, counts_denied)
-  local parsed = { quantity = { neg = false, 1 }, unit = 's' }
+  -- Every field the parsers set, made at once rather than grown.
+  local parsed = { quantity = 1, quantity_exact = false, unit = 's', ms = false, refund = false,
+    dry_run = false, count_denied = false, block = false, limit = false, period_ms = false,
+    buckets = false, max_burst = false, max_burst_exact = false, count = false,
+    count_exact = false, period = false, gcra = false }
   if #tail == 0 then return parsed end
   if #tail == 1 and string.find(tail[1], '^%d') then
-    local quantity, err = args_integer(tail[1], 'quantity', 0)
-    if quantity == nil then return nil, err end
-    parsed.quantity = quantity
+    local quantity, exact = args_integer(tail[1], 'quantity', 0)
+    if quantity == nil then return nil, exact end
+    parsed.quantity, parsed.quantity_exact = quantity, exact
     return parsed
   end
   local flags_taken = counts_denied and 4 or 3
@@ -84,9 +95,9 @@ local function args_tail(tail, command, counts_denied)
     parsed[flag] = true
   end
   if quantity_text ~= nil then
-    local quantity, err = args_integer(quantity_text, 'quantity', 0)
-    if quantity == nil then return nil, err end
-    parsed.quantity = quantity
+    local quantity, exact = args_integer(quantity_text, 'quantity', 0)
+    if quantity == nil then return nil, exact end
+    parsed.quantity, parsed.quantity_exact = quantity, exact
   end
   if parsed.count_denied and not counts_denied then return nil, 'ERR syntax error' end
   if parsed.ms then parsed.unit = 'ms' end
@@ -94,25 +105,25 @@ local function args_tail(tail, command, counts_denied)
 end
 
 -- The library refuses what it cannot keep exact, once the module's own checks pass.
+local function args_inexact(name)
+  return 'ERR ' .. name .. ' is too large for the library'
+end
+
 local function args_exact_enough(parsed, names)
   for i = 1, #names do
-    local value = parsed[names[i]]
-    -- Two limbs are below 10^14, far below the bound.
-    if #value > 2 and exact_cmp(value, ARGS_LIBRARY_MAX) > 0 then
-      return 'ERR ' .. names[i] .. ' is too large for the library'
-    end
+    if parsed[names[i]] > ARGS_LIBRARY_MAX then return args_inexact(names[i]) end
   end
   return nil
 end
 
--- The longest BLOCK the module takes, in ms: 2^62 ns (4611686018427).
-local ARGS_MAX_BLOCK_MS = { neg = false, 6018427, 461168 }
+-- The names a window's call holds to args_exact_enough.
+local ARGS_WINDOW_EXACT = { 'limit', 'quantity' }
 
--- BLOCK's timeout's error, if it has one (args::block_timeout).
+-- BLOCK's timeout's error, if it has one (args::block_timeout): at most 2^62 ns.
 local function args_block_timeout(text)
   local timeout, err = args_integer(text, 'timeout', 0)
   if timeout == nil then return err end
-  if exact_cmp(timeout, ARGS_MAX_BLOCK_MS) > 0 then return 'ERR timeout must be <= 4611686018427' end
+  if timeout > ARGS_MAX_SPAN.ms then return 'ERR timeout must be <= 4611686018427' end
   return nil
 end
 
@@ -185,13 +196,12 @@ end
 local function args_bucket_count(text, period_ms)
   local n, err = args_integer(text, 'BUCKETS', 2)
   if n == nil then return nil, err end
-  if exact_cmp(n, { neg = false, 1024 }) > 0 then return nil, 'ERR BUCKETS must be <= 1024' end
-  n = exact_tonumber(n)
+  if n > 1024 then return nil, 'ERR BUCKETS must be <= 1024' end
   if period_ms % n ~= 0 then return nil, 'ERR period must be a multiple of BUCKETS, in milliseconds' end
   return n
 end
 
--- `limit period` in the parsed tail's unit (args::limit_and_period): the limit, exact, and
+-- `limit period` in the parsed tail's unit (args::limit_and_period): the limit and
 -- `period_ms`; or the error.
 local function args_limit_and_period(parsed, limit_text, period_text)
   local limit, limit_err = args_integer(limit_text, 'limit', 1)
@@ -203,21 +213,10 @@ local function args_limit_and_period(parsed, limit_text, period_text)
   return nil
 end
 
--- A window's numbers once they are known to be exact as doubles: the limit and quantity as
--- numbers, exact too (`limit_exact`, `quantity_exact`) to compare with stored counts.
-local function args_window_numbers(parsed)
-  parsed.limit_exact = parsed.limit
-  parsed.limit = exact_tonumber(parsed.limit)
-  parsed.quantity_exact = parsed.quantity
-  parsed.quantity = exact_tonumber(parsed.quantity)
-  return parsed
-end
-
 -- A window command's arguments after the key: `limit period [quantity] [MS] [REFUND]
 -- [DRYRUN] [BLOCK timeout]`, with `[COUNTDENIED]` for CL.FIXED and `[BUCKETS n]` for
--- CL.WINDOW (`sliding`). The limit, quantity and period (`period_ms`) come back as numbers,
--- the limit exact too (`limit_exact`). The replication form's `AT unix-ms` is the module's,
--- and refused.
+-- CL.WINDOW (`sliding`), with the period as `period_ms`. The replication form's
+-- `AT unix-ms` is the module's, and refused.
 local function args_window(args, command, sliding)
   if #args < 2 or #args > ARGS_MAX_AFTER_KEY then return nil, args_wrong_arity(command) end
   local n, block, block_err = args_block(args)
@@ -226,9 +225,7 @@ local function args_window(args, command, sliding)
   if n >= 2 and #args[n - 1] == 2 and string.upper(args[n - 1]) == 'AT' then
     local instant, at_err = args_integer(args[n], 'AT', 0)
     if instant == nil then return nil, at_err end
-    if exact_cmp(exact_mul(instant, ARGS_NANOS.ms), ARGS_MAX_SPAN_NS) > 0 then
-      return nil, args_too_large('AT')
-    end
+    if instant > ARGS_MAX_SPAN.ms then return nil, args_too_large('AT') end
     at = true
     n = n - 2
   end
@@ -255,24 +252,27 @@ local function args_window(args, command, sliding)
   if never then return nil, never end
   if at then return nil, 'ERR AT is accepted only from the replication stream or the AOF' end
   if block then return nil, args_cannot_wait(command) end
-  local inexact = args_exact_enough(parsed, { 'limit', 'quantity' })
+  local inexact = args_exact_enough(parsed, ARGS_WINDOW_EXACT)
   if inexact then return nil, inexact end
-  return args_window_numbers(parsed)
+  return parsed
 end
 
--- `max_burst count period` in the parsed tail's unit (args::throttle_params), exact, the
--- period in nanoseconds as `period_ns` too; or the error.
+-- The longest period GCRA takes, i64::MAX ns, in whole units.
+local ARGS_MAX_PERIOD = { s = 9223372036, ms = 9223372036854 }
+
+-- `max_burst count period` in the parsed tail's unit (args::throttle_params), with
+-- `max_burst_exact` and `count_exact` (the period is below 2^53); or the error.
 local function args_throttle_params(parsed, max_burst, count, period)
-  local texts = { max_burst, count, period }
-  local names = { 'max_burst', 'count', 'period' }
-  local mins = { 0, 1, 1 }
-  for i = 1, 3 do
-    local value, value_err = args_integer(texts[i], names[i], mins[i])
-    if value == nil then return value_err end
-    parsed[names[i]] = value
-  end
-  parsed.period_ns = exact_mul(parsed.period, ARGS_NANOS[parsed.unit])
-  if exact_cmp(parsed.period_ns, ARGS_I64_MAX) > 0 then return args_too_large('period') end
+  local value, exact = args_integer(max_burst, 'max_burst', 0)
+  if value == nil then return exact end
+  parsed.max_burst, parsed.max_burst_exact = value, exact
+  value, exact = args_integer(count, 'count', 1)
+  if value == nil then return exact end
+  parsed.count, parsed.count_exact = value, exact
+  value, exact = args_integer(period, 'period', 1)
+  if value == nil then return exact end
+  if value > ARGS_MAX_PERIOD[parsed.unit] then return args_too_large('period') end
+  parsed.period = value
   return nil
 end
 
@@ -313,12 +313,12 @@ end
 local function args_at(text)
   local instant, err = args_integer(text, 'AT', 0)
   if instant == nil then return err end
-  if exact_cmp(exact_mul(instant, ARGS_NANOS.ms), ARGS_MAX_SPAN_NS) > 0 then return args_too_large('AT') end
+  if instant > ARGS_MAX_SPAN.ms then return args_too_large('AT') end
   return 'ERR AT is accepted only from the replication stream or the AOF'
 end
 
--- `limit lease_time` in the parsed unit (args::lease_params): the limit, exact, and
--- `lease_ms`; or the error.
+-- `limit lease_time` in the parsed unit (args::lease_params): the limit and `lease_ms`; or
+-- the error.
 local function args_lease_params(parsed, limit_text, time_text)
   local limit, limit_err = args_integer(limit_text, 'limit', 1)
   if limit == nil then return limit_err end
@@ -329,11 +329,8 @@ local function args_lease_params(parsed, limit_text, time_text)
   return nil
 end
 
--- A lease's limit as a number, once it is known to be exact as one.
-local function args_lease_numbers(parsed)
-  parsed.limit = exact_tonumber(parsed.limit)
-  return parsed
-end
+-- The names a lease's call holds to args_exact_enough.
+local ARGS_LEASE_EXACT = { 'limit' }
 
 -- CL.LEASE's arguments after the key: `limit lease_time holder [MS] [DRYRUN] [BLOCK timeout]`,
 -- the options in any order, each once (args::lease). The lease time comes back in ms.
@@ -367,9 +364,9 @@ local function args_lease(args)
   if at_err then return nil, at_err end
   if seen.BLOCK then return nil, args_cannot_wait(command) end
   parsed.holder = holder
-  local inexact = args_exact_enough(parsed, { 'limit' })
+  local inexact = args_exact_enough(parsed, ARGS_LEASE_EXACT)
   if inexact then return nil, inexact end
-  return args_lease_numbers(parsed)
+  return parsed
 end
 
 -- CL.RELEASE's arguments after the key: `holder` (args::release): the holder, or the error.
@@ -435,24 +432,22 @@ local function args_smooth(args)
   local period
   period, err = args_span(args[2], 'period', p.unit)
   if period == nil then return nil, err end
-  local quantity = { neg = false, 1 }
+  local quantity = 1
   if quantity_text then
     quantity, err = args_integer(quantity_text, 'quantity', 0)
     if quantity == nil then return nil, err end
-    if exact_cmp(quantity, { neg = false, 7483647, 214 }) > 0 then
-      return nil, 'ERR quantity must be <= 2147483647'
-    end
+    if quantity > 2147483647 then return nil, 'ERR quantity must be <= 2147483647' end
   end
   if seen.BURST and seen.WARMUP then
     return nil, 'ERR BURST and WARMUP options at the same time are not compatible'
   end
   if seen.COLD and not seen.WARMUP then return nil, 'ERR COLD is given, but no WARMUP for it to shape' end
-  local cold = { neg = false, 3 }
+  local cold = 3
   if seen.WARMUP then
     local warmup
     warmup, err = args_span(seen.WARMUP, 'WARMUP', p.unit)
     if warmup == nil then return nil, err end
-    p.warmup = exact_tonumber(warmup)
+    p.warmup = warmup
     if seen.COLD then
       cold, err = args_integer(seen.COLD, 'COLD', 1)
       if cold == nil then return nil, err end
@@ -464,7 +459,7 @@ local function args_smooth(args)
       local burst
       burst, err = args_span(seen.BURST, 'BURST', p.unit)
       if burst == nil then return nil, err end
-      p.burst = exact_tonumber(burst)
+      p.burst = burst
     end
   end
   if seen.BLOCK then
@@ -473,11 +468,11 @@ local function args_smooth(args)
     if p.dry_run then return nil, args_never_waits({ block = true, dry_run = true }) end
     return nil, args_cannot_wait(command)
   end
-  local inexact = args_exact_enough({ permits = permits, COLD = cold }, { 'permits', 'COLD' })
-  if inexact then return nil, inexact end
-  p.permits = exact_tonumber(permits)
-  p.period = exact_tonumber(period)
-  p.quantity = exact_tonumber(quantity)
-  p.cold = exact_tonumber(cold)
+  if permits > ARGS_LIBRARY_MAX then return nil, args_inexact('permits') end
+  if cold > ARGS_LIBRARY_MAX then return nil, args_inexact('COLD') end
+  p.permits = permits
+  p.period = period
+  p.quantity = quantity
+  p.cold = cold
   return p
 end

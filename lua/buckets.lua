@@ -32,7 +32,7 @@ local function buckets_decode(v)
   h.slots = cells_len / cb
   h.newest = bytes_number(newest_hi, newest_lo)
   h.sum = bytes_number(sum_hi, sum_lo)
-  h.exact = exact_cmp(leaves, ARGS_LIBRARY_MAX) <= 0 and sum_hi < 2097152
+  h.exact = exact_tonumber(leaves) <= ARGS_LIBRARY_MAX and sum_hi < 2097152
   return h
 end
 

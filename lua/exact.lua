@@ -33,6 +33,17 @@ local function exact_of_digits(digits, neg)
   return exact_trim(a)
 end
 
+-- A canonical decimal below 10^14 in magnitude, as a number without a table: Lua reads it,
+-- and prints it back as it came (no sign on zero, leading zero, space, exponent or hex).
+-- nil for anything else, which exact_parse reads.
+local function exact_small(text)
+  local x = tonumber(text)
+  if x and x < 1e14 and x > -1e14 and x % 1 == 0 and (x ~= 0 or text == '0') and tostring(x) == text then
+    return x
+  end
+  return nil
+end
+
 -- Reads an integer as Redis's string2ll does, where Lua's tonumber would also take "0x10",
 -- "1e3" and " 5": an optional '-', digits with no leading zero, no sign on zero, and a value
 -- that fits in 64 bits. nil for anything else.
@@ -213,6 +224,11 @@ end
 
 local function exact_max(a, b)
   if exact_cmp(a, b) >= 0 then return a end
+  return b
+end
+
+local function exact_min(a, b)
+  if exact_cmp(a, b) <= 0 then return a end
   return b
 end
 

@@ -520,27 +520,24 @@ local function lease_look(p, v, now_ms)
   return reply_ms(false, p.limit, p.limit - view.live, nil, latest and latest - now_ms or 0, p.unit)
 end
 
--- The limiter of a parsed call (single.lua). Without a holder (CL.ALL asking for nothing,
--- or refunding: CL.RELEASE gives a lease back) it only looks.
-local function lease_limiter(p)
-  local function look(v, now) return lease_look(p, v, now.ms) end
-  return {
-    read = function(key) return state_bytes(key) end,
-    decide = function(v, now)
-      if p.holder == nil or p.refund then return look(v, now) end
-      return lease_decide(p, v, now.ms)
-    end,
-    peek = look,
-    write = function(key, plan) redis.call('SET', key, plan.whole, 'PXAT', plan.expire_at_ms) end,
-  }
-end
+-- The kind (single.lua). Without a holder (CL.ALL asking for nothing, or refunding:
+-- CL.RELEASE gives a lease back) it only looks.
+local LEASE = {
+  read = function(key) return state_bytes(key) end,
+  decide = function(p, v, _, now_ms)
+    if p.holder == nil or p.refund then return lease_look(p, v, now_ms) end
+    return lease_decide(p, v, now_ms)
+  end,
+  peek = function(p, v, _, now_ms) return lease_look(p, v, now_ms) end,
+  write = function(key, _, plan) redis.call('SET', key, plan.whole, 'PXAT', plan.expire_at_ms) end,
+}
 
 -- FCALL cl_lease 1 key limit lease_time holder [MS] [DRYRUN]
 local function cl_lease(keys, args)
   if #keys ~= 1 then return redis.error_reply(args_wrong_arity('cl.lease')) end
   local p, err = args_lease(args)
   if p == nil then return redis.error_reply(err) end
-  return single_run(keys[1], lease_limiter(p), p.dry_run)
+  return single_run(keys[1], LEASE, p)
 end
 
 -- Frees holder's live lease: 1, and the value left (nil: the key goes) and its expiry; or 0.
@@ -564,7 +561,8 @@ local function cl_release(keys, args)
   local v, read_err = state_bytes(key)
   if read_err then return redis.error_reply(read_err) end
   if v == nil then return 0 end
-  local ok, freed, plan = pcall(lease_release, holder, v, clock_now().ms)
+  local _, now_ms = clock_now()
+  local ok, freed, plan = pcall(lease_release, holder, v, now_ms)
   if not ok then return redis.error_reply(state_caught(freed)) end
   if freed == 1 then
     if plan then
@@ -584,7 +582,7 @@ local function cl_holders(keys, args)
   if unit == nil then return redis.error_reply(err) end
   local v, read_err = state_bytes(keys[1])
   if read_err then return redis.error_reply(read_err) end
-  local now_ms = clock_now().ms
+  local _, now_ms = clock_now()
   local ok, pairs_or_err = pcall(function()
     local view = lease_live(v, now_ms)
     local out = {}

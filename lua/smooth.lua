@@ -208,17 +208,15 @@ local function smooth_decide(p, rate, v, now)
   return reply, { value = value, expire_at_ms = math.ceil(full_at / 1000) }
 end
 
--- The limiter of a parsed call (single.lua).
-local function smooth_limiter(p)
-  local rate = smooth_rate(p)
-  local peek = { quantity = 0, unit = p.unit }
-  return {
-    read = function(key) return state_bytes(key) end,
-    decide = function(v, now) return smooth_decide(p, rate, v, now.us) end,
-    peek = function(v, now) return (smooth_decide(peek, rate, v, now.us)) end,
-    write = function(key, change) redis.call('SET', key, change.value, 'PXAT', change.expire_at_ms) end,
-  }
-end
+-- The kind (single.lua).
+local SMOOTH = {
+  read = function(key) return state_bytes(key) end,
+  decide = function(p, v, now_us) return smooth_decide(p, smooth_rate(p), v, now_us) end,
+  peek = function(p, v, now_us)
+    return (smooth_decide({ quantity = 0, unit = p.unit }, smooth_rate(p), v, now_us))
+  end,
+  write = function(key, _, change) redis.call('SET', key, change.value, 'PXAT', change.expire_at_ms) end,
+}
 
 -- FCALL cl_smooth 1 key permits period [quantity] [MS] [BURST span] [WARMUP span [COLD factor]]
 -- [DRYRUN]
@@ -226,5 +224,5 @@ local function cl_smooth(keys, args)
   if #keys ~= 1 then return redis.error_reply(args_wrong_arity('cl.smooth')) end
   local p, err = args_smooth(args)
   if p == nil then return redis.error_reply(err) end
-  return single_run(keys[1], smooth_limiter(p), p.dry_run)
+  return single_run(keys[1], SMOOTH, p)
 end

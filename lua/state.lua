@@ -17,10 +17,8 @@ local function state_bytes(key)
   return value
 end
 
--- The key's integer (exact), nil for no key, or nil and the error.
-local function state_integer(key)
-  local text, err = state_bytes(key)
-  if text == nil then return nil, err end
+-- A key's text read as an integer, exact, or nil and the error.
+local function state_exact(text)
   -- No 64-bit integer takes more than 20 bytes.
   if #text > 20 then return nil, STATE_CORRUPT end
   local value = exact_parse(text)

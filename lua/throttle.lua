@@ -1,95 +1,179 @@
 -- CL.THROTTLE in the library: the module's GCRA (src/gcra.rs) on the same key, a decimal
--- theoretical arrival time (TAT) in nanoseconds that expires when the limiter has drained,
--- computed in exact integers, since a TAT has 19 digits.
+-- theoretical arrival time (TAT) in nanoseconds that expires when the limiter has drained.
+-- A TAT has 19 digits, past a double's exact integers, so GCRA decides in one of two forms
+-- (integers.lua): in numbers, as nanoseconds after now, where the constants and the stored
+-- TAT lie within 2^51 ns (26 days) of now, so that every sum stays exact; else in exact
+-- integers, as absolute nanoseconds.
 
 local THROTTLE_ONE = { neg = false, 1 }
+-- 2^51: how far from now the numbers form reaches.
+local THROTTLE_NUMBERS_BELOW = 2251799813685248
 
--- The GCRA's constants (Gcra::new), or the module's error: the emission interval T, the
--- tolerance τ = T·limit, the limit (max_burst + 1), and the call's increment T·quantity.
-local function throttle_gcra(p)
-  local interval = exact_divmod(p.period_ns, p.count)
+-- GCRA's constants in exact integers (Gcra::new), or the module's error: the emission
+-- interval T, the tolerance τ = T·limit, the limit (max_burst + 1), and the call's increment
+-- T·quantity.
+local function throttle_gcra_exact(p)
+  local function exact(name) return p[name .. '_exact'] or exact_of_number(p[name]) end
+  local unit_ns = ARGS_NANOS[p.unit]
+  local interval = exact_divmod(exact_mul(exact_of_number(p.period), unit_ns), exact('count'))
   if exact_cmp(interval, THROTTLE_ONE) < 0 then
     return nil, 'ERR count is too large for period: the emission interval would be under 1 ns'
   end
-  local limit = exact_add(p.max_burst, THROTTLE_ONE)
+  local limit = exact_add(exact('max_burst'), THROTTLE_ONE)
   if exact_cmp(limit, ARGS_I64_MAX) > 0 then return nil, args_too_large('max_burst') end
   local tolerance = exact_mul(interval, limit)
   if exact_cmp(tolerance, ARGS_MAX_SPAN_NS) > 0 then return nil, args_too_large('max_burst') end
-  local increment = exact_mul(interval, p.quantity)
+  local increment = exact_mul(interval, exact('quantity'))
   if exact_cmp(increment, exact_sub(ARGS_MAX_SPAN_NS, tolerance)) > 0 then
     return nil, args_too_large('quantity')
   end
-  return { interval = interval, tolerance = tolerance, limit = limit, increment = increment }
+  return { k = INTEGERS_EXACT, interval = interval, tolerance = tolerance, limit = limit,
+    increment = increment, unit_ns = unit_ns }
+end
+
+-- GCRA's constants, in numbers where they keep within 2^51 ns, or the module's error.
+local function throttle_gcra(p)
+  local unit_ns = p.unit == 'ms' and 1000000 or 1000000000
+  if not (p.max_burst_exact or p.count_exact or p.quantity_exact) then
+    local period_ns = p.period * unit_ns
+    local interval = math.floor(period_ns / p.count)
+    local limit = p.max_burst + 1
+    local tolerance = interval * limit
+    local increment = interval * p.quantity
+    -- Below 2^51 each product is exact, and the numbers' own: the exact form would answer
+    -- no error for them (its bounds lie past 2^53) but for an interval under 1 ns.
+    if period_ns < THROTTLE_NUMBERS_BELOW and interval >= 1 and tolerance + increment < THROTTLE_NUMBERS_BELOW then
+      return { k = INTEGERS_NUMBERS, interval = interval, tolerance = tolerance, limit = limit,
+        increment = increment, unit_ns = unit_ns }
+    end
+  end
+  return throttle_gcra_exact(p)
+end
+
+-- Now in g's form: 0 in numbers, which count from now.
+local function throttle_now(g, now_us)
+  if g.k == INTEGERS_NUMBERS then return 0 end
+  return clock_ns(now_us)
+end
+
+-- The stored TAT as ns after now, when it is canonical and within reach of the numbers form
+-- (a TAT at or before now is now: GCRA reads no further); nil if not.
+local function throttle_tat_number(text, now_us)
+  local n = #text
+  if n > 19 or not string.find(text, '^[1-9]%d*$') then return nil end
+  local seconds, nanos = 0, tonumber(text)
+  if n > 9 then
+    seconds = tonumber(string.sub(text, 1, n - 9))
+    nanos = tonumber(string.sub(text, n - 8))
+  end
+  local now_s = math.floor(now_us / 1000000)
+  local after = (seconds - now_s) * 1000000000 + nanos - (now_us - now_s * 1000000) * 1000
+  if after <= 0 then return 0 end
+  if after >= THROTTLE_NUMBERS_BELOW then return nil end
+  return after
+end
+
+-- The stored TAT in the form of p.gcra, which turns exact where the TAT is out of the numbers'
+-- reach; nil for no key, or nil and the error.
+local function throttle_read(key, p, now_us)
+  local text, err = state_bytes(key)
+  if text == nil then return nil, err end
+  if p.gcra.k == INTEGERS_NUMBERS then
+    local after = throttle_tat_number(text, now_us)
+    if after then return after end
+    -- The numbers' constants passed, so the exact ones do.
+    p.gcra = throttle_gcra_exact(p)
+  end
+  return state_exact(text)
 end
 
 -- A wait in nanoseconds in whole units, rounded up.
-local function throttle_units(ns, unit_ns)
-  if ns.neg then return 0 end
-  return exact_tonumber(exact_ceil_div(ns, unit_ns))
+local function throttle_units(g, ns)
+  local k = g.k
+  if k.cmp(ns, k.zero) < 0 then return 0 end
+  return k.tonumber(k.ceil_div(ns, g.unit_ns))
 end
 
--- Decides a call at `now` (ns) against the stored TAT: the reply, and the TAT to write.
-local function throttle_decide(g, stored, now, unit_ns)
-  local tat = stored and exact_max(stored, now) or now
-  local new_tat = exact_add(tat, g.increment)
-  if exact_cmp(new_tat, ARGS_I64_MAX) > 0 then new_tat = ARGS_I64_MAX end
-  local allow_at = exact_sub(new_tat, g.tolerance)
-  local function remaining(ttl)
-    local room = exact_sub(g.tolerance, ttl)
-    if room.neg then return 0 end
-    local units = exact_divmod(room, g.interval)
-    if exact_cmp(units, g.limit) > 0 then units = g.limit end
-    return exact_tonumber(units)
-  end
-  local limit = exact_tonumber(g.limit)
-  if exact_cmp(allow_at, now) > 0 then
-    local ttl = exact_sub(tat, now)
+-- The units left once a TAT ttl ahead of now: the tolerance's room over it, in intervals.
+local function throttle_remaining(g, ttl)
+  local k = g.k
+  local room = k.sub(g.tolerance, ttl)
+  if k.cmp(room, k.zero) < 0 then return 0 end
+  local units = k.div(room, g.interval)
+  if k.cmp(units, g.limit) > 0 then units = g.limit end
+  return k.tonumber(units)
+end
+
+-- Decides asking for `increment` at now (in g's form) against the stored TAT: the reply,
+-- and the TAT to write.
+local function throttle_decide(g, stored, now, increment)
+  local k = g.k
+  local tat = stored and k.max(stored, now) or now
+  local new_tat = k.saturate(k.add(tat, increment))
+  local allow_at = k.sub(new_tat, g.tolerance)
+  local limit = k.tonumber(g.limit)
+  if k.cmp(allow_at, now) > 0 then
+    local ttl = k.sub(tat, now)
     local retry = -1
-    if exact_cmp(g.increment, g.tolerance) <= 0 then
-      retry = throttle_units(exact_sub(allow_at, now), unit_ns)
-    end
-    return { 1, limit, remaining(ttl), retry, throttle_units(ttl, unit_ns) }, nil
+    if k.cmp(increment, g.tolerance) <= 0 then retry = throttle_units(g, k.sub(allow_at, now)) end
+    return { 1, limit, throttle_remaining(g, ttl), retry, throttle_units(g, ttl) }, nil
   end
-  local ttl = exact_sub(new_tat, now)
+  local ttl = k.sub(new_tat, now)
   local new = nil
-  if #g.increment > 0 then new = new_tat end
-  return { 0, limit, remaining(ttl), -1, throttle_units(ttl, unit_ns) }, new
+  if k.cmp(increment, k.zero) > 0 then new = new_tat end
+  return { 0, limit, throttle_remaining(g, ttl), -1, throttle_units(g, ttl) }, new
 end
 
 -- REFUND: the TAT moves back by the increment, never before now.
-local function throttle_refund(g, stored, now, unit_ns)
+local function throttle_refund(g, stored, now)
+  local k = g.k
   local new = nil
-  if stored and exact_cmp(stored, now) > 0 then
-    local moved = exact_max(exact_sub(stored, g.increment), now)
-    if exact_cmp(moved, stored) ~= 0 then new = moved end
+  if stored and k.cmp(stored, now) > 0 then
+    local moved = k.max(k.sub(stored, g.increment), now)
+    if k.cmp(moved, stored) ~= 0 then new = moved end
   end
-  local peek = { interval = g.interval, tolerance = g.tolerance, limit = g.limit,
-    increment = { neg = false } }
-  local reply = throttle_decide(peek, new or stored, now, unit_ns)
+  local reply = throttle_decide(g, new or stored, now, k.zero)
   reply[1] = 0
   reply[4] = -1
   return reply, new
 end
 
--- The limiter of a parsed call (single.lua), or the module's error for its numbers.
+-- The TAT's text and its expiry, rounded up to the millisecond.
+local function throttle_write(key, p, tat, _, now_us)
+  if p.gcra.k == INTEGERS_EXACT then
+    redis.call('SET', key, exact_tostring(tat), 'PXAT', exact_tostring(exact_ceil_div(tat, ARGS_NANOS.ms)))
+    return
+  end
+  local now_s = math.floor(now_us / 1000000)
+  local nanos = (now_us - now_s * 1000000) * 1000 + tat
+  local carry = math.floor(nanos / 1000000000)
+  local seconds = now_s + carry
+  nanos = nanos - carry * 1000000000
+  local text = seconds > 0 and string.format('%d%09d', seconds, nanos) or string.format('%d', nanos)
+  redis.call('SET', key, text, 'PXAT', seconds * 1000 + math.ceil(nanos / 1000000))
+end
+
+-- The kind (single.lua), its call's GCRA made by throttle_limiter.
+local THROTTLE = {
+  read = throttle_read,
+  decide = function(p, tat, now_us)
+    local g = p.gcra
+    if p.refund then return throttle_refund(g, tat, throttle_now(g, now_us)) end
+    return throttle_decide(g, tat, throttle_now(g, now_us), g.increment)
+  end,
+  peek = function(p, tat, now_us)
+    local g = p.gcra
+    return (throttle_decide(g, tat, throttle_now(g, now_us), g.k.zero))
+  end,
+  write = throttle_write,
+}
+
+-- Makes the call's GCRA (p.gcra), or answers the module's error for its numbers.
 local function throttle_limiter(p)
   local g, err = throttle_gcra(p)
-  if g == nil then return nil, err end
-  local unit_ns = ARGS_NANOS[p.unit]
-  local peek = { interval = g.interval, tolerance = g.tolerance, limit = g.limit,
-    increment = { neg = false } }
-  return {
-    read = function(key) return state_integer(key) end,
-    decide = function(tat, now)
-      if p.refund then return throttle_refund(g, tat, clock_ns(now), unit_ns) end
-      return throttle_decide(g, tat, clock_ns(now), unit_ns)
-    end,
-    peek = function(tat, now) return (throttle_decide(peek, tat, clock_ns(now), unit_ns)) end,
-    write = function(key, tat)
-      -- Expires at the TAT, rounded up to the millisecond.
-      redis.call('SET', key, exact_tostring(tat), 'PXAT', exact_tostring(exact_ceil_div(tat, ARGS_NANOS.ms)))
-    end,
-  }
+  if g == nil then return err end
+  p.gcra = g
+  return nil
 end
 
 -- The numbers the library refuses past 2^53 − 1.
@@ -100,10 +184,10 @@ local function cl_throttle(keys, args)
   if #keys ~= 1 then return redis.error_reply(args_wrong_arity('cl.throttle')) end
   local p, err = args_throttle(args)
   if p == nil then return redis.error_reply(err) end
-  local limiter, gcra_err = throttle_limiter(p)
-  if limiter == nil then return redis.error_reply(gcra_err) end
+  local gcra_err = throttle_limiter(p)
+  if gcra_err then return redis.error_reply(gcra_err) end
   if p.block then return redis.error_reply(args_cannot_wait('cl.throttle')) end
   local inexact = args_exact_enough(p, THROTTLE_EXACT)
   if inexact then return redis.error_reply(inexact) end
-  return single_run(keys[1], limiter, p.dry_run)
+  return single_run(keys[1], THROTTLE, p)
 end

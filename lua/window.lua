@@ -418,25 +418,28 @@ local function window_run(p, v, now_ms)
   return (p.refund and window_refund or window_decide)(p, log, now_ms)
 end
 
--- The limiter of a parsed call (single.lua): either form, its errors naming the other.
-local function window_limiter(p)
-  local peek = {}
-  for name, value in pairs(p) do peek[name] = value end
-  peek.quantity, peek.refund = 0, false
-  local function run(q, v, now)
-    local ok, reply, plan = pcall(window_run, q, v, now.ms)
-    if not ok then
-      local text = state_caught(reply)
-      if text == STATE_CORRUPT and v then text = window_form_error(q, v) end
-      state_fail(text)
-    end
-    return reply, plan
+-- Decides p at now_ms: either form, its errors naming the other.
+local function window_call(p, v, now_ms)
+  local ok, reply, plan = pcall(window_run, p, v, now_ms)
+  if not ok then
+    local text = state_caught(reply)
+    if text == STATE_CORRUPT and v then text = window_form_error(p, v) end
+    state_fail(text)
   end
-  return {
-    read = function(key) return state_bytes(key) end,
-    decide = function(v, now) return run(p, v, now) end,
-    peek = function(v, now) return (run(peek, v, now)) end,
-    write = function(key, plan)
+  return reply, plan
+end
+
+-- The kind (single.lua).
+local WINDOW = {
+  read = function(key) return state_bytes(key) end,
+  decide = function(p, v, _, now_ms) return window_call(p, v, now_ms) end,
+  peek = function(p, v, _, now_ms)
+    local peek = {}
+    for name, value in pairs(p) do peek[name] = value end
+    peek.quantity, peek.refund = 0, false
+    return (window_call(peek, v, now_ms))
+  end,
+  write = function(key, _, plan)
       if plan.clear then
         redis.call('DEL', key)
       elseif plan.whole and plan.moves == false then
@@ -448,14 +451,13 @@ local function window_limiter(p)
         redis.call('SETRANGE', key, 0, plan.header)
         redis.call('PEXPIREAT', key, plan.expire_at_ms)
       end
-    end,
-  }
-end
+  end,
+}
 
 -- FCALL cl_window 1 key limit period [quantity] [BUCKETS n] [MS] [REFUND] [DRYRUN]
 local function cl_window(keys, args)
   if #keys ~= 1 then return redis.error_reply(args_wrong_arity('cl.window')) end
   local p, err = args_window(args, 'cl.window', true)
   if p == nil then return redis.error_reply(err) end
-  return single_run(keys[1], window_limiter(p), p.dry_run)
+  return single_run(keys[1], WINDOW, p)
 end

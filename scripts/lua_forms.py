@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = ["exact.lua", "bytes.lua", "args.lua", "clock.lua", "state.lua", "reply.lua", "single.lua", "fixed.lua",
+SOURCES = ["exact.lua", "bytes.lua", "args.lua", "integers.lua", "clock.lua", "state.lua", "reply.lua", "single.lua", "fixed.lua",
            "throttle.lua", "buckets.lua", "window.lua", "lease.lua", "smooth.lua", "all_args.lua",
            "all.lua", "library.lua"]
 LIBRARY = ROOT / "lua" / "dist" / "redis_cell.lua"

@@ -383,6 +383,14 @@ fn cl_fixed_answers_and_writes_as_the_module_under_a_controlled_clock() {
             if args.iter().any(|a| a == "MS") {
                 args[1] = (1 + rng.below(3000)).to_string();
             }
+            // Now and then numbers whose sums pass 2^53, which the library decides in exact
+            // integers rather than in doubles.
+            if rng.below(20) == 0 {
+                args[0] = ((1u64 << 53) - 1 - rng.below(3)).to_string();
+                if args.len() > 2 && args[2].parse::<u64>().is_ok() {
+                    args[2] = ((1u64 << 52) + rng.below(3)).to_string();
+                }
+            }
             args
         },
     );
@@ -410,6 +418,11 @@ fn cl_throttle_answers_and_writes_as_the_module_under_a_controlled_clock() {
             let mut args = with_tail(rng, head, &["MS", "REFUND", "DRYRUN"]);
             if args.iter().any(|a| a == "MS") {
                 args[2] = (1 + rng.below(3000)).to_string();
+            }
+            // Now and then a period of weeks, whose GCRA reaches past 2^51 ns from now: the
+            // library decides it in exact integers rather than in doubles.
+            if rng.below(10) == 0 {
+                args[2] = (30 * 86_400 + rng.below(30 * 86_400)).to_string();
             }
             args
         },
@@ -897,8 +910,10 @@ fn the_librarys_constants_are_the_modules_numbers() {
     let script = read("lua/exact.lua")
         + &read("lua/args.lua")
         + r#"
+local function n(x) return string.format('%d', x) end
 return { exact_tostring(ARGS_I64_MAX), exact_tostring(ARGS_MAX_SPAN_NS),
-  exact_tostring(ARGS_LIBRARY_MAX), exact_tostring(ARGS_MAX_BLOCK_MS),
+  n(ARGS_LIBRARY_MAX), n(ARGS_MAX_SPAN.ms), n(ARGS_MAX_SPAN.s),
+  n(ARGS_MAX_PERIOD.ms), n(ARGS_MAX_PERIOD.s),
   exact_tostring(ARGS_NANOS.s), exact_tostring(ARGS_NANOS.ms) }
 "#;
     let constants: Vec<String> = redis::cmd("EVAL")
@@ -911,6 +926,9 @@ return { exact_tostring(ARGS_I64_MAX), exact_tostring(ARGS_MAX_SPAN_NS),
         redis_cell::time::MAX_SPAN_NS,
         (1 << 53) - 1,
         redis_cell::args::MAX_BLOCK_MS,
+        redis_cell::time::MAX_SPAN_NS / redis_cell::time::NANOS_PER_SECOND,
+        i64::MAX / redis_cell::time::NANOS_PER_MILLI,
+        i64::MAX / redis_cell::time::NANOS_PER_SECOND,
         redis_cell::time::NANOS_PER_SECOND,
         redis_cell::time::NANOS_PER_MILLI,
     ];

@@ -1,7 +1,8 @@
 #!lua name=redis_cell
 -- Generated from lua/*.lua by scripts/lua_forms.py: edit those, not this.
 
-local exact_parse,
+local exact_small,
+  exact_parse,
   exact_of_number,
   exact_tostring,
   exact_tonumber,
@@ -11,6 +12,7 @@ local exact_parse,
   exact_mul,
   exact_divmod,
   exact_max,
+  exact_min,
   exact_ceil_div,
   BYTES_2_32,
   BYTES_2_31,
@@ -37,49 +39,52 @@ local exact_parse,
   args_wrong_arity,
   args_integer,
   args_exact_enough,
+  ARGS_WINDOW_EXACT,
   args_block_timeout,
   args_never_waits,
   args_cannot_wait,
   args_is_buckets,
   args_bucket_count,
   args_limit_and_period,
-  args_window_numbers,
   args_window,
   args_throttle_params,
   args_throttle,
   args_holder,
   args_lease_params,
-  args_lease_numbers,
+  ARGS_LEASE_EXACT,
   args_lease,
   args_release,
   args_holders,
   args_smooth,
+  INTEGERS_NUMBERS,
+  INTEGERS_EXACT,
   clock_now,
   clock_ns,
   STATE_CORRUPT,
   state_bytes,
-  state_integer,
+  state_exact,
   state_expire_at_ms,
   state_fail,
   state_corrupt,
   state_caught,
   reply_ms,
   single_run,
-  fixed_limiter,
+  FIXED,
   cl_fixed,
-  throttle_gcra,
+  THROTTLE,
   throttle_limiter,
   THROTTLE_EXACT,
   cl_throttle,
   buckets_cells_in,
   buckets_decide,
   buckets_refund,
-  window_limiter,
+  WINDOW,
   cl_window,
-  lease_limiter,
+  LEASE,
   cl_lease,
   cl_release,
   cl_holders,
+  SMOOTH,
   cl_smooth,
   args_all,
   cl_all,
@@ -120,6 +125,17 @@ local function exact_of_digits(digits, neg)
     i = i + 1
   end
   return exact_trim(a)
+end
+
+-- A canonical decimal below 10^14 in magnitude, as a number without a table: Lua reads it,
+-- and prints it back as it came (no sign on zero, leading zero, space, exponent or hex).
+-- nil for anything else, which exact_parse reads.
+function exact_small(text)
+  local x = tonumber(text)
+  if x and x < 1e14 and x > -1e14 and x % 1 == 0 and (x ~= 0 or text == '0') and tostring(x) == text then
+    return x
+  end
+  return nil
 end
 
 -- Reads an integer as Redis's string2ll does, where Lua's tonumber would also take "0x10",
@@ -305,6 +321,11 @@ function exact_max(a, b)
   return b
 end
 
+function exact_min(a, b)
+  if exact_cmp(a, b) <= 0 then return a end
+  return b
+end
+
 -- a / b rounded up, for a >= 0 and b > 0.
 function exact_ceil_div(a, b)
   local q, r = exact_divmod(a, b)
@@ -462,15 +483,21 @@ do
 -- The module's argument grammar (src/args.rs) and its error texts (src/error.rs), in the
 -- order the module checks them, so that the library refuses what the module refuses with
 -- the same words. A parser answers its arguments, or nil and the error's text.
+--
+-- Numbers come back as Lua numbers, exact up to 2^53 − 1 and rounded past it: the module's
+-- bounds lie below 2^53, so a rounded number still compares with them as its value does,
+-- and the library refuses what it cannot keep exact. Only GCRA's numbers may be used past
+-- 2^53 (throttle.lua): those keep their exact value too, as `<name>_exact`.
 
 -- Constants as limbs of 10^7, least significant first: FUNCTION LOAD runs a library's top
 -- level with almost no globals (no type, string or tonumber), so nothing is parsed here.
 -- 2^62 ns (4611686018427387904): every span and instant the module accepts lies within it.
 ARGS_MAX_SPAN_NS = { neg = false, 7387904, 8601842, 46116 }
 ARGS_NANOS = { s = { neg = false, 0, 100 }, ms = { neg = false, 1000000 } }
--- The library's numbers are doubles: integers past 2^53 − 1 (9007199254740991) would be
--- rounded.
-ARGS_LIBRARY_MAX = { neg = false, 4740991, 719925, 90 }
+-- The library's numbers are doubles: integers past 2^53 − 1 would be rounded.
+ARGS_LIBRARY_MAX = 9007199254740991
+-- The longest span the module takes, 2^62 ns, in whole units.
+local ARGS_MAX_SPAN = { s = 4611686018, ms = 4611686018427 }
 -- 9223372036854775807, past which the module's 64-bit arithmetic overflows.
 ARGS_I64_MAX = { neg = false, 4775807, 7203685, 92233 }
 -- The module reads at most 12 arguments, the command's name and the key among them.
@@ -485,33 +512,34 @@ function args_wrong_arity(command)
   return "ERR wrong number of arguments for '" .. command .. "' command"
 end
 
--- An integer no smaller than min (a Lua number), as exact.
+-- An integer no smaller than min, as a number, and as exact when it is past 2^53 − 1; or nil
+-- and the error.
 function args_integer(text, name, min)
-  local value = exact_parse(text)
-  if value == nil then return nil, 'ERR ' .. name .. ' is not an integer or out of range' end
-  -- min is 0, 1 or 2: only a value of one limb or none can be below it.
-  if value.neg or (#value <= 1 and (value[1] or 0) < min) then
-    return nil, 'ERR ' .. name .. ' must be >= ' .. min
+  local x = exact_small(text)
+  local exact = nil
+  if x == nil then
+    local value = exact_parse(text)
+    if value == nil then return nil, 'ERR ' .. name .. ' is not an integer or out of range' end
+    x = exact_tonumber(value)
+    if x > ARGS_LIBRARY_MAX then exact = value end
   end
-  return value
+  if x < min then return nil, 'ERR ' .. name .. ' must be >= ' .. min end
+  return x, exact
 end
 
 -- A span of at least 1 in this unit ('s' or 'ms'), within 2^62 ns.
 local function args_span(text, name, unit)
   local span, err = args_integer(text, name, 1)
   if span == nil then return nil, err end
-  -- One limb of seconds is under 10^16 ns, far within the bound.
-  if #span > 1 and exact_cmp(exact_mul(span, ARGS_NANOS[unit]), ARGS_MAX_SPAN_NS) > 0 then
-    return nil, args_too_large(name)
-  end
+  if span > ARGS_MAX_SPAN[unit] then return nil, args_too_large(name) end
   return span
 end
 
--- A span as args_span reads it, in milliseconds (args::span_ms): within 2^62 ns, so a number.
+-- A span as args_span reads it, in milliseconds (args::span_ms).
 local function args_span_ms(text, name, unit)
   local span, err = args_span(text, name, unit)
   if span == nil then return nil, err end
-  return exact_tonumber(span) * (unit == 'ms' and 1 or 1000)
+  return span * (unit == 'ms' and 1 or 1000)
 end
 
 local ARGS_FLAGS = { MS = 'ms', REFUND = 'refund', DRYRUN = 'dry_run', COUNTDENIED = 'count_denied' }
@@ -523,12 +551,16 @@ end
 -- `[quantity] [MS] [REFUND] [DRYRUN]`, and `[COUNTDENIED]` where the command counts denials:
 -- a quantity first if any, then the flags in any order, each once.
 local function args_tail(tail, command, counts_denied)
-  local parsed = { quantity = { neg = false, 1 }, unit = 's' }
+  -- Every field the parsers set, made at once rather than grown.
+  local parsed = { quantity = 1, quantity_exact = false, unit = 's', ms = false, refund = false,
+    dry_run = false, count_denied = false, block = false, limit = false, period_ms = false,
+    buckets = false, max_burst = false, max_burst_exact = false, count = false,
+    count_exact = false, period = false, gcra = false }
   if #tail == 0 then return parsed end
   if #tail == 1 and string.find(tail[1], '^%d') then
-    local quantity, err = args_integer(tail[1], 'quantity', 0)
-    if quantity == nil then return nil, err end
-    parsed.quantity = quantity
+    local quantity, exact = args_integer(tail[1], 'quantity', 0)
+    if quantity == nil then return nil, exact end
+    parsed.quantity, parsed.quantity_exact = quantity, exact
     return parsed
   end
   local flags_taken = counts_denied and 4 or 3
@@ -545,9 +577,9 @@ local function args_tail(tail, command, counts_denied)
     parsed[flag] = true
   end
   if quantity_text ~= nil then
-    local quantity, err = args_integer(quantity_text, 'quantity', 0)
-    if quantity == nil then return nil, err end
-    parsed.quantity = quantity
+    local quantity, exact = args_integer(quantity_text, 'quantity', 0)
+    if quantity == nil then return nil, exact end
+    parsed.quantity, parsed.quantity_exact = quantity, exact
   end
   if parsed.count_denied and not counts_denied then return nil, 'ERR syntax error' end
   if parsed.ms then parsed.unit = 'ms' end
@@ -555,25 +587,25 @@ local function args_tail(tail, command, counts_denied)
 end
 
 -- The library refuses what it cannot keep exact, once the module's own checks pass.
+local function args_inexact(name)
+  return 'ERR ' .. name .. ' is too large for the library'
+end
+
 function args_exact_enough(parsed, names)
   for i = 1, #names do
-    local value = parsed[names[i]]
-    -- Two limbs are below 10^14, far below the bound.
-    if #value > 2 and exact_cmp(value, ARGS_LIBRARY_MAX) > 0 then
-      return 'ERR ' .. names[i] .. ' is too large for the library'
-    end
+    if parsed[names[i]] > ARGS_LIBRARY_MAX then return args_inexact(names[i]) end
   end
   return nil
 end
 
--- The longest BLOCK the module takes, in ms: 2^62 ns (4611686018427).
-local ARGS_MAX_BLOCK_MS = { neg = false, 6018427, 461168 }
+-- The names a window's call holds to args_exact_enough.
+ARGS_WINDOW_EXACT = { 'limit', 'quantity' }
 
--- BLOCK's timeout's error, if it has one (args::block_timeout).
+-- BLOCK's timeout's error, if it has one (args::block_timeout): at most 2^62 ns.
 function args_block_timeout(text)
   local timeout, err = args_integer(text, 'timeout', 0)
   if timeout == nil then return err end
-  if exact_cmp(timeout, ARGS_MAX_BLOCK_MS) > 0 then return 'ERR timeout must be <= 4611686018427' end
+  if timeout > ARGS_MAX_SPAN.ms then return 'ERR timeout must be <= 4611686018427' end
   return nil
 end
 
@@ -646,13 +678,12 @@ end
 function args_bucket_count(text, period_ms)
   local n, err = args_integer(text, 'BUCKETS', 2)
   if n == nil then return nil, err end
-  if exact_cmp(n, { neg = false, 1024 }) > 0 then return nil, 'ERR BUCKETS must be <= 1024' end
-  n = exact_tonumber(n)
+  if n > 1024 then return nil, 'ERR BUCKETS must be <= 1024' end
   if period_ms % n ~= 0 then return nil, 'ERR period must be a multiple of BUCKETS, in milliseconds' end
   return n
 end
 
--- `limit period` in the parsed tail's unit (args::limit_and_period): the limit, exact, and
+-- `limit period` in the parsed tail's unit (args::limit_and_period): the limit and
 -- `period_ms`; or the error.
 function args_limit_and_period(parsed, limit_text, period_text)
   local limit, limit_err = args_integer(limit_text, 'limit', 1)
@@ -664,21 +695,10 @@ function args_limit_and_period(parsed, limit_text, period_text)
   return nil
 end
 
--- A window's numbers once they are known to be exact as doubles: the limit and quantity as
--- numbers, exact too (`limit_exact`, `quantity_exact`) to compare with stored counts.
-function args_window_numbers(parsed)
-  parsed.limit_exact = parsed.limit
-  parsed.limit = exact_tonumber(parsed.limit)
-  parsed.quantity_exact = parsed.quantity
-  parsed.quantity = exact_tonumber(parsed.quantity)
-  return parsed
-end
-
 -- A window command's arguments after the key: `limit period [quantity] [MS] [REFUND]
 -- [DRYRUN] [BLOCK timeout]`, with `[COUNTDENIED]` for CL.FIXED and `[BUCKETS n]` for
--- CL.WINDOW (`sliding`). The limit, quantity and period (`period_ms`) come back as numbers,
--- the limit exact too (`limit_exact`). The replication form's `AT unix-ms` is the module's,
--- and refused.
+-- CL.WINDOW (`sliding`), with the period as `period_ms`. The replication form's
+-- `AT unix-ms` is the module's, and refused.
 function args_window(args, command, sliding)
   if #args < 2 or #args > ARGS_MAX_AFTER_KEY then return nil, args_wrong_arity(command) end
   local n, block, block_err = args_block(args)
@@ -687,9 +707,7 @@ function args_window(args, command, sliding)
   if n >= 2 and #args[n - 1] == 2 and string.upper(args[n - 1]) == 'AT' then
     local instant, at_err = args_integer(args[n], 'AT', 0)
     if instant == nil then return nil, at_err end
-    if exact_cmp(exact_mul(instant, ARGS_NANOS.ms), ARGS_MAX_SPAN_NS) > 0 then
-      return nil, args_too_large('AT')
-    end
+    if instant > ARGS_MAX_SPAN.ms then return nil, args_too_large('AT') end
     at = true
     n = n - 2
   end
@@ -716,24 +734,27 @@ function args_window(args, command, sliding)
   if never then return nil, never end
   if at then return nil, 'ERR AT is accepted only from the replication stream or the AOF' end
   if block then return nil, args_cannot_wait(command) end
-  local inexact = args_exact_enough(parsed, { 'limit', 'quantity' })
+  local inexact = args_exact_enough(parsed, ARGS_WINDOW_EXACT)
   if inexact then return nil, inexact end
-  return args_window_numbers(parsed)
+  return parsed
 end
 
--- `max_burst count period` in the parsed tail's unit (args::throttle_params), exact, the
--- period in nanoseconds as `period_ns` too; or the error.
+-- The longest period GCRA takes, i64::MAX ns, in whole units.
+local ARGS_MAX_PERIOD = { s = 9223372036, ms = 9223372036854 }
+
+-- `max_burst count period` in the parsed tail's unit (args::throttle_params), with
+-- `max_burst_exact` and `count_exact` (the period is below 2^53); or the error.
 function args_throttle_params(parsed, max_burst, count, period)
-  local texts = { max_burst, count, period }
-  local names = { 'max_burst', 'count', 'period' }
-  local mins = { 0, 1, 1 }
-  for i = 1, 3 do
-    local value, value_err = args_integer(texts[i], names[i], mins[i])
-    if value == nil then return value_err end
-    parsed[names[i]] = value
-  end
-  parsed.period_ns = exact_mul(parsed.period, ARGS_NANOS[parsed.unit])
-  if exact_cmp(parsed.period_ns, ARGS_I64_MAX) > 0 then return args_too_large('period') end
+  local value, exact = args_integer(max_burst, 'max_burst', 0)
+  if value == nil then return exact end
+  parsed.max_burst, parsed.max_burst_exact = value, exact
+  value, exact = args_integer(count, 'count', 1)
+  if value == nil then return exact end
+  parsed.count, parsed.count_exact = value, exact
+  value, exact = args_integer(period, 'period', 1)
+  if value == nil then return exact end
+  if value > ARGS_MAX_PERIOD[parsed.unit] then return args_too_large('period') end
+  parsed.period = value
   return nil
 end
 
@@ -774,12 +795,12 @@ end
 local function args_at(text)
   local instant, err = args_integer(text, 'AT', 0)
   if instant == nil then return err end
-  if exact_cmp(exact_mul(instant, ARGS_NANOS.ms), ARGS_MAX_SPAN_NS) > 0 then return args_too_large('AT') end
+  if instant > ARGS_MAX_SPAN.ms then return args_too_large('AT') end
   return 'ERR AT is accepted only from the replication stream or the AOF'
 end
 
--- `limit lease_time` in the parsed unit (args::lease_params): the limit, exact, and
--- `lease_ms`; or the error.
+-- `limit lease_time` in the parsed unit (args::lease_params): the limit and `lease_ms`; or
+-- the error.
 function args_lease_params(parsed, limit_text, time_text)
   local limit, limit_err = args_integer(limit_text, 'limit', 1)
   if limit == nil then return limit_err end
@@ -790,11 +811,8 @@ function args_lease_params(parsed, limit_text, time_text)
   return nil
 end
 
--- A lease's limit as a number, once it is known to be exact as one.
-function args_lease_numbers(parsed)
-  parsed.limit = exact_tonumber(parsed.limit)
-  return parsed
-end
+-- The names a lease's call holds to args_exact_enough.
+ARGS_LEASE_EXACT = { 'limit' }
 
 -- CL.LEASE's arguments after the key: `limit lease_time holder [MS] [DRYRUN] [BLOCK timeout]`,
 -- the options in any order, each once (args::lease). The lease time comes back in ms.
@@ -828,9 +846,9 @@ function args_lease(args)
   if at_err then return nil, at_err end
   if seen.BLOCK then return nil, args_cannot_wait(command) end
   parsed.holder = holder
-  local inexact = args_exact_enough(parsed, { 'limit' })
+  local inexact = args_exact_enough(parsed, ARGS_LEASE_EXACT)
   if inexact then return nil, inexact end
-  return args_lease_numbers(parsed)
+  return parsed
 end
 
 -- CL.RELEASE's arguments after the key: `holder` (args::release): the holder, or the error.
@@ -896,24 +914,22 @@ function args_smooth(args)
   local period
   period, err = args_span(args[2], 'period', p.unit)
   if period == nil then return nil, err end
-  local quantity = { neg = false, 1 }
+  local quantity = 1
   if quantity_text then
     quantity, err = args_integer(quantity_text, 'quantity', 0)
     if quantity == nil then return nil, err end
-    if exact_cmp(quantity, { neg = false, 7483647, 214 }) > 0 then
-      return nil, 'ERR quantity must be <= 2147483647'
-    end
+    if quantity > 2147483647 then return nil, 'ERR quantity must be <= 2147483647' end
   end
   if seen.BURST and seen.WARMUP then
     return nil, 'ERR BURST and WARMUP options at the same time are not compatible'
   end
   if seen.COLD and not seen.WARMUP then return nil, 'ERR COLD is given, but no WARMUP for it to shape' end
-  local cold = { neg = false, 3 }
+  local cold = 3
   if seen.WARMUP then
     local warmup
     warmup, err = args_span(seen.WARMUP, 'WARMUP', p.unit)
     if warmup == nil then return nil, err end
-    p.warmup = exact_tonumber(warmup)
+    p.warmup = warmup
     if seen.COLD then
       cold, err = args_integer(seen.COLD, 'COLD', 1)
       if cold == nil then return nil, err end
@@ -925,7 +941,7 @@ function args_smooth(args)
       local burst
       burst, err = args_span(seen.BURST, 'BURST', p.unit)
       if burst == nil then return nil, err end
-      p.burst = exact_tonumber(burst)
+      p.burst = burst
     end
   end
   if seen.BLOCK then
@@ -934,14 +950,63 @@ function args_smooth(args)
     if p.dry_run then return nil, args_never_waits({ block = true, dry_run = true }) end
     return nil, args_cannot_wait(command)
   end
-  local inexact = args_exact_enough({ permits = permits, COLD = cold }, { 'permits', 'COLD' })
-  if inexact then return nil, inexact end
-  p.permits = exact_tonumber(permits)
-  p.period = exact_tonumber(period)
-  p.quantity = exact_tonumber(quantity)
-  p.cold = exact_tonumber(cold)
+  if permits > ARGS_LIBRARY_MAX then return nil, args_inexact('permits') end
+  if cold > ARGS_LIBRARY_MAX then return nil, args_inexact('COLD') end
+  p.permits = permits
+  p.period = period
+  p.quantity = quantity
+  p.cold = cold
   return p
 end
+end
+
+do
+-- The integers a decision computes with, in either of two forms behind the same operations,
+-- so that a limiter decides in one piece of code whichever it is given: Lua numbers, which
+-- make no table, where every value the decision can reach stays below 2^53; exact integers
+-- (exact.lua) where one may not. `of` takes a number below 2^53 into the form.
+
+INTEGERS_NUMBERS = {
+  of = function(x) return x end,
+  tonumber = function(a) return a end,
+  tostring = function(a) return string.format('%d', a) end,
+  add = function(a, b) return a + b end,
+  sub = function(a, b) return a - b end,
+  cmp = function(a, b)
+    if a < b then return -1 end
+    if a > b then return 1 end
+    return 0
+  end,
+  max = function(a, b)
+    if a < b then return b end
+    return a
+  end,
+  -- Never past the module's 64-bit counts: the values stay below 2^53.
+  saturate = function(a) return a end,
+  -- a / b truncated, for a >= 0 and b > 0: below 2^53, the doubles' quotient floored is the
+  -- exact one (its rounding error is under 1/b).
+  div = function(a, b) return math.floor(a / b) end,
+  ceil_div = function(a, b)
+    local q = math.floor(a / b)
+    if q * b < a then return q + 1 end
+    return q
+  end,
+  zero = 0,
+}
+
+INTEGERS_EXACT = {
+  of = exact_of_number,
+  tonumber = exact_tonumber,
+  tostring = exact_tostring,
+  add = exact_add,
+  sub = exact_sub,
+  cmp = exact_cmp,
+  max = exact_max,
+  saturate = function(a) return exact_min(a, ARGS_I64_MAX) end,
+  div = function(a, b) return (exact_divmod(a, b)) end,
+  ceil_div = exact_ceil_div,
+  zero = { neg = false },
+}
 end
 
 do
@@ -949,22 +1014,21 @@ do
 -- module API has RedisModule_Microseconds (Redis 7.2 and later, and Valkey, which answers as
 -- 7.2), in milliseconds on Redis 7.0 and 6.2, so that both decide at the same instant.
 
--- Now, as the module's Instant: `ms` and `us` as numbers (exact: now is under 2^53 µs);
--- clock_ns gives the exact nanoseconds GCRA computes with.
+-- Now, as the module's Instant: in µs and in whole ms, two numbers (exact: now is under
+-- 2^53 µs).
 function clock_now()
   local time = redis.call('TIME')
   local micros = tonumber(time[2])
   if not (redis.REDIS_VERSION_NUM and redis.REDIS_VERSION_NUM >= 0x070200) then
-    micros = math.floor(micros / 1000) * 1000
+    micros = micros - micros % 1000
   end
   local seconds = tonumber(time[1])
-  return { ms = seconds * 1000 + math.floor(micros / 1000), us = seconds * 1000000 + micros }
+  return seconds * 1000000 + micros, seconds * 1000 + (micros - micros % 1000) / 1000
 end
 
--- Now in nanoseconds, exact, computed once.
-function clock_ns(now)
-  if now.ns == nil then now.ns = exact_mul(exact_of_number(now.us), { neg = false, 1000 }) end
-  return now.ns
+-- Now in nanoseconds, exact.
+function clock_ns(now_us)
+  return exact_mul(exact_of_number(now_us), { neg = false, 1000 })
 end
 end
 
@@ -988,10 +1052,8 @@ function state_bytes(key)
   return value
 end
 
--- The key's integer (exact), nil for no key, or nil and the error.
-function state_integer(key)
-  local text, err = state_bytes(key)
-  if text == nil then return nil, err end
+-- A key's text read as an integer, exact, or nil and the error.
+function state_exact(text)
   -- No 64-bit integer takes more than 20 bytes.
   if #text > 20 then return nil, STATE_CORRUPT end
   local value = exact_parse(text)
@@ -1032,38 +1094,42 @@ do
 -- the call's unit as the module's Outcome::to_reply rounds its nanoseconds, so that a
 -- client that waits the time answered is never early.
 
+-- A wait in whole ms, in the call's unit, rounded up.
+local function reply_rounded(ms, unit)
+  if ms < 0 then return 0 end
+  -- The module counts the wait in 64-bit nanoseconds, saturating: an expiry someone set
+  -- centuries away answers i64::MAX ns.
+  if ms > 9223372036854 then return unit == 'ms' and 9223372036855 or 9223372037 end
+  if unit == 'ms' then return ms end
+  return math.floor((ms + 999) / 1000)
+end
+
 function reply_ms(limited, limit, remaining, retry_ms, reset_ms, unit)
-  local function rounded(ms)
-    if ms < 0 then return 0 end
-    -- The module counts the wait in 64-bit nanoseconds, saturating: an expiry someone set
-    -- centuries away answers i64::MAX ns.
-    if ms > 9223372036854 then return unit == 'ms' and 9223372036855 or 9223372037 end
-    if unit == 'ms' then return ms end
-    return math.floor((ms + 999) / 1000)
-  end
   if remaining < 0 then remaining = 0 end
   if remaining > limit then remaining = limit end
-  return { limited and 1 or 0, limit, remaining, retry_ms and rounded(retry_ms) or -1, rounded(reset_ms) }
+  return { limited and 1 or 0, limit, remaining, retry_ms and reply_rounded(retry_ms, unit) or -1,
+    reply_rounded(reset_ms, unit) }
 end
 end
 
 do
 -- A single-key command's body, as src/commands/single.rs runs it: read the key, decide at
--- one instant, write what changed unless the call is a dry run. A limiter is a table of
--- its kind's four steps, made from the call's parsed arguments (throttle_limiter,
--- fixed_limiter, window_limiter, lease_limiter):
---   read(key, now)              the stored state, or nil and the error
---   decide(stored, now)         the reply and the change; errors thrown (state_fail)
---   peek(stored, now)           the reply to asking for nothing
---   write(key, change, stored, now)
+-- one instant, write what changed unless the call is a dry run. A kind of limiter is a
+-- table of four steps (THROTTLE, FIXED, WINDOW, LEASE, SMOOTH), each given the call's
+-- parsed arguments p and now, in µs and in ms:
+--   read(key, p, now_us, now_ms)                    the stored state, or nil and the error
+--   decide(p, stored, now_us, now_ms)               the reply and the change; errors thrown
+--                                                   (state_fail)
+--   peek(p, stored, now_us, now_ms)                 the reply to asking for nothing
+--   write(key, p, change, stored, now_us, now_ms)
 
-function single_run(key, limiter, dry_run)
-  local now = clock_now()
-  local stored, err = limiter.read(key, now)
+function single_run(key, kind, p)
+  local now_us, now_ms = clock_now()
+  local stored, err = kind.read(key, p, now_us, now_ms)
   if err then return redis.error_reply(err) end
-  local ok, reply, change = pcall(limiter.decide, stored, now)
+  local ok, reply, change = pcall(kind.decide, p, stored, now_us, now_ms)
   if not ok then return redis.error_reply(state_caught(reply)) end
-  if change and not dry_run then limiter.write(key, change, stored, now) end
+  if change and not p.dry_run then kind.write(key, p, change, stored, now_us, now_ms) end
   return reply
 end
 end
@@ -1072,205 +1138,292 @@ do
 -- CL.FIXED in the library: the module's fixed window (src/fixed.rs) on the same key, a
 -- decimal count whose expiry is the window's end, read, decided and written as the module
 -- does, so that a key carries over either way. Counts are exact (a key may hold any 64-bit
--- count); the limit, the quantity and the instants are doubles, exact below 2^53.
+-- count): numbers while a count and the quantity stay below 2^52, so that their sum is
+-- exact; else exact integers (integers.lua). The limit, the quantity and the instants are
+-- numbers, exact below 2^53.
 
-local FIXED_ZERO = { neg = false }
--- Where the module's count saturates.
-local FIXED_COUNT_MAX = ARGS_I64_MAX
+local FIXED_NUMBERS_BELOW = 4503599627370496
 
--- The key's window: nil when there is none, or the error the module answers: a count is
--- never negative, and a window always ends.
-local function fixed_read(key, now_ms)
-  local count, err = state_integer(key)
-  if count == nil then return nil, err end
+-- The key's window, { count, end_ms, k } with k the count's form; nil when there is none,
+-- or the error the module answers: a count is never negative, and a window always ends.
+local function fixed_read(key, p, _, now_ms)
+  local text, err = state_bytes(key)
+  if text == nil then return nil, err end
+  local k = INTEGERS_NUMBERS
+  local count = exact_small(text)
+  if count == nil or p.quantity >= FIXED_NUMBERS_BELOW then
+    k = INTEGERS_EXACT
+    count, err = state_exact(text)
+    if count == nil then return nil, err end
+  end
   local end_ms = state_expire_at_ms(key, now_ms)
-  if count.neg or end_ms < 0 then return nil, STATE_CORRUPT end
-  return { count = count, end_ms = end_ms }
+  if k.cmp(count, k.zero) < 0 or end_ms < 0 then return nil, STATE_CORRUPT end
+  return { count = count, end_ms = end_ms, k = k }
 end
 
--- The limit left over a count (0 past the limit), as a number.
-local function fixed_left(p, count)
-  if exact_cmp(count, p.limit_exact) >= 0 then return 0 end
-  return p.limit - exact_tonumber(count)
+local function fixed_wait(window, now_ms)
+  return window and window.end_ms - now_ms or 0
 end
 
--- Decides a call at now_ms against the stored window: the reply, and the window to write
--- (with `opens` when its end is new), if any.
-local function fixed_decide(p, stored, now_ms)
+-- Decides asking for `quantity` at now_ms against the stored window: the reply, and the
+-- window to write, if any.
+local function fixed_decide_quantity(p, stored, now_ms, quantity)
+  local k = stored and stored.k or INTEGERS_NUMBERS
+  if stored == nil and quantity >= FIXED_NUMBERS_BELOW then k = INTEGERS_EXACT end
   local open = nil
   if stored and now_ms < stored.end_ms then open = stored end
-  local count = open and open.count or FIXED_ZERO
-  local function wait(window) return window and window.end_ms - now_ms or 0 end
+  local count = open and open.count or k.zero
   local end_ms = open and open.end_ms or now_ms + p.period_ms
-  local wanted = exact_add(count, p.quantity_exact)
-  if exact_cmp(wanted, p.limit_exact) <= 0 then
+  local limit = k.of(p.limit)
+  local wanted = k.add(count, k.of(quantity))
+  if k.cmp(wanted, limit) <= 0 then
     local new
-    if p.quantity > 0 then new = { count = wanted, end_ms = end_ms } end
-    local after = new or open
-    return reply_ms(false, p.limit, p.limit - exact_tonumber(wanted), nil, wait(after), p.unit), new
+    if quantity > 0 then new = { count = wanted, end_ms = end_ms, k = k } end
+    return reply_ms(false, p.limit, p.limit - k.tonumber(wanted), nil, fixed_wait(new or open, now_ms), p.unit), new
   end
   local new
-  if p.count_denied and p.quantity > 0 then
-    if exact_cmp(wanted, FIXED_COUNT_MAX) > 0 then wanted = FIXED_COUNT_MAX end
-    new = { count = wanted, end_ms = end_ms }
-  end
+  if p.count_denied and quantity > 0 then new = { count = k.saturate(wanted), end_ms = end_ms, k = k } end
   local after = new or open
   local retry = nil
-  if open and p.quantity <= p.limit then retry = wait(open) end
-  local reply = reply_ms(true, p.limit, fixed_left(p, after and after.count or FIXED_ZERO),
-    retry, wait(after), p.unit)
-  if new and open and exact_cmp(new.count, open.count) == 0 and new.end_ms == open.end_ms then
+  if open and quantity <= p.limit then retry = fixed_wait(open, now_ms) end
+  -- Past the limit, nothing is left.
+  local left = 0
+  if after == nil then
+    left = p.limit
+  elseif k.cmp(after.count, limit) < 0 then
+    left = p.limit - k.tonumber(after.count)
+  end
+  local reply = reply_ms(true, p.limit, left, retry, fixed_wait(after, now_ms), p.unit)
+  if new and open and k.cmp(new.count, open.count) == 0 and new.end_ms == open.end_ms then
     new = nil
   end
   return reply, new
 end
 
--- The same limiter asked for nothing.
-local function fixed_peek(p)
-  return { limit = p.limit, limit_exact = p.limit_exact, period_ms = p.period_ms,
-    quantity_exact = FIXED_ZERO, quantity = 0, count_denied = p.count_denied, unit = p.unit }
-end
-
 -- REFUND: the open window's count drops by the quantity, never below 0; 0 clears the key.
 local function fixed_refund(p, stored, now_ms)
   local new
-  if stored and now_ms < stored.end_ms and #stored.count > 0 and p.quantity > 0 then
-    local count = exact_sub(stored.count, p.quantity_exact)
-    if count.neg then count = FIXED_ZERO end
-    new = { count = count, end_ms = stored.end_ms }
+  if stored and now_ms < stored.end_ms and p.quantity > 0 then
+    local k = stored.k
+    if k.cmp(stored.count, k.zero) > 0 then
+      local count = k.max(k.sub(stored.count, k.of(p.quantity)), k.zero)
+      new = { count = count, end_ms = stored.end_ms, k = k }
+    end
   end
   local left = stored
-  if new then left = #new.count > 0 and new or nil end
-  local reply = fixed_decide(fixed_peek(p), left, now_ms)
+  if new then left = new.k.cmp(new.count, new.k.zero) > 0 and new or nil end
+  local reply = fixed_decide_quantity(p, left, now_ms, 0)
   reply[1] = 0
   reply[4] = -1
   return reply, new
 end
 
--- The limiter of a parsed call (single.lua).
-function fixed_limiter(p)
-  local peek = fixed_peek(p)
-  return {
-    read = function(key, now) return fixed_read(key, now.ms) end,
-    decide = function(stored, now)
-      if p.refund then return fixed_refund(p, stored, now.ms) end
-      return fixed_decide(p, stored, now.ms)
-    end,
-    peek = function(stored, now) return (fixed_decide(peek, stored, now.ms)) end,
-    write = function(key, new, stored, now)
-      if #new.count == 0 then
-        redis.call('DEL', key)
-      elseif stored == nil or stored.end_ms ~= new.end_ms or now.ms >= stored.end_ms then
-        redis.call('SET', key, exact_tostring(new.count), 'PXAT', new.end_ms)
-      else
-        redis.call('SET', key, exact_tostring(new.count), 'KEEPTTL')
-      end
-    end,
-  }
-end
+-- The kind (single.lua).
+FIXED = {
+  read = fixed_read,
+  decide = function(p, stored, _, now_ms)
+    if p.refund then return fixed_refund(p, stored, now_ms) end
+    return fixed_decide_quantity(p, stored, now_ms, p.quantity)
+  end,
+  peek = function(p, stored, _, now_ms) return (fixed_decide_quantity(p, stored, now_ms, 0)) end,
+  write = function(key, _, new, stored, _, now_ms)
+    local k = new.k
+    if k.cmp(new.count, k.zero) == 0 then
+      redis.call('DEL', key)
+    elseif stored == nil or stored.end_ms ~= new.end_ms or now_ms >= stored.end_ms then
+      redis.call('SET', key, k.tostring(new.count), 'PXAT', new.end_ms)
+    else
+      redis.call('SET', key, k.tostring(new.count), 'KEEPTTL')
+    end
+  end,
+}
 
 -- FCALL cl_fixed 1 key limit period [quantity] [MS] [REFUND] [DRYRUN] [COUNTDENIED]
 function cl_fixed(keys, args)
   if #keys ~= 1 then return redis.error_reply(args_wrong_arity('cl.fixed')) end
   local p, err = args_window(args, 'cl.fixed', false)
   if p == nil then return redis.error_reply(err) end
-  return single_run(keys[1], fixed_limiter(p), p.dry_run)
+  return single_run(keys[1], FIXED, p)
 end
 end
 
 do
 -- CL.THROTTLE in the library: the module's GCRA (src/gcra.rs) on the same key, a decimal
--- theoretical arrival time (TAT) in nanoseconds that expires when the limiter has drained,
--- computed in exact integers, since a TAT has 19 digits.
+-- theoretical arrival time (TAT) in nanoseconds that expires when the limiter has drained.
+-- A TAT has 19 digits, past a double's exact integers, so GCRA decides in one of two forms
+-- (integers.lua): in numbers, as nanoseconds after now, where the constants and the stored
+-- TAT lie within 2^51 ns (26 days) of now, so that every sum stays exact; else in exact
+-- integers, as absolute nanoseconds.
 
 local THROTTLE_ONE = { neg = false, 1 }
+-- 2^51: how far from now the numbers form reaches.
+local THROTTLE_NUMBERS_BELOW = 2251799813685248
 
--- The GCRA's constants (Gcra::new), or the module's error: the emission interval T, the
--- tolerance τ = T·limit, the limit (max_burst + 1), and the call's increment T·quantity.
-function throttle_gcra(p)
-  local interval = exact_divmod(p.period_ns, p.count)
+-- GCRA's constants in exact integers (Gcra::new), or the module's error: the emission
+-- interval T, the tolerance τ = T·limit, the limit (max_burst + 1), and the call's increment
+-- T·quantity.
+local function throttle_gcra_exact(p)
+  local function exact(name) return p[name .. '_exact'] or exact_of_number(p[name]) end
+  local unit_ns = ARGS_NANOS[p.unit]
+  local interval = exact_divmod(exact_mul(exact_of_number(p.period), unit_ns), exact('count'))
   if exact_cmp(interval, THROTTLE_ONE) < 0 then
     return nil, 'ERR count is too large for period: the emission interval would be under 1 ns'
   end
-  local limit = exact_add(p.max_burst, THROTTLE_ONE)
+  local limit = exact_add(exact('max_burst'), THROTTLE_ONE)
   if exact_cmp(limit, ARGS_I64_MAX) > 0 then return nil, args_too_large('max_burst') end
   local tolerance = exact_mul(interval, limit)
   if exact_cmp(tolerance, ARGS_MAX_SPAN_NS) > 0 then return nil, args_too_large('max_burst') end
-  local increment = exact_mul(interval, p.quantity)
+  local increment = exact_mul(interval, exact('quantity'))
   if exact_cmp(increment, exact_sub(ARGS_MAX_SPAN_NS, tolerance)) > 0 then
     return nil, args_too_large('quantity')
   end
-  return { interval = interval, tolerance = tolerance, limit = limit, increment = increment }
+  return { k = INTEGERS_EXACT, interval = interval, tolerance = tolerance, limit = limit,
+    increment = increment, unit_ns = unit_ns }
+end
+
+-- GCRA's constants, in numbers where they keep within 2^51 ns, or the module's error.
+local function throttle_gcra(p)
+  local unit_ns = p.unit == 'ms' and 1000000 or 1000000000
+  if not (p.max_burst_exact or p.count_exact or p.quantity_exact) then
+    local period_ns = p.period * unit_ns
+    local interval = math.floor(period_ns / p.count)
+    local limit = p.max_burst + 1
+    local tolerance = interval * limit
+    local increment = interval * p.quantity
+    -- Below 2^51 each product is exact, and the numbers' own: the exact form would answer
+    -- no error for them (its bounds lie past 2^53) but for an interval under 1 ns.
+    if period_ns < THROTTLE_NUMBERS_BELOW and interval >= 1 and tolerance + increment < THROTTLE_NUMBERS_BELOW then
+      return { k = INTEGERS_NUMBERS, interval = interval, tolerance = tolerance, limit = limit,
+        increment = increment, unit_ns = unit_ns }
+    end
+  end
+  return throttle_gcra_exact(p)
+end
+
+-- Now in g's form: 0 in numbers, which count from now.
+local function throttle_now(g, now_us)
+  if g.k == INTEGERS_NUMBERS then return 0 end
+  return clock_ns(now_us)
+end
+
+-- The stored TAT as ns after now, when it is canonical and within reach of the numbers form
+-- (a TAT at or before now is now: GCRA reads no further); nil if not.
+local function throttle_tat_number(text, now_us)
+  local n = #text
+  if n > 19 or not string.find(text, '^[1-9]%d*$') then return nil end
+  local seconds, nanos = 0, tonumber(text)
+  if n > 9 then
+    seconds = tonumber(string.sub(text, 1, n - 9))
+    nanos = tonumber(string.sub(text, n - 8))
+  end
+  local now_s = math.floor(now_us / 1000000)
+  local after = (seconds - now_s) * 1000000000 + nanos - (now_us - now_s * 1000000) * 1000
+  if after <= 0 then return 0 end
+  if after >= THROTTLE_NUMBERS_BELOW then return nil end
+  return after
+end
+
+-- The stored TAT in the form of p.gcra, which turns exact where the TAT is out of the numbers'
+-- reach; nil for no key, or nil and the error.
+local function throttle_read(key, p, now_us)
+  local text, err = state_bytes(key)
+  if text == nil then return nil, err end
+  if p.gcra.k == INTEGERS_NUMBERS then
+    local after = throttle_tat_number(text, now_us)
+    if after then return after end
+    -- The numbers' constants passed, so the exact ones do.
+    p.gcra = throttle_gcra_exact(p)
+  end
+  return state_exact(text)
 end
 
 -- A wait in nanoseconds in whole units, rounded up.
-local function throttle_units(ns, unit_ns)
-  if ns.neg then return 0 end
-  return exact_tonumber(exact_ceil_div(ns, unit_ns))
+local function throttle_units(g, ns)
+  local k = g.k
+  if k.cmp(ns, k.zero) < 0 then return 0 end
+  return k.tonumber(k.ceil_div(ns, g.unit_ns))
 end
 
--- Decides a call at `now` (ns) against the stored TAT: the reply, and the TAT to write.
-local function throttle_decide(g, stored, now, unit_ns)
-  local tat = stored and exact_max(stored, now) or now
-  local new_tat = exact_add(tat, g.increment)
-  if exact_cmp(new_tat, ARGS_I64_MAX) > 0 then new_tat = ARGS_I64_MAX end
-  local allow_at = exact_sub(new_tat, g.tolerance)
-  local function remaining(ttl)
-    local room = exact_sub(g.tolerance, ttl)
-    if room.neg then return 0 end
-    local units = exact_divmod(room, g.interval)
-    if exact_cmp(units, g.limit) > 0 then units = g.limit end
-    return exact_tonumber(units)
-  end
-  local limit = exact_tonumber(g.limit)
-  if exact_cmp(allow_at, now) > 0 then
-    local ttl = exact_sub(tat, now)
+-- The units left once a TAT ttl ahead of now: the tolerance's room over it, in intervals.
+local function throttle_remaining(g, ttl)
+  local k = g.k
+  local room = k.sub(g.tolerance, ttl)
+  if k.cmp(room, k.zero) < 0 then return 0 end
+  local units = k.div(room, g.interval)
+  if k.cmp(units, g.limit) > 0 then units = g.limit end
+  return k.tonumber(units)
+end
+
+-- Decides asking for `increment` at now (in g's form) against the stored TAT: the reply,
+-- and the TAT to write.
+local function throttle_decide(g, stored, now, increment)
+  local k = g.k
+  local tat = stored and k.max(stored, now) or now
+  local new_tat = k.saturate(k.add(tat, increment))
+  local allow_at = k.sub(new_tat, g.tolerance)
+  local limit = k.tonumber(g.limit)
+  if k.cmp(allow_at, now) > 0 then
+    local ttl = k.sub(tat, now)
     local retry = -1
-    if exact_cmp(g.increment, g.tolerance) <= 0 then
-      retry = throttle_units(exact_sub(allow_at, now), unit_ns)
-    end
-    return { 1, limit, remaining(ttl), retry, throttle_units(ttl, unit_ns) }, nil
+    if k.cmp(increment, g.tolerance) <= 0 then retry = throttle_units(g, k.sub(allow_at, now)) end
+    return { 1, limit, throttle_remaining(g, ttl), retry, throttle_units(g, ttl) }, nil
   end
-  local ttl = exact_sub(new_tat, now)
+  local ttl = k.sub(new_tat, now)
   local new = nil
-  if #g.increment > 0 then new = new_tat end
-  return { 0, limit, remaining(ttl), -1, throttle_units(ttl, unit_ns) }, new
+  if k.cmp(increment, k.zero) > 0 then new = new_tat end
+  return { 0, limit, throttle_remaining(g, ttl), -1, throttle_units(g, ttl) }, new
 end
 
 -- REFUND: the TAT moves back by the increment, never before now.
-local function throttle_refund(g, stored, now, unit_ns)
+local function throttle_refund(g, stored, now)
+  local k = g.k
   local new = nil
-  if stored and exact_cmp(stored, now) > 0 then
-    local moved = exact_max(exact_sub(stored, g.increment), now)
-    if exact_cmp(moved, stored) ~= 0 then new = moved end
+  if stored and k.cmp(stored, now) > 0 then
+    local moved = k.max(k.sub(stored, g.increment), now)
+    if k.cmp(moved, stored) ~= 0 then new = moved end
   end
-  local peek = { interval = g.interval, tolerance = g.tolerance, limit = g.limit,
-    increment = { neg = false } }
-  local reply = throttle_decide(peek, new or stored, now, unit_ns)
+  local reply = throttle_decide(g, new or stored, now, k.zero)
   reply[1] = 0
   reply[4] = -1
   return reply, new
 end
 
--- The limiter of a parsed call (single.lua), or the module's error for its numbers.
+-- The TAT's text and its expiry, rounded up to the millisecond.
+local function throttle_write(key, p, tat, _, now_us)
+  if p.gcra.k == INTEGERS_EXACT then
+    redis.call('SET', key, exact_tostring(tat), 'PXAT', exact_tostring(exact_ceil_div(tat, ARGS_NANOS.ms)))
+    return
+  end
+  local now_s = math.floor(now_us / 1000000)
+  local nanos = (now_us - now_s * 1000000) * 1000 + tat
+  local carry = math.floor(nanos / 1000000000)
+  local seconds = now_s + carry
+  nanos = nanos - carry * 1000000000
+  local text = seconds > 0 and string.format('%d%09d', seconds, nanos) or string.format('%d', nanos)
+  redis.call('SET', key, text, 'PXAT', seconds * 1000 + math.ceil(nanos / 1000000))
+end
+
+-- The kind (single.lua), its call's GCRA made by throttle_limiter.
+THROTTLE = {
+  read = throttle_read,
+  decide = function(p, tat, now_us)
+    local g = p.gcra
+    if p.refund then return throttle_refund(g, tat, throttle_now(g, now_us)) end
+    return throttle_decide(g, tat, throttle_now(g, now_us), g.increment)
+  end,
+  peek = function(p, tat, now_us)
+    local g = p.gcra
+    return (throttle_decide(g, tat, throttle_now(g, now_us), g.k.zero))
+  end,
+  write = throttle_write,
+}
+
+-- Makes the call's GCRA (p.gcra), or answers the module's error for its numbers.
 function throttle_limiter(p)
   local g, err = throttle_gcra(p)
-  if g == nil then return nil, err end
-  local unit_ns = ARGS_NANOS[p.unit]
-  local peek = { interval = g.interval, tolerance = g.tolerance, limit = g.limit,
-    increment = { neg = false } }
-  return {
-    read = function(key) return state_integer(key) end,
-    decide = function(tat, now)
-      if p.refund then return throttle_refund(g, tat, clock_ns(now), unit_ns) end
-      return throttle_decide(g, tat, clock_ns(now), unit_ns)
-    end,
-    peek = function(tat, now) return (throttle_decide(peek, tat, clock_ns(now), unit_ns)) end,
-    write = function(key, tat)
-      -- Expires at the TAT, rounded up to the millisecond.
-      redis.call('SET', key, exact_tostring(tat), 'PXAT', exact_tostring(exact_ceil_div(tat, ARGS_NANOS.ms)))
-    end,
-  }
+  if g == nil then return err end
+  p.gcra = g
+  return nil
 end
 
 -- The numbers the library refuses past 2^53 − 1.
@@ -1281,12 +1434,12 @@ function cl_throttle(keys, args)
   if #keys ~= 1 then return redis.error_reply(args_wrong_arity('cl.throttle')) end
   local p, err = args_throttle(args)
   if p == nil then return redis.error_reply(err) end
-  local limiter, gcra_err = throttle_limiter(p)
-  if limiter == nil then return redis.error_reply(gcra_err) end
+  local gcra_err = throttle_limiter(p)
+  if gcra_err then return redis.error_reply(gcra_err) end
   if p.block then return redis.error_reply(args_cannot_wait('cl.throttle')) end
   local inexact = args_exact_enough(p, THROTTLE_EXACT)
   if inexact then return redis.error_reply(inexact) end
-  return single_run(keys[1], limiter, p.dry_run)
+  return single_run(keys[1], THROTTLE, p)
 end
 end
 
@@ -1325,7 +1478,7 @@ local function buckets_decode(v)
   h.slots = cells_len / cb
   h.newest = bytes_number(newest_hi, newest_lo)
   h.sum = bytes_number(sum_hi, sum_lo)
-  h.exact = exact_cmp(leaves, ARGS_LIBRARY_MAX) <= 0 and sum_hi < 2097152
+  h.exact = exact_tonumber(leaves) <= ARGS_LIBRARY_MAX and sum_hi < 2097152
   return h
 end
 
@@ -1963,25 +2116,28 @@ local function window_run(p, v, now_ms)
   return (p.refund and window_refund or window_decide)(p, log, now_ms)
 end
 
--- The limiter of a parsed call (single.lua): either form, its errors naming the other.
-function window_limiter(p)
-  local peek = {}
-  for name, value in pairs(p) do peek[name] = value end
-  peek.quantity, peek.refund = 0, false
-  local function run(q, v, now)
-    local ok, reply, plan = pcall(window_run, q, v, now.ms)
-    if not ok then
-      local text = state_caught(reply)
-      if text == STATE_CORRUPT and v then text = window_form_error(q, v) end
-      state_fail(text)
-    end
-    return reply, plan
+-- Decides p at now_ms: either form, its errors naming the other.
+local function window_call(p, v, now_ms)
+  local ok, reply, plan = pcall(window_run, p, v, now_ms)
+  if not ok then
+    local text = state_caught(reply)
+    if text == STATE_CORRUPT and v then text = window_form_error(p, v) end
+    state_fail(text)
   end
-  return {
-    read = function(key) return state_bytes(key) end,
-    decide = function(v, now) return run(p, v, now) end,
-    peek = function(v, now) return (run(peek, v, now)) end,
-    write = function(key, plan)
+  return reply, plan
+end
+
+-- The kind (single.lua).
+WINDOW = {
+  read = function(key) return state_bytes(key) end,
+  decide = function(p, v, _, now_ms) return window_call(p, v, now_ms) end,
+  peek = function(p, v, _, now_ms)
+    local peek = {}
+    for name, value in pairs(p) do peek[name] = value end
+    peek.quantity, peek.refund = 0, false
+    return (window_call(peek, v, now_ms))
+  end,
+  write = function(key, _, plan)
       if plan.clear then
         redis.call('DEL', key)
       elseif plan.whole and plan.moves == false then
@@ -1993,16 +2149,15 @@ function window_limiter(p)
         redis.call('SETRANGE', key, 0, plan.header)
         redis.call('PEXPIREAT', key, plan.expire_at_ms)
       end
-    end,
-  }
-end
+  end,
+}
 
 -- FCALL cl_window 1 key limit period [quantity] [BUCKETS n] [MS] [REFUND] [DRYRUN]
 function cl_window(keys, args)
   if #keys ~= 1 then return redis.error_reply(args_wrong_arity('cl.window')) end
   local p, err = args_window(args, 'cl.window', true)
   if p == nil then return redis.error_reply(err) end
-  return single_run(keys[1], window_limiter(p), p.dry_run)
+  return single_run(keys[1], WINDOW, p)
 end
 end
 
@@ -2529,27 +2684,24 @@ local function lease_look(p, v, now_ms)
   return reply_ms(false, p.limit, p.limit - view.live, nil, latest and latest - now_ms or 0, p.unit)
 end
 
--- The limiter of a parsed call (single.lua). Without a holder (CL.ALL asking for nothing,
--- or refunding: CL.RELEASE gives a lease back) it only looks.
-function lease_limiter(p)
-  local function look(v, now) return lease_look(p, v, now.ms) end
-  return {
-    read = function(key) return state_bytes(key) end,
-    decide = function(v, now)
-      if p.holder == nil or p.refund then return look(v, now) end
-      return lease_decide(p, v, now.ms)
-    end,
-    peek = look,
-    write = function(key, plan) redis.call('SET', key, plan.whole, 'PXAT', plan.expire_at_ms) end,
-  }
-end
+-- The kind (single.lua). Without a holder (CL.ALL asking for nothing, or refunding:
+-- CL.RELEASE gives a lease back) it only looks.
+LEASE = {
+  read = function(key) return state_bytes(key) end,
+  decide = function(p, v, _, now_ms)
+    if p.holder == nil or p.refund then return lease_look(p, v, now_ms) end
+    return lease_decide(p, v, now_ms)
+  end,
+  peek = function(p, v, _, now_ms) return lease_look(p, v, now_ms) end,
+  write = function(key, _, plan) redis.call('SET', key, plan.whole, 'PXAT', plan.expire_at_ms) end,
+}
 
 -- FCALL cl_lease 1 key limit lease_time holder [MS] [DRYRUN]
 function cl_lease(keys, args)
   if #keys ~= 1 then return redis.error_reply(args_wrong_arity('cl.lease')) end
   local p, err = args_lease(args)
   if p == nil then return redis.error_reply(err) end
-  return single_run(keys[1], lease_limiter(p), p.dry_run)
+  return single_run(keys[1], LEASE, p)
 end
 
 -- Frees holder's live lease: 1, and the value left (nil: the key goes) and its expiry; or 0.
@@ -2573,7 +2725,8 @@ function cl_release(keys, args)
   local v, read_err = state_bytes(key)
   if read_err then return redis.error_reply(read_err) end
   if v == nil then return 0 end
-  local ok, freed, plan = pcall(lease_release, holder, v, clock_now().ms)
+  local _, now_ms = clock_now()
+  local ok, freed, plan = pcall(lease_release, holder, v, now_ms)
   if not ok then return redis.error_reply(state_caught(freed)) end
   if freed == 1 then
     if plan then
@@ -2593,7 +2746,7 @@ function cl_holders(keys, args)
   if unit == nil then return redis.error_reply(err) end
   local v, read_err = state_bytes(keys[1])
   if read_err then return redis.error_reply(read_err) end
-  local now_ms = clock_now().ms
+  local _, now_ms = clock_now()
   local ok, pairs_or_err = pcall(function()
     local view = lease_live(v, now_ms)
     local out = {}
@@ -2821,17 +2974,15 @@ local function smooth_decide(p, rate, v, now)
   return reply, { value = value, expire_at_ms = math.ceil(full_at / 1000) }
 end
 
--- The limiter of a parsed call (single.lua).
-local function smooth_limiter(p)
-  local rate = smooth_rate(p)
-  local peek = { quantity = 0, unit = p.unit }
-  return {
-    read = function(key) return state_bytes(key) end,
-    decide = function(v, now) return smooth_decide(p, rate, v, now.us) end,
-    peek = function(v, now) return (smooth_decide(peek, rate, v, now.us)) end,
-    write = function(key, change) redis.call('SET', key, change.value, 'PXAT', change.expire_at_ms) end,
-  }
-end
+-- The kind (single.lua).
+SMOOTH = {
+  read = function(key) return state_bytes(key) end,
+  decide = function(p, v, now_us) return smooth_decide(p, smooth_rate(p), v, now_us) end,
+  peek = function(p, v, now_us)
+    return (smooth_decide({ quantity = 0, unit = p.unit }, smooth_rate(p), v, now_us))
+  end,
+  write = function(key, _, change) redis.call('SET', key, change.value, 'PXAT', change.expire_at_ms) end,
+}
 
 -- FCALL cl_smooth 1 key permits period [quantity] [MS] [BURST span] [WARMUP span [COLD factor]]
 -- [DRYRUN]
@@ -2839,7 +2990,7 @@ function cl_smooth(keys, args)
   if #keys ~= 1 then return redis.error_reply(args_wrong_arity('cl.smooth')) end
   local p, err = args_smooth(args)
   if p == nil then return redis.error_reply(err) end
-  return single_run(keys[1], smooth_limiter(p), p.dry_run)
+  return single_run(keys[1], SMOOTH, p)
 end
 end
 
@@ -2913,12 +3064,12 @@ function args_all(keys, args)
     end
   end
   local function value(option) return args[seen[option]] end
-  local quantity = { neg = false, 1 }
+  local quantity, quantity_exact = 1, false
   if seen.QUANTITY then
     if value('QUANTITY') == nil then return nil, 'ERR syntax error' end
-    local q, err = args_integer(value('QUANTITY'), 'quantity', 0)
-    if q == nil then return nil, err end
-    quantity = q
+    local q, exact = args_integer(value('QUANTITY'), 'quantity', 0)
+    if q == nil then return nil, exact end
+    quantity, quantity_exact = q, exact
   end
   if seen.BLOCK then
     if value('BLOCK') == nil then return nil, 'ERR syntax error' end
@@ -2937,14 +3088,14 @@ function args_all(keys, args)
   local leases = false
   for _, shape in ipairs(shapes) do leases = leases or shape.kind == 'lease' end
   -- A look takes no lease, nor does a refund: neither needs anyone to hold it.
-  if leases and holder == nil and #quantity > 0 and not all.refund then
+  if leases and holder == nil and quantity > 0 and not all.refund then
     return nil, 'ERR a LEASE limiter needs HOLDER holder: the name the lease is held under'
   end
   if not leases and holder ~= nil then return nil, 'ERR HOLDER is given, but no limiter is a LEASE' end
   -- Then each limiter's numbers, as its own command reads them.
   for key, shape in ipairs(shapes) do
-    local p = { quantity = quantity, unit = all.unit, refund = all.refund, dry_run = all.dry_run,
-      count_denied = false }
+    local p = { quantity = quantity, quantity_exact = quantity_exact, unit = all.unit,
+      refund = all.refund, dry_run = all.dry_run, count_denied = false }
     local function param(offset) return args[shape.at + offset] or '' end
     local err
     if shape.kind == 'throttle' then
@@ -2952,7 +3103,7 @@ function args_all(keys, args)
     elseif shape.kind == 'lease' then
       err = args_lease_params(p, param(0), param(1))
       -- Asked for nothing, a lease limiter only looks.
-      if #quantity > 0 then p.holder = holder end
+      if quantity > 0 then p.holder = holder end
     else
       err = args_limit_and_period(p, param(0), param(1))
       if err == nil and shape.params == 4 then p.buckets, err = args_bucket_count(param(3), p.period_ms) end
@@ -2972,12 +3123,12 @@ do
 -- request at one instant, all or nothing, each key read and decided before any is written,
 -- each written as its own command writes it.
 
--- How each kind is made, and the numbers the library refuses past 2^53 − 1.
-local ALL_MAKE = {
-  throttle = { make = throttle_limiter, exact = THROTTLE_EXACT },
-  fixed = { make = fixed_limiter, exact = { 'limit', 'quantity' }, numbers = args_window_numbers },
-  window = { make = window_limiter, exact = { 'limit', 'quantity' }, numbers = args_window_numbers },
-  lease = { make = lease_limiter, exact = { 'limit' }, numbers = args_lease_numbers },
+-- Each kind (single.lua), and the numbers the library refuses past 2^53 − 1.
+local ALL_KIND = {
+  throttle = { kind = THROTTLE, exact = THROTTLE_EXACT },
+  fixed = { kind = FIXED, exact = ARGS_WINDOW_EXACT },
+  window = { kind = WINDOW, exact = ARGS_WINDOW_EXACT },
+  lease = { kind = LEASE, exact = ARGS_LEASE_EXACT },
 }
 
 -- Whether every limiter admitted, and the one whose reply stands for all (all::combine):
@@ -3006,25 +3157,24 @@ function cl_all(keys, args)
   -- The module builds every limiter before it reads a key: a GCRA's numbers can fail.
   for _, spec in ipairs(all.limiters) do
     if spec.kind == 'throttle' then
-      local _, gcra_err = throttle_gcra(spec.p)
+      local gcra_err = throttle_limiter(spec.p)
       if gcra_err then return redis.error_reply(gcra_err) end
     end
   end
   if all.block then return redis.error_reply(args_cannot_wait('cl.all')) end
-  local limiters = {}
+  local kinds, ps = {}, {}
   for i, spec in ipairs(all.limiters) do
-    local kind = ALL_MAKE[spec.kind]
-    local inexact = args_exact_enough(spec.p, kind.exact)
+    local made = ALL_KIND[spec.kind]
+    local inexact = args_exact_enough(spec.p, made.exact)
     if inexact then return redis.error_reply(inexact) end
-    if kind.numbers then kind.numbers(spec.p) end
-    limiters[i] = kind.make(spec.p)
+    kinds[i], ps[i] = made.kind, spec.p
   end
-  local now = clock_now()
+  local now_us, now_ms = clock_now()
   local stored, replies, changes = {}, {}, {}
   for i, key in ipairs(keys) do
-    local value, read_err = limiters[i].read(key, now)
+    local value, read_err = kinds[i].read(key, ps[i], now_us, now_ms)
     if read_err then return redis.error_reply(read_err) end
-    local ok, reply, change = pcall(limiters[i].decide, value, now)
+    local ok, reply, change = pcall(kinds[i].decide, ps[i], value, now_us, now_ms)
     if not ok then return redis.error_reply(state_caught(reply)) end
     stored[i], replies[i], changes[i] = value, reply, change
   end
@@ -3037,7 +3187,7 @@ function cl_all(keys, args)
     for i = 1, #keys do
       reply[i] = replies[i]
       if not admitted and replies[i][1] == 0 then
-        local ok, peeked = pcall(limiters[i].peek, stored[i], now)
+        local ok, peeked = pcall(kinds[i].peek, ps[i], stored[i], now_us, now_ms)
         if not ok then return redis.error_reply(state_caught(peeked)) end
         reply[i] = peeked
       end
@@ -3045,7 +3195,7 @@ function cl_all(keys, args)
   end
   if admitted and not all.dry_run then
     for i, key in ipairs(keys) do
-      if changes[i] then limiters[i].write(key, changes[i], stored[i], now) end
+      if changes[i] then kinds[i].write(key, ps[i], changes[i], stored[i], now_us, now_ms) end
     end
   end
   return reply
