@@ -277,7 +277,7 @@ local function args_throttle_params(parsed, max_burst, count, period)
 end
 
 -- CL.THROTTLE's arguments after the key: `max_burst count period [quantity] [MS] [REFUND]
--- [DRYRUN] [BLOCK timeout]`, the period in nanoseconds as `period_ns`. A BLOCK the module
+-- [DRYRUN] [BLOCK timeout]`, the period in the call's unit. A BLOCK the module
 -- would take is `block`, refused by the caller once the module's own checks pass.
 local function args_throttle(args)
   local command = 'cl.throttle'

@@ -1,8 +1,8 @@
 -- CL.FIXED in the library: the module's fixed window (src/fixed.rs) on the same key, a
 -- decimal count whose expiry is the window's end, read, decided and written as the module
 -- does, so that a key carries over either way. Counts are exact (a key may hold any 64-bit
--- count): numbers while a count and the quantity stay below 2^52, so that their sum is
--- exact; else exact integers (integers.lua). The limit, the quantity and the instants are
+-- count): numbers while a count (read as one when under 10^14, exact_small) and the
+-- quantity stay below 2^52, so that their sum is exact; else exact integers (integers.lua). The limit, the quantity and the instants are
 -- numbers, exact below 2^53.
 
 local FIXED_NUMBERS_BELOW = 4503599627370496

@@ -20,8 +20,8 @@ local INTEGERS_NUMBERS = {
   end,
   -- Never past the module's 64-bit counts: the values stay below 2^53.
   saturate = function(a) return a end,
-  -- a / b truncated, for a >= 0 and b > 0: below 2^53, the doubles' quotient floored is the
-  -- exact one (its rounding error is under 1/b).
+  -- a / b truncated, for 0 <= a < 2^52 and b > 0 (as every caller's are): the doubles'
+  -- quotient floored is the exact one, its rounding error being under 1/b.
   div = function(a, b) return math.floor(a / b) end,
   ceil_div = function(a, b)
     local q = math.floor(a / b)

@@ -759,7 +759,7 @@ function args_throttle_params(parsed, max_burst, count, period)
 end
 
 -- CL.THROTTLE's arguments after the key: `max_burst count period [quantity] [MS] [REFUND]
--- [DRYRUN] [BLOCK timeout]`, the period in nanoseconds as `period_ns`. A BLOCK the module
+-- [DRYRUN] [BLOCK timeout]`, the period in the call's unit. A BLOCK the module
 -- would take is `block`, refused by the caller once the module's own checks pass.
 function args_throttle(args)
   local command = 'cl.throttle'
@@ -983,8 +983,8 @@ INTEGERS_NUMBERS = {
   end,
   -- Never past the module's 64-bit counts: the values stay below 2^53.
   saturate = function(a) return a end,
-  -- a / b truncated, for a >= 0 and b > 0: below 2^53, the doubles' quotient floored is the
-  -- exact one (its rounding error is under 1/b).
+  -- a / b truncated, for 0 <= a < 2^52 and b > 0 (as every caller's are): the doubles'
+  -- quotient floored is the exact one, its rounding error being under 1/b.
   div = function(a, b) return math.floor(a / b) end,
   ceil_div = function(a, b)
     local q = math.floor(a / b)
@@ -1138,8 +1138,8 @@ do
 -- CL.FIXED in the library: the module's fixed window (src/fixed.rs) on the same key, a
 -- decimal count whose expiry is the window's end, read, decided and written as the module
 -- does, so that a key carries over either way. Counts are exact (a key may hold any 64-bit
--- count): numbers while a count and the quantity stay below 2^52, so that their sum is
--- exact; else exact integers (integers.lua). The limit, the quantity and the instants are
+-- count): numbers while a count (read as one when under 10^14, exact_small) and the
+-- quantity stay below 2^52, so that their sum is exact; else exact integers (integers.lua). The limit, the quantity and the instants are
 -- numbers, exact below 2^53.
 
 local FIXED_NUMBERS_BELOW = 4503599627370496
