@@ -367,9 +367,14 @@ function bytes_i64(v, at)
   return hi * BYTES_2_32 + lo
 end
 
+-- (Integer division as (x - x % d) / d: exact, and no call to math.floor.)
 function bytes_of_u32(x)
-  return string.char(x % 256, math.floor(x / 256) % 256, math.floor(x / 65536) % 256,
-    math.floor(x / 16777216) % 256)
+  local a = x % 256
+  x = (x - a) / 256
+  local b = x % 256
+  x = (x - b) / 256
+  local c = x % 256
+  return string.char(a, b, c, (x - c) / 256)
 end
 
 function bytes_of_u64(hi, lo)
@@ -378,8 +383,8 @@ end
 
 -- An i64 given as a number within ±2^53.
 function bytes_of_i64(x)
-  local hi = math.floor(x / BYTES_2_32)
-  return bytes_of_u64(hi % BYTES_2_32, x - hi * BYTES_2_32)
+  local lo = x % BYTES_2_32
+  return bytes_of_u64(((x - lo) / BYTES_2_32) % BYTES_2_32, lo)
 end
 
 -- u64 arithmetic, wrapping at 2^64 as the module's wrapping_add and wrapping_sub do.
@@ -412,8 +417,8 @@ end
 
 -- A u64 pair of a non-negative number below 2^53.
 function bytes_pair(x)
-  local hi = math.floor(x / BYTES_2_32)
-  return hi, x - hi * BYTES_2_32
+  local lo = x % BYTES_2_32
+  return (x - lo) / BYTES_2_32, lo
 end
 
 -- The number a pair stands for; past 2^53 the nearest double, which callers only compare
@@ -451,6 +456,8 @@ function bytes_varint(v, at, limit)
 end
 
 function bytes_of_varint(hi, lo)
+  -- Most are one byte.
+  if hi == 0 and lo < 128 then return string.char(lo) end
   local out = {}
   while hi > 0 or lo >= 128 do
     out[#out + 1] = lo % 128 + 128
@@ -462,21 +469,21 @@ function bytes_of_varint(hi, lo)
   return string.char(unpack(out))
 end
 
--- x * m mod 2^32, for 32-bit x and m, in parts a double holds exactly.
-local function bytes_mul32(x, m)
-  local high = math.floor(x / 65536)
-  local low = x - high * 65536
-  return ((high * m) % 65536 * 65536 + low * m) % BYTES_2_32
-end
-
 -- The multiplicative hash the module seals a header's first `len` bytes with (a multiple of
 -- 4): each 32-bit word xored in, multiplied by 0x9e3779b1 and rotated left by 13. The bit
--- library answers signed 32-bit words: `% 2^32` makes them the module's u32.
+-- library answers signed 32-bit words: `% 2^32` makes them the module's u32. The product
+-- and the rotation are arithmetic on parts a double holds exactly, and the bytes are read
+-- in one call: a C call costs far more than the arithmetic.
 function bytes_checksum(v, len)
   local hash = 2166136261
-  for at = 0, len - 4, 4 do
-    local mixed = bit.bxor(hash, bytes_u32(v, at)) % BYTES_2_32
-    hash = bit.rol(bytes_mul32(mixed, 2654435761), 13) % BYTES_2_32
+  local b = { string.byte(v, 1, len) }
+  for i = 1, len, 4 do
+    local mixed = bit.bxor(hash, b[i] + b[i + 1] * 256 + b[i + 2] * 65536 + b[i + 3] * 16777216) % BYTES_2_32
+    local low = mixed % 65536
+    local product = (((mixed - low) / 65536 * 2654435761) % 65536 * 65536 + low * 2654435761) % BYTES_2_32
+    -- Left by 13: the low 19 bits go up, the high 13 come round.
+    local kept = product % 524288
+    hash = kept * 8192 + (product - kept) / 524288
   end
   return hash
 end
