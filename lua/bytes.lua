@@ -19,12 +19,26 @@ local function bytes_u64(v, at)
   return bytes_u32(v, at + 4), bytes_u32(v, at)
 end
 
--- An i64 as a number, or nil past ±2^53.
-local function bytes_i64(v, at)
-  local hi, lo = bytes_u64(v, at)
+-- The i64 of a u64's halves as a number, or nil past ±2^53.
+local function bytes_signed(hi, lo)
   if hi >= BYTES_2_31 then hi = hi - BYTES_2_32 end
   if hi >= 2097152 or hi < -2097152 then return nil end
   return hi * BYTES_2_32 + lo
+end
+
+-- An i64 as a number, or nil past ±2^53.
+local function bytes_i64(v, at)
+  return bytes_signed(bytes_u64(v, at))
+end
+
+-- Where a value's first bytes are read once into an array b (b[at + 1] the byte at `at`),
+-- its fields are read from there: one C call for them all.
+local function bytes_array_u32(b, at)
+  return b[at + 1] + b[at + 2] * 256 + b[at + 3] * 65536 + b[at + 4] * 16777216
+end
+
+local function bytes_array_u64(b, at)
+  return bytes_array_u32(b, at + 4), bytes_array_u32(b, at)
 end
 
 -- (Integer division as (x - x % d) / d: exact, and no call to math.floor.)
@@ -130,13 +144,12 @@ local function bytes_of_varint(hi, lo)
 end
 
 -- The multiplicative hash the module seals a header's first `len` bytes with (a multiple of
--- 4): each 32-bit word xored in, multiplied by 0x9e3779b1 and rotated left by 13. The bit
--- library answers signed 32-bit words: `% 2^32` makes them the module's u32. The product
--- and the rotation are arithmetic on parts a double holds exactly, and the bytes are read
--- in one call: a C call costs far more than the arithmetic.
-local function bytes_checksum(v, len)
+-- 4), given as an array: each 32-bit word xored in, multiplied by 0x9e3779b1 and rotated
+-- left by 13. The bit library answers signed 32-bit words: `% 2^32` makes them the
+-- module's u32. The product and the rotation are arithmetic on parts a double holds
+-- exactly: a C call costs far more than the arithmetic.
+local function bytes_checksum(b, len)
   local hash = 2166136261
-  local b = { string.byte(v, 1, len) }
   for i = 1, len, 4 do
     local mixed = bit.bxor(hash, b[i] + b[i + 1] * 256 + b[i + 2] * 65536 + b[i + 3] * 16777216) % BYTES_2_32
     local low = mixed % 65536

@@ -89,12 +89,16 @@ end
 
 -- The log in value v, its header checked as the module checks it; nil when it is not one.
 local function window_decode(v)
-  if #v < WINDOW_HEADER or string.sub(v, 1, 4) ~= 'CLW\2' then return nil end
-  if bytes_checksum(v, WINDOW_CHECKSUMMED) ~= bytes_u32(v, WINDOW_CHECKSUMMED) then return nil end
-  local log = { v = v, head = bytes_u32(v, 4), tail = bytes_u32(v, 8),
-    head_ms = bytes_i64(v, 12), tail_ms = bytes_i64(v, 20) }
-  log.head_hi, log.head_lo = bytes_u64(v, 28)
-  log.logged_hi, log.logged_lo = bytes_u64(v, 36)
+  if #v < WINDOW_HEADER then return nil end
+  local b = { string.byte(v, 1, WINDOW_HEADER) }
+  -- 'CLW' and the format's version, 2.
+  if b[1] ~= 67 or b[2] ~= 76 or b[3] ~= 87 or b[4] ~= 2 then return nil end
+  if bytes_checksum(b, WINDOW_CHECKSUMMED) ~= bytes_array_u32(b, WINDOW_CHECKSUMMED) then return nil end
+  local head_hi, head_lo = bytes_array_u64(b, 28)
+  local logged_hi, logged_lo = bytes_array_u64(b, 36)
+  local log = { v = v, head = bytes_array_u32(b, 4), tail = bytes_array_u32(b, 8),
+    head_ms = bytes_signed(bytes_array_u64(b, 12)), tail_ms = bytes_signed(bytes_array_u64(b, 20)),
+    head_hi = head_hi, head_lo = head_lo, logged_hi = logged_hi, logged_lo = logged_lo }
   if log.head_ms == nil or log.tail_ms == nil then return nil end
   if window_block_start(log.head) == nil or log.head > log.tail or log.head_ms > log.tail_ms
     or window_units_between(log, log.head_hi, log.head_lo) == nil then
@@ -195,7 +199,7 @@ local function window_header(head, tail, logged_hi, logged_lo)
   local fields = 'CLW\2' .. bytes_of_u32(head.offset) .. bytes_of_u32(tail.offset)
     .. bytes_of_i64(head.at_ms) .. bytes_of_i64(tail.at_ms)
     .. bytes_of_u64(head.hi, head.lo) .. bytes_of_u64(logged_hi, logged_lo)
-  return fields .. bytes_of_u32(bytes_checksum(fields, WINDOW_CHECKSUMMED))
+  return fields .. bytes_of_u32(bytes_checksum({ string.byte(fields, 1, WINDOW_CHECKSUMMED) }, WINDOW_CHECKSUMMED))
 end
 
 -- How an admission logs `units` (≥ 1, below 2^53) at at_ms in the log (nil: a fresh one):

@@ -22,7 +22,10 @@ local exact_small,
   BYTES_EXACT,
   bytes_u32,
   bytes_u64,
+  bytes_signed,
   bytes_i64,
+  bytes_array_u32,
+  bytes_array_u64,
   bytes_of_u32,
   bytes_of_u64,
   bytes_of_i64,
@@ -359,12 +362,26 @@ function bytes_u64(v, at)
   return bytes_u32(v, at + 4), bytes_u32(v, at)
 end
 
--- An i64 as a number, or nil past ±2^53.
-function bytes_i64(v, at)
-  local hi, lo = bytes_u64(v, at)
+-- The i64 of a u64's halves as a number, or nil past ±2^53.
+function bytes_signed(hi, lo)
   if hi >= BYTES_2_31 then hi = hi - BYTES_2_32 end
   if hi >= 2097152 or hi < -2097152 then return nil end
   return hi * BYTES_2_32 + lo
+end
+
+-- An i64 as a number, or nil past ±2^53.
+function bytes_i64(v, at)
+  return bytes_signed(bytes_u64(v, at))
+end
+
+-- Where a value's first bytes are read once into an array b (b[at + 1] the byte at `at`),
+-- its fields are read from there: one C call for them all.
+function bytes_array_u32(b, at)
+  return b[at + 1] + b[at + 2] * 256 + b[at + 3] * 65536 + b[at + 4] * 16777216
+end
+
+function bytes_array_u64(b, at)
+  return bytes_array_u32(b, at + 4), bytes_array_u32(b, at)
 end
 
 -- (Integer division as (x - x % d) / d: exact, and no call to math.floor.)
@@ -470,13 +487,12 @@ function bytes_of_varint(hi, lo)
 end
 
 -- The multiplicative hash the module seals a header's first `len` bytes with (a multiple of
--- 4): each 32-bit word xored in, multiplied by 0x9e3779b1 and rotated left by 13. The bit
--- library answers signed 32-bit words: `% 2^32` makes them the module's u32. The product
--- and the rotation are arithmetic on parts a double holds exactly, and the bytes are read
--- in one call: a C call costs far more than the arithmetic.
-function bytes_checksum(v, len)
+-- 4), given as an array: each 32-bit word xored in, multiplied by 0x9e3779b1 and rotated
+-- left by 13. The bit library answers signed 32-bit words: `% 2^32` makes them the
+-- module's u32. The product and the rotation are arithmetic on parts a double holds
+-- exactly: a C call costs far more than the arithmetic.
+function bytes_checksum(b, len)
   local hash = 2166136261
-  local b = { string.byte(v, 1, len) }
   for i = 1, len, 4 do
     local mixed = bit.bxor(hash, b[i] + b[i + 1] * 256 + b[i + 2] * 65536 + b[i + 3] * 16777216) % BYTES_2_32
     local low = mixed % 65536
@@ -1797,12 +1813,16 @@ end
 
 -- The log in value v, its header checked as the module checks it; nil when it is not one.
 local function window_decode(v)
-  if #v < WINDOW_HEADER or string.sub(v, 1, 4) ~= 'CLW\2' then return nil end
-  if bytes_checksum(v, WINDOW_CHECKSUMMED) ~= bytes_u32(v, WINDOW_CHECKSUMMED) then return nil end
-  local log = { v = v, head = bytes_u32(v, 4), tail = bytes_u32(v, 8),
-    head_ms = bytes_i64(v, 12), tail_ms = bytes_i64(v, 20) }
-  log.head_hi, log.head_lo = bytes_u64(v, 28)
-  log.logged_hi, log.logged_lo = bytes_u64(v, 36)
+  if #v < WINDOW_HEADER then return nil end
+  local b = { string.byte(v, 1, WINDOW_HEADER) }
+  -- 'CLW' and the format's version, 2.
+  if b[1] ~= 67 or b[2] ~= 76 or b[3] ~= 87 or b[4] ~= 2 then return nil end
+  if bytes_checksum(b, WINDOW_CHECKSUMMED) ~= bytes_array_u32(b, WINDOW_CHECKSUMMED) then return nil end
+  local head_hi, head_lo = bytes_array_u64(b, 28)
+  local logged_hi, logged_lo = bytes_array_u64(b, 36)
+  local log = { v = v, head = bytes_array_u32(b, 4), tail = bytes_array_u32(b, 8),
+    head_ms = bytes_signed(bytes_array_u64(b, 12)), tail_ms = bytes_signed(bytes_array_u64(b, 20)),
+    head_hi = head_hi, head_lo = head_lo, logged_hi = logged_hi, logged_lo = logged_lo }
   if log.head_ms == nil or log.tail_ms == nil then return nil end
   if window_block_start(log.head) == nil or log.head > log.tail or log.head_ms > log.tail_ms
     or window_units_between(log, log.head_hi, log.head_lo) == nil then
@@ -1903,7 +1923,7 @@ local function window_header(head, tail, logged_hi, logged_lo)
   local fields = 'CLW\2' .. bytes_of_u32(head.offset) .. bytes_of_u32(tail.offset)
     .. bytes_of_i64(head.at_ms) .. bytes_of_i64(tail.at_ms)
     .. bytes_of_u64(head.hi, head.lo) .. bytes_of_u64(logged_hi, logged_lo)
-  return fields .. bytes_of_u32(bytes_checksum(fields, WINDOW_CHECKSUMMED))
+  return fields .. bytes_of_u32(bytes_checksum({ string.byte(fields, 1, WINDOW_CHECKSUMMED) }, WINDOW_CHECKSUMMED))
 end
 
 -- How an admission logs `units` (≥ 1, below 2^53) at at_ms in the log (nil: a fresh one):
