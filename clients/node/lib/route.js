@@ -153,7 +153,9 @@ function wireOf(route, { evalAgain = false } = {}) {
 /** The options `via` and `loadLibrary`, checked, with their defaults. */
 function routing({ via = 'auto', loadLibrary = true } = {}) {
   if (!VIAS.includes(via)) throw new Error(`via must be one of ${VIAS.join(', ')}`);
-  return { via, loadLibrary: loadLibrary !== false };
+  // A string such as 'false' would be truthy: only a boolean says what the caller meant.
+  if (typeof loadLibrary !== 'boolean') throw new TypeError('loadLibrary must be true or false');
+  return { via, loadLibrary };
 }
 
 /**

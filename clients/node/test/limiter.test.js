@@ -203,11 +203,13 @@ for (const flavor of FLAVORS) describe(`RateLimiterCell on a server, ${flavor}`,
         }
       });
 
-      it('refuses numbers it could not keep exact', () => {
+      it('refuses numbers it could not keep exact, and options it cannot read', () => {
         assert.throws(() => limiter({ algorithm: 'gcra', points: 2 ** 53, duration: 1 }), /integer points/);
         assert.throws(() => limiter({ algorithm: 'window', points: 1.5, duration: 1 }), /integer points/);
         assert.throws(() => limiter({ algorithm: 'gcra', points: 1, duration: 1, blockDuration: 5 }), /blockDuration/);
         assert.throws(() => limiter({ algorithm: 'leaky', points: 1, duration: 1 }), /algorithm/);
+        assert.throws(() => limiter({ points: 1, duration: 1, via: 'lua' }), /via must be one of/);
+        assert.throws(() => limiter({ points: 1, duration: 1, loadLibrary: 'false' }), /loadLibrary must be true or false/);
       });
     });
   }

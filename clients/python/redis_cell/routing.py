@@ -244,7 +244,10 @@ class _Router:
     def __init__(self, client, via: str = "auto", load_library: bool = True) -> None:
         self.client = client
         self.via = _check(via)
-        self.load = bool(load_library)
+        # A string such as "false" would be truthy: only a bool says what the caller meant.
+        if not isinstance(load_library, bool):
+            raise TypeError(f"load_library must be True or False, not {load_library!r}")
+        self.load = load_library
 
     def _known(self) -> Optional[Route]:
         if self.via == "module":

@@ -88,6 +88,8 @@ def test_via_library_on_a_server_with_the_module_shares_its_keys(module_server):
     assert r.info("commandstats")["cmdstat_fcall"]["calls"] == 3
     with pytest.raises(ValueError, match="via must be one of"):
         Client(r, via="lua")
+    with pytest.raises(TypeError, match="load_library must be True or False"):
+        Client(r, load_library="false")
 
 
 def test_waiting_on_the_library_is_refused_as_needing_the_module(bare):
