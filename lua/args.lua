@@ -150,6 +150,15 @@ local function args_never_waits(parsed)
   return nil
 end
 
+-- A BLOCK among options read in any order (CL.LEASE, CL.SMOOTH): its timeout's error, or
+-- the one for BLOCK beside DRYRUN; nil when the module would wait.
+local function args_block_option(timeout_text, dry_run)
+  local err = args_block_timeout(timeout_text)
+  if err then return err end
+  if dry_run then return args_never_waits({ block = true, dry_run = true }) end
+  return nil
+end
+
 -- A BLOCK the module would take: it waits; the library cannot.
 local function args_cannot_wait(command)
   return 'ERR ' .. command .. ' cannot wait in the library: BLOCK needs the redis-cell module'
@@ -357,9 +366,8 @@ local function args_lease(args)
   local at_err = seen.AT and args_at(args[seen.AT + 1])
   if at_err and not string.find(at_err, '^ERR AT is accepted') then return nil, at_err end
   if seen.BLOCK then
-    local err = args_block_timeout(args[seen.BLOCK + 1])
+    local err = args_block_option(args[seen.BLOCK + 1], seen.DRYRUN)
     if err then return nil, err end
-    if seen.DRYRUN then return nil, args_never_waits({ block = true, dry_run = true }) end
   end
   if at_err then return nil, at_err end
   if seen.BLOCK then return nil, args_cannot_wait(command) end
@@ -462,12 +470,7 @@ local function args_smooth(args)
       p.burst = burst
     end
   end
-  if seen.BLOCK then
-    err = args_block_timeout(seen.BLOCK)
-    if err then return nil, err end
-    if p.dry_run then return nil, args_never_waits({ block = true, dry_run = true }) end
-    return nil, args_cannot_wait(command)
-  end
+  if seen.BLOCK then return nil, args_block_option(seen.BLOCK, p.dry_run) or args_cannot_wait(command) end
   if permits > ARGS_LIBRARY_MAX then return nil, args_inexact('permits') end
   if cold > ARGS_LIBRARY_MAX then return nil, args_inexact('COLD') end
   p.permits = permits

@@ -658,6 +658,15 @@ function args_never_waits(parsed)
   return nil
 end
 
+-- A BLOCK among options read in any order (CL.LEASE, CL.SMOOTH): its timeout's error, or
+-- the one for BLOCK beside DRYRUN; nil when the module would wait.
+local function args_block_option(timeout_text, dry_run)
+  local err = args_block_timeout(timeout_text)
+  if err then return err end
+  if dry_run then return args_never_waits({ block = true, dry_run = true }) end
+  return nil
+end
+
 -- A BLOCK the module would take: it waits; the library cannot.
 function args_cannot_wait(command)
   return 'ERR ' .. command .. ' cannot wait in the library: BLOCK needs the redis-cell module'
@@ -865,9 +874,8 @@ function args_lease(args)
   local at_err = seen.AT and args_at(args[seen.AT + 1])
   if at_err and not string.find(at_err, '^ERR AT is accepted') then return nil, at_err end
   if seen.BLOCK then
-    local err = args_block_timeout(args[seen.BLOCK + 1])
+    local err = args_block_option(args[seen.BLOCK + 1], seen.DRYRUN)
     if err then return nil, err end
-    if seen.DRYRUN then return nil, args_never_waits({ block = true, dry_run = true }) end
   end
   if at_err then return nil, at_err end
   if seen.BLOCK then return nil, args_cannot_wait(command) end
@@ -970,12 +978,7 @@ function args_smooth(args)
       p.burst = burst
     end
   end
-  if seen.BLOCK then
-    err = args_block_timeout(seen.BLOCK)
-    if err then return nil, err end
-    if p.dry_run then return nil, args_never_waits({ block = true, dry_run = true }) end
-    return nil, args_cannot_wait(command)
-  end
+  if seen.BLOCK then return nil, args_block_option(seen.BLOCK, p.dry_run) or args_cannot_wait(command) end
   if permits > ARGS_LIBRARY_MAX then return nil, args_inexact('permits') end
   if cold > ARGS_LIBRARY_MAX then return nil, args_inexact('COLD') end
   p.permits = permits
@@ -1884,13 +1887,24 @@ local function window_walk(log, from, found)
   state_corrupt()
 end
 
--- The oldest entry not expired and the live units from it on, as a pair; nil when every
--- entry has expired. Entries before the head count as expired whatever their time.
-local function window_live(log, expired)
-  if expired(log.tail_ms) then return nil end
+-- Whether units admitted at at_ms have left p's window by now_ms.
+local function window_expired(p, now_ms, at_ms)
+  return now_ms - at_ms >= p.period_ms
+end
+
+-- How long until units admitted at at_ms leave p's window.
+local function window_gone_in(p, now_ms, at_ms)
+  return at_ms + p.period_ms - now_ms
+end
+
+-- The oldest entry not expired by now_ms and the live units from it on, as a pair; nil when
+-- every entry has expired. Entries before the head count as expired whatever their time.
+local function window_live(log, p, now_ms)
+  if window_expired(p, now_ms, log.tail_ms) then return nil end
   local head = window_cursor(log.head, log.head_ms, log.head_hi, log.head_lo)
   local oldest = head
-  if expired(head.at_ms) then
+  if window_expired(p, now_ms, head.at_ms) then
+    local function expired(at_ms) return window_expired(p, now_ms, at_ms) end
     local after_head = window_block_index(log.head) + 1
     local live_block = window_first_block(log, after_head, window_block_index(log.tail) + 1,
       function(base_ms) return expired(base_ms) end)
@@ -2078,9 +2092,7 @@ end
 
 -- Decides a call at now_ms: the reply, and the plan to write when it logs units.
 local function window_decide(p, log, now_ms)
-  local function expired(at_ms) return now_ms - at_ms >= p.period_ms end
-  local function gone_in(at_ms) return at_ms + p.period_ms - now_ms end
-  local live = log and window_live(log, expired)
+  local live = log and window_live(log, p, now_ms)
   if live == nil then log = nil end
   local total = live and live.total or 0
   local newest_ms = log and log.tail_ms
@@ -2094,32 +2106,31 @@ local function window_decide(p, log, now_ms)
       plan.expire_at_ms = window_expiry(at_ms, p)
       newest_after = at_ms
     end
-    return reply_ms(false, p.limit, p.limit - wanted, nil, newest_after and gone_in(newest_after) or 0, p.unit), plan
+    local reset = newest_after and window_gone_in(p, now_ms, newest_after) or 0
+    return reply_ms(false, p.limit, p.limit - wanted, nil, reset, p.unit), plan
   end
   local retry = nil
   if live and p.quantity <= p.limit then
     local must_hi, must_lo = bytes_sub(live.hi, live.lo, bytes_pair(p.limit - p.quantity))
-    retry = gone_in(window_when_units_left(log, live.oldest, must_hi, must_lo))
+    retry = window_gone_in(p, now_ms, window_when_units_left(log, live.oldest, must_hi, must_lo))
   end
-  return reply_ms(true, p.limit, p.limit - total, retry, newest_ms and gone_in(newest_ms) or 0, p.unit)
+  return reply_ms(true, p.limit, p.limit - total, retry, newest_ms and window_gone_in(p, now_ms, newest_ms) or 0, p.unit)
 end
 
 -- REFUND: up to the quantity of the newest live units leave the log (src/window.rs says
 -- why the newest). The reply, and the plan: a value to write, or `clear`.
 local function window_refund(p, log, now_ms)
-  local function expired(at_ms) return now_ms - at_ms >= p.period_ms end
-  local function gone_in(at_ms) return at_ms + p.period_ms - now_ms end
-  local live = log and window_live(log, expired)
+  local live = log and window_live(log, p, now_ms)
   if live == nil then return reply_ms(false, p.limit, p.limit, nil, 0, p.unit) end
   if p.quantity == 0 then
-    return reply_ms(false, p.limit, p.limit - live.total, nil, gone_in(log.tail_ms), p.unit)
+    return reply_ms(false, p.limit, p.limit - live.total, nil, window_gone_in(p, now_ms, log.tail_ms), p.unit)
   end
   if p.quantity >= live.total then
     return reply_ms(false, p.limit, p.limit, nil, 0, p.unit), { clear = true }
   end
   local plan = window_plan_trim(log, live, p.quantity)
   plan.expire_at_ms = window_expiry(plan.tail_ms, p)
-  return reply_ms(false, p.limit, p.limit - (live.total - p.quantity), nil, gone_in(plan.tail_ms), p.unit), plan
+  return reply_ms(false, p.limit, p.limit - (live.total - p.quantity), nil, window_gone_in(p, now_ms, plan.tail_ms), p.unit), plan
 end
 
 -- The form a call reads cannot read the value: named when the value holds the other form.
