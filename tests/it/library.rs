@@ -7,8 +7,7 @@ use redis_cell::decimal::parse_i64;
 
 use crate::harness::cluster::Cluster;
 use crate::harness::{
-    aof_options, info_field, keyspace, replicate, wait_for_replica, Flavor, Options, Rng, Server,
-    ServerKind,
+    aof_options, info_field, keyspace, replicate, wait_for_replica, Flavor, Rng, Server, ServerKind,
 };
 
 both_servers!(
@@ -938,13 +937,7 @@ return { exact_tostring(ARGS_I64_MAX), exact_tostring(ARGS_MAX_SPAN_NS),
 /// Redis 6.2, which has no Functions and cannot load the module, runs the script form.
 #[test]
 fn redis_6_runs_the_script_form() {
-    let server = Server::start_with(
-        Flavor::Redis6,
-        Options {
-            without_module: true,
-            ..Options::default()
-        },
-    );
+    let server = Server::bare(Flavor::Redis6);
     let mut con = server.connection();
     let version: String = redis::cmd("EVAL")
         .arg(read("lua/dist/redis_cell.script.lua"))

@@ -5,13 +5,7 @@ use crate::harness::{Flavor, Options, Server};
 
 #[test]
 fn redis_6_refuses_to_load_it_and_keeps_running() {
-    let server = Server::start_with(
-        Flavor::Redis6,
-        Options {
-            without_module: true,
-            ..Options::default()
-        },
-    );
+    let server = Server::bare(Flavor::Redis6);
     let mut con = server.connection();
     let module = crate::harness::module_path();
     let loaded = redis::cmd("MODULE")

@@ -169,6 +169,17 @@ impl Server {
         Server::start_with(flavor, Options::default())
     }
 
+    /// A server that has not loaded the module, as Redis 6.2 must be.
+    pub fn bare(flavor: Flavor) -> Server {
+        Server::start_with(
+            flavor,
+            Options {
+                without_module: true,
+                ..Options::default()
+            },
+        )
+    }
+
     pub fn start_with(flavor: Flavor, mut options: Options) -> Server {
         let mut data = options.dir.take().unwrap_or_else(DataDir::fresh);
         // A port picked free can be taken by a parallel test before the server binds it.
