@@ -384,14 +384,14 @@ function bytes_array_u64(b, at)
   return bytes_array_u32(b, at + 4), bytes_array_u32(b, at)
 end
 
--- (Integer division as (x - x % d) / d: exact, and no call to math.floor.)
+-- x's low 32 bits. (Integer division as (x - x % d) / d: exact, and no call to math.floor.)
 function bytes_of_u32(x)
   local a = x % 256
   x = (x - a) / 256
   local b = x % 256
   x = (x - b) / 256
   local c = x % 256
-  return string.char(a, b, c, (x - c) / 256)
+  return string.char(a, b, c, (x - c) / 256 % 256)
 end
 
 function bytes_of_u64(hi, lo)

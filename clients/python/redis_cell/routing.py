@@ -234,19 +234,21 @@ def _pool(client) -> object:
     return getattr(client, "connection_pool", None) or client
 
 
-def _check(via: str) -> str:
+def check_options(via: str, load_library: bool) -> None:
+    """Refuses a ``via`` or ``load_library`` the router could not read, before anything is
+    built on them."""
     if via not in VIAS:
         raise ValueError(f"via must be one of {', '.join(VIAS)}, not {via!r}")
-    return via
+    # A string such as "false" would be truthy: only a bool says what the caller meant.
+    if not isinstance(load_library, bool):
+        raise TypeError(f"load_library must be True or False, not {load_library!r}")
 
 
 class _Router:
     def __init__(self, client, via: str = "auto", load_library: bool = True) -> None:
+        check_options(via, load_library)
         self.client = client
-        self.via = _check(via)
-        # A string such as "false" would be truthy: only a bool says what the caller meant.
-        if not isinstance(load_library, bool):
-            raise TypeError(f"load_library must be True or False, not {load_library!r}")
+        self.via = via
         self.load = load_library
 
     def _known(self) -> Optional[Route]:

@@ -186,6 +186,18 @@ def test_forced_to_the_module_the_health_check_asks_for_it(bare_server, module_s
     assert storage.storage_from_string(uri.format(module_server), via="module").check()
 
 
+@pytest.mark.parametrize("scheme", ["cell+redis", "async+cell+redis"])
+def test_a_storage_refuses_options_it_cannot_read_when_it_is_made(scheme):
+    from limits import storage
+
+    # Nothing listens on port 1: made, the storage has asked the server nothing yet.
+    uri = f"{scheme}://127.0.0.1:1"
+    with pytest.raises(TypeError, match="load_library must be True or False"):
+        storage.storage_from_string(uri, load_library="false")
+    with pytest.raises(ValueError, match="via must be one of"):
+        storage.storage_from_string(uri, via="lua")
+
+
 def test_a_module_gone_after_the_route_was_found_is_asked_for_again():
     from conftest import loads
 

@@ -24,6 +24,7 @@ class CellAsyncRedisStorage(RedisStorage):
     def __init__(self, uri: str, buckets: int = core.MOST_BUCKETS, via: str = "auto",
                  load_library: bool = True, **options) -> None:
         self.buckets = core.check_buckets(buckets)
+        routing.check_options(via, load_library)
         options["implementation"] = "redispy"
         super().__init__("async+" + uri.removeprefix("async+cell+"), **options)
         self.lua_cell_moving_window = self.connection.register_script(

@@ -29,6 +29,7 @@ class CellStorage:
     def __init__(self, uri: str, buckets: int = core.MOST_BUCKETS, via: str = "auto",
                  load_library: bool = True, **options) -> None:
         self.buckets = core.check_buckets(buckets)
+        routing.check_options(via, load_library)
         super().__init__(uri.removeprefix("cell+"), **options)
         self.lua_cell_moving_window = self.storage.register_script(core.MOVING_WINDOW_SCRIPT)
         self.calls = routing.Router(self.storage, via, load_library)
