@@ -150,8 +150,8 @@ end
 -- exactly: a C call costs far more than the arithmetic.
 local function bytes_checksum(b, len)
   local hash = 2166136261
-  for i = 1, len, 4 do
-    local mixed = bit.bxor(hash, b[i] + b[i + 1] * 256 + b[i + 2] * 65536 + b[i + 3] * 16777216) % BYTES_2_32
+  for at = 0, len - 4, 4 do
+    local mixed = bit.bxor(hash, bytes_array_u32(b, at)) % BYTES_2_32
     local low = mixed % 65536
     local product = (((mixed - low) / 65536 * 2654435761) % 65536 * 65536 + low * 2654435761) % BYTES_2_32
     -- Left by 13: the low 19 bits go up, the high 13 come round.

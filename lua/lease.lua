@@ -590,7 +590,7 @@ local function cl_holders(keys, args)
     for i = view.ended, view.set.count - 1 do
       local holder, end_ms = lease_by_end(view.set, i)
       out[#out + 1] = holder
-      out[#out + 1] = reply_ms(false, 1, 0, nil, end_ms - now_ms, unit)[5]
+      out[#out + 1] = reply_rounded(end_ms - now_ms, unit)
     end
     return out
   end)

@@ -56,6 +56,13 @@ local function throttle_now(g, now_us)
   return clock_ns(now_us)
 end
 
+-- Now as whole seconds and the nanoseconds past them: the two parts a TAT's text is read and
+-- written in.
+local function throttle_now_parts(now_us)
+  local micros = now_us % 1000000
+  return (now_us - micros) / 1000000, micros * 1000
+end
+
 -- The stored TAT as ns after now, when it is canonical and within reach of the numbers form
 -- (a TAT at or before now is now: GCRA reads no further); nil if not.
 local function throttle_tat_number(text, now_us)
@@ -66,8 +73,8 @@ local function throttle_tat_number(text, now_us)
     seconds = tonumber(string.sub(text, 1, n - 9))
     nanos = tonumber(string.sub(text, n - 8))
   end
-  local now_s = math.floor(now_us / 1000000)
-  local after = (seconds - now_s) * 1000000000 + nanos - (now_us - now_s * 1000000) * 1000
+  local now_s, now_nanos = throttle_now_parts(now_us)
+  local after = (seconds - now_s) * 1000000000 + nanos - now_nanos
   if after <= 0 then return 0 end
   if after >= THROTTLE_NUMBERS_BELOW then return nil end
   return after
@@ -144,8 +151,8 @@ local function throttle_write(key, p, tat, _, now_us)
     redis.call('SET', key, exact_tostring(tat), 'PXAT', exact_tostring(exact_ceil_div(tat, ARGS_NANOS.ms)))
     return
   end
-  local now_s = math.floor(now_us / 1000000)
-  local nanos = (now_us - now_s * 1000000) * 1000 + tat
+  local now_s, now_nanos = throttle_now_parts(now_us)
+  local nanos = now_nanos + tat
   local carry = math.floor(nanos / 1000000000)
   local seconds = now_s + carry
   nanos = nanos - carry * 1000000000

@@ -179,8 +179,7 @@ local function window_live(log, p, now_ms)
   if window_expired(p, now_ms, head.at_ms) then
     local function expired(at_ms) return window_expired(p, now_ms, at_ms) end
     local after_head = window_block_index(log.head) + 1
-    local live_block = window_first_block(log, after_head, window_block_index(log.tail) + 1,
-      function(base_ms) return expired(base_ms) end)
+    local live_block = window_first_block(log, after_head, window_block_index(log.tail) + 1, expired)
     local from = head
     if live_block > after_head then from = window_first_of_block(log, live_block - 1) end
     oldest = window_walk(log, from, function(at_ms) return not expired(at_ms) end)
@@ -452,17 +451,17 @@ local WINDOW = {
     return (window_call(peek, v, now_ms))
   end,
   write = function(key, _, plan)
-      if plan.clear then
-        redis.call('DEL', key)
-      elseif plan.whole and plan.moves == false then
-        redis.call('SET', key, plan.whole, 'KEEPTTL')
-      elseif plan.whole then
-        redis.call('SET', key, plan.whole, 'PXAT', plan.expire_at_ms)
-      else
-        redis.call('SETRANGE', key, plan.from, plan.bytes)
-        redis.call('SETRANGE', key, 0, plan.header)
-        redis.call('PEXPIREAT', key, plan.expire_at_ms)
-      end
+    if plan.clear then
+      redis.call('DEL', key)
+    elseif plan.whole and plan.moves == false then
+      redis.call('SET', key, plan.whole, 'KEEPTTL')
+    elseif plan.whole then
+      redis.call('SET', key, plan.whole, 'PXAT', plan.expire_at_ms)
+    else
+      redis.call('SETRANGE', key, plan.from, plan.bytes)
+      redis.call('SETRANGE', key, 0, plan.header)
+      redis.call('PEXPIREAT', key, plan.expire_at_ms)
+    end
   end,
 }
 

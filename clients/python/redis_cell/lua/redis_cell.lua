@@ -70,6 +70,7 @@ local exact_small,
   state_fail,
   state_corrupt,
   state_caught,
+  reply_rounded,
   reply_ms,
   single_run,
   FIXED,
@@ -490,8 +491,8 @@ end
 -- exactly: a C call costs far more than the arithmetic.
 function bytes_checksum(b, len)
   local hash = 2166136261
-  for i = 1, len, 4 do
-    local mixed = bit.bxor(hash, b[i] + b[i + 1] * 256 + b[i + 2] * 65536 + b[i + 3] * 16777216) % BYTES_2_32
+  for at = 0, len - 4, 4 do
+    local mixed = bit.bxor(hash, bytes_array_u32(b, at)) % BYTES_2_32
     local low = mixed % 65536
     local product = (((mixed - low) / 65536 * 2654435761) % 65536 * 65536 + low * 2654435761) % BYTES_2_32
     -- Left by 13: the low 19 bits go up, the high 13 come round.
@@ -1121,7 +1122,7 @@ do
 -- client that waits the time answered is never early.
 
 -- A wait in whole ms, in the call's unit, rounded up.
-local function reply_rounded(ms, unit)
+function reply_rounded(ms, unit)
   if ms < 0 then return 0 end
   -- The module counts the wait in 64-bit nanoseconds, saturating: an expiry someone set
   -- centuries away answers i64::MAX ns.
@@ -1332,6 +1333,13 @@ local function throttle_now(g, now_us)
   return clock_ns(now_us)
 end
 
+-- Now as whole seconds and the nanoseconds past them: the two parts a TAT's text is read and
+-- written in.
+local function throttle_now_parts(now_us)
+  local micros = now_us % 1000000
+  return (now_us - micros) / 1000000, micros * 1000
+end
+
 -- The stored TAT as ns after now, when it is canonical and within reach of the numbers form
 -- (a TAT at or before now is now: GCRA reads no further); nil if not.
 local function throttle_tat_number(text, now_us)
@@ -1342,8 +1350,8 @@ local function throttle_tat_number(text, now_us)
     seconds = tonumber(string.sub(text, 1, n - 9))
     nanos = tonumber(string.sub(text, n - 8))
   end
-  local now_s = math.floor(now_us / 1000000)
-  local after = (seconds - now_s) * 1000000000 + nanos - (now_us - now_s * 1000000) * 1000
+  local now_s, now_nanos = throttle_now_parts(now_us)
+  local after = (seconds - now_s) * 1000000000 + nanos - now_nanos
   if after <= 0 then return 0 end
   if after >= THROTTLE_NUMBERS_BELOW then return nil end
   return after
@@ -1420,8 +1428,8 @@ local function throttle_write(key, p, tat, _, now_us)
     redis.call('SET', key, exact_tostring(tat), 'PXAT', exact_tostring(exact_ceil_div(tat, ARGS_NANOS.ms)))
     return
   end
-  local now_s = math.floor(now_us / 1000000)
-  local nanos = (now_us - now_s * 1000000) * 1000 + tat
+  local now_s, now_nanos = throttle_now_parts(now_us)
+  local nanos = now_nanos + tat
   local carry = math.floor(nanos / 1000000000)
   local seconds = now_s + carry
   nanos = nanos - carry * 1000000000
@@ -1903,8 +1911,7 @@ local function window_live(log, p, now_ms)
   if window_expired(p, now_ms, head.at_ms) then
     local function expired(at_ms) return window_expired(p, now_ms, at_ms) end
     local after_head = window_block_index(log.head) + 1
-    local live_block = window_first_block(log, after_head, window_block_index(log.tail) + 1,
-      function(base_ms) return expired(base_ms) end)
+    local live_block = window_first_block(log, after_head, window_block_index(log.tail) + 1, expired)
     local from = head
     if live_block > after_head then from = window_first_of_block(log, live_block - 1) end
     oldest = window_walk(log, from, function(at_ms) return not expired(at_ms) end)
@@ -2176,17 +2183,17 @@ WINDOW = {
     return (window_call(peek, v, now_ms))
   end,
   write = function(key, _, plan)
-      if plan.clear then
-        redis.call('DEL', key)
-      elseif plan.whole and plan.moves == false then
-        redis.call('SET', key, plan.whole, 'KEEPTTL')
-      elseif plan.whole then
-        redis.call('SET', key, plan.whole, 'PXAT', plan.expire_at_ms)
-      else
-        redis.call('SETRANGE', key, plan.from, plan.bytes)
-        redis.call('SETRANGE', key, 0, plan.header)
-        redis.call('PEXPIREAT', key, plan.expire_at_ms)
-      end
+    if plan.clear then
+      redis.call('DEL', key)
+    elseif plan.whole and plan.moves == false then
+      redis.call('SET', key, plan.whole, 'KEEPTTL')
+    elseif plan.whole then
+      redis.call('SET', key, plan.whole, 'PXAT', plan.expire_at_ms)
+    else
+      redis.call('SETRANGE', key, plan.from, plan.bytes)
+      redis.call('SETRANGE', key, 0, plan.header)
+      redis.call('PEXPIREAT', key, plan.expire_at_ms)
+    end
   end,
 }
 
@@ -2792,7 +2799,7 @@ function cl_holders(keys, args)
     for i = view.ended, view.set.count - 1 do
       local holder, end_ms = lease_by_end(view.set, i)
       out[#out + 1] = holder
-      out[#out + 1] = reply_ms(false, 1, 0, nil, end_ms - now_ms, unit)[5]
+      out[#out + 1] = reply_rounded(end_ms - now_ms, unit)
     end
     return out
   end)
