@@ -2,11 +2,12 @@
 //! Each limiter's numbers are read by the same parsers as its own command's, in `args.rs`.
 
 use crate::args::{
-    block_timeout, bucket_count, holder_name, integer, is_dry_run, is_ms, is_refund, lease_params,
-    limit_and_period, names_buckets, never_waits, throttle_params, unit_of, LeaseParams, Tail,
-    ThrottleArgs, WindowArgs,
+    lease_params, limit_and_period, throttle_params, LeaseParams, ThrottleArgs, ThrottleParams,
+    WindowArgs, WindowParams,
 };
+use crate::command::Command;
 use crate::error::Error;
+use crate::grammar::{bucket_count, integer, Given, Opt, ANY_QUANTITY, OPTIONS};
 use crate::time::TimeUnit;
 
 /// The most keys, and so limiters, one CL.ALL call decides over.
@@ -77,7 +78,13 @@ impl Kind {
     fn params(self, args: &[&[u8]], at: usize) -> usize {
         match self {
             Kind::Throttle => 3,
-            Kind::Window if names_buckets(args.get(at + 3)) => 4,
+            Kind::Window
+                if args
+                    .get(at + 3)
+                    .is_some_and(|word| word.eq_ignore_ascii_case(b"BUCKETS")) =>
+            {
+                4
+            }
             Kind::Fixed | Kind::Window | Kind::Lease => 2,
         }
     }
@@ -129,84 +136,88 @@ pub fn all<'a>(args: &[&'a [u8]]) -> Result<AllArgs<'a>, Error> {
         return Err(Error::WrongArity(COMMAND));
     }
 
-    let (mut quantity_at, mut ms_at, mut detail, mut block_at) = (None, None, false, None);
-    let (mut holder_at, mut refund_at, mut dry_run) = (None, None, false);
-    while let Some(option) = args.get(at) {
-        if option.eq_ignore_ascii_case(b"QUANTITY") && quantity_at.is_none() {
-            quantity_at = Some(at + 1);
-            at += 2;
-        } else if is_ms(option) && ms_at.is_none() {
-            ms_at = Some(at);
-            at += 1;
-        } else if is_refund(option) && refund_at.is_none() {
-            refund_at = Some(at);
-            at += 1;
-        } else if is_dry_run(option) && !dry_run {
-            dry_run = true;
-            at += 1;
-        } else if option.eq_ignore_ascii_case(b"DETAIL") && !detail {
-            detail = true;
-            at += 1;
-        } else if option.eq_ignore_ascii_case(b"BLOCK") && block_at.is_none() {
-            block_at = Some(at + 1);
-            at += 2;
-        } else if option.eq_ignore_ascii_case(b"HOLDER") && holder_at.is_none() {
-            holder_at = Some(at + 1);
-            at += 2;
-        } else if Kind::of(option).is_some() {
-            return Err(Error::ExtraLimiter);
-        } else {
-            return Err(Error::Syntax);
+    // The options, read by the grammar; a limiter past the last key is one too many.
+    let words = args.get(at..).unwrap_or_default();
+    let given = Given::read(Command::All, words, at + 1, false).map_err(|error| match error {
+        Error::BadOption { position, .. }
+            if position
+                .checked_sub(1)
+                .and_then(|index| args.get(index))
+                .is_some_and(|word| Kind::of(word).is_some()) =>
+        {
+            Error::ExtraLimiter
         }
+        error => error,
+    })?;
+    let unit = given.unit();
+
+    // Then the values: each limiter's numbers, as its own command reads them, then the
+    // options'.
+    let mut numbers = [Numbers::Lease(LeaseParams {
+        limit: 0,
+        lease_ms: 0,
+    }); MAX_KEYS];
+    for (&(kind, params_at, params_len), numbers) in shapes.iter().take(numkeys).zip(&mut numbers) {
+        let param = |offset: usize| args.get(params_at + offset).copied().unwrap_or_default();
+        *numbers = match kind {
+            Kind::Throttle => {
+                Numbers::Throttle(throttle_params(param(0), param(1), param(2), unit)?)
+            }
+            Kind::Fixed => Numbers::Fixed(limit_and_period(param(0), param(1), unit)?),
+            Kind::Window => {
+                let params = limit_and_period(param(0), param(1), unit)?;
+                let cells = (params_len == 4)
+                    .then(|| bucket_count(param(3), params.period_ms))
+                    .transpose()?;
+                Numbers::Window(params, cells)
+            }
+            Kind::Lease => Numbers::Lease(lease_params(param(0), param(1), unit)?),
+        };
     }
-    let quantity = match quantity_at {
-        Some(at) => integer(args.get(at).ok_or(Error::Syntax)?, "quantity", 0)?,
-        None => 1,
-    };
-    let block_ms = match block_at {
-        Some(at) => Some(block_timeout(args.get(at).ok_or(Error::Syntax)?)?),
-        None => None,
-    };
-    let tail = Tail {
-        quantity,
-        unit: unit_of(ms_at.is_some()),
-        refund: refund_at.is_some(),
-        dry_run,
-        count_denied: false,
-    };
-    let holder = match holder_at {
-        Some(at) => Some((holder_name(args.get(at).ok_or(Error::Syntax)?)?, at)),
-        None => None,
-    };
+    let values = given.values(ANY_QUANTITY, 0)?;
+    given.rules()?;
+    let (quantity, refund, dry_run) = (
+        values.quantity,
+        given.has(Opt::Refund),
+        given.has(Opt::DryRun),
+    );
     let leases = shapes
         .iter()
         .take(numkeys)
         .any(|&(kind, _, _)| kind == Kind::Lease);
-    match (leases, holder) {
+    match (leases, values.holder) {
         // A look takes no lease, nor does a refund (CL.RELEASE gives a lease back): neither
         // needs anyone to hold it.
-        (true, None) if quantity != 0 && !tail.refund => return Err(Error::NoHolder),
+        (true, None) if quantity != 0 && !refund => return Err(Error::NoHolder),
         (false, Some(_)) => return Err(Error::HolderWithoutLease),
         _ => {}
     }
-
-    // Then each limiter's numbers, as its own command reads them.
     let mut limiters = Vec::with_capacity(numkeys);
-    for &(kind, params_at, params_len) in shapes.iter().take(numkeys) {
-        let param = |offset: usize| args.get(params_at + offset).copied().unwrap_or_default();
-        let args = match kind {
-            Kind::Throttle => {
-                LimiterArgs::Throttle(throttle_params(param(0), param(1), param(2), tail)?)
-            }
-            Kind::Fixed => LimiterArgs::Fixed(limit_and_period(param(0), param(1), tail)?),
-            Kind::Window => {
-                let mut window = limit_and_period(param(0), param(1), tail)?;
-                if params_len == 4 {
-                    window.buckets = Some(bucket_count(param(3), window.params.period_ms)?);
-                }
-                LimiterArgs::Window(window)
-            }
-            Kind::Lease => LimiterArgs::Lease(lease_params(param(0), param(1), tail.unit)?),
+    for (&(_, params_at, params_len), numbers) in shapes.iter().zip(&numbers).take(numkeys) {
+        let window = |params, buckets| WindowArgs {
+            params,
+            quantity,
+            unit,
+            refund,
+            dry_run,
+            count_denied: false,
+            at_ms: None,
+            buckets,
+            block_ms: None,
+            block_at: None,
+        };
+        let args = match *numbers {
+            Numbers::Throttle(params) => LimiterArgs::Throttle(ThrottleArgs {
+                params,
+                quantity,
+                unit,
+                refund,
+                dry_run,
+                block_ms: None,
+            }),
+            Numbers::Fixed(params) => LimiterArgs::Fixed(window(params, None)),
+            Numbers::Window(params, cells) => LimiterArgs::Window(window(params, cells)),
+            Numbers::Lease(params) => LimiterArgs::Lease(params),
         };
         limiters.push(LimiterSpec {
             args,
@@ -214,35 +225,36 @@ pub fn all<'a>(args: &[&'a [u8]]) -> Result<AllArgs<'a>, Error> {
             params_len,
         });
     }
-    // After the limiters' own numbers, as the single commands check it.
-    never_waits(block_ms, tail.refund, tail.dry_run, false)?;
+    // Where the options were, after CL.ALL's name.
+    let after = |opt| given.position(opt).map(|index| at + index);
     Ok(AllArgs {
         limiters,
-        holder,
+        holder: values.holder.zip(after(Opt::Holder).map(|at| at + 1)),
         quantity,
-        unit: tail.unit,
-        detail,
-        quantity_at,
-        ms_at,
-        refund_at,
+        unit,
+        detail: given.has(Opt::Detail),
+        quantity_at: after(Opt::Quantity).map(|at| at + 1),
+        ms_at: after(Opt::Ms),
+        refund_at: after(Opt::Refund),
         dry_run,
-        block_ms,
+        block_ms: values.block_ms,
     })
 }
 
+/// A limiter's numbers, read before the options' values.
+#[derive(Clone, Copy)]
+enum Numbers {
+    Throttle(ThrottleParams),
+    Fixed(WindowParams),
+    Window(WindowParams, Option<i64>),
+    Lease(LeaseParams),
+}
+
 /// An option that may follow CL.ALL's limiters.
-fn is_option(arg: &[u8]) -> bool {
-    [
-        &b"QUANTITY"[..],
-        b"MS",
-        b"REFUND",
-        b"DRYRUN",
-        b"DETAIL",
-        b"HOLDER",
-        b"BLOCK",
-    ]
-    .iter()
-    .any(|option| arg.eq_ignore_ascii_case(option))
+fn is_option(word: &[u8]) -> bool {
+    OPTIONS.iter().any(|row| {
+        row.takers.has(Command::All) && word.eq_ignore_ascii_case(row.keyword.as_bytes())
+    })
 }
 
 #[cfg(test)]
@@ -268,7 +280,7 @@ mod tests {
         );
         assert_eq!(
             all_of("1 a FIXED 5 60 REFUND REFUND").map(|_| ()),
-            Err(Error::Syntax)
+            Err(bad(7))
         );
         assert_eq!(
             all_of("2 a b FIXED 5 60 REFUND").map(|_| ()),
@@ -299,7 +311,7 @@ mod tests {
         );
         assert_eq!(
             all_of("1 a LEASE 3 30 HOLDER h HOLDER g").map(|_| ()),
-            Err(Error::Syntax)
+            Err(bad(8))
         );
         assert_eq!(
             all_of("1 a LEASE 0 30 HOLDER h").map(|_| ()),
@@ -308,10 +320,14 @@ mod tests {
                 min: 1
             })
         );
-        assert_eq!(
-            all_of("1 a LEASE 3 30 HOLDER").map(|_| ()),
-            Err(Error::Syntax)
-        );
+        assert_eq!(all_of("1 a LEASE 3 30 HOLDER").map(|_| ()), Err(bad(6)));
+    }
+
+    fn bad(position: usize) -> Error {
+        Error::BadOption {
+            command: "cl.all",
+            position,
+        }
     }
 
     fn all_of(args: &str) -> Result<AllArgs<'_>, Error> {
@@ -337,6 +353,7 @@ mod tests {
                     unit: TimeUnit::Milliseconds,
                     refund: false,
                     dry_run: false,
+                    block_ms: None,
                 }),
                 params_at: 4,
                 params_len: 3,
@@ -356,6 +373,8 @@ mod tests {
                 count_denied: false,
                 at_ms: None,
                 buckets: None,
+                block_ms: None,
+                block_at: None,
             })
         );
         assert_eq!(limiters[1].params_at, 8);
@@ -408,11 +427,11 @@ mod tests {
             ("1 a LEAKY 1 1", Error::UnknownLimiter(1)),
             ("1 a smooth 1 1", Error::SmoothInAll(1)),
             ("1 a THROTTLE 1 1", Error::WrongArity("cl.all")),
-            ("1 a FIXED 1 1 QUANTITY", Error::Syntax),
-            ("1 a FIXED 1 1 MS MS", Error::Syntax),
-            ("1 a FIXED 1 1 QUANTITY 1 QUANTITY 2", Error::Syntax),
-            ("1 a FIXED 1 1 SOON", Error::Syntax),
-            ("1 a FIXED 1 1 AT 5", Error::Syntax),
+            ("1 a FIXED 1 1 QUANTITY", bad(6)),
+            ("1 a FIXED 1 1 MS MS", bad(7)),
+            ("1 a FIXED 1 1 QUANTITY 1 QUANTITY 2", bad(8)),
+            ("1 a FIXED 1 1 SOON", bad(6)),
+            ("1 a FIXED 1 1 AT 5", bad(6)),
         ] {
             assert_eq!(all_of(args).map(|_| ()), Err(error), "{args}");
         }

@@ -10,6 +10,7 @@ pub mod command;
 pub mod decimal;
 pub mod error;
 mod fault;
+pub mod grammar;
 pub mod outcome;
 pub mod time;
 

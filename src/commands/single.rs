@@ -34,9 +34,7 @@ impl SingleCall<'_> {
 /// `CL.THROTTLE key max_burst count period [quantity] [MS] [REFUND] [DRYRUN]
 /// [BLOCK timeout]`
 pub fn run_throttle(call: &SingleCall, turn: Turn) -> Result<Answer, Error> {
-    let (params, block_ms) = args::block(call.params())?;
-    let args = args::throttle(params)?;
-    args.never_waits(block_ms)?;
+    let args = args::throttle(call.params())?;
     let limiter = Limiter::Throttle(Gcra::new(&args.params, args.quantity)?);
     let now = call.instant(None)?;
     let request = Request {
@@ -51,7 +49,7 @@ pub fn run_throttle(call: &SingleCall, turn: Turn) -> Result<Answer, Error> {
         request,
         change.is_some(),
         args.unit,
-        block_ms,
+        args.block_ms,
     ))
 }
 
@@ -85,10 +83,10 @@ pub fn run_smooth(call: &SingleCall, turn: Turn) -> Result<Answer, Error> {
     })
 }
 
-/// A window command: `key limit period [quantity] [MS] [REFUND] [DRYRUN] [COUNTDENIED]
-/// [AT unix-ms] [BLOCK timeout]` (COUNTDENIED CL.FIXED's alone), on one limiter. It
-/// propagates as itself with its instant, without BLOCK, or, replayed with an instant
-/// already, as it came.
+/// A window command: `key limit period [quantity] [BUCKETS n] [MS] [REFUND] [DRYRUN]
+/// [COUNTDENIED] [BLOCK timeout]` (BUCKETS CL.WINDOW's alone, COUNTDENIED CL.FIXED's), on
+/// one limiter. It propagates as itself with its instant, without BLOCK, or, replayed with
+/// an instant already (`AT unix-ms`), as it came.
 #[inline(always)]
 pub fn run_window(
     call: &SingleCall,
@@ -96,15 +94,22 @@ pub fn run_window(
     parse: fn(&[&[u8]]) -> Result<WindowArgs, Error>,
     limiter: fn(&WindowArgs) -> Limiter,
 ) -> Result<Answer, Error> {
-    let (params, block_ms) = args::block(call.params())?;
-    let args = parse(params)?;
-    args.never_waits(block_ms)?;
+    let args = parse(call.params())?;
     let now = call.instant(args.at_ms)?;
-    let propagate = if args.at_ms.is_some() {
-        Propagate::Verbatim
-    } else {
-        // The key and its parameters, REFUND among them.
-        Propagate::WithInstant(call.argv.get(1..2 + params.len()).ok_or(Error::Internal)?)
+    // The key and every argument but `BLOCK timeout`, REFUND among them.
+    let without_block;
+    let propagate = match args.block_at {
+        _ if args.at_ms.is_some() => Propagate::Verbatim,
+        None => Propagate::WithInstant(call.argv.get(1..).ok_or(Error::Internal)?),
+        Some(block) => {
+            // Counted after the command's name: the key first.
+            let block = block + 1;
+            let (own, own_len) = call.args_at::<MAX_ARGS>(
+                (0..call.args().len()).filter(|&at| at != block && at != block + 1),
+            )?;
+            without_block = own;
+            Propagate::WithInstant(without_block.get(..own_len).ok_or(Error::Internal)?)
+        }
     };
     let request = Request {
         quantity: args.quantity,
@@ -117,7 +122,7 @@ pub fn run_window(
         request,
         change.is_some(),
         args.unit,
-        block_ms,
+        args.block_ms,
     ))
 }
 

@@ -1,0 +1,584 @@
+//! Every command's options, one row each, and the one loop that reads them. A command's
+//! arguments are its positional parameters, then, for the limiters that take one, a
+//! quantity, then its options in any order, each once:
+//!
+//! 1. the shape: a word that is not one of the command's options, repeats one or lacks its
+//!    value is a syntax error naming its position; an option the command refuses by name
+//!    (REFUND in CL.SMOOTH, BLOCK in CL.RELEASE) is refused as it is met;
+//! 2. the values, in the grammar's order: the positional parameters (the command's own
+//!    parser), the quantity, then each option's value in the order of `OPTIONS`;
+//! 3. the rules between options, in the order of `OPTIONS` (BURST with WARMUP, COLD without
+//!    WARMUP, BLOCK beside an option that never waits).
+//!
+//! The module parses by this table, COMMAND DOCS is rendered from it (command_table.rs),
+//! and the Functions library's parser reads a Lua form of it (lua/grammar.lua, generated
+//! from here). A new option is a row here, a field of `Values` if it has a value, and its
+//! rule in the limiter that reads it.
+
+use crate::command::Command;
+use crate::decimal::parse_i64;
+use crate::error::Error;
+use crate::time::{TimeUnit, MAX_SPAN_NS, NANOS_PER_MILLI};
+
+/// Every option of every command, in the order of `OPTIONS`: the order their values are read
+/// and their rules checked in, and the order the docs list them in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Opt {
+    Quantity,
+    Buckets,
+    Ms,
+    Burst,
+    Warmup,
+    Cold,
+    Refund,
+    DryRun,
+    CountDenied,
+    Detail,
+    Holder,
+    At,
+    Block,
+}
+
+/// What follows an option's keyword.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Value {
+    /// Nothing: the keyword alone.
+    Flag,
+    /// Units a call takes: an integer of at least 0.
+    Quantity,
+    /// `BUCKETS n`: 2 to 1024 cells that cut the period into whole milliseconds.
+    Cells,
+    /// A span of at least 1 in the call's unit, within what the limiters look ahead.
+    Span,
+    /// An integer of at least 1.
+    Factor,
+    /// 1 to 255 bytes.
+    Holder,
+    /// A unix-ms instant, only from the replication stream or the AOF.
+    Instant,
+    /// A wait in milliseconds, 0 meaning as long as it takes.
+    Timeout,
+}
+
+/// How an option constrains the others, checked once every value is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    None,
+    /// Not with that option.
+    Excludes(Opt, Error),
+    /// Only with that option.
+    Needs(Opt, Error),
+    /// Never with BLOCK: a call with it never waits.
+    NeverWaits,
+}
+
+/// One option: its keyword, its value, the commands that take it and those that refuse it by
+/// name.
+#[derive(Debug, Clone, Copy)]
+pub struct Row {
+    pub opt: Opt,
+    pub keyword: &'static str,
+    pub value: Value,
+    pub takers: Commands,
+    /// Commands that answer the keyword with an error of their own, not a syntax error.
+    pub refusers: Commands,
+    pub rule: Rule,
+}
+
+/// A set of commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Commands(u16);
+
+impl Commands {
+    pub const fn of(commands: &[Command]) -> Commands {
+        let mut bits = 0;
+        let mut i = 0;
+        while i < commands.len() {
+            bits |= 1 << commands[i] as u16;
+            i += 1;
+        }
+        Commands(bits)
+    }
+
+    #[inline(always)]
+    pub const fn has(self, command: Command) -> bool {
+        self.0 & (1 << command as u16) != 0
+    }
+}
+
+use Command::{All, Fixed, Holders, Lease, Release, Smooth, Throttle, Window};
+
+/// The limiters that take `MS`, `DRYRUN` and `BLOCK`.
+const WAITERS: Commands = Commands::of(&[Throttle, Fixed, Window, All, Lease, Smooth]);
+/// The limiters that give units back.
+const REFUNDERS: Commands = Commands::of(&[Throttle, Fixed, Window, All]);
+/// The commands with a replication form, which carries the primary's instant.
+const REPLICATED: Commands = Commands::of(&[Fixed, Window, Lease, Release]);
+const NONE: Commands = Commands::of(&[]);
+
+const fn row(opt: Opt, keyword: &'static str, value: Value, takers: Commands) -> Row {
+    Row {
+        opt,
+        keyword,
+        value,
+        takers,
+        refusers: NONE,
+        rule: Rule::None,
+    }
+}
+
+/// The table, indexed by `Opt`.
+pub const OPTIONS: [Row; 13] = [
+    row(
+        Opt::Quantity,
+        "QUANTITY",
+        Value::Quantity,
+        Commands::of(&[All]),
+    ),
+    row(
+        Opt::Buckets,
+        "BUCKETS",
+        Value::Cells,
+        Commands::of(&[Window]),
+    ),
+    row(
+        Opt::Ms,
+        "MS",
+        Value::Flag,
+        Commands::of(&[Throttle, Fixed, Window, All, Lease, Holders, Smooth]),
+    ),
+    Row {
+        rule: Rule::Excludes(Opt::Warmup, Error::BurstAndWarmup),
+        ..row(Opt::Burst, "BURST", Value::Span, Commands::of(&[Smooth]))
+    },
+    row(Opt::Warmup, "WARMUP", Value::Span, Commands::of(&[Smooth])),
+    Row {
+        rule: Rule::Needs(Opt::Warmup, Error::ColdWithoutWarmup),
+        ..row(Opt::Cold, "COLD", Value::Factor, Commands::of(&[Smooth]))
+    },
+    Row {
+        refusers: Commands::of(&[Smooth]),
+        rule: Rule::NeverWaits,
+        ..row(Opt::Refund, "REFUND", Value::Flag, REFUNDERS)
+    },
+    Row {
+        rule: Rule::NeverWaits,
+        ..row(Opt::DryRun, "DRYRUN", Value::Flag, WAITERS)
+    },
+    Row {
+        rule: Rule::NeverWaits,
+        ..row(
+            Opt::CountDenied,
+            "COUNTDENIED",
+            Value::Flag,
+            Commands::of(&[Fixed]),
+        )
+    },
+    row(Opt::Detail, "DETAIL", Value::Flag, Commands::of(&[All])),
+    row(Opt::Holder, "HOLDER", Value::Holder, Commands::of(&[All])),
+    row(Opt::At, "AT", Value::Instant, REPLICATED),
+    Row {
+        refusers: Commands::of(&[Release]),
+        ..row(Opt::Block, "BLOCK", Value::Timeout, WAITERS)
+    },
+];
+
+impl Opt {
+    #[inline(always)]
+    pub fn row(self) -> &'static Row {
+        &OPTIONS[self as usize]
+    }
+
+    /// The option this word names, whatever its case, for any command.
+    #[inline(always)]
+    fn of(word: &[u8]) -> Option<Opt> {
+        // Every keyword is 2 to 11 letters: most words that are not one cost a length test.
+        if !(2..=11).contains(&word.len()) {
+            return None;
+        }
+        OPTIONS
+            .iter()
+            .find(|row| word.eq_ignore_ascii_case(row.keyword.as_bytes()))
+            .map(|row| row.opt)
+    }
+}
+
+impl Row {
+    fn refusal(&self, command: Command) -> Error {
+        match self.opt {
+            Opt::Refund => Error::NoRefund(command.name()),
+            _ => Error::NoBlock(command.name()),
+        }
+    }
+}
+
+/// The words after a command's positional parameters, read for their shape: the quantity's
+/// text, and where each option's keyword is.
+#[derive(Debug, Clone, Copy)]
+pub struct Given<'w, 'a> {
+    words: &'w [&'a [u8]],
+    quantity: Option<&'a [u8]>,
+    /// Each option's keyword's index in `words`, plus one; 0 when the call does not name it.
+    at: [u8; OPTIONS.len()],
+}
+
+impl<'w, 'a> Given<'w, 'a> {
+    /// Reads `words`, which follow `command`'s positional parameters; the first of them is
+    /// the server's argument `first_position` (the command's name is 0). A limiter that
+    /// `takes_quantity` reads its first word as the quantity unless it names an option, its
+    /// own or another command's.
+    #[inline(always)]
+    pub fn read(
+        command: Command,
+        words: &'w [&'a [u8]],
+        first_position: usize,
+        takes_quantity: bool,
+    ) -> Result<Given<'w, 'a>, Error> {
+        let mut given = Given {
+            words,
+            quantity: None,
+            at: [0; OPTIONS.len()],
+        };
+        // Most calls name no option: nothing, or a quantity alone (no keyword starts with a
+        // digit).
+        let start = match words {
+            [] => return Ok(given),
+            [quantity, rest @ ..]
+                if takes_quantity
+                    && (quantity.first().is_some_and(u8::is_ascii_digit)
+                        || Opt::of(quantity).is_none()) =>
+            {
+                given.quantity = Some(quantity);
+                if rest.is_empty() {
+                    return Ok(given);
+                }
+                1
+            }
+            _ => 0,
+        };
+        let mut index = start;
+        while let Some(word) = words.get(index) {
+            let bad = Error::BadOption {
+                command: command.name(),
+                position: first_position + index,
+            };
+            let row = Opt::of(word).map(Opt::row).ok_or(bad)?;
+            if row.refusers.has(command) {
+                return Err(row.refusal(command));
+            }
+            let takes_value = row.value != Value::Flag;
+            let seen = given.at.get_mut(row.opt as usize).ok_or(Error::Internal)?;
+            if !row.takers.has(command) || *seen != 0 || (takes_value && index + 1 >= words.len()) {
+                return Err(bad);
+            }
+            *seen = u8::try_from(index + 1).map_err(|_| Error::WrongArity(command.name()))?;
+            index += 1 + usize::from(takes_value);
+        }
+        Ok(given)
+    }
+
+    /// Whether the call names the option.
+    #[inline(always)]
+    pub fn has(&self, opt: Opt) -> bool {
+        self.at.get(opt as usize).is_some_and(|&at| at != 0)
+    }
+
+    /// The index in the words of the option's keyword.
+    #[inline(always)]
+    pub fn position(&self, opt: Opt) -> Option<usize> {
+        match self.at.get(opt as usize) {
+            Some(&at) if at != 0 => Some(usize::from(at) - 1),
+            _ => None,
+        }
+    }
+
+    /// The text of the option's value.
+    fn text(&self, opt: Opt) -> Option<&'a [u8]> {
+        self.position(opt)
+            .and_then(|at| self.words.get(at + 1).copied())
+    }
+
+    /// The quantity's text, when the call gives one before its options.
+    pub fn quantity_text(&self) -> Option<&'a [u8]> {
+        self.quantity
+    }
+
+    /// Seconds, or milliseconds with `MS`.
+    #[inline(always)]
+    pub fn unit(&self) -> TimeUnit {
+        unit_of(self.has(Opt::Ms))
+    }
+
+    /// The values, read once the positional parameters are (the grammar's order): the
+    /// quantity, of at most `max_quantity`, then each option's, in the table's order. BUCKETS
+    /// must cut `period_ms`.
+    #[inline(always)]
+    pub fn values(&self, max_quantity: i64, period_ms: i64) -> Result<Values<'a>, Error> {
+        let mut values = Values::PLAIN;
+        if let Some(text) = self.quantity {
+            values.quantity = quantity(text, max_quantity)?;
+        }
+        if self.at == [0; OPTIONS.len()] {
+            return Ok(values);
+        }
+        let unit = self.unit();
+        for row in &OPTIONS {
+            let Some(text) = self.text(row.opt).filter(|_| row.value != Value::Flag) else {
+                continue;
+            };
+            match row.opt {
+                Opt::Quantity => values.quantity = quantity(text, max_quantity)?,
+                Opt::Buckets => values.cells = Some(bucket_count(text, period_ms)?),
+                Opt::Burst => values.burst = Some(span(text, "BURST", unit)?),
+                Opt::Warmup => values.warmup = Some(span(text, "WARMUP", unit)?),
+                Opt::Cold => values.cold = Some(integer(text, "COLD", 1)?),
+                Opt::Holder => values.holder = Some(holder_name(text)?),
+                Opt::At => values.at_ms = Some(instant_ms(text)?),
+                Opt::Block => values.block_ms = Some(block_timeout(text)?),
+                _ => return Err(Error::Internal),
+            }
+        }
+        Ok(values)
+    }
+
+    /// The rules between the options the call names, in the table's order.
+    #[inline(always)]
+    pub fn rules(&self) -> Result<(), Error> {
+        if self.at == [0; OPTIONS.len()] {
+            return Ok(());
+        }
+        for row in OPTIONS.iter().filter(|row| self.has(row.opt)) {
+            match row.rule {
+                Rule::None => {}
+                Rule::Excludes(other, error) if self.has(other) => return Err(error),
+                Rule::Needs(other, error) if !self.has(other) => return Err(error),
+                Rule::NeverWaits if self.has(Opt::Block) => {
+                    return Err(Error::NeverWaits(row.keyword))
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The values of a call's quantity and options.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Values<'a> {
+    pub quantity: i64,
+    pub cells: Option<i64>,
+    pub burst: Option<i64>,
+    pub warmup: Option<i64>,
+    pub cold: Option<i64>,
+    pub holder: Option<&'a [u8]>,
+    pub at_ms: Option<i64>,
+    pub block_ms: Option<i64>,
+}
+
+impl Values<'_> {
+    const PLAIN: Values<'static> = Values {
+        quantity: 1,
+        cells: None,
+        burst: None,
+        warmup: None,
+        cold: None,
+        holder: None,
+        at_ms: None,
+        block_ms: None,
+    };
+}
+
+/// The fewest and the most cells `BUCKETS n` cuts a window into.
+pub const MIN_CELLS: i64 = 2;
+pub const MAX_CELLS: i64 = 1024;
+
+/// The longest holder name.
+pub const MAX_HOLDER: usize = 255;
+
+/// The longest BLOCK timeout, in milliseconds: the span a limiter may look ahead.
+pub const MAX_BLOCK_MS: i64 = MAX_SPAN_NS / NANOS_PER_MILLI;
+
+/// No most quantity: every limiter but CL.SMOOTH takes any.
+pub const ANY_QUANTITY: i64 = i64::MAX;
+
+fn quantity(text: &[u8], max: i64) -> Result<i64, Error> {
+    let quantity = integer(text, "quantity", 0)?;
+    if quantity > max {
+        return Err(Error::AboveMaximum {
+            arg: "quantity",
+            max,
+        });
+    }
+    Ok(quantity)
+}
+
+/// `BUCKETS n`'s count of cells, which must cut the period into whole milliseconds.
+pub fn bucket_count(text: &[u8], period_ms: i64) -> Result<i64, Error> {
+    let n = integer(text, "BUCKETS", MIN_CELLS)?;
+    if n > MAX_CELLS {
+        return Err(Error::AboveMaximum {
+            arg: "BUCKETS",
+            max: MAX_CELLS,
+        });
+    }
+    if period_ms % n != 0 {
+        return Err(Error::PeriodNotCut);
+    }
+    Ok(n)
+}
+
+/// A span of at least one `unit`, kept in that unit, within what the limiters can look ahead.
+pub fn span(text: &[u8], arg: &'static str, unit: TimeUnit) -> Result<i64, Error> {
+    let span = integer(text, arg, 1)?;
+    span.checked_mul(unit.nanos())
+        .filter(|&ns| ns <= MAX_SPAN_NS)
+        .map(|_| span)
+        .ok_or(Error::TooLarge(arg))
+}
+
+/// A span of time of at least one `unit`, in milliseconds, within what the limiters can look
+/// ahead.
+pub fn span_ms(text: &[u8], arg: &'static str, unit: TimeUnit) -> Result<i64, Error> {
+    // Within 2^62 ns, so in milliseconds too.
+    Ok(span(text, arg, unit)? * unit.millis())
+}
+
+/// The instant a replayed command carries (`AT unix-ms`): its nanoseconds within the span
+/// every other time is held to, so that no instant plus a period can overflow.
+pub fn instant_ms(text: &[u8]) -> Result<i64, Error> {
+    let ms = integer(text, "AT", 0)?;
+    ms.checked_mul(NANOS_PER_MILLI)
+        .filter(|&ns| ns <= MAX_SPAN_NS)
+        .map(|_| ms)
+        .ok_or(Error::TooLarge("AT"))
+}
+
+/// A holder's name: 1 to 255 bytes, any bytes.
+pub fn holder_name(holder: &[u8]) -> Result<&[u8], Error> {
+    if (1..=MAX_HOLDER).contains(&holder.len()) {
+        Ok(holder)
+    } else {
+        Err(Error::HolderLength)
+    }
+}
+
+pub fn block_timeout(text: &[u8]) -> Result<i64, Error> {
+    let timeout = integer(text, "timeout", 0)?;
+    if timeout > MAX_BLOCK_MS {
+        return Err(Error::AboveMaximum {
+            arg: "timeout",
+            max: MAX_BLOCK_MS,
+        });
+    }
+    Ok(timeout)
+}
+
+/// Seconds, or milliseconds with `MS`.
+pub fn unit_of(ms: bool) -> TimeUnit {
+    if ms {
+        TimeUnit::Milliseconds
+    } else {
+        TimeUnit::Seconds
+    }
+}
+
+/// An integer argument no smaller than `min`.
+#[inline(always)]
+pub fn integer(text: &[u8], arg: &'static str, min: i64) -> Result<i64, Error> {
+    let value = parse_i64(text).ok_or(Error::NotAnInteger(arg))?;
+    if value < min {
+        return Err(Error::BelowMinimum { arg, min });
+    }
+    Ok(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(text: &str) -> Vec<&[u8]> {
+        text.split_whitespace().map(str::as_bytes).collect()
+    }
+
+    #[test]
+    fn the_table_is_indexed_by_its_options() {
+        for (index, row) in OPTIONS.iter().enumerate() {
+            assert_eq!(row.opt as usize, index);
+            assert_eq!(Opt::of(row.keyword.as_bytes()), Some(row.opt));
+            assert_eq!(
+                Opt::of(row.keyword.to_lowercase().as_bytes()),
+                Some(row.opt)
+            );
+            assert!(!(row.takers.has(Command::Smooth) && row.refusers.has(Command::Smooth)));
+        }
+    }
+
+    #[test]
+    fn options_come_in_any_order_each_once() {
+        let read = |text| Given::read(Command::Throttle, &words(text), 5, true).map(|_| ());
+        assert_eq!(read("2 BLOCK 10 MS"), Ok(()));
+        assert_eq!(read("DRYRUN MS"), Ok(()));
+        for (text, position) in [
+            ("2 MS MS", 7),
+            ("2 BLOCK", 6),
+            ("MS COUNTDENIED", 6),
+            ("MS 2", 6),
+            ("2 BUCKETS 4", 6),
+        ] {
+            assert_eq!(
+                read(text),
+                Err(Error::BadOption {
+                    command: "cl.throttle",
+                    position
+                }),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_first_word_that_is_no_keyword_is_the_quantity() {
+        let text = words("x REFUND");
+        let given = Given::read(Command::Fixed, &text, 4, true).unwrap();
+        assert_eq!(given.quantity_text(), Some(&b"x"[..]));
+        assert_eq!(
+            given.values(ANY_QUANTITY, 1000),
+            Err(Error::NotAnInteger("quantity"))
+        );
+        let text = words("REFUND");
+        let given = Given::read(Command::Fixed, &text, 4, true).unwrap();
+        assert_eq!(given.quantity_text(), None);
+    }
+
+    #[test]
+    fn refused_keywords_are_refused_by_name() {
+        assert_eq!(
+            Given::read(Command::Smooth, &words("1 REFUND"), 4, true).map(|_| ()),
+            Err(Error::NoRefund("cl.smooth"))
+        );
+        assert_eq!(
+            Given::read(Command::Release, &words("BLOCK 1"), 3, false).map(|_| ()),
+            Err(Error::NoBlock("cl.release"))
+        );
+    }
+
+    #[test]
+    fn values_then_rules_in_the_table_s_order() {
+        let text = words("BLOCK x WARMUP 0 BURST 1");
+        let given = Given::read(Command::Smooth, &text, 4, true).unwrap();
+        assert_eq!(
+            given.values(ANY_QUANTITY, 1),
+            Err(Error::BelowMinimum {
+                arg: "WARMUP",
+                min: 1
+            })
+        );
+        let text = words("DRYRUN BLOCK 5 WARMUP 2 BURST 1");
+        let given = Given::read(Command::Smooth, &text, 4, true).unwrap();
+        assert!(given.values(ANY_QUANTITY, 1).is_ok());
+        assert_eq!(given.rules(), Err(Error::BurstAndWarmup));
+        let text = words("COUNTDENIED DRYRUN BLOCK 5");
+        let given = Given::read(Command::Fixed, &text, 4, true).unwrap();
+        assert_eq!(given.rules(), Err(Error::NeverWaits("DRYRUN")));
+    }
+}
