@@ -7,7 +7,7 @@ use crate::args::{
 };
 use crate::command::Command;
 use crate::error::Error;
-use crate::grammar::{bucket_count, integer, Given, Opt, ANY_QUANTITY, OPTIONS};
+use crate::grammar::{bucket_count, integer, Given, Opt, ANY_QUANTITY};
 use crate::time::TimeUnit;
 
 /// The most keys, and so limiters, one CL.ALL call decides over.
@@ -138,7 +138,7 @@ pub fn all<'a>(args: &[&'a [u8]]) -> Result<AllArgs<'a>, Error> {
 
     // The options, read by the grammar; a limiter past the last key is one too many.
     let words = args.get(at..).unwrap_or_default();
-    let given = Given::read(Command::All, words, at + 1, false).map_err(|error| match error {
+    let given = Given::read(Command::All, words, at + 1).map_err(|error| match error {
         Error::BadOption { position, .. }
             if position
                 .checked_sub(1)
@@ -252,9 +252,7 @@ enum Numbers {
 
 /// An option that may follow CL.ALL's limiters.
 fn is_option(word: &[u8]) -> bool {
-    OPTIONS.iter().any(|row| {
-        row.takers.has(Command::All) && word.eq_ignore_ascii_case(row.keyword.as_bytes())
-    })
+    Opt::of(word).is_some_and(|opt| opt.row().takers.has(Command::All))
 }
 
 #[cfg(test)]

@@ -76,7 +76,7 @@ pub fn throttle(args: &[&[u8]]) -> Result<ThrottleArgs, Error> {
     let [max_burst, count, period, words @ ..] = args else {
         return Err(Error::WrongArity("cl.throttle"));
     };
-    let given = Given::read(Command::Throttle, words, AFTER_KEY + 3, true)?;
+    let given = Given::read(Command::Throttle, words, AFTER_KEY + 3)?;
     let unit = given.unit();
     let params = throttle_params(max_burst, count, period, unit)?;
     let values = given.values(ANY_QUANTITY, 0)?;
@@ -130,7 +130,7 @@ fn window_args(args: &[&[u8]], command: Command) -> Result<WindowArgs, Error> {
     let [limit, period, words @ ..] = args else {
         return Err(Error::WrongArity(command.name()));
     };
-    let given = Given::read(command, words, AFTER_KEY + 2, true)?;
+    let given = Given::read(command, words, AFTER_KEY + 2)?;
     let unit = given.unit();
     let params = limit_and_period(limit, period, unit)?;
     let values = given.values(ANY_QUANTITY, params.period_ms)?;
@@ -192,7 +192,7 @@ pub fn lease<'a>(args: &[&'a [u8]]) -> Result<LeaseArgs<'a>, Error> {
     let [limit, lease_time, holder, words @ ..] = args else {
         return Err(Error::WrongArity("cl.lease"));
     };
-    let given = Given::read(Command::Lease, words, AFTER_KEY + 3, false)?;
+    let given = Given::read(Command::Lease, words, AFTER_KEY + 3)?;
     let unit = given.unit();
     let params = lease_params(limit, lease_time, unit)?;
     let holder = holder_name(holder)?;
@@ -254,7 +254,7 @@ pub fn smooth(args: &[&[u8]]) -> Result<SmoothArgs, Error> {
     let [permits, period, words @ ..] = args else {
         return Err(Error::WrongArity("cl.smooth"));
     };
-    let given = Given::read(Command::Smooth, words, AFTER_KEY + 2, true)?;
+    let given = Given::read(Command::Smooth, words, AFTER_KEY + 2)?;
     let unit = given.unit();
     let permits = integer(permits, "permits", 1)?;
     let period = span(period, "period", unit)?;
@@ -295,7 +295,7 @@ pub fn release<'a>(args: &[&'a [u8]]) -> Result<(&'a [u8], Option<i64>), Error> 
     let [holder, words @ ..] = args else {
         return Err(Error::WrongArity("cl.release"));
     };
-    let given = Given::read(Command::Release, words, AFTER_KEY + 1, false)?;
+    let given = Given::read(Command::Release, words, AFTER_KEY + 1)?;
     let holder = holder_name(holder)?;
     let values = given.values(ANY_QUANTITY, 0)?;
     Ok((holder, values.at_ms))
@@ -303,7 +303,7 @@ pub fn release<'a>(args: &[&'a [u8]]) -> Result<(&'a [u8], Option<i64>), Error> 
 
 /// `CL.HOLDERS key [MS]`, after the key: the unit of the times left.
 pub fn holders(args: &[&[u8]]) -> Result<TimeUnit, Error> {
-    Ok(Given::read(Command::Holders, args, AFTER_KEY, false)?.unit())
+    Ok(Given::read(Command::Holders, args, AFTER_KEY)?.unit())
 }
 
 /// `limit lease_time`, in this unit.

@@ -8,7 +8,9 @@ use std::ptr;
 use redis_module::commands::{get_redis_key_spec, BeginSearch, FindKeys, KeySpec, KeySpecFlags};
 use redis_module::raw;
 
+use crate::command::Command as Name;
 use crate::entry;
+use crate::grammar::{Opt, Value, OPTIONS};
 use crate::register;
 
 type Handler =
@@ -68,6 +70,7 @@ const ACL_CATEGORY: &CStr = c"ratelimit";
 const SINCE: &CStr = c"0.1.0";
 
 struct Command {
+    command: Name,
     name: &'static CStr,
     handler: Handler,
     access: Access,
@@ -76,7 +79,8 @@ struct Command {
     arity: c_int,
     summary: &'static CStr,
     complexity: &'static CStr,
-    args: &'static [Arg],
+    /// The parameters before the options: the options are the grammar's (`options`).
+    params: &'static [Arg],
 }
 
 /// Where a command's keys are.
@@ -87,6 +91,7 @@ enum Keys {
     Counted,
 }
 
+#[derive(Clone, Copy)]
 enum ArgType {
     Key,
     Integer,
@@ -99,6 +104,7 @@ enum ArgType {
     Block(&'static [Arg]),
 }
 
+#[derive(Clone, Copy)]
 struct Arg {
     name: &'static CStr,
     kind: ArgType,
@@ -133,68 +139,6 @@ const PERIOD: Arg = required(
     ArgType::Integer,
     c"The period, in seconds (milliseconds with MS).",
 );
-const QUANTITY: Arg = Arg {
-    optional: true,
-    ..required(
-        c"quantity",
-        ArgType::Integer,
-        c"Units this call takes (default 1); 0 only looks.",
-    )
-};
-const MS: Arg = Arg {
-    token: Some(c"MS"),
-    optional: true,
-    ..required(
-        c"ms",
-        ArgType::PureToken,
-        c"The period and the waits in the reply are in milliseconds.",
-    )
-};
-const REFUND: Arg = Arg {
-    token: Some(c"REFUND"),
-    optional: true,
-    ..required(
-        c"refund",
-        ArgType::PureToken,
-        c"Give quantity units back instead of taking them, for a request admitted that did not run; never with BLOCK.",
-    )
-};
-const DRYRUN: Arg = Arg {
-    token: Some(c"DRYRUN"),
-    optional: true,
-    ..required(
-        c"dryrun",
-        ArgType::PureToken,
-        c"Answer what the call would, behind the same waiters, and change nothing; never with BLOCK.",
-    )
-};
-const COUNTDENIED: Arg = Arg {
-    token: Some(c"COUNTDENIED"),
-    optional: true,
-    ..required(
-        c"countdenied",
-        ArgType::PureToken,
-        c"Count a denied call's units too, as INCR then compare does; never with BLOCK.",
-    )
-};
-const BLOCK: Arg = Arg {
-    token: Some(c"BLOCK"),
-    optional: true,
-    ..required(
-        c"timeout",
-        ArgType::Integer,
-        c"When denied, wait up to this many milliseconds (0: as long as it takes) for the units to fit, behind the calls that waited first.",
-    )
-};
-const BUCKETS: Arg = Arg {
-    token: Some(c"BUCKETS"),
-    optional: true,
-    ..required(
-        c"n",
-        ArgType::Integer,
-        c"Count in n cells of period / n (2 to 1024, cutting the period into whole milliseconds) instead of exactly: n counters per key whatever the traffic.",
-    )
-};
 const LIMIT: Arg = required(c"limit", ArgType::Integer, c"Units allowed per period.");
 const MAX_BURST: Arg = required(
     c"max_burst",
@@ -221,6 +165,7 @@ const HOLDER: Arg = required(
 
 const COMMANDS: [Command; 8] = [
     Command {
+        command: Name::Throttle,
         name: c"cl.throttle",
         handler: entry::throttle,
         access: Access::Decides,
@@ -228,9 +173,10 @@ const COMMANDS: [Command; 8] = [
         arity: -5,
         summary: c"Rate limits a key with GCRA: count per period with bursts of max_burst + 1. Replies [limited, limit, remaining, retry_after, reset_after].",
         complexity: c"O(1)",
-        args: &[KEY, MAX_BURST, COUNT, PERIOD, QUANTITY, MS, REFUND, DRYRUN, BLOCK],
+        params: &[KEY, MAX_BURST, COUNT, PERIOD],
     },
     Command {
+        command: Name::Fixed,
         name: c"cl.fixed",
         handler: entry::fixed,
         access: Access::Decides,
@@ -238,9 +184,10 @@ const COMMANDS: [Command; 8] = [
         arity: -4,
         summary: c"Rate limits a key with a fixed window: at most limit units per window of period. Replies [limited, limit, remaining, retry_after, reset_after].",
         complexity: c"O(1)",
-        args: &[KEY, LIMIT, PERIOD, QUANTITY, MS, REFUND, DRYRUN, COUNTDENIED, BLOCK],
+        params: &[KEY, LIMIT, PERIOD],
     },
     Command {
+        command: Name::Window,
         name: c"cl.window",
         handler: entry::window,
         access: Access::Decides,
@@ -248,9 +195,10 @@ const COMMANDS: [Command; 8] = [
         arity: -4,
         summary: c"Rate limits a key with an exact sliding window: at most limit units in any period. Replies [limited, limit, remaining, retry_after, reset_after].",
         complexity: c"O(1) amortized, plus O(N) for the N oldest log entries a call expires or, when denied, waits for; with BUCKETS n, O(1) plus the cells that left since the key's last write, and O(n) at most.",
-        args: &[KEY, LIMIT, PERIOD, QUANTITY, BUCKETS, MS, REFUND, DRYRUN, BLOCK],
+        params: &[KEY, LIMIT, PERIOD],
     },
     Command {
+        command: Name::All,
         name: c"cl.all",
         handler: entry::all,
         access: Access::Decides,
@@ -258,7 +206,7 @@ const COMMANDS: [Command; 8] = [
         arity: -6,
         summary: c"Rate limits several keys at once, all or nothing: admitted when every key's limiter admits, and then each takes its units. Replies the binding limiter's [limited, limit, remaining, retry_after, reset_after], or every limiter's with DETAIL.",
         complexity: c"O(N) for N keys (at most 16), each as its limiter's own command.",
-        args: &[
+        params: &[
             required(c"numkeys", ArgType::Integer, c"How many keys follow (1 to 16)."),
             Arg {
                 multiple: true,
@@ -271,44 +219,20 @@ const COMMANDS: [Command; 8] = [
                     ArgType::OneOf(&[
                         block(c"throttle", c"THROTTLE", &[MAX_BURST, COUNT, PERIOD]),
                         block(c"fixed", c"FIXED", &WINDOW_PARAMS),
-                        block(c"window", c"WINDOW", &[LIMIT, PERIOD, BUCKETS]),
+                        block(
+                            c"window",
+                            c"WINDOW",
+                            &[LIMIT, PERIOD, option(Opt::Buckets, Name::All)],
+                        ),
                         block(c"lease", c"LEASE", &[SLOTS, LEASE_TIME]),
                     ]),
                     c"One per key, in key order: GCRA, fixed window, sliding window or concurrency limit.",
                 )
             },
-            Arg {
-                token: Some(c"QUANTITY"),
-                ..QUANTITY
-            },
-            MS,
-            Arg {
-                summary: c"Give quantity units back on every limiter instead of taking them, undoing an admitted call (LEASE limiters only look: CL.RELEASE gives a lease back); never with BLOCK.",
-                ..REFUND
-            },
-            DRYRUN,
-            Arg {
-                token: Some(c"DETAIL"),
-                optional: true,
-                ..required(
-                    c"detail",
-                    ArgType::PureToken,
-                    c"Reply with every limiter's answer, in key order.",
-                )
-            },
-            Arg {
-                token: Some(c"HOLDER"),
-                optional: true,
-                ..required(
-                    c"holder",
-                    ArgType::String,
-                    c"Who holds the LEASE limiters' leases (required with one): 1 to 255 bytes.",
-                )
-            },
-            BLOCK,
         ],
     },
     Command {
+        command: Name::Lease,
         name: c"cl.lease",
         handler: entry::lease,
         access: Access::Decides,
@@ -316,23 +240,10 @@ const COMMANDS: [Command; 8] = [
         arity: -5,
         summary: c"Limits how many holders hold a lease on a key at once; a holder's call renews its own. Replies [limited, limit, remaining, retry_after, reset_after].",
         complexity: c"O(log N) for N leases on the key, plus O(M) for the M leases that ended and are dropped.",
-        args: &[
-            KEY,
-            SLOTS,
-            LEASE_TIME,
-            HOLDER,
-            Arg {
-                summary: c"The lease time and the waits in the reply are in milliseconds.",
-                ..MS
-            },
-            DRYRUN,
-            Arg {
-                summary: c"When denied, wait up to this many milliseconds (0: as long as it takes) for a free slot, behind the calls that waited first.",
-                ..BLOCK
-            },
-        ],
+        params: &[KEY, SLOTS, LEASE_TIME, HOLDER],
     },
     Command {
+        command: Name::Release,
         name: c"cl.release",
         handler: entry::release,
         access: Access::Frees,
@@ -340,9 +251,10 @@ const COMMANDS: [Command; 8] = [
         arity: -3,
         summary: c"Frees a holder's lease on a key. Replies 1 when it held a live lease, 0 otherwise.",
         complexity: c"O(log N) for N leases on the key, plus O(M) for the M leases that ended and are dropped.",
-        args: &[KEY, HOLDER],
+        params: &[KEY, HOLDER],
     },
     Command {
+        command: Name::Holders,
         name: c"cl.holders",
         handler: entry::holders,
         access: Access::Reads,
@@ -350,15 +262,10 @@ const COMMANDS: [Command; 8] = [
         arity: -2,
         summary: c"Lists who holds a live lease on a key and for how long yet, the soonest to end first: holder, time left, holder, time left, ...",
         complexity: c"O(N) for the N leases on the key.",
-        args: &[
-            KEY,
-            Arg {
-                summary: c"The times left are in milliseconds.",
-                ..MS
-            },
-        ],
+        params: &[KEY],
     },
     Command {
+        command: Name::Smooth,
         name: c"cl.smooth",
         handler: entry::smooth,
         access: Access::Decides,
@@ -366,62 +273,104 @@ const COMMANDS: [Command; 8] = [
         arity: -4,
         summary: c"Rate limits a key as Guava's RateLimiter does: permits per period, a free call goes at once and the next pays for it, bursty or warming up. Replies [limited, limit, remaining, retry_after, reset_after].",
         complexity: c"O(1)",
-        args: &[
+        params: &[
             KEY,
             required(c"permits", ArgType::Integer, c"Permits per period, at the stable rate."),
             PERIOD,
-            Arg {
-                summary: c"Permits this call takes (default 1, at most 2147483647); 0 only looks.",
-                ..QUANTITY
-            },
-            Arg {
-                summary: c"The period, the spans and the waits in the reply are in milliseconds.",
-                ..MS
-            },
-            Arg {
-                token: Some(c"BURST"),
-                optional: true,
-                ..required(
-                    c"span",
-                    ArgType::Integer,
-                    c"Idle time stored as permits that cost nothing, Guava's maxBurstSeconds (default 1 second); not with WARMUP.",
-                )
-            },
-            Arg {
-                token: Some(c"WARMUP"),
-                optional: true,
-                ..required(
-                    c"warmup",
-                    ArgType::Block(&[
-                        required(
-                            c"span",
-                            ArgType::Integer,
-                            c"How long a cold limiter takes to reach the stable rate.",
-                        ),
-                        Arg {
-                            token: Some(c"COLD"),
-                            optional: true,
-                            ..required(
-                                c"factor",
-                                ArgType::Integer,
-                                c"How many times slower than the stable rate a cold limiter starts (default 3).",
-                            )
-                        },
-                    ]),
-                    c"Warm up as Guava's SmoothWarmingUp: idleness makes the first permits dearer.",
-                )
-            },
-            Arg {
-                summary: c"Answer what the call would, and reserve nothing; never with BLOCK.",
-                ..DRYRUN
-            },
-            Arg {
-                summary: c"When admitted to wait up to this many milliseconds (0: as long as it takes), reserve the permits now and hold the reply until their instant; denied at once if that is later.",
-                ..BLOCK
-            },
         ],
     },
 ];
+
+impl Command {
+    /// Every argument, as COMMAND DOCS gives them: the parameters, then each option of the
+    /// grammar the command takes, in the grammar's order. `AT`, which only the replication
+    /// stream sends, and options documented inside another (COLD in WARMUP) are left out.
+    fn args(&self) -> Vec<Arg> {
+        let options = OPTIONS.iter().filter(|row| {
+            (row.takers.has(self.command) || row.positional.has(self.command))
+                && row.opt != Opt::At
+                && row.opt != Opt::Cold
+        });
+        self.params
+            .iter()
+            .copied()
+            .chain(options.map(|row| option(row.opt, self.command)))
+            .collect()
+    }
+}
+
+/// An option as COMMAND DOCS gives it to this command: WARMUP with the value it nests.
+const fn option(opt: Opt, command: Name) -> Arg {
+    match opt {
+        Opt::Warmup => Arg {
+            name: c"warmup",
+            kind: ArgType::Block(&WARMUP),
+            ..value_option(opt, command)
+        },
+        _ => value_option(opt, command),
+    }
+}
+
+/// An option and its value.
+const fn value_option(opt: Opt, command: Name) -> Arg {
+    let row = opt.row();
+    let kind = match row.value {
+        Value::Flag => ArgType::PureToken,
+        Value::Holder => ArgType::String,
+        _ => ArgType::Integer,
+    };
+    // The quantity a limiter takes first has no keyword.
+    let token = if row.positional.has(command) {
+        None
+    } else {
+        Some(row.keyword)
+    };
+    Arg {
+        name: row.name,
+        kind,
+        token,
+        summary: summary(opt, command),
+        optional: true,
+        multiple: false,
+    }
+}
+
+/// WARMUP's value: its span, and the COLD factor that shapes it.
+const WARMUP: [Arg; 2] = [
+    required(
+        c"span",
+        ArgType::Integer,
+        c"How long a cold limiter takes to reach the stable rate.",
+    ),
+    value_option(Opt::Cold, Name::Smooth),
+];
+
+/// What an option does, for this command.
+const fn summary(opt: Opt, command: Name) -> &'static CStr {
+    match (opt, command) {
+        (Opt::Quantity, Name::Smooth) => c"Permits this call takes (default 1, at most 2147483647); 0 only looks.",
+        (Opt::Quantity, _) => c"Units this call takes (default 1); 0 only looks.",
+        (Opt::Buckets, _) => c"Count in n cells of period / n (2 to 1024, cutting the period into whole milliseconds) instead of exactly: n counters per key whatever the traffic.",
+        (Opt::Ms, Name::Lease) => c"The lease time and the waits in the reply are in milliseconds.",
+        (Opt::Ms, Name::Holders) => c"The times left are in milliseconds.",
+        (Opt::Ms, Name::Smooth) => c"The period, the spans and the waits in the reply are in milliseconds.",
+        (Opt::Ms, _) => c"The period and the waits in the reply are in milliseconds.",
+        (Opt::Burst, _) => c"Idle time stored as permits that cost nothing, Guava's maxBurstSeconds (default 1 second); not with WARMUP.",
+        (Opt::Warmup, _) => c"Warm up as Guava's SmoothWarmingUp: idleness makes the first permits dearer.",
+        (Opt::Cold, _) => c"How many times slower than the stable rate a cold limiter starts (default 3).",
+        (Opt::Refund, Name::All) => c"Give quantity units back on every limiter instead of taking them, undoing an admitted call (LEASE limiters only look: CL.RELEASE gives a lease back); never with BLOCK.",
+        (Opt::Refund, _) => c"Give quantity units back instead of taking them, for a request admitted that did not run; never with BLOCK.",
+        (Opt::DryRun, Name::Smooth) => c"Answer what the call would, and reserve nothing; never with BLOCK.",
+        (Opt::DryRun, _) => c"Answer what the call would, behind the same waiters, and change nothing; never with BLOCK.",
+        (Opt::CountDenied, _) => c"Count a denied call's units too, as INCR then compare does; never with BLOCK.",
+        (Opt::Detail, _) => c"Reply with every limiter's answer, in key order.",
+        (Opt::Holder, _) => c"Who holds the LEASE limiters' leases (required with one): 1 to 255 bytes.",
+        (Opt::At, _) => c"The primary's instant, from the replication stream or the AOF only.",
+        (Opt::Block, Name::Lease) => c"When denied, wait up to this many milliseconds (0: as long as it takes) for a free slot, behind the calls that waited first.",
+        (Opt::Block, Name::Smooth) => c"When admitted to wait up to this many milliseconds (0: as long as it takes), reserve the permits now and hold the reply until their instant; denied at once if that is later.",
+        (Opt::Block, _) => c"When denied, wait up to this many milliseconds (0: as long as it takes) for the units to fit, behind the calls that waited first.",
+    }
+}
 
 /// Registers every command. Called once from OnLoad.
 pub fn register_all(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
@@ -488,7 +437,8 @@ fn register_command(ctx: *mut raw::RedisModuleCtx, command: &Command) -> Result<
     )]);
     // Subarguments first: the arrays of each level must outlive SetCommandInfo.
     let mut arrays = Vec::new();
-    let mut args = raw_args(command.args, &mut arrays);
+    let command_args = command.args();
+    let mut args = raw_args(&command_args, &mut arrays);
     let version = raw::RedisModuleCommandInfoVersion {
         version: 1,
         sizeof_historyentry: std::mem::size_of::<raw::RedisModuleCommandHistoryEntry>(),
@@ -630,7 +580,7 @@ mod tests {
     /// A command's whole grammar, its name in capitals.
     fn grammar(command: &Command) -> String {
         std::iter::once(text(command.name).to_uppercase())
-            .chain(command.args.iter().map(argument))
+            .chain(command.args().iter().map(argument))
             .collect::<Vec<_>>()
             .join(" ")
     }
@@ -729,7 +679,7 @@ mod tests {
         let command = COMMANDS.iter().find(|command| {
             text(command.name).eq_ignore_ascii_case(name) && name.starts_with("CL.")
         })?;
-        let first = command.args.first().map(|arg| text(arg.name));
+        let first = command.params.first().map(|arg| text(arg.name));
         let grammatical = |word: &str| {
             let word = word.trim_matches(|c| c == '[' || c == ']');
             word == "..."
@@ -786,7 +736,7 @@ mod tests {
         }
         let limiter = COMMANDS
             .iter()
-            .flat_map(|command| command.args.iter())
+            .flat_map(|command| command.params.iter())
             .find_map(choices)
             .unwrap();
         assert!(

@@ -15,6 +15,8 @@
 //! from here). A new option is a row here, a field of `Values` if it has a value, and its
 //! rule in the limiter that reads it.
 
+use std::ffi::CStr;
+
 use crate::command::Command;
 use crate::decimal::parse_i64;
 use crate::error::Error;
@@ -77,9 +79,14 @@ pub enum Rule {
 #[derive(Debug, Clone, Copy)]
 pub struct Row {
     pub opt: Opt,
-    pub keyword: &'static str,
+    pub keyword: &'static CStr,
+    /// What the docs call its value, or the flag itself.
+    pub name: &'static CStr,
     pub value: Value,
     pub takers: Commands,
+    /// Commands that take it with no keyword, as the first word after their parameters:
+    /// the limiters' quantity.
+    pub positional: Commands,
     /// Commands that answer the keyword with an error of their own, not a syntax error.
     pub refusers: Commands,
     pub rule: Rule,
@@ -116,12 +123,19 @@ const REFUNDERS: Commands = Commands::of(&[Throttle, Fixed, Window, All]);
 const REPLICATED: Commands = Commands::of(&[Fixed, Window, Lease, Release]);
 const NONE: Commands = Commands::of(&[]);
 
-const fn row(opt: Opt, keyword: &'static str, value: Value, takers: Commands) -> Row {
+const fn row(
+    opt: Opt,
+    (keyword, name): (&'static CStr, &'static CStr),
+    value: Value,
+    takers: Commands,
+) -> Row {
     Row {
         opt,
         keyword,
+        name,
         value,
         takers,
+        positional: NONE,
         refusers: NONE,
         rule: Rule::None,
     }
@@ -129,81 +143,114 @@ const fn row(opt: Opt, keyword: &'static str, value: Value, takers: Commands) ->
 
 /// The table, indexed by `Opt`.
 pub const OPTIONS: [Row; 13] = [
-    row(
-        Opt::Quantity,
-        "QUANTITY",
-        Value::Quantity,
-        Commands::of(&[All]),
-    ),
+    Row {
+        positional: Commands::of(&[Throttle, Fixed, Window, Smooth]),
+        ..row(
+            Opt::Quantity,
+            (c"QUANTITY", c"quantity"),
+            Value::Quantity,
+            Commands::of(&[All]),
+        )
+    },
     row(
         Opt::Buckets,
-        "BUCKETS",
+        (c"BUCKETS", c"n"),
         Value::Cells,
         Commands::of(&[Window]),
     ),
     row(
         Opt::Ms,
-        "MS",
+        (c"MS", c"ms"),
         Value::Flag,
         Commands::of(&[Throttle, Fixed, Window, All, Lease, Holders, Smooth]),
     ),
     Row {
         rule: Rule::Excludes(Opt::Warmup, Error::BurstAndWarmup),
-        ..row(Opt::Burst, "BURST", Value::Span, Commands::of(&[Smooth]))
+        ..row(
+            Opt::Burst,
+            (c"BURST", c"span"),
+            Value::Span,
+            Commands::of(&[Smooth]),
+        )
     },
-    row(Opt::Warmup, "WARMUP", Value::Span, Commands::of(&[Smooth])),
+    row(
+        Opt::Warmup,
+        (c"WARMUP", c"span"),
+        Value::Span,
+        Commands::of(&[Smooth]),
+    ),
     Row {
         rule: Rule::Needs(Opt::Warmup, Error::ColdWithoutWarmup),
-        ..row(Opt::Cold, "COLD", Value::Factor, Commands::of(&[Smooth]))
+        ..row(
+            Opt::Cold,
+            (c"COLD", c"factor"),
+            Value::Factor,
+            Commands::of(&[Smooth]),
+        )
     },
     Row {
         refusers: Commands::of(&[Smooth]),
         rule: Rule::NeverWaits,
-        ..row(Opt::Refund, "REFUND", Value::Flag, REFUNDERS)
+        ..row(Opt::Refund, (c"REFUND", c"refund"), Value::Flag, REFUNDERS)
     },
     Row {
         rule: Rule::NeverWaits,
-        ..row(Opt::DryRun, "DRYRUN", Value::Flag, WAITERS)
+        ..row(Opt::DryRun, (c"DRYRUN", c"dryrun"), Value::Flag, WAITERS)
     },
     Row {
         rule: Rule::NeverWaits,
         ..row(
             Opt::CountDenied,
-            "COUNTDENIED",
+            (c"COUNTDENIED", c"countdenied"),
             Value::Flag,
             Commands::of(&[Fixed]),
         )
     },
-    row(Opt::Detail, "DETAIL", Value::Flag, Commands::of(&[All])),
-    row(Opt::Holder, "HOLDER", Value::Holder, Commands::of(&[All])),
-    row(Opt::At, "AT", Value::Instant, REPLICATED),
+    row(
+        Opt::Detail,
+        (c"DETAIL", c"detail"),
+        Value::Flag,
+        Commands::of(&[All]),
+    ),
+    row(
+        Opt::Holder,
+        (c"HOLDER", c"holder"),
+        Value::Holder,
+        Commands::of(&[All]),
+    ),
+    row(Opt::At, (c"AT", c"unix-ms"), Value::Instant, REPLICATED),
     Row {
         refusers: Commands::of(&[Release]),
-        ..row(Opt::Block, "BLOCK", Value::Timeout, WAITERS)
+        ..row(Opt::Block, (c"BLOCK", c"timeout"), Value::Timeout, WAITERS)
     },
 ];
 
 impl Opt {
     #[inline(always)]
-    pub fn row(self) -> &'static Row {
+    pub const fn row(self) -> &'static Row {
         &OPTIONS[self as usize]
     }
 
     /// The option this word names, whatever its case, for any command.
     #[inline(always)]
-    fn of(word: &[u8]) -> Option<Opt> {
+    pub fn of(word: &[u8]) -> Option<Opt> {
         // Every keyword is 2 to 11 letters: most words that are not one cost a length test.
         if !(2..=11).contains(&word.len()) {
             return None;
         }
         OPTIONS
             .iter()
-            .find(|row| word.eq_ignore_ascii_case(row.keyword.as_bytes()))
+            .find(|row| word.eq_ignore_ascii_case(row.keyword.to_bytes()))
             .map(|row| row.opt)
     }
 }
 
 impl Row {
+    /// The keyword as the errors quote it.
+    pub fn word(&self) -> &'static str {
+        self.keyword.to_str().unwrap_or_default()
+    }
+
     fn refusal(&self, command: Command) -> Error {
         match self.opt {
             Opt::Refund => Error::NoRefund(command.name()),
@@ -224,16 +271,16 @@ pub struct Given<'w, 'a> {
 
 impl<'w, 'a> Given<'w, 'a> {
     /// Reads `words`, which follow `command`'s positional parameters; the first of them is
-    /// the server's argument `first_position` (the command's name is 0). A limiter that
-    /// `takes_quantity` reads its first word as the quantity unless it names an option, its
+    /// the server's argument `first_position` (the command's name is 0). A limiter that takes
+    /// its quantity first reads its first word as the quantity unless it names an option, its
     /// own or another command's.
     #[inline(always)]
     pub fn read(
         command: Command,
         words: &'w [&'a [u8]],
         first_position: usize,
-        takes_quantity: bool,
     ) -> Result<Given<'w, 'a>, Error> {
+        let takes_quantity = Opt::Quantity.row().positional.has(command);
         let mut given = Given {
             words,
             quantity: None,
@@ -353,7 +400,7 @@ impl<'w, 'a> Given<'w, 'a> {
                 Rule::Excludes(other, error) if self.has(other) => return Err(error),
                 Rule::Needs(other, error) if !self.has(other) => return Err(error),
                 Rule::NeverWaits if self.has(Opt::Block) => {
-                    return Err(Error::NeverWaits(row.keyword))
+                    return Err(Error::NeverWaits(row.word()))
                 }
                 _ => {}
             }
@@ -504,18 +551,15 @@ mod tests {
     fn the_table_is_indexed_by_its_options() {
         for (index, row) in OPTIONS.iter().enumerate() {
             assert_eq!(row.opt as usize, index);
-            assert_eq!(Opt::of(row.keyword.as_bytes()), Some(row.opt));
-            assert_eq!(
-                Opt::of(row.keyword.to_lowercase().as_bytes()),
-                Some(row.opt)
-            );
+            assert_eq!(Opt::of(row.keyword.to_bytes()), Some(row.opt));
+            assert_eq!(Opt::of(row.word().to_lowercase().as_bytes()), Some(row.opt));
             assert!(!(row.takers.has(Command::Smooth) && row.refusers.has(Command::Smooth)));
         }
     }
 
     #[test]
     fn options_come_in_any_order_each_once() {
-        let read = |text| Given::read(Command::Throttle, &words(text), 5, true).map(|_| ());
+        let read = |text| Given::read(Command::Throttle, &words(text), 5).map(|_| ());
         assert_eq!(read("2 BLOCK 10 MS"), Ok(()));
         assert_eq!(read("DRYRUN MS"), Ok(()));
         for (text, position) in [
@@ -539,25 +583,25 @@ mod tests {
     #[test]
     fn a_first_word_that_is_no_keyword_is_the_quantity() {
         let text = words("x REFUND");
-        let given = Given::read(Command::Fixed, &text, 4, true).unwrap();
+        let given = Given::read(Command::Fixed, &text, 4).unwrap();
         assert_eq!(given.quantity_text(), Some(&b"x"[..]));
         assert_eq!(
             given.values(ANY_QUANTITY, 1000),
             Err(Error::NotAnInteger("quantity"))
         );
         let text = words("REFUND");
-        let given = Given::read(Command::Fixed, &text, 4, true).unwrap();
+        let given = Given::read(Command::Fixed, &text, 4).unwrap();
         assert_eq!(given.quantity_text(), None);
     }
 
     #[test]
     fn refused_keywords_are_refused_by_name() {
         assert_eq!(
-            Given::read(Command::Smooth, &words("1 REFUND"), 4, true).map(|_| ()),
+            Given::read(Command::Smooth, &words("1 REFUND"), 4).map(|_| ()),
             Err(Error::NoRefund("cl.smooth"))
         );
         assert_eq!(
-            Given::read(Command::Release, &words("BLOCK 1"), 3, false).map(|_| ()),
+            Given::read(Command::Release, &words("BLOCK 1"), 3).map(|_| ()),
             Err(Error::NoBlock("cl.release"))
         );
     }
@@ -565,7 +609,7 @@ mod tests {
     #[test]
     fn values_then_rules_in_the_table_s_order() {
         let text = words("BLOCK x WARMUP 0 BURST 1");
-        let given = Given::read(Command::Smooth, &text, 4, true).unwrap();
+        let given = Given::read(Command::Smooth, &text, 4).unwrap();
         assert_eq!(
             given.values(ANY_QUANTITY, 1),
             Err(Error::BelowMinimum {
@@ -574,11 +618,11 @@ mod tests {
             })
         );
         let text = words("DRYRUN BLOCK 5 WARMUP 2 BURST 1");
-        let given = Given::read(Command::Smooth, &text, 4, true).unwrap();
+        let given = Given::read(Command::Smooth, &text, 4).unwrap();
         assert!(given.values(ANY_QUANTITY, 1).is_ok());
         assert_eq!(given.rules(), Err(Error::BurstAndWarmup));
         let text = words("COUNTDENIED DRYRUN BLOCK 5");
-        let given = Given::read(Command::Fixed, &text, 4, true).unwrap();
+        let given = Given::read(Command::Fixed, &text, 4).unwrap();
         assert_eq!(given.rules(), Err(Error::NeverWaits("DRYRUN")));
     }
 }
