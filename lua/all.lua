@@ -40,7 +40,7 @@ local function cl_all(keys, args)
       if gcra_err then return redis.error_reply(gcra_err) end
     end
   end
-  if all.block then return redis.error_reply(args_cannot_wait('cl.all')) end
+  if all.block then return redis.error_reply(ERRORS.cannot_wait('cl.all')) end
   local kinds, ps = {}, {}
   for i, spec in ipairs(all.limiters) do
     local made = ALL_KIND[spec.kind]

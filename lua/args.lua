@@ -1,6 +1,7 @@
--- The module's argument grammar (src/args.rs) and its error texts (src/error.rs), in the
--- order the module checks them, so that the library refuses what the module refuses with
--- the same words. A parser answers its arguments, or nil and the error's text.
+-- The module's argument grammar, read by the table it parses by (src/grammar.rs, whose Lua
+-- form is grammar.lua) in the order the module checks it: the shape of the options, then
+-- the values, then the rules between options; the words are error.rs's (errors.lua). A
+-- parser answers its arguments, or nil and the error's text.
 --
 -- Numbers come back as Lua numbers, exact up to 2^53 − 1 and rounded past it: the module's
 -- bounds lie below 2^53, so a rounded number still compares with them as its value does,
@@ -20,15 +21,8 @@ local ARGS_MAX_SPAN = { s = 4611686018, ms = 4611686018427 }
 local ARGS_I64_MAX = { neg = false, 4775807, 7203685, 92233 }
 -- The module reads at most 12 arguments, the command's name and the key among them.
 local ARGS_MAX_AFTER_KEY = 10
-
--- The module's TooLarge: the named argument makes the limiter's time arithmetic overflow.
-local function args_too_large(name)
-  return 'ERR ' .. name .. ' is too large: the limiter\'s time span would overflow'
-end
-
-local function args_wrong_arity(command)
-  return "ERR wrong number of arguments for '" .. command .. "' command"
-end
+-- Every limiter but CL.SMOOTH takes any quantity.
+local ARGS_ANY_QUANTITY = 1e308
 
 -- An integer no smaller than min, as a number, and as exact when it is past 2^53 − 1; or nil
 -- and the error.
@@ -37,11 +31,11 @@ local function args_integer(text, name, min)
   local exact = nil
   if x == nil then
     local value = exact_parse(text)
-    if value == nil then return nil, 'ERR ' .. name .. ' is not an integer or out of range' end
+    if value == nil then return nil, ERRORS.not_an_integer(name) end
     x = exact_tonumber(value)
     if x > ARGS_LIBRARY_MAX then exact = value end
   end
-  if x < min then return nil, 'ERR ' .. name .. ' must be >= ' .. min end
+  if x < min then return nil, ERRORS.below_minimum(name, min) end
   return x, exact
 end
 
@@ -49,69 +43,157 @@ end
 local function args_span(text, name, unit)
   local span, err = args_integer(text, name, 1)
   if span == nil then return nil, err end
-  if span > ARGS_MAX_SPAN[unit] then return nil, args_too_large(name) end
+  if span > ARGS_MAX_SPAN[unit] then return nil, ERRORS.too_large(name) end
   return span
 end
 
--- A span as args_span reads it, in milliseconds (args::span_ms).
+-- A span as args_span reads it, in milliseconds (grammar::span_ms).
 local function args_span_ms(text, name, unit)
   local span, err = args_span(text, name, unit)
   if span == nil then return nil, err end
   return span * (unit == 'ms' and 1 or 1000)
 end
 
-local ARGS_FLAGS = { MS = 'ms', REFUND = 'refund', DRYRUN = 'dry_run', COUNTDENIED = 'count_denied' }
-
-local function args_flag(word)
-  return ARGS_FLAGS[string.upper(word)]
+-- The words from args[first] on, read for their shape (Given::read): the quantity's text,
+-- and where each option's keyword is, by keyword (nil when the call names none); or nil,
+-- nil, the error and, for a word out of place, its index. args[first] is the server's argument `position` (the name is 0). A
+-- limiter that takes its quantity first reads its first word as the quantity unless it
+-- names an option, its own or another command's.
+local function args_given(command, args, first, position)
+  local n = #args
+  if first > n then return nil, nil end
+  local quantity = nil
+  local word = args[first]
+  if GRAMMAR_OPTIONS[1].positional[command]
+      and (string.find(word, '^%d') or GRAMMAR_ROWS[string.upper(word)] == nil) then
+    if first == n then return word, nil end
+    quantity = word
+  end
+  local at = {}
+  local i = quantity and first + 1 or first
+  while i <= n do
+    local row = GRAMMAR_ROWS[string.upper(args[i])]
+    if row and row.refused[command] then return nil, nil, row.refused[command] end
+    local takes_value = row and row.value ~= 'flag'
+    if row == nil or not row.takers[command] or at[row.keyword] or (takes_value and i == n) then
+      return nil, nil, ERRORS.bad_option(command, position + i - first), i
+    end
+    at[row.keyword] = i
+    i = i + (takes_value and 2 or 1)
+  end
+  return quantity, at
 end
 
--- `[quantity] [MS] [REFUND] [DRYRUN]`, and `[COUNTDENIED]` where the command counts denials:
--- a quantity first if any, then the flags in any order, each once.
-local function args_tail(tail, command, counts_denied)
-  -- Every field the parsers set, made at once rather than grown.
-  local parsed = { quantity = 1, quantity_exact = false, unit = 's', ms = false, refund = false,
-    dry_run = false, count_denied = false, block = false, limit = false, period_ms = false,
-    buckets = false, max_burst = false, max_burst_exact = false, count = false,
+-- `BUCKETS n`'s count of cells, which must cut the period into whole milliseconds.
+local function args_bucket_count(text, period_ms)
+  local n, err = args_integer(text, 'BUCKETS', 2)
+  if n == nil then return nil, err end
+  if n > 1024 then return nil, ERRORS.above_maximum('BUCKETS', 1024) end
+  if period_ms % n ~= 0 then return nil, ERRORS.period_not_cut end
+  return n
+end
+
+-- A holder's name: 1 to 255 bytes, any bytes.
+local function args_holder(holder)
+  if #holder < 1 or #holder > 255 then return nil, ERRORS.holder_length end
+  return holder
+end
+
+-- BLOCK's timeout (grammar::block_timeout): at most 2^62 ns.
+local function args_block_timeout(text)
+  local timeout, err = args_integer(text, 'timeout', 0)
+  if timeout == nil then return nil, err end
+  if timeout > ARGS_MAX_SPAN.ms then return nil, ERRORS.above_maximum('timeout', ARGS_MAX_SPAN.ms) end
+  return timeout
+end
+
+-- Each kind of value (grammar::Value), read into p's field named after its keyword.
+local ARGS_VALUES = {
+  quantity = function(p, text, _, max)
+    local quantity, exact = args_integer(text, 'quantity', 0)
+    if quantity == nil then return exact end
+    if quantity > max then return ERRORS.above_maximum('quantity', max) end
+    p.quantity, p.quantity_exact = quantity, exact
+  end,
+  cells = function(p, text, row)
+    local n, err = args_bucket_count(text, p.period_ms)
+    p.buckets = n
+    return err
+  end,
+  span = function(p, text, row)
+    local span, err = args_span(text, row.keyword, p.unit)
+    p[string.lower(row.keyword)] = span
+    return err
+  end,
+  factor = function(p, text, row)
+    local factor, err = args_integer(text, row.keyword, 1)
+    p[string.lower(row.keyword)] = factor
+    return err
+  end,
+  holder = function(p, text)
+    local holder, err = args_holder(text)
+    p.holder = holder
+    return err
+  end,
+  instant = function(p, text)
+    local instant, err = args_integer(text, 'AT', 0)
+    if instant == nil then return err end
+    if instant > ARGS_MAX_SPAN.ms then return ERRORS.too_large('AT') end
+    p.at = instant
+  end,
+  timeout = function(p, text)
+    local timeout, err = args_block_timeout(text)
+    p.block = timeout
+    return err
+  end,
+}
+
+-- The values, once the positional parameters are read (Given::values): the quantity, of at
+-- most max_quantity, then each option's, in the table's order; into p. Or the error.
+local function args_values(p, args, quantity, at, max_quantity)
+  if quantity then
+    local err = ARGS_VALUES.quantity(p, quantity, nil, max_quantity)
+    if err then return err end
+  end
+  if at == nil then return nil end
+  for i = 1, #GRAMMAR_OPTIONS do
+    local row = GRAMMAR_OPTIONS[i]
+    local index = at[row.keyword]
+    if index and row.value ~= 'flag' then
+      local err = ARGS_VALUES[row.value](p, args[index + 1], row, max_quantity)
+      if err then return err end
+    end
+  end
+  return nil
+end
+
+-- The rules between the options the call names, in the table's order (Given::rules).
+local function args_rules(at)
+  if at == nil then return nil end
+  for i = 1, #GRAMMAR_OPTIONS do
+    local row = GRAMMAR_OPTIONS[i]
+    if at[row.keyword] and row.rule then
+      local other = at[row.other] ~= nil
+      if (row.rule == 'excludes') == other then return row.error end
+    end
+  end
+  return nil
+end
+
+-- The table a limiter's call is read into: every field the parsers set, made at once rather
+-- than grown, with the flags the call names.
+local function args_parsed(at)
+  local ms = at ~= nil and at.MS ~= nil
+  return { quantity = 1, quantity_exact = false, unit = ms and 'ms' or 's', ms = ms,
+    refund = at ~= nil and at.REFUND ~= nil, dry_run = at ~= nil and at.DRYRUN ~= nil,
+    count_denied = at ~= nil and at.COUNTDENIED ~= nil, block = false, at = false, limit = false,
+    period_ms = false, buckets = false, max_burst = false, max_burst_exact = false, count = false,
     count_exact = false, period = false, gcra = false }
-  if #tail == 0 then return parsed end
-  if #tail == 1 and string.find(tail[1], '^%d') then
-    local quantity, exact = args_integer(tail[1], 'quantity', 0)
-    if quantity == nil then return nil, exact end
-    parsed.quantity, parsed.quantity_exact = quantity, exact
-    return parsed
-  end
-  local flags_taken = counts_denied and 4 or 3
-  if #tail > 1 + flags_taken then return nil, args_wrong_arity(command) end
-  local first = 1
-  local quantity_text
-  if args_flag(tail[1]) == nil then
-    quantity_text = tail[1]
-    first = 2
-  end
-  for i = first, #tail do
-    local flag = args_flag(tail[i])
-    if flag == nil or parsed[flag] then return nil, 'ERR syntax error' end
-    parsed[flag] = true
-  end
-  if quantity_text ~= nil then
-    local quantity, exact = args_integer(quantity_text, 'quantity', 0)
-    if quantity == nil then return nil, exact end
-    parsed.quantity, parsed.quantity_exact = quantity, exact
-  end
-  if parsed.count_denied and not counts_denied then return nil, 'ERR syntax error' end
-  if parsed.ms then parsed.unit = 'ms' end
-  return parsed
-end
-
--- The library refuses what it cannot keep exact, once the module's own checks pass.
-local function args_inexact(name)
-  return 'ERR ' .. name .. ' is too large for the library'
 end
 
 local function args_exact_enough(parsed, names)
   for i = 1, #names do
-    if parsed[names[i]] > ARGS_LIBRARY_MAX then return args_inexact(names[i]) end
+    if parsed[names[i]] > ARGS_LIBRARY_MAX then return ERRORS.inexact(names[i]) end
   end
   return nil
 end
@@ -119,363 +201,162 @@ end
 -- The names a window's call holds to args_exact_enough.
 local ARGS_WINDOW_EXACT = { 'limit', 'quantity' }
 
--- BLOCK's timeout's error, if it has one (args::block_timeout): at most 2^62 ns.
-local function args_block_timeout(text)
-  local timeout, err = args_integer(text, 'timeout', 0)
-  if timeout == nil then return err end
-  if timeout > ARGS_MAX_SPAN.ms then return 'ERR timeout must be <= 4611686018427' end
-  return nil
-end
-
--- A trailing `BLOCK timeout`, read as the module reads it before anything else (args::block):
--- how many arguments come before it, and whether it was there; or the timeout's error.
-local function args_block(args)
-  local n = #args
-  if n >= 2 and #args[n - 1] == 5 and string.upper(args[n - 1]) == 'BLOCK' then
-    local err = args_block_timeout(args[n])
-    if err then return nil, nil, err end
-    return n - 2, true
-  end
-  return n, false
-end
-
--- What the module answers to BLOCK beside a flag that never waits (never_waits).
-local function args_never_waits(parsed)
-  if not parsed.block then return nil end
-  for _, flag in ipairs({ { 'refund', 'REFUND' }, { 'dry_run', 'DRYRUN' }, { 'count_denied', 'COUNTDENIED' } }) do
-    if parsed[flag[1]] then
-      return 'ERR ' .. flag[2] .. ' and BLOCK options at the same time are not compatible: a call with ' .. flag[2] .. ' never waits'
-    end
-  end
-  return nil
-end
-
--- A BLOCK among options read in any order (CL.LEASE, CL.SMOOTH): its timeout's error, or
--- the one for BLOCK beside DRYRUN; nil when the module would wait.
-local function args_block_option(timeout_text, dry_run)
-  local err = args_block_timeout(timeout_text)
-  if err then return err end
-  if dry_run then return args_never_waits({ block = true, dry_run = true }) end
-  return nil
-end
-
--- A BLOCK the module would take: it waits; the library cannot.
-local function args_cannot_wait(command)
-  return 'ERR ' .. command .. ' cannot wait in the library: BLOCK needs the redis-cell module'
-end
-
-local function args_is_buckets(word)
-  return string.upper(word) == 'BUCKETS'
-end
-
--- CL.WINDOW's tail: the single-key commands' tail, with `BUCKETS n` among its flags; n's
--- text comes back too, read once the period is known (args::sliding_tail).
-local function args_sliding_tail(tail, command)
-  local n = #tail
-  if n == 0 or (n == 1 and string.find(tail[1], '^%d')) then return args_tail(tail, command, false) end
-  local at = nil
-  for i = 1, n do
-    if args_is_buckets(tail[i]) then
-      at = i
-      break
-    end
-  end
-  -- Most calls that name the cells name them last, once: what comes before is a plain tail.
-  if at ~= nil and at == n - 1 and n - 2 <= 4 then
-    local parsed, err = args_tail({ unpack(tail, 1, n - 2) }, command, false)
-    if parsed == nil then return nil, err end
-    return parsed, tail[n]
-  end
-  if at == nil then return args_tail(tail, command, false) end
-  -- A quantity, the three flags, and BUCKETS with its value.
-  if n > 6 then return nil, args_wrong_arity(command) end
-  if at + 1 > n then return nil, 'ERR syntax error' end
-  local rest = {}
-  for i = 1, n do
-    if i ~= at and i ~= at + 1 then rest[#rest + 1] = tail[i] end
-  end
-  -- The quantity comes first: BUCKETS n before it is out of place.
-  if at == 1 and rest[1] and args_flag(rest[1]) == nil then return nil, 'ERR syntax error' end
-  local parsed, err = args_tail(rest, command, false)
-  if parsed == nil then return nil, err end
-  return parsed, tail[at + 1]
-end
-
--- `BUCKETS n`'s count of cells, which must cut the period into whole milliseconds.
-local function args_bucket_count(text, period_ms)
-  local n, err = args_integer(text, 'BUCKETS', 2)
-  if n == nil then return nil, err end
-  if n > 1024 then return nil, 'ERR BUCKETS must be <= 1024' end
-  if period_ms % n ~= 0 then return nil, 'ERR period must be a multiple of BUCKETS, in milliseconds' end
-  return n
-end
-
--- `limit period` in the parsed tail's unit (args::limit_and_period): the limit and
--- `period_ms`; or the error.
-local function args_limit_and_period(parsed, limit_text, period_text)
+-- `limit period` in p's unit (args::limit_and_period): the limit and `period_ms`; or the
+-- error.
+local function args_limit_and_period(p, limit_text, period_text)
   local limit, limit_err = args_integer(limit_text, 'limit', 1)
   if limit == nil then return limit_err end
-  local period_ms, period_err = args_span_ms(period_text, 'period', parsed.unit)
+  local period_ms, period_err = args_span_ms(period_text, 'period', p.unit)
   if period_ms == nil then return period_err end
-  parsed.limit = limit
-  parsed.period_ms = period_ms
+  p.limit = limit
+  p.period_ms = period_ms
   return nil
 end
 
--- A window command's arguments after the key: `limit period [quantity] [MS] [REFUND]
--- [DRYRUN] [BLOCK timeout]`, with `[COUNTDENIED]` for CL.FIXED and `[BUCKETS n]` for
--- CL.WINDOW (`sliding`), with the period as `period_ms`. The replication form's
--- `AT unix-ms` is the module's, and refused.
-local function args_window(args, command, sliding)
-  if #args < 2 or #args > ARGS_MAX_AFTER_KEY then return nil, args_wrong_arity(command) end
-  local n, block, block_err = args_block(args)
-  if n == nil then return nil, block_err end
-  local at = false
-  if n >= 2 and #args[n - 1] == 2 and string.upper(args[n - 1]) == 'AT' then
-    local instant, at_err = args_integer(args[n], 'AT', 0)
-    if instant == nil then return nil, at_err end
-    if instant > ARGS_MAX_SPAN.ms then return nil, args_too_large('AT') end
-    at = true
-    n = n - 2
-  end
-  if n < 2 then return nil, args_wrong_arity(command) end
-  local tail = {}
-  for i = 3, n do tail[#tail + 1] = args[i] end
-  local parsed, tail_err, buckets
-  if sliding then
-    parsed, tail_err = args_sliding_tail(tail, command)
-    buckets = tail_err
-  else
-    parsed, tail_err = args_tail(tail, command, true)
-  end
-  if parsed == nil then return nil, tail_err end
-  local numbers_err = args_limit_and_period(parsed, args[1], args[2])
-  if numbers_err then return nil, numbers_err end
-  if buckets then
-    local cells, cells_err = args_bucket_count(buckets, parsed.period_ms)
-    if cells == nil then return nil, cells_err end
-    parsed.buckets = cells
-  end
-  parsed.block = block
-  local never = args_never_waits(parsed)
-  if never then return nil, never end
-  if at then return nil, 'ERR AT is accepted only from the replication stream or the AOF' end
-  if block then return nil, args_cannot_wait(command) end
-  local inexact = args_exact_enough(parsed, ARGS_WINDOW_EXACT)
+-- A window command's arguments after the key: `limit period [quantity] [BUCKETS n] [MS]
+-- [REFUND] [DRYRUN] [COUNTDENIED] [BLOCK timeout]` (BUCKETS CL.WINDOW's, COUNTDENIED
+-- CL.FIXED's), with the period as `period_ms`. The replication form's `AT unix-ms` is the
+-- module's, and refused; so is a BLOCK, once the module's own checks pass.
+local function args_window(args, command)
+  local n = #args
+  if n < 2 or n > ARGS_MAX_AFTER_KEY then return nil, ERRORS.wrong_arity(command) end
+  local quantity, at, err = args_given(command, args, 3, 4)
+  if err then return nil, err end
+  local p = args_parsed(at)
+  err = args_limit_and_period(p, args[1], args[2])
+    or args_values(p, args, quantity, at, ARGS_ANY_QUANTITY) or args_rules(at)
+  if err then return nil, err end
+  if p.at then return nil, ERRORS.at_from_client end
+  if p.block then return nil, ERRORS.cannot_wait(command) end
+  local inexact = args_exact_enough(p, ARGS_WINDOW_EXACT)
   if inexact then return nil, inexact end
-  return parsed
+  return p
 end
 
 -- The longest period GCRA takes, i64::MAX ns, in whole units.
 local ARGS_MAX_PERIOD = { s = 9223372036, ms = 9223372036854 }
 
--- `max_burst count period` in the parsed tail's unit (args::throttle_params), with
--- `max_burst_exact` and `count_exact` (the period is below 2^53); or the error.
-local function args_throttle_params(parsed, max_burst, count, period)
+-- `max_burst count period` in p's unit (args::throttle_params), with `max_burst_exact` and
+-- `count_exact` (the period is below 2^53); or the error.
+local function args_throttle_params(p, max_burst, count, period)
   local value, exact = args_integer(max_burst, 'max_burst', 0)
   if value == nil then return exact end
-  parsed.max_burst, parsed.max_burst_exact = value, exact
+  p.max_burst, p.max_burst_exact = value, exact
   value, exact = args_integer(count, 'count', 1)
   if value == nil then return exact end
-  parsed.count, parsed.count_exact = value, exact
+  p.count, p.count_exact = value, exact
   value, exact = args_integer(period, 'period', 1)
   if value == nil then return exact end
-  if value > ARGS_MAX_PERIOD[parsed.unit] then return args_too_large('period') end
-  parsed.period = value
+  if value > ARGS_MAX_PERIOD[p.unit] then return ERRORS.too_large('period') end
+  p.period = value
   return nil
 end
 
 -- CL.THROTTLE's arguments after the key: `max_burst count period [quantity] [MS] [REFUND]
--- [DRYRUN] [BLOCK timeout]`, the period in the call's unit. A BLOCK the module
--- would take is `block`, refused by the caller once the module's own checks pass.
+-- [DRYRUN] [BLOCK timeout]`, the period in the call's unit. A BLOCK the module would take
+-- is `block`, refused by the caller once the module's own checks pass.
 local function args_throttle(args)
   local command = 'cl.throttle'
-  if #args < 3 or #args > ARGS_MAX_AFTER_KEY then return nil, args_wrong_arity(command) end
-  local n, block, block_err = args_block(args)
-  if n == nil then return nil, block_err end
-  if n < 3 then return nil, args_wrong_arity(command) end
-  local tail = {}
-  for i = 4, n do tail[#tail + 1] = args[i] end
-  local parsed, tail_err = args_tail(tail, command, false)
-  if parsed == nil then return nil, tail_err end
-  local numbers_err = args_throttle_params(parsed, args[1], args[2], args[3])
-  if numbers_err then return nil, numbers_err end
-  parsed.block = block
-  local never = args_never_waits(parsed)
-  if never then return nil, never end
-  return parsed
+  local n = #args
+  if n < 3 or n > ARGS_MAX_AFTER_KEY then return nil, ERRORS.wrong_arity(command) end
+  local quantity, at, err = args_given(command, args, 4, 5)
+  if err then return nil, err end
+  local p = args_parsed(at)
+  err = args_throttle_params(p, args[1], args[2], args[3])
+    or args_values(p, args, quantity, at, ARGS_ANY_QUANTITY) or args_rules(at)
+  if err then return nil, err end
+  return p
 end
 
-local function args_bad_option(command, position)
-  return "ERR syntax error: argument " .. position .. " of '" .. command
-    .. "' is not one of its options, repeats one, or lacks its value"
-end
-
--- A holder's name: 1 to 255 bytes, any bytes.
-local function args_holder(holder)
-  if #holder < 1 or #holder > 255 then return nil, 'ERR holder must be 1 to 255 bytes' end
-  return holder
-end
-
--- `AT unix-ms`, which only the module's replication stream sends: its errors, or the
--- refusal every client call with it gets.
-local function args_at(text)
-  local instant, err = args_integer(text, 'AT', 0)
-  if instant == nil then return err end
-  if instant > ARGS_MAX_SPAN.ms then return args_too_large('AT') end
-  return 'ERR AT is accepted only from the replication stream or the AOF'
-end
-
--- `limit lease_time` in the parsed unit (args::lease_params): the limit and `lease_ms`; or
--- the error.
-local function args_lease_params(parsed, limit_text, time_text)
+-- `limit lease_time` in p's unit (args::lease_params): the limit and `lease_ms`; or the
+-- error.
+local function args_lease_params(p, limit_text, time_text)
   local limit, limit_err = args_integer(limit_text, 'limit', 1)
   if limit == nil then return limit_err end
-  local lease_ms, time_err = args_span_ms(time_text, 'lease_time', parsed.unit)
+  local lease_ms, time_err = args_span_ms(time_text, 'lease_time', p.unit)
   if lease_ms == nil then return time_err end
-  parsed.limit = limit
-  parsed.lease_ms = lease_ms
+  p.limit = limit
+  p.lease_ms = lease_ms
   return nil
 end
 
 -- The names a lease's call holds to args_exact_enough.
 local ARGS_LEASE_EXACT = { 'limit' }
 
--- CL.LEASE's arguments after the key: `limit lease_time holder [MS] [DRYRUN] [BLOCK timeout]`,
--- the options in any order, each once (args::lease). The lease time comes back in ms.
+-- CL.LEASE's arguments after the key: `limit lease_time holder [MS] [DRYRUN] [BLOCK
+-- timeout]` (args::lease). The lease time comes back in ms.
 local function args_lease(args)
   local command = 'cl.lease'
-  if #args < 3 or #args > ARGS_MAX_AFTER_KEY then return nil, args_wrong_arity(command) end
-  local seen = {}
-  local i = 4
-  while i <= #args do
-    local word = string.upper(args[i])
-    local takes_value = word == 'AT' or word == 'BLOCK'
-    local known = word == 'MS' or word == 'DRYRUN' or takes_value
-    if not known or seen[word] or (takes_value and i + 1 > #args) then
-      return nil, args_bad_option(command, i + 1)
-    end
-    seen[word] = i
-    i = i + (takes_value and 2 or 1)
-  end
-  local parsed = { unit = seen.MS and 'ms' or 's', dry_run = seen.DRYRUN ~= nil }
-  local numbers_err = args_lease_params(parsed, args[1], args[2])
-  if numbers_err then return nil, numbers_err end
+  local n = #args
+  if n < 3 or n > ARGS_MAX_AFTER_KEY then return nil, ERRORS.wrong_arity(command) end
+  local _, at, err = args_given(command, args, 4, 5)
+  if err then return nil, err end
+  local p = { unit = (at and at.MS) and 'ms' or 's', dry_run = at ~= nil and at.DRYRUN ~= nil,
+    block = false, at = false }
+  err = args_lease_params(p, args[1], args[2])
+  if err then return nil, err end
   local holder, holder_err = args_holder(args[3])
   if holder == nil then return nil, holder_err end
-  local at_err = seen.AT and args_at(args[seen.AT + 1])
-  if at_err and not string.find(at_err, '^ERR AT is accepted') then return nil, at_err end
-  if seen.BLOCK then
-    local err = args_block_option(args[seen.BLOCK + 1], seen.DRYRUN)
-    if err then return nil, err end
-  end
-  if at_err then return nil, at_err end
-  if seen.BLOCK then return nil, args_cannot_wait(command) end
-  parsed.holder = holder
-  local inexact = args_exact_enough(parsed, ARGS_LEASE_EXACT)
+  err = args_values(p, args, nil, at, ARGS_ANY_QUANTITY) or args_rules(at)
+  if err then return nil, err end
+  if p.at then return nil, ERRORS.at_from_client end
+  if p.block then return nil, ERRORS.cannot_wait(command) end
+  p.holder = holder
+  local inexact = args_exact_enough(p, ARGS_LEASE_EXACT)
   if inexact then return nil, inexact end
-  return parsed
+  return p
 end
 
 -- CL.RELEASE's arguments after the key: `holder` (args::release): the holder, or the error.
 local function args_release(args)
   local command = 'cl.release'
-  if #args < 1 or #args > ARGS_MAX_AFTER_KEY then return nil, args_wrong_arity(command) end
-  local holder, err = args_holder(args[1])
-  if holder == nil then return nil, err end
-  local n = #args - 1
-  if n == 0 then return holder end
-  local first = string.upper(args[2])
-  if n == 2 and first == 'AT' then return nil, args_at(args[3]) end
-  for i = 2, #args, 2 do
-    if string.upper(args[i]) == 'BLOCK' then
-      return nil, 'ERR ' .. command .. ' does not wait: BLOCK is not one of its arguments'
-    end
-  end
-  if n >= 2 and first == 'AT' then return nil, args_bad_option(command, 5) end
-  return nil, args_bad_option(command, 3)
+  local n = #args
+  if n < 1 or n > ARGS_MAX_AFTER_KEY then return nil, ERRORS.wrong_arity(command) end
+  local _, at, err = args_given(command, args, 2, 3)
+  if err then return nil, err end
+  local holder, holder_err = args_holder(args[1])
+  if holder == nil then return nil, holder_err end
+  local p = { at = false }
+  err = args_values(p, args, nil, at, ARGS_ANY_QUANTITY)
+  if err then return nil, err end
+  if p.at then return nil, ERRORS.at_from_client end
+  return holder
 end
 
 -- CL.HOLDERS's arguments after the key: `[MS]`: the unit, or the error.
 local function args_holders(args)
-  if #args == 0 then return 's' end
-  if #args == 1 then
-    if string.upper(args[1]) == 'MS' then return 'ms' end
-    return nil, args_bad_option('cl.holders', 2)
-  end
-  return nil, args_wrong_arity('cl.holders')
+  if #args > ARGS_MAX_AFTER_KEY then return nil, ERRORS.wrong_arity('cl.holders') end
+  local _, at, err = args_given('cl.holders', args, 1, 2)
+  if err then return nil, err end
+  return (at and at.MS) and 'ms' or 's'
 end
-
-local ARGS_SMOOTH_OPTIONS = { MS = false, DRYRUN = false, BURST = true, WARMUP = true, COLD = true, BLOCK = true }
 
 -- CL.SMOOTH's arguments after the key: `permits period [quantity] [MS] [BURST span]
 -- [WARMUP span [COLD factor]] [DRYRUN] [BLOCK timeout]` (args::smooth), as numbers; spans in
 -- the call's unit.
 local function args_smooth(args)
   local command = 'cl.smooth'
-  if #args < 2 or #args > ARGS_MAX_AFTER_KEY then return nil, args_wrong_arity(command) end
-  local first = 3
-  local quantity_text = nil
-  if args[3] and string.find(args[3], '^%d') then
-    quantity_text = args[3]
-    first = 4
-  end
-  local seen = {}
-  local i = first
-  while i <= #args do
-    local word = string.upper(args[i])
-    if word == 'REFUND' then
-      return nil, 'ERR ' .. command .. ' does not refund: its reservations are instants, not units; REFUND is not one of its arguments'
-    end
-    local takes_value = ARGS_SMOOTH_OPTIONS[word]
-    if takes_value == nil or seen[word] or (takes_value and i + 1 > #args) then
-      return nil, args_bad_option(command, i + 1)
-    end
-    seen[word] = takes_value and args[i + 1] or word
-    i = i + (takes_value and 2 or 1)
-  end
-  local p = { unit = seen.MS and 'ms' or 's', dry_run = seen.DRYRUN ~= nil }
-  local permits, err = args_integer(args[1], 'permits', 1)
+  local n = #args
+  if n < 2 or n > ARGS_MAX_AFTER_KEY then return nil, ERRORS.wrong_arity(command) end
+  local quantity, at, err = args_given(command, args, 3, 4)
+  if err then return nil, err end
+  local p = { unit = (at and at.MS) and 'ms' or 's', dry_run = at ~= nil and at.DRYRUN ~= nil,
+    quantity = 1, block = false }
+  local permits
+  permits, err = args_integer(args[1], 'permits', 1)
   if permits == nil then return nil, err end
   local period
   period, err = args_span(args[2], 'period', p.unit)
   if period == nil then return nil, err end
-  local quantity = 1
-  if quantity_text then
-    quantity, err = args_integer(quantity_text, 'quantity', 0)
-    if quantity == nil then return nil, err end
-    if quantity > 2147483647 then return nil, 'ERR quantity must be <= 2147483647' end
-  end
-  if seen.BURST and seen.WARMUP then
-    return nil, 'ERR BURST and WARMUP options at the same time are not compatible'
-  end
-  if seen.COLD and not seen.WARMUP then return nil, 'ERR COLD is given, but no WARMUP for it to shape' end
-  local cold = 3
-  if seen.WARMUP then
-    local warmup
-    warmup, err = args_span(seen.WARMUP, 'WARMUP', p.unit)
-    if warmup == nil then return nil, err end
-    p.warmup = warmup
-    if seen.COLD then
-      cold, err = args_integer(seen.COLD, 'COLD', 1)
-      if cold == nil then return nil, err end
-    end
-  else
-    -- Guava's default maxBurstSeconds: one second.
-    p.burst = p.unit == 'ms' and 1000 or 1
-    if seen.BURST then
-      local burst
-      burst, err = args_span(seen.BURST, 'BURST', p.unit)
-      if burst == nil then return nil, err end
-      p.burst = burst
-    end
-  end
-  if seen.BLOCK then return nil, args_block_option(seen.BLOCK, p.dry_run) or args_cannot_wait(command) end
-  if permits > ARGS_LIBRARY_MAX then return nil, args_inexact('permits') end
-  if cold > ARGS_LIBRARY_MAX then return nil, args_inexact('COLD') end
+  err = args_values(p, args, quantity, at, 2147483647) or args_rules(at)
+  if err then return nil, err end
+  -- Guava's default maxBurstSeconds: one second.
+  if p.warmup == nil and p.burst == nil then p.burst = p.unit == 'ms' and 1000 or 1 end
+  p.cold = p.cold or 3
+  if p.block then return nil, ERRORS.cannot_wait(command) end
+  if permits > ARGS_LIBRARY_MAX then return nil, ERRORS.inexact('permits') end
+  if p.cold > ARGS_LIBRARY_MAX then return nil, ERRORS.inexact('COLD') end
   p.permits = permits
   p.period = period
-  p.quantity = quantity
-  p.cold = cold
   return p
 end

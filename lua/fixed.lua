@@ -103,8 +103,8 @@ local FIXED = {
 
 -- FCALL cl_fixed 1 key limit period [quantity] [MS] [REFUND] [DRYRUN] [COUNTDENIED]
 local function cl_fixed(keys, args)
-  if #keys ~= 1 then return redis.error_reply(args_wrong_arity('cl.fixed')) end
-  local p, err = args_window(args, 'cl.fixed', false)
+  if #keys ~= 1 then return redis.error_reply(ERRORS.wrong_arity('cl.fixed')) end
+  local p, err = args_window(args, 'cl.fixed')
   if p == nil then return redis.error_reply(err) end
   return single_run(keys[1], FIXED, p)
 end

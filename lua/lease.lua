@@ -11,8 +11,8 @@ local LEASE_OVERHEAD = 7
 local LEASE_MAX_HEAP = 16777216
 local LEASE_MAX_END_MS = 281474976710655
 local LEASE_MAX_VALUE = 536870912
-local LEASE_TOO_LONG = 'ERR the set of leases would exceed 512 MB: use a smaller limit or shorter holder names'
-local LEASE_INTERNAL = 'ERR internal error in redis-cell; nothing was changed'
+local LEASE_TOO_LONG = ERRORS.lease_set_too_long
+local LEASE_INTERNAL = ERRORS.internal
 
 local function lease_internal()
   state_fail(LEASE_INTERNAL)
@@ -468,7 +468,7 @@ end
 -- its expiry when admitted (Lease::decide, then lease::apply).
 local function lease_decide(p, v, now_ms)
   local end_ms = now_ms + p.lease_ms
-  if end_ms > LEASE_MAX_END_MS then state_fail(args_too_large('lease_time')) end
+  if end_ms > LEASE_MAX_END_MS then state_fail(ERRORS.too_large('lease_time')) end
   local view = lease_live(v, now_ms)
   local function reset_after(latest) return latest and latest - now_ms or 0 end
   local own = view.set and lease_find(view.set, p.holder)
@@ -534,7 +534,7 @@ local LEASE = {
 
 -- FCALL cl_lease 1 key limit lease_time holder [MS] [DRYRUN]
 local function cl_lease(keys, args)
-  if #keys ~= 1 then return redis.error_reply(args_wrong_arity('cl.lease')) end
+  if #keys ~= 1 then return redis.error_reply(ERRORS.wrong_arity('cl.lease')) end
   local p, err = args_lease(args)
   if p == nil then return redis.error_reply(err) end
   return single_run(keys[1], LEASE, p)
@@ -554,7 +554,7 @@ end
 
 -- FCALL cl_release 1 key holder
 local function cl_release(keys, args)
-  if #keys ~= 1 then return redis.error_reply(args_wrong_arity('cl.release')) end
+  if #keys ~= 1 then return redis.error_reply(ERRORS.wrong_arity('cl.release')) end
   local holder, err = args_release(args)
   if holder == nil then return redis.error_reply(err) end
   local key = keys[1]
@@ -577,7 +577,7 @@ end
 -- FCALL_RO cl_holders 1 key [MS]: each live lease's holder and the time it has left, the
 -- soonest to end first.
 local function cl_holders(keys, args)
-  if #keys ~= 1 then return redis.error_reply(args_wrong_arity('cl.holders')) end
+  if #keys ~= 1 then return redis.error_reply(ERRORS.wrong_arity('cl.holders')) end
   local unit, err = args_holders(args)
   if unit == nil then return redis.error_reply(err) end
   local v, read_err = state_bytes(keys[1])

@@ -11,7 +11,7 @@ end
 
 -- The script form's answer to a name it has no function for.
 local function cell_unknown(name)
-  return redis.error_reply('ERR the library has no function ' .. tostring(name))
+  return redis.error_reply(ERRORS.no_function(tostring(name)))
 end
 
 local CELL_FUNCTIONS = {

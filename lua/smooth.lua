@@ -9,7 +9,7 @@ local SMOOTH_FILL_SPAN = 1152921504606846976
 local SMOOTH_ADJUSTMENTS = 4
 local SMOOTH_ROUNDING = 1e-12
 local SMOOTH_MAX_PERMITS = 1e40
-local SMOOTH_TOO_FAR = 'ERR quantity is too large for the library'
+local SMOOTH_TOO_FAR = ERRORS.inexact('quantity')
 
 -- Java's and Rust's `(long) x`: toward zero, saturating, NaN as 0.
 local function smooth_long(x)
@@ -57,7 +57,7 @@ local function smooth_limit(rate)
   if rate.warming then return 1 end
   local limit = smooth_long(rate.max_permits)
   -- The reply's limit, one more, must be exact.
-  if limit >= BYTES_EXACT then state_fail('ERR permits is too large for the library') end
+  if limit >= BYTES_EXACT then state_fail(ERRORS.inexact('permits')) end
   return limit + 1
 end
 
@@ -160,8 +160,8 @@ local function smooth_state(v, now, rate)
   end
   local warming = cool_down < 0
   if warming ~= (rate.warming == true) then
-    if warming then state_fail('ERR the key holds a smooth limiter with WARMUP, not a bursty one') end
-    state_fail('ERR the key holds a bursty smooth limiter, not one with WARMUP')
+    if warming then state_fail(ERRORS.smooth_warming) end
+    state_fail(ERRORS.smooth_bursty)
   end
   cool_down = math.abs(cool_down)
   local g = { next_free = next_free, stored = stored }
@@ -221,7 +221,7 @@ local SMOOTH = {
 -- FCALL cl_smooth 1 key permits period [quantity] [MS] [BURST span] [WARMUP span [COLD factor]]
 -- [DRYRUN]
 local function cl_smooth(keys, args)
-  if #keys ~= 1 then return redis.error_reply(args_wrong_arity('cl.smooth')) end
+  if #keys ~= 1 then return redis.error_reply(ERRORS.wrong_arity('cl.smooth')) end
   local p, err = args_smooth(args)
   if p == nil then return redis.error_reply(err) end
   return single_run(keys[1], SMOOTH, p)

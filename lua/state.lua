@@ -1,8 +1,8 @@
 -- A limiter's key read as the module reads it (src/store.rs): absent, an integer, or the
 -- error the module answers for another type or a string that is not one.
 
-local STATE_WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of value'
-local STATE_CORRUPT = 'ERR the value at this key is not a valid state for this command'
+local STATE_WRONGTYPE = ERRORS.wrong_type
+local STATE_CORRUPT = ERRORS.corrupt_state
 
 -- The key's string, nil for no key, or nil and WRONGTYPE: one GET, whose refusal of another
 -- type is the module's error too. (GET copies the value: for a window's log, as a search

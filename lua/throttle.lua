@@ -17,15 +17,15 @@ local function throttle_gcra_exact(p)
   local unit_ns = ARGS_NANOS[p.unit]
   local interval = exact_divmod(exact_mul(exact_of_number(p.period), unit_ns), exact('count'))
   if exact_cmp(interval, THROTTLE_ONE) < 0 then
-    return nil, 'ERR count is too large for period: the emission interval would be under 1 ns'
+    return nil, ERRORS.sub_nanosecond
   end
   local limit = exact_add(exact('max_burst'), THROTTLE_ONE)
-  if exact_cmp(limit, ARGS_I64_MAX) > 0 then return nil, args_too_large('max_burst') end
+  if exact_cmp(limit, ARGS_I64_MAX) > 0 then return nil, ERRORS.too_large('max_burst') end
   local tolerance = exact_mul(interval, limit)
-  if exact_cmp(tolerance, ARGS_MAX_SPAN_NS) > 0 then return nil, args_too_large('max_burst') end
+  if exact_cmp(tolerance, ARGS_MAX_SPAN_NS) > 0 then return nil, ERRORS.too_large('max_burst') end
   local increment = exact_mul(interval, exact('quantity'))
   if exact_cmp(increment, exact_sub(ARGS_MAX_SPAN_NS, tolerance)) > 0 then
-    return nil, args_too_large('quantity')
+    return nil, ERRORS.too_large('quantity')
   end
   return { k = INTEGERS_EXACT, interval = interval, tolerance = tolerance, limit = limit,
     increment = increment, unit_ns = unit_ns }
@@ -188,12 +188,12 @@ local THROTTLE_EXACT = { 'max_burst', 'count', 'period', 'quantity' }
 
 -- FCALL cl_throttle 1 key max_burst count period [quantity] [MS] [REFUND] [DRYRUN]
 local function cl_throttle(keys, args)
-  if #keys ~= 1 then return redis.error_reply(args_wrong_arity('cl.throttle')) end
+  if #keys ~= 1 then return redis.error_reply(ERRORS.wrong_arity('cl.throttle')) end
   local p, err = args_throttle(args)
   if p == nil then return redis.error_reply(err) end
   local gcra_err = throttle_limiter(p)
   if gcra_err then return redis.error_reply(gcra_err) end
-  if p.block then return redis.error_reply(args_cannot_wait('cl.throttle')) end
+  if p.block then return redis.error_reply(ERRORS.cannot_wait('cl.throttle')) end
   local inexact = args_exact_enough(p, THROTTLE_EXACT)
   if inexact then return redis.error_reply(inexact) end
   return single_run(keys[1], THROTTLE, p)

@@ -12,8 +12,8 @@ local WINDOW_BLOCK_HEADER = 16
 -- Most entries one block holds: a first entry of 1 byte, then 2 bytes or more each.
 local WINDOW_MAX_ENTRIES = 56
 local WINDOW_MAX_LEN = 536870912
-local WINDOW_TOO_LONG = 'ERR the sliding window log would exceed 512 MB: use a shorter period or fewer, larger calls'
-local WINDOW_INTERNAL = 'ERR internal error in redis-cell; nothing was changed'
+local WINDOW_TOO_LONG = ERRORS.log_too_long
+local WINDOW_INTERNAL = ERRORS.internal
 
 local function window_block_start(offset)
   if offset < WINDOW_HEADER then return nil end
@@ -408,10 +408,10 @@ end
 -- The form a call reads cannot read the value: named when the value holds the other form.
 local function window_form_error(p, v)
   if p.buckets then
-    if window_decode(v) then return 'ERR the key holds an exact sliding window, not one of BUCKETS' end
+    if window_decode(v) then return ERRORS.window_exact end
   else
     local n = buckets_cells_in(v)
-    if n then return 'ERR the key holds a sliding window of BUCKETS ' .. n .. ', not an exact one' end
+    if n then return ERRORS.window_cells(n) end
   end
   return STATE_CORRUPT
 end
@@ -467,8 +467,8 @@ local WINDOW = {
 
 -- FCALL cl_window 1 key limit period [quantity] [BUCKETS n] [MS] [REFUND] [DRYRUN]
 local function cl_window(keys, args)
-  if #keys ~= 1 then return redis.error_reply(args_wrong_arity('cl.window')) end
-  local p, err = args_window(args, 'cl.window', true)
+  if #keys ~= 1 then return redis.error_reply(ERRORS.wrong_arity('cl.window')) end
+  local p, err = args_window(args, 'cl.window')
   if p == nil then return redis.error_reply(err) end
   return single_run(keys[1], WINDOW, p)
 end

@@ -1,21 +1,28 @@
 #!/usr/bin/env python3
 """The library's two forms, generated from its one source (lua/*.lua, in SOURCES' order):
 
+- lua/grammar.lua and lua/errors.lua first, the Lua forms of the module's grammar table
+  (src/grammar.rs) and reply texts (src/error.rs), as `cargo run --example lua_tables`
+  prints them (scripts/lua_tables.rs);
+
 - lua/dist/redis_cell.lua, for FUNCTION LOAD (Redis 7.0+, Valkey 7.2+): the `#!lua` line, the
   sources, and a register_function call for each entry of CELL_FUNCTIONS;
 - lua/dist/redis_cell.script.lua, for EVAL/EVALSHA where Functions are missing or refused:
   the sources, and a dispatch on the function's name, given as the first argument.
 
-    lua_forms.py --write    writes both, and their copies in the client packages
+    lua_forms.py --write    writes them all, and the forms' copies in the client packages
     lua_forms.py --check    fails if any differs from what the sources give
 """
 
 import re
+import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = ["exact.lua", "bytes.lua", "args.lua", "integers.lua", "clock.lua", "state.lua", "reply.lua", "single.lua", "fixed.lua",
+# Generated from the Rust (`lua_tables`), and read by the sources after them.
+TABLES = {"grammar.lua": "grammar", "errors.lua": "errors"}
+SOURCES = ["errors.lua", "grammar.lua", "exact.lua", "bytes.lua", "args.lua", "integers.lua", "clock.lua", "state.lua", "reply.lua", "single.lua", "fixed.lua",
            "throttle.lua", "buckets.lua", "window.lua", "lease.lua", "smooth.lua", "all_args.lua",
            "all.lua", "library.lua"]
 LIBRARY = ROOT / "lua" / "dist" / "redis_cell.lua"
@@ -82,7 +89,21 @@ def script() -> str:
             + "return cell_unknown(wanted)\n")
 
 
+def tables() -> dict:
+    """lua/grammar.lua and lua/errors.lua, as the Rust gives them."""
+    made = {}
+    for name, which in TABLES.items():
+        made[ROOT / "lua" / name] = subprocess.run(
+            ["cargo", "run", "--quiet", "--example", "lua_tables", "--", which],
+            cwd=ROOT, check=True, capture_output=True, text=True).stdout
+    return made
+
+
 def main(argv: list[str]) -> None:
+    made = tables()
+    if argv == ["--write"]:
+        for path, text in made.items():
+            path.write_text(text)
     forms = {LIBRARY: library(), SCRIPT: script()}
     for shipped in SHIPPED:
         forms.update({shipped / LIBRARY.name: forms[LIBRARY], shipped / SCRIPT.name: forms[SCRIPT]})
@@ -91,7 +112,7 @@ def main(argv: list[str]) -> None:
             path.parent.mkdir(exist_ok=True)
             path.write_text(text)
     elif argv == ["--check"]:
-        stale = [str(p.relative_to(ROOT)) for p, t in forms.items()
+        stale = [str(p.relative_to(ROOT)) for p, t in {**made, **forms}.items()
                  if not p.exists() or p.read_text() != t]
         if stale:
             raise SystemExit(f"lua_forms: {', '.join(stale)} differ from lua/: run scripts/lua_forms.py --write")

@@ -26,7 +26,7 @@ impl Command {
     ];
 
     /// The name as the server knows it, and as its errors quote it.
-    pub fn name(self) -> &'static str {
+    pub const fn name(self) -> &'static str {
         match self {
             Command::Throttle => "cl.throttle",
             Command::Fixed => "cl.fixed",

@@ -180,6 +180,31 @@ impl Error {
     }
 }
 
+/// The Functions library's own refusals (lua/), where it cannot do what the module does.
+/// The module never sends them: they are here so that every reply text has one home, from
+/// which lua/errors.lua is generated (scripts/lua_forms.py).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LibraryError {
+    /// A BLOCK the module would take: a library call cannot wait.
+    CannotWait(&'static str),
+    /// A number past 2^53 - 1, which the library's doubles cannot keep exact.
+    Inexact(&'static str),
+    /// The script form was called with a name it has no function for.
+    NoFunction(&'static str),
+}
+
+impl LibraryError {
+    pub fn message(&self) -> String {
+        match self {
+            LibraryError::CannotWait(command) => format!(
+                "ERR {command} cannot wait in the library: BLOCK needs the redis-cell module"
+            ),
+            LibraryError::Inexact(arg) => format!("ERR {arg} is too large for the library"),
+            LibraryError::NoFunction(name) => format!("ERR the library has no function {name}"),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -290,13 +315,6 @@ mod tests {
         }
     }
 
-    /// The library's own errors (lua/), a word in each standing for any (\u{1}).
-    const LIBRARY_ONLY: [&str; 3] = [
-        "ERR \u{1} cannot wait in the library: BLOCK needs the redis-cell module",
-        "ERR \u{1} is too large for the library",
-        "ERR the library has no function \u{1}",
-    ];
-
     /// Every reply text the module can send, as a pattern: each name and number the
     /// message is made with, a placeholder.
     fn templates() -> Vec<Vec<Piece>> {
@@ -385,14 +403,24 @@ mod tests {
         // And the texts only the Redis Functions library (lua/) sends, where it cannot do
         // what the module does; a word of the template stands for any word.
         let mut templates = templates();
-        templates.extend(LIBRARY_ONLY.iter().map(|text| {
-            text.chars()
-                .map(|c| match c {
-                    '\u{1}' => Piece::Word,
-                    c => Piece::Char(c),
-                })
-                .collect::<Vec<_>>()
-        }));
+        templates.extend(
+            [
+                LibraryError::CannotWait("\u{1}"),
+                LibraryError::Inexact("\u{1}"),
+                LibraryError::NoFunction("\u{1}"),
+            ]
+            .iter()
+            .map(|error| {
+                error
+                    .message()
+                    .chars()
+                    .map(|c| match c {
+                        '\u{1}' => Piece::Word,
+                        c => Piece::Char(c),
+                    })
+                    .collect::<Vec<_>>()
+            }),
+        );
         let mut checked = 0;
         let mut wrong = Vec::new();
         for quote in crate::quotes::all() {

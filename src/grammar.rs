@@ -8,7 +8,7 @@
 //! 2. the values, in the grammar's order: the positional parameters (the command's own
 //!    parser), the quantity, then each option's value in the order of `OPTIONS`;
 //! 3. the rules between options, in the order of `OPTIONS` (BURST with WARMUP, COLD without
-//!    WARMUP, BLOCK beside an option that never waits).
+//!    WARMUP, BLOCK beside an option that never waits: REFUND, DRYRUN, COUNTDENIED).
 //!
 //! The module parses by this table, COMMAND DOCS is rendered from it (command_table.rs),
 //! and the Functions library's parser reads a Lua form of it (lua/grammar.lua, generated
@@ -70,8 +70,11 @@ pub enum Rule {
     Excludes(Opt, Error),
     /// Only with that option.
     Needs(Opt, Error),
-    /// Never with BLOCK: a call with it never waits.
-    NeverWaits,
+}
+
+/// Never with BLOCK: a call with this option never waits.
+const fn never_waits(keyword: &'static str) -> Rule {
+    Rule::Excludes(Opt::Block, Error::NeverWaits(keyword))
 }
 
 /// One option: its keyword, its value, the commands that take it and those that refuse it by
@@ -87,8 +90,8 @@ pub struct Row {
     /// Commands that take it with no keyword, as the first word after their parameters:
     /// the limiters' quantity.
     pub positional: Commands,
-    /// Commands that answer the keyword with an error of their own, not a syntax error.
-    pub refusers: Commands,
+    /// A command that answers the keyword with an error of its own, not a syntax error.
+    pub refusal: Option<(Command, Error)>,
     pub rule: Rule,
 }
 
@@ -136,7 +139,7 @@ const fn row(
         value,
         takers,
         positional: NONE,
-        refusers: NONE,
+        refusal: None,
         rule: Rule::None,
     }
 }
@@ -189,16 +192,16 @@ pub const OPTIONS: [Row; 13] = [
         )
     },
     Row {
-        refusers: Commands::of(&[Smooth]),
-        rule: Rule::NeverWaits,
+        refusal: Some((Smooth, Error::NoRefund(Smooth.name()))),
+        rule: never_waits("REFUND"),
         ..row(Opt::Refund, (c"REFUND", c"refund"), Value::Flag, REFUNDERS)
     },
     Row {
-        rule: Rule::NeverWaits,
+        rule: never_waits("DRYRUN"),
         ..row(Opt::DryRun, (c"DRYRUN", c"dryrun"), Value::Flag, WAITERS)
     },
     Row {
-        rule: Rule::NeverWaits,
+        rule: never_waits("COUNTDENIED"),
         ..row(
             Opt::CountDenied,
             (c"COUNTDENIED", c"countdenied"),
@@ -220,7 +223,7 @@ pub const OPTIONS: [Row; 13] = [
     ),
     row(Opt::At, (c"AT", c"unix-ms"), Value::Instant, REPLICATED),
     Row {
-        refusers: Commands::of(&[Release]),
+        refusal: Some((Release, Error::NoBlock(Release.name()))),
         ..row(Opt::Block, (c"BLOCK", c"timeout"), Value::Timeout, WAITERS)
     },
 ];
@@ -249,13 +252,6 @@ impl Row {
     /// The keyword as the errors quote it.
     pub fn word(&self) -> &'static str {
         self.keyword.to_str().unwrap_or_default()
-    }
-
-    fn refusal(&self, command: Command) -> Error {
-        match self.opt {
-            Opt::Refund => Error::NoRefund(command.name()),
-            _ => Error::NoBlock(command.name()),
-        }
     }
 }
 
@@ -310,8 +306,8 @@ impl<'w, 'a> Given<'w, 'a> {
                 position: first_position + index,
             };
             let row = Opt::of(word).map(Opt::row).ok_or(bad)?;
-            if row.refusers.has(command) {
-                return Err(row.refusal(command));
+            if let Some((_, refusal)) = row.refusal.filter(|&(by, _)| by == command) {
+                return Err(refusal);
             }
             let takes_value = row.value != Value::Flag;
             let seen = given.at.get_mut(row.opt as usize).ok_or(Error::Internal)?;
@@ -399,9 +395,6 @@ impl<'w, 'a> Given<'w, 'a> {
                 Rule::None => {}
                 Rule::Excludes(other, error) if self.has(other) => return Err(error),
                 Rule::Needs(other, error) if !self.has(other) => return Err(error),
-                Rule::NeverWaits if self.has(Opt::Block) => {
-                    return Err(Error::NeverWaits(row.word()))
-                }
                 _ => {}
             }
         }
@@ -553,7 +546,13 @@ mod tests {
             assert_eq!(row.opt as usize, index);
             assert_eq!(Opt::of(row.keyword.to_bytes()), Some(row.opt));
             assert_eq!(Opt::of(row.word().to_lowercase().as_bytes()), Some(row.opt));
-            assert!(!(row.takers.has(Command::Smooth) && row.refusers.has(Command::Smooth)));
+            if let Some((by, _)) = row.refusal {
+                assert!(!row.takers.has(by));
+            }
+            // The errors quote the keyword as the table spells it.
+            if let Rule::Excludes(Opt::Block, Error::NeverWaits(word)) = row.rule {
+                assert_eq!(word, row.word());
+            }
         }
     }
 

@@ -193,7 +193,7 @@ const BAD_INPUT: &[(&str, &[&[u8]], &str)] = &[
         &[
             b"k", b"1", b"1", b"1", b"1", b"MS", b"REFUND", b"DRYRUN", b"x",
         ],
-        "wrong number of arguments",
+        "syntax error: argument 9 of 'cl.throttle'",
     ),
     (
         "CL.THROTTLE",
@@ -361,7 +361,7 @@ const BAD_INPUT: &[(&str, &[&[u8]], &str)] = &[
     (
         "CL.HOLDERS",
         &[b"pool", b"MS", b"MS"],
-        "wrong number of arguments",
+        "syntax error: argument 3 of 'cl.holders'",
     ),
     ("CL.HOLDERS", &[b"text"], "not a valid state"),
     ("CL.HOLDERS", &[b"list"], "WRONGTYPE"),
@@ -432,10 +432,10 @@ const BAD_INPUT: &[(&str, &[&[u8]], &str)] = &[
 const WINDOW_BAD_INPUT: &[(&[&[u8]], &str)] = &[
     (&[b"k"], "wrong number of arguments"),
     (&[b"k", b"1"], "wrong number of arguments"),
-    // One word past the longest tail, CL.FIXED's with COUNTDENIED.
+    // A word past the options is out of place, not one too many.
     (
         &[b"k", b"1", b"1", b"1", b"MS", b"w", b"x", b"y", b"z"],
-        "wrong number of arguments",
+        "syntax error: argument 6",
     ),
     (&[b"k", b"x", b"1"], "limit"),
     (&[b"k", b"0", b"1"], "limit"),

@@ -278,7 +278,7 @@ fn bad_input_gets_errors_naming_it_and_changes_nothing(flavor: Flavor) {
         (&["1", "1", "BURST", "0"], "ERR BURST must be >= 1"),
         (&["1", "1", "WARMUP", "0"], "ERR WARMUP must be >= 1"),
         (&["1", "1", "WARMUP", "1", "COLD", "0"], "ERR COLD must be >= 1"),
-        (&["1", "1", "-1"], "ERR syntax error: argument 4 of 'cl.smooth' is not one of its options, repeats one, or lacks its value"),
+        (&["1", "1", "-1"], "ERR quantity must be >= 0"),
         (&["1", "1", "2147483648"], "ERR quantity must be <= 2147483647"),
         (&["1", "1", "MS", "MS"], "ERR syntax error: argument 5 of 'cl.smooth' is not one of its options, repeats one, or lacks its value"),
         (&["1", "1", "BURST"], "ERR syntax error: argument 4 of 'cl.smooth' is not one of its options, repeats one, or lacks its value"),
