@@ -3,7 +3,8 @@
 
 - lua/grammar.lua and lua/errors.lua first, the Lua forms of the module's grammar table
   (src/grammar.rs) and reply texts (src/error.rs), as `cargo run --example lua_tables`
-  prints them (scripts/lua_tables.rs);
+  prints them (scripts/lua_tables.rs), and clients/grammar.json, the grammar the clients'
+  tests hold their builders to;
 
 - lua/dist/redis_cell.lua, for FUNCTION LOAD (Redis 7.0+, Valkey 7.2+): the `#!lua` line, the
   sources, and a register_function call for each entry of CELL_FUNCTIONS;
@@ -20,8 +21,10 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-# Generated from the Rust (`lua_tables`), and read by the sources after them.
-TABLES = {"grammar.lua": "grammar", "errors.lua": "errors"}
+# Generated from the Rust (`lua_tables`): the tables the sources after them read, and the
+# grammar the clients' tests hold their builders to.
+TABLES = {ROOT / "lua" / "grammar.lua": "grammar", ROOT / "lua" / "errors.lua": "errors",
+          ROOT / "clients" / "grammar.json": "json"}
 SOURCES = ["errors.lua", "grammar.lua", "exact.lua", "bytes.lua", "args.lua", "integers.lua", "clock.lua", "state.lua", "reply.lua", "single.lua", "fixed.lua",
            "throttle.lua", "buckets.lua", "window.lua", "lease.lua", "smooth.lua", "all_args.lua",
            "all.lua", "library.lua"]
@@ -92,8 +95,8 @@ def script() -> str:
 def tables() -> dict:
     """lua/grammar.lua and lua/errors.lua, as the Rust gives them."""
     made = {}
-    for name, which in TABLES.items():
-        made[ROOT / "lua" / name] = subprocess.run(
+    for path, which in TABLES.items():
+        made[path] = subprocess.run(
             ["cargo", "run", "--quiet", "--example", "lua_tables", "--", which],
             cwd=ROOT, check=True, capture_output=True, text=True).stdout
     return made

@@ -2,8 +2,7 @@
 //! Each limiter's numbers are read by the same parsers as its own command's, in `args.rs`.
 
 use crate::args::{
-    lease_params, limit_and_period, throttle_params, LeaseParams, ThrottleArgs, ThrottleParams,
-    WindowArgs, WindowParams,
+    lease_params, limit_and_period, throttle_params, LeaseParams, ThrottleArgs, WindowArgs,
 };
 use crate::command::Command;
 use crate::error::Error;
@@ -152,30 +151,50 @@ pub fn all<'a>(args: &[&'a [u8]]) -> Result<AllArgs<'a>, Error> {
     let unit = given.unit();
 
     // Then the values: each limiter's numbers, as its own command reads them, then the
-    // options'.
-    let mut numbers = [Numbers::Lease(LeaseParams {
-        limit: 0,
-        lease_ms: 0,
-    }); MAX_KEYS];
-    for (&(kind, params_at, params_len), numbers) in shapes.iter().take(numkeys).zip(&mut numbers) {
+    // options', which every limiter then takes.
+    let mut limiters = Vec::with_capacity(numkeys);
+    for &(kind, params_at, params_len) in shapes.iter().take(numkeys) {
         let param = |offset: usize| args.get(params_at + offset).copied().unwrap_or_default();
-        *numbers = match kind {
-            Kind::Throttle => {
-                Numbers::Throttle(throttle_params(param(0), param(1), param(2), unit)?)
+        let window = |params, buckets| WindowArgs {
+            params,
+            quantity: 1,
+            unit,
+            refund: false,
+            dry_run: false,
+            count_denied: false,
+            at_ms: None,
+            buckets,
+            block_ms: None,
+            block_at: None,
+        };
+        let args = match kind {
+            Kind::Throttle => LimiterArgs::Throttle(ThrottleArgs {
+                params: throttle_params(param(0), param(1), param(2), unit)?,
+                quantity: 1,
+                unit,
+                refund: false,
+                dry_run: false,
+                block_ms: None,
+            }),
+            Kind::Fixed => {
+                LimiterArgs::Fixed(window(limit_and_period(param(0), param(1), unit)?, None))
             }
-            Kind::Fixed => Numbers::Fixed(limit_and_period(param(0), param(1), unit)?),
             Kind::Window => {
                 let params = limit_and_period(param(0), param(1), unit)?;
                 let cells = (params_len == 4)
                     .then(|| bucket_count(param(3), params.period_ms))
                     .transpose()?;
-                Numbers::Window(params, cells)
+                LimiterArgs::Window(window(params, cells))
             }
-            Kind::Lease => Numbers::Lease(lease_params(param(0), param(1), unit)?),
+            Kind::Lease => LimiterArgs::Lease(lease_params(param(0), param(1), unit)?),
         };
+        limiters.push(LimiterSpec {
+            args,
+            params_at,
+            params_len,
+        });
     }
-    let values = given.values(ANY_QUANTITY, 0)?;
-    given.rules()?;
+    let values = given.read_values(ANY_QUANTITY, 0)?;
     let (quantity, refund, dry_run) = (
         values.quantity,
         given.has(Opt::Refund),
@@ -192,38 +211,19 @@ pub fn all<'a>(args: &[&'a [u8]]) -> Result<AllArgs<'a>, Error> {
         (false, Some(_)) => return Err(Error::HolderWithoutLease),
         _ => {}
     }
-    let mut limiters = Vec::with_capacity(numkeys);
-    for (&(_, params_at, params_len), numbers) in shapes.iter().zip(&numbers).take(numkeys) {
-        let window = |params, buckets| WindowArgs {
-            params,
-            quantity,
-            unit,
-            refund,
-            dry_run,
-            count_denied: false,
-            at_ms: None,
-            buckets,
-            block_ms: None,
-            block_at: None,
-        };
-        let args = match *numbers {
-            Numbers::Throttle(params) => LimiterArgs::Throttle(ThrottleArgs {
-                params,
-                quantity,
-                unit,
-                refund,
-                dry_run,
-                block_ms: None,
-            }),
-            Numbers::Fixed(params) => LimiterArgs::Fixed(window(params, None)),
-            Numbers::Window(params, cells) => LimiterArgs::Window(window(params, cells)),
-            Numbers::Lease(params) => LimiterArgs::Lease(params),
-        };
-        limiters.push(LimiterSpec {
-            args,
-            params_at,
-            params_len,
-        });
+    // Each limiter was read taking one unit, as a call that names no option does.
+    let taken = (quantity, refund, dry_run) != (1, false, false);
+    for spec in limiters.iter_mut().filter(|_| taken) {
+        match &mut spec.args {
+            LimiterArgs::Throttle(throttle) => {
+                (throttle.quantity, throttle.refund, throttle.dry_run) =
+                    (quantity, refund, dry_run);
+            }
+            LimiterArgs::Fixed(window) | LimiterArgs::Window(window) => {
+                (window.quantity, window.refund, window.dry_run) = (quantity, refund, dry_run);
+            }
+            LimiterArgs::Lease(_) => {}
+        }
     }
     // Where the options were, after CL.ALL's name.
     let after = |opt| given.position(opt).map(|index| at + index);
@@ -239,15 +239,6 @@ pub fn all<'a>(args: &[&'a [u8]]) -> Result<AllArgs<'a>, Error> {
         dry_run,
         block_ms: values.block_ms,
     })
-}
-
-/// A limiter's numbers, read before the options' values.
-#[derive(Clone, Copy)]
-enum Numbers {
-    Throttle(ThrottleParams),
-    Fixed(WindowParams),
-    Window(WindowParams, Option<i64>),
-    Lease(LeaseParams),
 }
 
 /// An option that may follow CL.ALL's limiters.

@@ -4,7 +4,7 @@
 
 use crate::command::Command;
 use crate::error::Error;
-use crate::grammar::{integer, span, span_ms, Given, Opt, ANY_QUANTITY};
+use crate::grammar::{integer, span, span_ms, Given, Opt, Plain, ANY_QUANTITY};
 use crate::time::{TimeUnit, MILLIS_PER_SECOND};
 
 pub use crate::grammar::{MAX_BLOCK_MS, MAX_CELLS, MAX_HOLDER, MIN_CELLS};
@@ -76,11 +76,21 @@ pub fn throttle(args: &[&[u8]]) -> Result<ThrottleArgs, Error> {
     let [max_burst, count, period, words @ ..] = args else {
         return Err(Error::WrongArity("cl.throttle"));
     };
+    if let Some(plain) = Plain::of(Command::Throttle, words) {
+        let unit = TimeUnit::Seconds;
+        return Ok(ThrottleArgs {
+            params: throttle_params(max_burst, count, period, unit)?,
+            quantity: plain.quantity(ANY_QUANTITY)?,
+            unit,
+            refund: false,
+            dry_run: false,
+            block_ms: None,
+        });
+    }
     let given = Given::read(Command::Throttle, words, AFTER_KEY + 3)?;
     let unit = given.unit();
     let params = throttle_params(max_burst, count, period, unit)?;
-    let values = given.values(ANY_QUANTITY, 0)?;
-    given.rules()?;
+    let values = given.read_values(ANY_QUANTITY, 0)?;
     Ok(ThrottleArgs {
         params,
         quantity: values.quantity,
@@ -130,11 +140,26 @@ fn window_args(args: &[&[u8]], command: Command) -> Result<WindowArgs, Error> {
     let [limit, period, words @ ..] = args else {
         return Err(Error::WrongArity(command.name()));
     };
+    // Most calls name no option: they are answered before the option loop.
+    if let Some(plain) = Plain::of(command, words) {
+        let unit = TimeUnit::Seconds;
+        return Ok(WindowArgs {
+            params: limit_and_period(limit, period, unit)?,
+            quantity: plain.quantity(ANY_QUANTITY)?,
+            unit,
+            refund: false,
+            dry_run: false,
+            count_denied: false,
+            at_ms: None,
+            buckets: None,
+            block_ms: None,
+            block_at: None,
+        });
+    }
     let given = Given::read(command, words, AFTER_KEY + 2)?;
     let unit = given.unit();
     let params = limit_and_period(limit, period, unit)?;
-    let values = given.values(ANY_QUANTITY, params.period_ms)?;
-    given.rules()?;
+    let values = given.read_values(ANY_QUANTITY, params.period_ms)?;
     Ok(WindowArgs {
         params,
         quantity: values.quantity,
@@ -196,8 +221,7 @@ pub fn lease<'a>(args: &[&'a [u8]]) -> Result<LeaseArgs<'a>, Error> {
     let unit = given.unit();
     let params = lease_params(limit, lease_time, unit)?;
     let holder = holder_name(holder)?;
-    let values = given.values(ANY_QUANTITY, 0)?;
-    given.rules()?;
+    let values = given.read_values(ANY_QUANTITY, 0)?;
     Ok(LeaseArgs {
         params,
         holder,
@@ -258,8 +282,7 @@ pub fn smooth(args: &[&[u8]]) -> Result<SmoothArgs, Error> {
     let unit = given.unit();
     let permits = integer(permits, "permits", 1)?;
     let period = span(period, "period", unit)?;
-    let values = given.values(MAX_SMOOTH_QUANTITY, 0)?;
-    given.rules()?;
+    let values = given.read_values(MAX_SMOOTH_QUANTITY, 0)?;
     let shape = match values.warmup {
         None => SmoothShape::Bursty {
             burst: values
@@ -297,7 +320,7 @@ pub fn release<'a>(args: &[&'a [u8]]) -> Result<(&'a [u8], Option<i64>), Error> 
     };
     let given = Given::read(Command::Release, words, AFTER_KEY + 1)?;
     let holder = holder_name(holder)?;
-    let values = given.values(ANY_QUANTITY, 0)?;
+    let values = given.read_values(ANY_QUANTITY, 0)?;
     Ok((holder, values.at_ms))
 }
 

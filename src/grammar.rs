@@ -261,44 +261,82 @@ impl Row {
 pub struct Given<'w, 'a> {
     words: &'w [&'a [u8]],
     quantity: Option<&'a [u8]>,
+    /// Whether the call names any option: most name none, and pay nothing more.
+    named: bool,
     /// Each option's keyword's index in `words`, plus one; 0 when the call does not name it.
     at: [u8; OPTIONS.len()],
 }
 
+/// Whether `command` reads `first`, the first word after its parameters, as its quantity: a
+/// limiter that takes one first does, unless the word names an option (its own or another
+/// command's; no keyword starts with a digit).
+#[inline(always)]
+fn takes_quantity_first(command: Command, first: &[u8]) -> bool {
+    Opt::Quantity.row().positional.has(command)
+        && (first.first().is_some_and(u8::is_ascii_digit) || Opt::of(first).is_none())
+}
+
+/// A call that names no option: nothing after its parameters, or a quantity alone. Most calls
+/// are; their parsers answer them in front of the option loop, which they never reach.
+#[derive(Debug, Clone, Copy)]
+pub struct Plain<'a>(Option<&'a [u8]>);
+
+impl Plain<'_> {
+    /// The words after `command`'s parameters, when they name no option.
+    #[inline(always)]
+    pub fn of<'a>(command: Command, words: &[&'a [u8]]) -> Option<Plain<'a>> {
+        match words {
+            [] => Some(Plain(None)),
+            [quantity] if takes_quantity_first(command, quantity) => Some(Plain(Some(quantity))),
+            _ => None,
+        }
+    }
+
+    /// The quantity, of at most `max`; 1 when the call gives none.
+    #[inline(always)]
+    pub fn quantity(&self, max: i64) -> Result<i64, Error> {
+        match self.0 {
+            Some(text) => quantity(text, max),
+            None => Ok(1),
+        }
+    }
+}
+
 impl<'w, 'a> Given<'w, 'a> {
     /// Reads `words`, which follow `command`'s positional parameters; the first of them is
-    /// the server's argument `first_position` (the command's name is 0). A limiter that takes
-    /// its quantity first reads its first word as the quantity unless it names an option, its
-    /// own or another command's.
+    /// the server's argument `first_position` (the command's name is 0).
     #[inline(always)]
     pub fn read(
         command: Command,
         words: &'w [&'a [u8]],
         first_position: usize,
     ) -> Result<Given<'w, 'a>, Error> {
-        let takes_quantity = Opt::Quantity.row().positional.has(command);
         let mut given = Given {
             words,
             quantity: None,
+            named: false,
             at: [0; OPTIONS.len()],
         };
-        // Most calls name no option: nothing, or a quantity alone (no keyword starts with a
-        // digit).
         let start = match words {
             [] => return Ok(given),
-            [quantity, rest @ ..]
-                if takes_quantity
-                    && (quantity.first().is_some_and(u8::is_ascii_digit)
-                        || Opt::of(quantity).is_none()) =>
-            {
-                given.quantity = Some(quantity);
-                if rest.is_empty() {
-                    return Ok(given);
-                }
+            [first, ..] if takes_quantity_first(command, first) => {
+                given.quantity = Some(first);
                 1
             }
             _ => 0,
         };
+        Given::read_options(command, given, start, first_position)
+    }
+
+    /// The options, from the word at `start` on: the loop every command's options are read
+    /// by.
+    fn read_options(
+        command: Command,
+        mut given: Given<'w, 'a>,
+        start: usize,
+        first_position: usize,
+    ) -> Result<Given<'w, 'a>, Error> {
+        let words = given.words;
         let mut index = start;
         while let Some(word) = words.get(index) {
             let bad = Error::BadOption {
@@ -315,6 +353,7 @@ impl<'w, 'a> Given<'w, 'a> {
                 return Err(bad);
             }
             *seen = u8::try_from(index + 1).map_err(|_| Error::WrongArity(command.name()))?;
+            given.named = true;
             index += 1 + usize::from(takes_value);
         }
         Ok(given)
@@ -352,18 +391,29 @@ impl<'w, 'a> Given<'w, 'a> {
         unit_of(self.has(Opt::Ms))
     }
 
-    /// The values, read once the positional parameters are (the grammar's order): the
-    /// quantity, of at most `max_quantity`, then each option's, in the table's order. BUCKETS
-    /// must cut `period_ms`.
+    /// The quantity given first, of at most `max`, read once the positional parameters are
+    /// (the grammar's order); 1 when the call gives none.
     #[inline(always)]
-    pub fn values(&self, max_quantity: i64, period_ms: i64) -> Result<Values<'a>, Error> {
-        let mut values = Values::PLAIN;
-        if let Some(text) = self.quantity {
-            values.quantity = quantity(text, max_quantity)?;
+    pub fn quantity(&self, max: i64) -> Result<i64, Error> {
+        match self.quantity {
+            Some(text) => quantity(text, max),
+            None => Ok(1),
         }
-        if self.at == [0; OPTIONS.len()] {
-            return Ok(values);
-        }
+    }
+
+    /// The options' values, after the quantity (`quantity_first`, which `QUANTITY` may
+    /// set), in the table's order. BUCKETS must cut `period_ms`.
+    #[inline(never)]
+    pub fn values(
+        &self,
+        quantity_first: i64,
+        max_quantity: i64,
+        period_ms: i64,
+    ) -> Result<Values<'a>, Error> {
+        let mut values = Values {
+            quantity: quantity_first,
+            ..Values::PLAIN
+        };
         let unit = self.unit();
         for row in &OPTIONS {
             let Some(text) = self.text(row.opt).filter(|_| row.value != Value::Flag) else {
@@ -384,10 +434,23 @@ impl<'w, 'a> Given<'w, 'a> {
         Ok(values)
     }
 
+    /// The quantity, then the options' values and the rules between them (the grammar's order,
+    /// once the positional parameters are read).
+    #[inline(always)]
+    pub fn read_values(&self, max_quantity: i64, period_ms: i64) -> Result<Values<'a>, Error> {
+        let quantity = self.quantity(max_quantity)?;
+        if !self.named {
+            return Ok(Values::plain(quantity));
+        }
+        let values = self.values(quantity, max_quantity, period_ms)?;
+        self.rules()?;
+        Ok(values)
+    }
+
     /// The rules between the options the call names, in the table's order.
     #[inline(always)]
     pub fn rules(&self) -> Result<(), Error> {
-        if self.at == [0; OPTIONS.len()] {
+        if !self.named {
             return Ok(());
         }
         for row in OPTIONS.iter().filter(|row| self.has(row.opt)) {
@@ -416,6 +479,15 @@ pub struct Values<'a> {
 }
 
 impl Values<'_> {
+    /// A call that names no option.
+    #[inline(always)]
+    pub fn plain(quantity: i64) -> Values<'static> {
+        Values {
+            quantity,
+            ..Values::PLAIN
+        }
+    }
+
     const PLAIN: Values<'static> = Values {
         quantity: 1,
         cells: None,
@@ -585,7 +657,7 @@ mod tests {
         let given = Given::read(Command::Fixed, &text, 4).unwrap();
         assert_eq!(given.quantity_text(), Some(&b"x"[..]));
         assert_eq!(
-            given.values(ANY_QUANTITY, 1000),
+            given.read_values(ANY_QUANTITY, 1000),
             Err(Error::NotAnInteger("quantity"))
         );
         let text = words("REFUND");
@@ -610,7 +682,7 @@ mod tests {
         let text = words("BLOCK x WARMUP 0 BURST 1");
         let given = Given::read(Command::Smooth, &text, 4).unwrap();
         assert_eq!(
-            given.values(ANY_QUANTITY, 1),
+            given.read_values(ANY_QUANTITY, 1),
             Err(Error::BelowMinimum {
                 arg: "WARMUP",
                 min: 1
@@ -618,8 +690,10 @@ mod tests {
         );
         let text = words("DRYRUN BLOCK 5 WARMUP 2 BURST 1");
         let given = Given::read(Command::Smooth, &text, 4).unwrap();
-        assert!(given.values(ANY_QUANTITY, 1).is_ok());
-        assert_eq!(given.rules(), Err(Error::BurstAndWarmup));
+        assert_eq!(
+            given.read_values(ANY_QUANTITY, 1),
+            Err(Error::BurstAndWarmup)
+        );
         let text = words("COUNTDENIED DRYRUN BLOCK 5");
         let given = Given::read(Command::Fixed, &text, 4).unwrap();
         assert_eq!(given.rules(), Err(Error::NeverWaits("DRYRUN")));

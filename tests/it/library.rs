@@ -1194,7 +1194,11 @@ fn cell_widths(args: &[String]) -> Vec<f64> {
 
 /// A word the commands' grammar has an opinion on.
 fn grammar_word(rng: &mut Rng) -> String {
-    const WORDS: [&str; 24] = [
+    const WORDS: [&str; 28] = [
+        "BURST",
+        "warmup",
+        "COLD",
+        "QUANTITY",
         "MS",
         "ms",
         "Refund",
@@ -1227,6 +1231,17 @@ fn grammar_word(rng: &mut Rng) -> String {
     }
 }
 
+/// A BLOCK the module would take, wherever it stands, waits at most 5 ms.
+fn short_waits(args: &mut [String]) {
+    for at in 1..args.len() {
+        if args[at - 1].eq_ignore_ascii_case("BLOCK")
+            && parse_i64(args[at].as_bytes()).is_some_and(|t| t >= 0)
+        {
+            args[at] = "5".to_owned();
+        }
+    }
+}
+
 /// Random argument lists, much of it bad input, to the module's `command` and to the
 /// library's `function`, each call on a key of its own: the same error text, or the same
 /// reply (on an untouched key, the reply does not depend on the instant). The library's own
@@ -1245,14 +1260,7 @@ fn grammar_differential(flavor: Flavor, command: &str, function: &str, head: usi
                 *arg = (u64::from(j > 0) + rng.below(20)).to_string();
             }
         }
-        // A BLOCK the module would take waits at most 5 ms.
-        let n = args.len();
-        if n >= 2
-            && args[n - 2].eq_ignore_ascii_case("BLOCK")
-            && parse_i64(args[n - 1].as_bytes()).is_some_and(|t| t >= 0)
-        {
-            args[n - 1] = "5".to_owned();
-        }
+        short_waits(&mut args);
         let key = format!("grammar:{i}");
         let by_module: redis::RedisResult<redis::Value> =
             redis::cmd(command).arg(&key).arg(&args).query(&mut module);
@@ -1270,7 +1278,7 @@ fn grammar_differential(flavor: Flavor, command: &str, function: &str, head: usi
             }
             (Ok(_), Err(l)) => {
                 let l = l.to_string();
-                // CL.LEASE and CL.SMOOTH take BLOCK among their options, anywhere.
+                // Every limiter takes BLOCK among its options, anywhere.
                 let blocks = args.iter().any(|a| a.eq_ignore_ascii_case("BLOCK"));
                 assert!(
                     (blocks && l.contains("cannot wait in the library"))
@@ -1353,6 +1361,7 @@ fn cl_all_reads_arguments_as_the_module_does(flavor: Flavor) {
                 });
             }
         }
+        short_waits(&mut args);
         let by_module: redis::RedisResult<redis::Value> = redis::cmd("CL.ALL")
             .arg(keys.len())
             .arg(&keys)

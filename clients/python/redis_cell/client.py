@@ -154,6 +154,14 @@ class commands:
                 *_flags(ms, False, dry_run, block)]
 
     @staticmethod
+    def release(key, holder) -> List[object]:
+        return ["CL.RELEASE", key, holder]
+
+    @staticmethod
+    def holders(key, *, ms=False) -> List[object]:
+        return ["CL.HOLDERS", key, *_flags(ms, False, False, None)]
+
+    @staticmethod
     def all(limiters: Sequence[Limiter], quantity=1, *, ms=False, refund=False, dry_run=False,
             detail=False, holder=None, block=None) -> List[object]:
         if not limiters:
@@ -210,11 +218,10 @@ class Client:
             *commands.lease(key, limit, lease_time, holder, **options)))
 
     def release(self, key, holder) -> bool:
-        return int(self._call("CL.RELEASE", key, holder)) == 1
+        return int(self._call(*commands.release(key, holder))) == 1
 
     def holders(self, key, *, ms=False) -> List[Tuple[bytes, int]]:
-        words = ["CL.HOLDERS", key] + (["MS"] if ms else [])
-        return _holders(self._call(*words))
+        return _holders(self._call(*commands.holders(key, ms=ms)))
 
     def all(self, limiters: Sequence[Limiter], quantity=1, *, detail=False, **options):
         raw = self._call(*commands.all(limiters, quantity, detail=detail, **options))
@@ -246,11 +253,10 @@ class AsyncClient:
             *commands.lease(key, limit, lease_time, holder, **options)))
 
     async def release(self, key, holder) -> bool:
-        return int(await self._call("CL.RELEASE", key, holder)) == 1
+        return int(await self._call(*commands.release(key, holder))) == 1
 
     async def holders(self, key, *, ms=False) -> List[Tuple[bytes, int]]:
-        words = ["CL.HOLDERS", key] + (["MS"] if ms else [])
-        return _holders(await self._call(*words))
+        return _holders(await self._call(*commands.holders(key, ms=ms)))
 
     async def all(self, limiters: Sequence[Limiter], quantity=1, *, detail=False, **options):
         raw = await self._call(*commands.all(limiters, quantity, detail=detail, **options))
