@@ -82,5 +82,5 @@ servers=$(matrix_says servers node "$lane")
 for name in $servers; do
   server=$(server_of "$name")
   (cd "$work/app" && REDIS_SERVER="$server" REDIS_CELL_MODULE="$module" \
-    REDIS_CELL_CLIENTS="$clients" timeout -k 30 900 "$node" --test test/*.test.js)
+    REDIS_CELL_CLIENTS="$clients" REDIS_CELL_ROOT="$root" timeout -k 30 900 "$node" --test test/*.test.js)
 done

@@ -31,7 +31,7 @@ LAYERS = [
         ["commands", "commands::call", "commands::answer", "commands::state",
          "commands::single", "commands::release", "commands::holders", "commands::all"],
     ),
-    ("blocking", ["blocking"]),
+    ("blocking", ["blocking", "delayed"]),
     ("entry", ["entry"]),
     ("registration", ["command_table", "crate"]),
 ]

@@ -8,11 +8,10 @@
 //! writes and propagates nothing. The server reaches this file only through the entry layer,
 //! which guards every callback.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::ops::Range;
 use std::os::raw::c_void;
 
-use parking_lot::Mutex;
 use redis_module::raw;
 
 use crate::blocked::{self, ClientCallbacks};
@@ -20,6 +19,7 @@ use crate::clock;
 use crate::command::Command;
 use crate::commands;
 use crate::commands::answer::{self, Answer, Wait};
+use crate::commands::call::Caller;
 use crate::counters::{self, Counted, Waited, WAITS};
 use crate::error::Error;
 use crate::fault::{self, Fault};
@@ -39,7 +39,7 @@ pub struct Callbacks {
     pub free: Option<unsafe extern "C" fn(*mut raw::RedisModuleCtx, *mut c_void)>,
     pub disconnect: raw::RedisModuleDisconnectFunc,
     pub timer: raw::RedisModuleTimerProc,
-    /// The timer of a held reply (`hold`).
+    /// The timer of a delayed reply (delayed.rs).
     pub release: raw::RedisModuleTimerProc,
 }
 
@@ -131,128 +131,6 @@ fn unblock_callback(callbacks: &Callbacks) -> raw::RedisModuleCmdFunc {
     }
 }
 
-/// A reply held until its instant (CL.SMOOTH's BLOCK): its client, its answer, the instant,
-/// and the timer that sends it.
-struct Hold {
-    client: *mut raw::RedisModuleBlockedClient,
-    result: Result<Answer, Error>,
-    at_ns: i64,
-    timer: Option<raw::RedisModuleTimerID>,
-}
-
-/// The held replies, by client (a hold timer's data is its client, as a number).
-struct Holds(Option<HashMap<usize, Hold>>);
-
-// SAFETY: the pointers in a hold are server objects, used only on the server's main thread,
-// where every command, timer and callback of this module runs.
-unsafe impl Send for Holds {}
-
-static HOLDS: Mutex<Holds> = Mutex::new(Holds(None));
-
-/// Runs `change` on the held replies; `None` only for a call made from inside this module's
-/// own work, which finds them taken.
-fn with_holds<T>(change: impl FnOnce(&mut HashMap<usize, Hold>) -> T) -> Option<T> {
-    let mut holds = HOLDS.try_lock()?;
-    Some(change(holds.0.get_or_insert_with(HashMap::new)))
-}
-
-/// Holds an admitted call's reply until `at_ns` (CL.SMOOTH's BLOCK, where Guava's caller
-/// sleeps). The call has made its reservation, written and propagated it: the hold stands in
-/// no line and its end changes nothing; a timer unblocks the client with the reply it was
-/// given. A client that goes away meanwhile keeps its reservation, as a Guava caller that is
-/// interrupted does, and its hold ends then (`disconnected`); CLIENT UNBLOCK cannot end a
-/// hold (the client has no timeout callback, so the server answers it 0). Gives the reply
-/// back when the client cannot be held, to be sent at once.
-pub fn hold(
-    ctx: *mut raw::RedisModuleCtx,
-    result: Result<Answer, Error>,
-    at_ns: i64,
-    callbacks: &Callbacks,
-) -> Result<(), Result<Answer, Error>> {
-    let Ok(now_ns) = blocked::can_block().and_then(|()| clock::now_ns()) else {
-        return Err(result);
-    };
-    let client_callbacks = ClientCallbacks {
-        reply: callbacks.reply,
-        timeout: None,
-        free: callbacks.free,
-        disconnect: callbacks.disconnect,
-    };
-    // SAFETY: ctx is the running command's context, which may block (the caller checked its
-    // flags); the callbacks are this module's, alive while it is loaded.
-    let Ok((client, _)) = (unsafe { blocked::block(ctx, &client_callbacks) }) else {
-        return Err(result);
-    };
-    let hold = Hold {
-        client,
-        result,
-        at_ns,
-        timer: None,
-    };
-    match with_holds(|holds| holds.insert(client as usize, hold)) {
-        Some(_) => arm_hold(ctx, client as usize, now_ns, callbacks),
-        // Never in practice (see with_holds); the reply goes at once rather than never.
-        None => drop(unblock(client, Pending::Answer(Err(Error::Internal)))),
-    }
-    Ok(())
-}
-
-/// Sets a held reply's timer for its instant, or at most MAX_TIMER_MS ahead; with no timer to
-/// be had, the reply goes now.
-fn arm_hold(ctx: *mut raw::RedisModuleCtx, client: usize, now_ns: i64, callbacks: &Callbacks) {
-    let Some(at_ns) = with_holds(|holds| holds.get(&client).map(|hold| hold.at_ns)).flatten()
-    else {
-        return;
-    };
-    let period_ms = period_until(at_ns, now_ns);
-    match blocked::start_timer(ctx, period_ms, callbacks.release, client) {
-        Ok(timer) => {
-            with_holds(|holds| holds.get_mut(&client).map(|hold| hold.timer = Some(timer)));
-        }
-        Err(_) => send_held(client),
-    }
-}
-
-/// A held reply's timer fired (its data is the client): the reply goes, or, for a timer cut
-/// short of a far instant, the hold waits on.
-pub fn released(ctx: *mut raw::RedisModuleCtx, data: *mut c_void, callbacks: &Callbacks) {
-    let client = data as usize;
-    let at_ns = with_holds(|holds| {
-        let hold = holds.get_mut(&client)?;
-        hold.timer = None;
-        Some(hold.at_ns)
-    })
-    .flatten();
-    let Some(at_ns) = at_ns else {
-        return;
-    };
-    match clock::now_ns() {
-        Ok(now_ns) if now_ns < at_ns => arm_hold(ctx, client, now_ns, callbacks),
-        _ => send_held(client),
-    }
-}
-
-/// Ends a hold with its reply: its client is unblocked, and gets it. Should the server refuse,
-/// the client stays blocked, which nothing here can mend, until it goes away.
-fn send_held(client: usize) {
-    if let Some(Some(hold)) = with_holds(|holds| holds.remove(&client)) {
-        unblock(hold.client, Pending::Answer(hold.result));
-    }
-}
-
-/// A held client went away (disconnected, killed, a role change): its hold ends, its timer
-/// stopped, and the server frees its handle now rather than at the instant. Its reservation
-/// stays. Returns whether it was held.
-fn leave_hold(ctx: *mut raw::RedisModuleCtx, client: *mut raw::RedisModuleBlockedClient) -> bool {
-    let Some(Some(hold)) = with_holds(|holds| holds.remove(&(client as usize))) else {
-        return false;
-    };
-    stop_timer(ctx, hold.timer);
-    // SAFETY: the server is done with the client; this frees the module's handle on it.
-    unsafe { blocked::unblock(hold.client, std::ptr::null_mut()) };
-    true
-}
-
 /// Sets the waiter's one timer for the earlier of `try_at_ns` and its deadline (none when it
 /// has neither), replacing the one it had.
 fn arm(
@@ -294,7 +172,7 @@ fn arm(
 /// at or after `at_ns`, never before. The clock reads in steps (on Redis 7.0, whole
 /// milliseconds), so that reading comes at the step at or after `at_ns`; the timer counts from
 /// the precise time now, not from the last step.
-fn period_until(at_ns: i64, now_ns: i64) -> i64 {
+pub(crate) fn period_until(at_ns: i64, now_ns: i64) -> i64 {
     let step = clock::resolution_ns();
     let at_ns = at_ns.saturating_add(step - 1) / step * step;
     let now_ns = clock::precise_now_ns().unwrap_or(now_ns).max(now_ns);
@@ -308,7 +186,7 @@ fn period_until(at_ns: i64, now_ns: i64) -> i64 {
 /// The longest period a module timer is set for: 30 minutes.
 const MAX_TIMER_MS: i64 = 30 * 60 * 1000;
 
-fn stop_timer(ctx: *mut raw::RedisModuleCtx, timer: Option<raw::RedisModuleTimerID>) {
+pub(crate) fn stop_timer(ctx: *mut raw::RedisModuleCtx, timer: Option<raw::RedisModuleTimerID>) {
     if let Some(timer) = timer {
         blocked::stop_timer(ctx, timer);
     }
@@ -351,7 +229,14 @@ fn rerun(
             Turn::Waiting(_) => inject(Fault::Reply, argv, keys),
             _ => {}
         }
-        commands::run(command, ctx, argv.as_ptr(), argv.argc(), false, turn)
+        commands::run(
+            command,
+            ctx,
+            argv.as_ptr(),
+            argv.argc(),
+            Caller::RERUN,
+            turn,
+        )
     })
     .unwrap_or(Err(Error::Internal))
 }
@@ -545,7 +430,7 @@ pub fn forget(ctx: *mut raw::RedisModuleCtx, place: Place) {
 
 /// Unblocks a waiter's client; the server runs the reply callback with `pending` when it next
 /// can, unless the client has gone, and then the free callback. False if the server refused.
-fn unblock(client: *mut raw::RedisModuleBlockedClient, pending: Pending) -> bool {
+pub(crate) fn unblock(client: *mut raw::RedisModuleBlockedClient, pending: Pending) -> bool {
     let pending = Box::into_raw(Box::new(pending));
     // SAFETY: the client is blocked by this module and unblocked once, here; the server hands
     // `pending` back to the reply callback and then to the free callback.
@@ -725,16 +610,12 @@ pub fn unblocked_by_client(ctx: *mut raw::RedisModuleCtx, callbacks: &Callbacks)
 }
 
 /// The client went away while waiting (disconnected, `CLIENT UNBLOCK id ERROR`, a role
-/// change): it takes nothing. One being admitted is left to the free callback. A held reply's
-/// client leaves its hold.
+/// change): it takes nothing. One being admitted is left to the free callback.
 pub fn disconnected(
     ctx: *mut raw::RedisModuleCtx,
     client: *mut raw::RedisModuleBlockedClient,
     callbacks: &Callbacks,
 ) {
-    if leave_hold(ctx, client) {
-        return;
-    }
     let place = lines::lock()
         .ok()
         .and_then(|mut shared| shared.get().waiting_client(client as usize));

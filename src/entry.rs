@@ -17,7 +17,9 @@ use crate::blocking::{self, Callbacks, Pending};
 use crate::command::Command;
 use crate::commands;
 use crate::commands::answer::{self, Answer};
+use crate::commands::call::Caller;
 use crate::decimal::parse_i64;
+use crate::delayed;
 use crate::error::Error;
 use crate::ffi::{catch_defect, context_flags, may_wait, string_bytes, REPLAYED};
 use crate::info;
@@ -94,24 +96,29 @@ fn dispatch(
     } else {
         Turn::Arriving
     };
-    let result = commands::run(command, ctx, argv, argc, replayed, turn);
+    // Whether the call may wait is decided here, once, and carried on the call.
+    let caller = Caller {
+        replayed,
+        may_wait: may_wait(flags),
+    };
+    let result = commands::run(command, ctx, argv, argc, caller, turn);
     // SAFETY: the server passes argc live argument strings.
     let args = || unsafe { std::slice::from_raw_parts(argv, usize::try_from(argc).unwrap_or(0)) };
     match &result {
         Ok(Answer {
             wait: Some(wait), ..
-        }) if may_wait(flags) && blocking::park(ctx, command, args(), wait, &CALLBACKS).is_ok() => {
+        }) if caller.may_wait && blocking::park(ctx, command, args(), wait, &CALLBACKS).is_ok() => {
             return;
         }
         // Counted as it is decided; the reply goes out at its instant, or at once when the
-        // client cannot be held.
+        // client cannot be blocked.
         Ok(Answer {
-            held_until_ns: Some(at_ns),
+            reply_at_ns: Some(at_ns),
             ..
-        }) if may_wait(flags) => {
+        }) if caller.may_wait => {
             let at_ns = *at_ns;
             answer::record(command, &result);
-            if let Err(result) = blocking::hold(ctx, result, at_ns, &CALLBACKS) {
+            if let Err(result) = delayed::delay(ctx, result, at_ns, &CALLBACKS) {
                 answer::send(ctx, result);
             }
             return;
@@ -266,9 +273,9 @@ static CALLBACKS: Callbacks = Callbacks {
     release: Some(on_release),
 };
 
-/// The timer of a reply held until its instant.
+/// The timer of a reply delayed until its instant.
 extern "C" fn on_release(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
-    guard_callback(ctx, || blocking::released(ctx, data, &CALLBACKS), || {});
+    guard_callback(ctx, || delayed::due(ctx, data, &CALLBACKS), || {});
 }
 
 /// A waiter's timer.
@@ -317,14 +324,18 @@ unsafe extern "C" fn on_unblock(
     raw::REDISMODULE_OK as c_int
 }
 
-/// A waiter's client went away.
+/// A blocked client went away: one whose reply was delayed, or a waiter.
 unsafe extern "C" fn on_disconnect(
     ctx: *mut raw::RedisModuleCtx,
     client: *mut raw::RedisModuleBlockedClient,
 ) {
     guard_callback(
         ctx,
-        || blocking::disconnected(ctx, client, &CALLBACKS),
+        || {
+            if !delayed::left(ctx, client) {
+                blocking::disconnected(ctx, client, &CALLBACKS);
+            }
+        },
         || {},
     );
 }

@@ -48,6 +48,7 @@ mod commands;
 
 // Blocking.
 mod blocking;
+mod delayed;
 
 // Every way in.
 mod entry;

@@ -1,7 +1,7 @@
-//! The limiters behind one face (the three rate limiters and the concurrency limit): each
-//! reads a state from its key, decides a request at an instant, or takes a refund, and names
-//! the change it makes. Pure, like the cores it wraps: the command layer reads and writes the
-//! keys.
+//! The limiters behind one face (GCRA, the fixed, sliding and bucketed windows, Guava's smooth
+//! limiter, and the concurrency limit): each reads a state from its key, decides a request at
+//! an instant, or takes a refund, and names the change it makes. Pure, like the cores it
+//! wraps: the command layer reads and writes the keys.
 
 use crate::args::WindowArgs;
 use crate::buckets::{self, BucketedWindow, CellsChange, CellsPlan};

@@ -1,6 +1,7 @@
 //! What a write sends to replicas and the AOF: exactly what it changed, deterministically.
-//! CL.THROTTLE's write goes as the `SET … PXAT` it amounts to; a window command goes as
-//! itself with the primary's instant (`AT unix-ms`), so that replicas decide as it did.
+//! CL.THROTTLE's and CL.SMOOTH's writes go as the `SET … PXAT` they amount to; the window
+//! commands and CL.LEASE go as themselves with the primary's instant (`AT unix-ms`), so that
+//! replicas decide as they did.
 
 use std::ffi::CStr;
 use std::ptr;

@@ -23,7 +23,7 @@ use crate::args::{SmoothParams, SmoothShape};
 use crate::error::Error;
 use crate::outcome::Outcome;
 use crate::time::{TimeUnit, MICROS_PER_MILLI, NANOS_PER_MICRO};
-use state::Held;
+use state::KeyState;
 
 /// A rate as Guava derives it from `setRate`: the intervals, and the most permits it stores.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -65,7 +65,7 @@ pub struct Smooth {
 
 /// Guava's state: `nextFreeTicketMicros` and `storedPermits`.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Guava {
+pub struct Schedule {
     pub next_free: i64,
     pub stored: f64,
 }
@@ -77,7 +77,7 @@ pub struct Guava {
 pub struct SmoothWrite {
     pub value: [u8; state::LEN],
     pub expire_at_ms: i64,
-    pub release_at_ns: Option<i64>,
+    pub reply_at_ns: Option<i64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -157,10 +157,10 @@ impl Rate {
     }
 }
 
-impl Guava {
+impl Schedule {
     /// A new key: a limiter idle long enough to be full (bursty) or cold (warm-up).
-    pub fn new(now: i64, rate: &Rate) -> Guava {
-        Guava {
+    pub fn new(now: i64, rate: &Rate) -> Schedule {
+        Schedule {
             next_free: now,
             stored: rate.max_permits,
         }
@@ -178,7 +178,7 @@ impl Guava {
     /// `setRate` from the rate the key was kept at: resync at the old cool-down, then scale
     /// the stored permits to the new maximum. (Capped at what a state may hold, which only a
     /// crafted state's rescale could pass: what is written is always read again.)
-    fn rescale(&mut self, now: i64, from: &Held, to: &Rate) {
+    fn rescale(&mut self, now: i64, from: &KeyState, to: &Rate) {
         self.resync(now, from.max_permits, from.cool_down);
         let scaled = self.stored * to.max_permits / from.max_permits;
         self.stored = java_min(scaled, state::most_stored(to.max_permits));
@@ -303,24 +303,24 @@ impl Smooth {
 
     /// The key's state under this call's rate: a new key's, the stored one, or, when the key
     /// was kept at another rate, the stored one rescaled as `setRate` does.
-    pub fn state(&self, value: Option<&[u8]>, now: i64) -> Result<Guava, Error> {
+    pub fn state(&self, value: Option<&[u8]>, now: i64) -> Result<Schedule, Error> {
         let Some(value) = value else {
-            return Ok(Guava::new(now, &self.rate));
+            return Ok(Schedule::new(now, &self.rate));
         };
-        let held = Held::decode(value)?;
-        if held.warming_up != self.rate.warming_up() {
-            return Err(Error::SmoothShape(held.warming_up));
+        let state = KeyState::decode(value)?;
+        if state.warming_up != self.rate.warming_up() {
+            return Err(Error::SmoothShape(state.warming_up));
         }
-        let mut guava = Guava {
-            next_free: held.next_free,
-            stored: held.stored,
+        let mut schedule = Schedule {
+            next_free: state.next_free,
+            stored: state.stored,
         };
-        let same = held.max_permits.to_bits() == self.rate.max_permits.to_bits()
-            && held.cool_down.to_bits() == self.rate.cool_down.to_bits();
+        let same = state.max_permits.to_bits() == self.rate.max_permits.to_bits()
+            && state.cool_down.to_bits() == self.rate.cool_down.to_bits();
         if !same {
-            guava.rescale(now, &held, &self.rate);
+            schedule.rescale(now, &state, &self.rate);
         }
-        Ok(guava)
+        Ok(schedule)
     }
 
     /// Decides the request at `now_ns` against the key's value (`None`: no key). Admitted as
@@ -329,43 +329,46 @@ impl Smooth {
     /// nothing.
     pub fn decide(&self, value: Option<&[u8]>, now_ns: i64) -> Result<Decision, Error> {
         let now = now_ns.div_euclid(NANOS_PER_MICRO);
-        let mut guava = self.state(value, now)?;
+        let mut schedule = self.state(value, now)?;
         let rate = &self.rate;
         let limit = rate.limit();
-        let reset = |guava: &Guava| micros_to_ns(guava.full_at(rate).saturating_sub(now));
+        let reset = |schedule: &Schedule| micros_to_ns(schedule.full_at(rate).saturating_sub(now));
         let admitted = match self.timeout {
             Timeout::Forever => true,
-            Timeout::Micros(timeout) => guava.next_free.saturating_sub(timeout) <= now,
+            Timeout::Micros(timeout) => schedule.next_free.saturating_sub(timeout) <= now,
         };
         if self.quantity == 0 || !admitted {
             let outcome = match self.timeout {
                 Timeout::Micros(timeout) if !admitted && self.quantity > 0 => {
-                    let retry = guava.next_free.saturating_sub(timeout).saturating_sub(now);
-                    Outcome::denied(limit, 0, Some(micros_to_ns(retry)), reset(&guava))
+                    let retry = schedule
+                        .next_free
+                        .saturating_sub(timeout)
+                        .saturating_sub(now);
+                    Outcome::denied(limit, 0, Some(micros_to_ns(retry)), reset(&schedule))
                 }
-                _ => Outcome::allowed(limit, guava.at_once(now, rate), reset(&guava)),
+                _ => Outcome::allowed(limit, schedule.at_once(now, rate), reset(&schedule)),
             };
             return Ok(Decision {
                 outcome,
                 write: None,
             });
         }
-        let moment = guava.reserve(self.quantity, now, rate);
-        let full_at = guava.full_at(rate);
-        let held = Held {
-            next_free: guava.next_free,
-            stored: guava.stored,
+        let moment = schedule.reserve(self.quantity, now, rate);
+        let full_at = schedule.full_at(rate);
+        let state = KeyState {
+            next_free: schedule.next_free,
+            stored: schedule.stored,
             max_permits: rate.max_permits,
             cool_down: rate.cool_down,
             warming_up: rate.warming_up(),
         };
         Ok(Decision {
-            outcome: Outcome::allowed(limit, guava.at_once(now, rate), reset(&guava)),
+            outcome: Outcome::allowed(limit, schedule.at_once(now, rate), reset(&schedule)),
             write: Some(SmoothWrite {
-                value: held.encode(),
+                value: state.encode(),
                 expire_at_ms: full_at.div_euclid(MICROS_PER_MILLI)
                     + i64::from(full_at.rem_euclid(MICROS_PER_MILLI) > 0),
-                release_at_ns: (moment > now).then(|| micros_to_ns(moment)),
+                reply_at_ns: (moment > now).then(|| micros_to_ns(moment)),
             }),
         })
     }
@@ -432,9 +435,9 @@ mod tests {
             decision
         }
 
-        fn held(&self) -> Option<Held> {
+        fn state(&self) -> Option<KeyState> {
             self.value
-                .map(|(value, _)| Held::decode(&value).expect("a state"))
+                .map(|(value, _)| KeyState::decode(&value).expect("a state"))
         }
     }
 
@@ -457,9 +460,9 @@ mod tests {
         assert_eq!(replies[1], [0, 3, 1, -1, 1000]);
         assert_eq!(replies[2], [0, 3, 0, -1, 1500]);
         assert_eq!(replies[3], [1, 3, 0, 500, 1500]);
-        let held = key.held().expect("written");
-        assert_eq!(held.next_free, NOW + SECOND / 2);
-        assert_eq!(held.stored, 0.0);
+        let state = key.state().expect("written");
+        assert_eq!(state.next_free, NOW + SECOND / 2);
+        assert_eq!(state.stored, 0.0);
         // 400 ms later it waits 100 ms more; with BLOCK 100 it goes, and the reply is held until
         // the instant it reserved.
         let later = NOW + 400_000;
@@ -472,7 +475,7 @@ mod tests {
         let held_reply = key.call(&params, 1, Timeout::Micros(100_000), later);
         assert!(!held_reply.outcome.limited);
         assert_eq!(
-            held_reply.write.and_then(|write| write.release_at_ns),
+            held_reply.write.and_then(|write| write.reply_at_ns),
             Some((NOW + SECOND / 2) * 1000)
         );
     }
@@ -490,7 +493,7 @@ mod tests {
             releases.push(
                 decision
                     .write
-                    .and_then(|w| w.release_at_ns)
+                    .and_then(|w| w.reply_at_ns)
                     .map_or(NOW, |ns| ns / 1000),
             );
         }
@@ -507,11 +510,11 @@ mod tests {
         assert_eq!(peek.outcome.to_reply(TimeUnit::Seconds), [0, 2, 2, -1, 0]);
         key.call(&params, 1, NOW_ONLY, NOW);
         key.call(&params, 1, NOW_ONLY, NOW);
-        let before = key.held();
+        let before = key.state();
         let denied = key.call(&params, 1, NOW_ONLY, NOW);
         assert!(denied.outcome.limited);
         assert_eq!(denied.write, None);
-        assert_eq!(key.held(), before);
+        assert_eq!(key.state(), before);
         // A peek while BLOCK would be denied is still a peek.
         let peek = key.call(&params, 0, NOW_ONLY, NOW);
         assert_eq!(peek.outcome.to_reply(TimeUnit::Seconds), [0, 2, 0, -1, 2]);
@@ -548,8 +551,8 @@ mod tests {
         let params = bursty(1, (1 << 62) / 1_000_000_000, TimeUnit::Seconds, 1);
         let mut key = Key::default();
         key.call(&params, i64::from(i32::MAX), Timeout::Forever, NOW);
-        let held = key.held().expect("written");
-        assert_eq!(held.next_free, i64::MAX);
+        let state = key.state().expect("written");
+        assert_eq!(state.next_free, i64::MAX);
         let denied = key.call(&params, 1, NOW_ONLY, NOW);
         assert!(denied.outcome.limited);
         assert_eq!(denied.outcome.retry_after_ns, Some(i64::MAX));
@@ -896,9 +899,9 @@ mod tests {
                 prop_assert_eq!(!decision.outcome.limited, expected.is_some());
                 match expected {
                     Some(wait) => {
-                        let held = decision.write.and_then(|w| w.release_at_ns).map_or(0, |ns| ns / 1000 - now);
+                        let held = decision.write.and_then(|w| w.reply_at_ns).map_or(0, |ns| ns / 1000 - now);
                         prop_assert_eq!(held, wait);
-                        let state = key.held().expect("written");
+                        let state = key.state().expect("written");
                         prop_assert_eq!(state.next_free, guava.next_free_ticket_micros);
                         prop_assert_eq!(state.stored.to_bits(), guava.stored_permits.to_bits());
                     }

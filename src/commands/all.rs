@@ -76,7 +76,7 @@ pub fn run_all(call: &Call, turn: Turn) -> Result<Answer, Error> {
         counted: Counted::of(request, combined.admitted),
         wait: Wait::of(args.block_ms, !combined.admitted, fits_in_ns, keys.clone()),
         frees: (request.refund && changed).then_some(keys),
-        held_until_ns: None,
+        reply_at_ns: None,
     })
 }
 

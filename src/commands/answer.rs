@@ -23,8 +23,9 @@ pub struct Answer {
     /// first (a release, a refund): the first waiter on each may take it now.
     pub frees: Option<Range<usize>>,
     /// The instant an admitted call's reply goes out, when later than now: CL.SMOOTH with
-    /// BLOCK reserves a later instant, and its caller is held until then, as Guava's sleeps.
-    pub held_until_ns: Option<i64>,
+    /// BLOCK reserves a later instant, and its reply is delayed until then (delayed.rs), as
+    /// Guava's caller sleeps.
+    pub reply_at_ns: Option<i64>,
 }
 
 /// How a denied call that asked to wait would wait.
@@ -84,7 +85,7 @@ impl Answer {
             counted: Counted::of(request, !outcome.limited),
             wait: Wait::of(block_ms, outcome.limited, outcome.retry_after_ns, 1..2),
             frees: (request.refund && changed).then_some(1..2),
-            held_until_ns: None,
+            reply_at_ns: None,
         }
     }
 
@@ -100,7 +101,7 @@ impl Answer {
             },
             wait: None,
             frees: freed.then_some(1..2),
-            held_until_ns: None,
+            reply_at_ns: None,
         }
     }
 
@@ -111,7 +112,7 @@ impl Answer {
             counted: Counted::Error,
             wait: None,
             frees: None,
-            held_until_ns: None,
+            reply_at_ns: None,
         }
     }
 

@@ -10,6 +10,23 @@ use crate::error::Error;
 use crate::ffi::StringReader;
 use crate::time::Instant;
 
+/// Who makes a call, as the entry layer finds it once from the context's flags.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Caller {
+    /// The call comes from the primary over the replication link, or from the AOF.
+    pub replayed: bool,
+    /// Its client may be blocked: not in a transaction, a script or a replica's stream.
+    pub may_wait: bool,
+}
+
+impl Caller {
+    /// A waiter's call, re-run when its wait ends: it waits no more.
+    pub const RERUN: Caller = Caller {
+        replayed: false,
+        may_wait: false,
+    };
+}
+
 /// The arguments of a running command, read into storage its caller lends.
 pub struct Call<'a> {
     pub ctx: *mut raw::RedisModuleCtx,
@@ -17,8 +34,8 @@ pub struct Call<'a> {
     pub argv: &'a [*mut raw::RedisModuleString],
     /// The arguments after the name, as bytes.
     rest: &'a [&'a [u8]],
-    /// Whether the call comes from the primary over the replication link, or from the AOF.
-    replayed: bool,
+    /// Who makes it.
+    pub caller: Caller,
 }
 
 impl<'a> Call<'a> {
@@ -35,7 +52,7 @@ impl<'a> Call<'a> {
         argv: *mut *mut raw::RedisModuleString,
         argc: c_int,
         command: Command,
-        replayed: bool,
+        caller: Caller,
         storage: &'a mut [&'a [u8]],
     ) -> Result<Call<'a>, Error> {
         let wrong_arity = || Error::WrongArity(command.name());
@@ -53,7 +70,7 @@ impl<'a> Call<'a> {
             ctx,
             argv,
             rest: storage.get(..argc - 1).unwrap_or_default(),
-            replayed,
+            caller,
         })
     }
 
@@ -86,7 +103,7 @@ impl<'a> Call<'a> {
     /// replayed call.
     pub fn instant(&self, at_ms: Option<i64>) -> Result<Instant, Error> {
         match at_ms {
-            Some(at) if self.replayed => Ok(Instant::from_ms(at)),
+            Some(at) if self.caller.replayed => Ok(Instant::from_ms(at)),
             Some(_) => Err(Error::AtFromClient),
             None => clock::now_ns().map(Instant::from_ns),
         }

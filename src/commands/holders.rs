@@ -28,6 +28,6 @@ pub fn run_holders(call: &SingleCall) -> Result<Answer, Error> {
         counted: Counted::Peek,
         wait: None,
         frees: None,
-        held_until_ns: None,
+        reply_at_ns: None,
     })
 }

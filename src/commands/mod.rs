@@ -18,7 +18,7 @@ use crate::args;
 use crate::command::Command;
 use crate::commands::all::{run_all, MAX_ALL_ARGS};
 use crate::commands::answer::Answer;
-use crate::commands::call::Call;
+use crate::commands::call::{Call, Caller};
 use crate::commands::holders::run_holders;
 use crate::commands::release::run_release;
 use crate::commands::single::{run_lease, run_smooth, run_throttle, run_window, MAX_ARGS};
@@ -35,7 +35,7 @@ pub fn run(
     ctx: *mut raw::RedisModuleCtx,
     argv: *mut *mut raw::RedisModuleString,
     argc: c_int,
-    replayed: bool,
+    caller: Caller,
     turn: Turn,
 ) -> Result<Answer, Error> {
     // CL.ALL reads up to MAX_ALL_ARGS arguments, the others MAX_ARGS: each into storage of
@@ -44,12 +44,12 @@ pub fn run(
         let mut storage = [&[][..]; MAX_ALL_ARGS];
         // SAFETY: the server passes argc live argument strings, alive for the command (or,
         // for a waiter, held by it).
-        let call = unsafe { Call::new(ctx, argv, argc, command, replayed, &mut storage) }?;
+        let call = unsafe { Call::new(ctx, argv, argc, command, caller, &mut storage) }?;
         return run_all(&call, turn);
     }
     let mut storage = [&[][..]; MAX_ARGS];
     // SAFETY: as above.
-    let call = unsafe { Call::new(ctx, argv, argc, command, replayed, &mut storage) }?;
+    let call = unsafe { Call::new(ctx, argv, argc, command, caller, &mut storage) }?;
     match command {
         Command::Throttle => run_throttle(&call, turn),
         Command::Fixed => run_window(&call, turn, args::fixed, |args| {

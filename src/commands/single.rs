@@ -1,12 +1,11 @@
-//! The single-key limiters' bodies: `CL.THROTTLE`, `CL.FIXED`, `CL.WINDOW` and `CL.LEASE`,
-//! each parse → read → decide → write → propagate → notify on its one key.
+//! The single-key limiters' bodies: `CL.THROTTLE`, `CL.FIXED`, `CL.WINDOW`, `CL.LEASE` and
+//! `CL.SMOOTH`, each parse → read → decide → write → propagate → notify on its one key.
 
 use crate::args::{self, WindowArgs};
 use crate::commands::answer::Answer;
 use crate::commands::call::Call;
 use crate::commands::state::{decide_in_line, notify, write};
 use crate::error::Error;
-use crate::ffi::{context_flags, may_wait};
 use crate::gcra::Gcra;
 use crate::lease::Lease;
 use crate::limiter::{Change, Limiter, Request};
@@ -60,7 +59,7 @@ pub fn run_throttle(call: &SingleCall, turn: Turn) -> Result<Answer, Error> {
 /// a replica), BLOCK is ignored: the call is `tryAcquire(quantity, 0)`. It stands in no line.
 pub fn run_smooth(call: &SingleCall, turn: Turn) -> Result<Answer, Error> {
     let args = args::smooth(call.params())?;
-    let timeout = match args.block_ms.filter(|_| may_wait(context_flags(call.ctx))) {
+    let timeout = match args.block_ms.filter(|_| call.caller.may_wait) {
         None => Timeout::Micros(0),
         Some(0) => Timeout::Forever,
         Some(ms) => Timeout::Micros(ms.saturating_mul(MICROS_PER_MILLI)),
@@ -73,12 +72,12 @@ pub fn run_smooth(call: &SingleCall, turn: Turn) -> Result<Answer, Error> {
         dry_run: args.dry_run,
     };
     let (outcome, change) = single(call, limiter, request, now, Propagate::Verbatim, turn)?;
-    let held_until_ns = match change {
-        Some(Change::Smooth(write)) => write.release_at_ns,
+    let reply_at_ns = match change {
+        Some(Change::Smooth(write)) => write.reply_at_ns,
         _ => None,
     };
     Ok(Answer {
-        held_until_ns,
+        reply_at_ns,
         ..Answer::single(outcome, request, change.is_some(), args.params.unit, None)
     })
 }

@@ -25,7 +25,7 @@ const MAX_PERMITS: f64 = 1e40;
 
 /// What a key holds: Guava's state, and the rate it is kept at.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Held {
+pub struct KeyState {
     pub next_free: i64,
     pub stored: f64,
     pub max_permits: f64,
@@ -33,12 +33,12 @@ pub struct Held {
     pub warming_up: bool,
 }
 
-impl Held {
+impl KeyState {
     /// Reads a key's value. Anything else than 32 bytes of an instant since the epoch, a rate
     /// that parameters can give and stored permits between none and its maximum is not a
     /// smooth limiter's. (A rescale may leave
     /// the maximum exceeded by a rounding, which resync then caps: an ulp or two.)
-    pub fn decode(value: &[u8]) -> Result<Held, Error> {
+    pub fn decode(value: &[u8]) -> Result<KeyState, Error> {
         let [next_free, stored, max_permits, cool_down] = words(value)?;
         let float = |word: i64| f64::from_bits(word as u64);
         let (stored, max_permits, cool_down) =
@@ -50,7 +50,7 @@ impl Held {
         if !(rate && within(stored) && next_free >= 0) {
             return Err(Error::CorruptState);
         }
-        Ok(Held {
+        Ok(KeyState {
             next_free,
             stored,
             max_permits,
@@ -104,81 +104,81 @@ mod tests {
 
     #[test]
     fn a_value_is_32_bytes_and_keeps_the_shape_in_the_sign() {
-        let held = Held {
+        let state = KeyState {
             next_free: 1_795_910_400_000_000,
             stored: 1.5,
             max_permits: 2.0,
             cool_down: 500_000.0,
             warming_up: true,
         };
-        let value = held.encode();
+        let value = state.encode();
         assert_eq!(value.len(), 32);
-        assert_eq!(Held::decode(&value), Ok(held));
-        let bursty = Held {
+        assert_eq!(KeyState::decode(&value), Ok(state));
+        let bursty = KeyState {
             warming_up: false,
-            ..held
+            ..state
         };
-        assert_eq!(Held::decode(&bursty.encode()), Ok(bursty));
+        assert_eq!(KeyState::decode(&bursty.encode()), Ok(bursty));
     }
 
     #[test]
     fn other_values_are_refused() {
-        let good = Held {
+        let good = KeyState {
             next_free: 0,
             stored: 0.0,
             max_permits: 1.0,
             cool_down: 1.0,
             warming_up: false,
         };
-        assert!(Held::decode(&good.encode()).is_ok());
+        assert!(KeyState::decode(&good.encode()).is_ok());
         for bad in [
-            Held {
+            KeyState {
                 stored: -1.0,
                 ..good
             },
-            Held {
+            KeyState {
                 stored: f64::NAN,
                 ..good
             },
-            Held {
+            KeyState {
                 stored: f64::INFINITY,
                 ..good
             },
-            Held {
+            KeyState {
                 max_permits: 0.0,
                 ..good
             },
-            Held {
+            KeyState {
                 max_permits: f64::INFINITY,
                 ..good
             },
-            Held {
+            KeyState {
                 cool_down: 0.0,
                 ..good
             },
-            Held {
+            KeyState {
                 cool_down: f64::NAN,
                 ..good
             },
         ] {
             assert_eq!(
-                Held::decode(&bad.encode()),
+                KeyState::decode(&bad.encode()),
                 Err(Error::CorruptState),
                 "{bad:?}"
             );
         }
         assert_eq!(
-            Held::decode(b"1795910400000000000"),
+            KeyState::decode(b"1795910400000000000"),
             Err(Error::CorruptState)
         );
-        assert_eq!(Held::decode(&[0u8; 33]), Err(Error::CorruptState));
+        assert_eq!(KeyState::decode(&[0u8; 33]), Err(Error::CorruptState));
     }
 
     proptest! {
         #[test]
         fn any_bytes_decode_or_are_refused_and_round_trip(bytes in proptest::collection::vec(any::<u8>(), 0..40)) {
-            if let Ok(held) = Held::decode(&bytes) {
-                prop_assert_eq!(Held::decode(&held.encode()), Ok(held));
+            if let Ok(state) = KeyState::decode(&bytes) {
+                prop_assert_eq!(KeyState::decode(&state.encode()), Ok(state));
             }
         }
     }

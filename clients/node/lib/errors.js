@@ -33,11 +33,13 @@ class LibraryTooOldError extends Error {
 
 /**
  * A limiter's error: ModuleMissingError for an unknown CL.* command (quoted with backticks by
- * Redis 6.2, with quotes by later servers), else itself.
+ * Redis 6.2, with quotes by later servers), or a script's call of one, else itself.
  */
 function explained(error) {
   const text = String(error && error.message).toLowerCase();
-  return /unknown command [`']cl\./.test(text) ? new ModuleMissingError(error) : error;
+  const missing = /unknown command [`']cl\./.test(text)
+    || text.includes('unknown redis command called from script');
+  return missing ? new ModuleMissingError(error) : error;
 }
 
 module.exports = { LibraryTooOldError, ModuleMissingError, explained };

@@ -55,14 +55,17 @@ function older(theirs, ours) {
   return differs >= 0 && a[differs] < b[differs];
 }
 
+// What a server's error means, as clients/protocol.json says (the Python package reads
+// replies alike, held to the same table).
 const said = (error, ...texts) => {
   const message = String(error && error.message).toLowerCase();
   return texts.some((text) => message.includes(text));
 };
-const refused = (error) => said(error, 'noperm');
+const refused = (error) => said(error, 'noperm', 'no permissions');
 // FCALL_RO or FUNCTION unknown (Redis 6.2), or not this user's to run.
 const noFunctions = (error) => said(error, 'unknown command') || refused(error);
 const functionMissing = (error) => said(error, 'function not found');
+const scriptMissing = (error) => said(error, 'noscript');
 
 /** What the server has, as a route kind. */
 async function find(client, via, load) {
@@ -133,6 +136,26 @@ function forget(client, { via, loadLibrary }) {
 
 let sha;
 
+// The commands that only read, sent as FCALL_RO (clients/protocol.json).
+const READ_ONLY = new Set(['cl_holders']);
+
+/**
+ * A module command's words as the library's function: its name, its keys (CL.ALL's are its
+ * numkeys, every other command's its one key) and the rest.
+ */
+function functionCall([command, ...words]) {
+  const name = String(command).toLowerCase().replace('.', '_');
+  const count = name === 'cl_all' ? Number(words[0]) : 1;
+  const keys = name === 'cl_all' ? words.slice(1, 1 + count) : words.slice(0, 1);
+  return { name, keys, args: words.slice(keys.length + (name === 'cl_all' ? 1 : 0)) };
+}
+
+/** FCALL (FCALL_RO for what only reads) of a module command's words. */
+function fcallWords(words) {
+  const { name, keys, args } = functionCall(words);
+  return [READ_ONLY.has(name) ? 'fcall_ro' : 'fcall', name, keys.length, ...keys, ...args];
+}
+
 /**
  * How a module command's words go on `route`: a function of the words. The commands are
  * named in lower case, as ioredis's table of commands has them: older ioredis (5.0) looks a
@@ -140,14 +163,13 @@ let sha;
  */
 function wireOf(route, { evalAgain = false } = {}) {
   if (route === MODULE || route === ASSUMED) return undefined;
-  const name = (command) => String(command).toLowerCase().replace('.', '_');
-  if (route === FUNCTIONS) {
-    return ([command, key, ...rest]) => ['fcall', name(command), 1, key, ...rest];
-  }
+  if (route === FUNCTIONS) return fcallWords;
   const script = source('redis_cell.script.lua');
   if (sha === undefined) sha = crypto.createHash('sha1').update(script).digest('hex');
-  return ([command, key, ...rest]) => [evalAgain ? 'eval' : 'evalsha', evalAgain ? script : sha, 1,
-    key, name(command), ...rest];
+  return (words) => {
+    const { name, keys, args } = functionCall(words);
+    return [evalAgain ? 'eval' : 'evalsha', evalAgain ? script : sha, keys.length, ...keys, name, ...args];
+  };
 }
 
 /** The options `via` and `loadLibrary`, checked, with their defaults. */
@@ -169,7 +191,7 @@ async function call(client, options, how, words) {
   try {
     return await how(client, words, wireOf(route));
   } catch (error) {
-    if (route === SCRIPT && said(error, 'noscript')) {
+    if (route === SCRIPT && scriptMissing(error)) {
       return how(client, words, wireOf(route, { evalAgain: true }));
     }
     const gone = route === FUNCTIONS ? functionMissing(error)
@@ -182,4 +204,6 @@ async function call(client, options, how, words) {
   return how(client, words, wireOf(again));
 }
 
-module.exports = { call, routing };
+module.exports = {
+  call, routing, refused, noFunctions, functionMissing, scriptMissing, fcallWords,
+};
