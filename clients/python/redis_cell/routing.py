@@ -10,8 +10,9 @@ and a route that stops answering (the module gone after a failover, the library 
 asked again once, on the call that misses it. ``via="module"`` and ``via="library"`` skip the
 question for that path.
 
-The questions are one plan (``_plan``), a generator of the commands to send, which the sync
-and asyncio drivers run: both ask the same things in the same order.
+The questions are one plan (``_plan``), a generator of the commands to send, and a call is
+another (``_calling``): the sync and asyncio routers run both with one driver each, so that
+they ask and send the same things in the same order.
 """
 
 from __future__ import annotations
@@ -166,6 +167,29 @@ def _plan(via: str, load: bool, ours: str) -> Generator[Any, Any, str]:
     return FUNCTIONS
 
 
+# A call's steps, as _calling yields them: the route to send by, a send on a route, and a
+# detection of what to look for.
+_ROUTE, _SEND, _DETECT = "route", "send", "detect"
+
+
+def _calling(router: "_Router") -> Generator[Any, Any, Any]:
+    """A call, as a plan of steps: send it by its route; where that misses what the route
+    calls (the library flushed, the module gone after a failover), ask again, not from the
+    cache, which a detection begun before the miss may have filled with what just missed,
+    and send it once more."""
+    route = yield (_ROUTE,)
+    try:
+        return (yield (_SEND, route))
+    except ERRORS as error:
+        if not router._gone(route, error):
+            _raise(error)
+    again = yield (_DETECT, router._again(route))
+    try:
+        return (yield (_SEND, again))
+    except ERRORS as error:
+        _raise(error)
+
+
 def _names_a_command(info) -> bool:
     """COMMAND INFO's answer names the command: a list with an entry, or redis-py's dict of
     the entries it parsed."""
@@ -312,20 +336,25 @@ class Router(_Router):
         return self.client.execute_command("FUNCTION", "LOAD", "REPLACE", library_source(),
                                            **_on(nodes))
 
-    def _run(self, via: str) -> Route:
-        """The plan, run to its route; the caller holds the lock."""
-        plan = _plan(via, self.load, shipped_version())
+    @staticmethod
+    def _drive(plan, do):
+        """Runs a plan to its end: each step done by `do`, its reply sent back in, or its
+        error thrown in."""
         reply: Any = None
         error: Optional[Exception] = None
         while True:
             try:
                 step = plan.throw(error) if error is not None else plan.send(reply)
             except StopIteration as done:
-                return self._found(done.value)
+                return done.value
             try:
-                reply, error = self._step(step), None
+                reply, error = do(step), None
             except ERRORS as failure:
                 reply, error = None, failure
+
+    def _run(self, via: str) -> Route:
+        """The plan, run to its route; the caller holds the lock."""
+        return self._found(self._drive(_plan(via, self.load, shipped_version()), self._step))
 
     def _detect(self, via: Optional[str] = None) -> Route:
         with self._detecting:
@@ -340,19 +369,14 @@ class Router(_Router):
             return self._known() or self._run(self.via)
 
     def __call__(self, *words):
-        route = self.route()
-        try:
-            return self._send(route, words)
-        except ERRORS as error:
-            if not self._gone(route, error):
-                _raise(error)
-        # Asked again, not taken from the cache, which a detection begun before the miss may
-        # have filled with what just missed.
-        again = self._detect(self._again(route))
-        try:
-            return self._send(again, words)
-        except ERRORS as error:
-            _raise(error)
+        def do(step):
+            if step[0] == _ROUTE:
+                return self.route()
+            if step[0] == _SEND:
+                return self._send(step[1], words)
+            return self._detect(step[1])
+
+        return self._drive(_calling(self), do)
 
     def _send(self, route: Route, words):
         if route.kind == MODULE:
@@ -406,23 +430,28 @@ class AsyncRouter(_Router):
         return await self.client.execute_command("FUNCTION", "LOAD", "REPLACE",
                                                  library_source(), **_on(nodes))
 
-    async def _run(self, via: str) -> Route:
-        """The plan, run to its route; the caller holds the lock."""
-        if _cluster(self.client):
-            # An asyncio cluster learns its nodes on its first command; the plan names them.
-            await self.client.initialize()
-        plan = _plan(via, self.load, shipped_version())
+    @staticmethod
+    async def _drive(plan, do):
+        """Runs a plan to its end, as Router's driver does, each step awaited."""
         reply: Any = None
         error: Optional[Exception] = None
         while True:
             try:
                 step = plan.throw(error) if error is not None else plan.send(reply)
             except StopIteration as done:
-                return self._found(done.value)
+                return done.value
             try:
-                reply, error = await self._step(step), None
+                reply, error = await do(step), None
             except ERRORS as failure:
                 reply, error = None, failure
+
+    async def _run(self, via: str) -> Route:
+        """The plan, run to its route; the caller holds the lock."""
+        if _cluster(self.client):
+            # An asyncio cluster learns its nodes on its first command; the plan names them.
+            await self.client.initialize()
+        plan = _plan(via, self.load, shipped_version())
+        return self._found(await self._drive(plan, self._step))
 
     def _lock(self) -> asyncio.Lock:
         if self._detecting is None:
@@ -441,17 +470,14 @@ class AsyncRouter(_Router):
             return self._known() or await self._run(self.via)
 
     async def __call__(self, *words):
-        route = await self.route()
-        try:
-            return await self._send(route, words)
-        except ERRORS as error:
-            if not self._gone(route, error):
-                _raise(error)
-        again = await self._detect(self._again(route))
-        try:
-            return await self._send(again, words)
-        except ERRORS as error:
-            _raise(error)
+        async def do(step):
+            if step[0] == _ROUTE:
+                return await self.route()
+            if step[0] == _SEND:
+                return await self._send(step[1], words)
+            return await self._detect(step[1])
+
+        return await self._drive(_calling(self), do)
 
     async def _send(self, route: Route, words):
         if route.kind == MODULE:
