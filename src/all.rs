@@ -96,7 +96,7 @@ mod tests {
     use crate::args::{ThrottleParams, WindowParams};
     use crate::fixed::{FixedWindow, OpenWindow};
     use crate::gcra::Gcra;
-    use crate::limiter::{Limiter, Stored};
+    use crate::limiter::{Limiter, Source};
     use crate::time::Instant;
     use crate::window::SlidingWindow;
     use proptest::prelude::*;
@@ -110,25 +110,24 @@ mod tests {
     }
 
     impl Call {
-        fn new(
-            limiters: &[Limiter<'static>],
-            stored: &[Stored],
-            now: Instant,
-            unit: TimeUnit,
-        ) -> Call {
+        fn new(limiters: &[Limiter<'static>], keys: &[Key], now: Instant, unit: TimeUnit) -> Call {
             let verdicts: Vec<Verdict> = limiters
                 .iter()
-                .zip(stored)
-                .map(|(limiter, stored)| limiter.decide(stored, now).unwrap())
+                .zip(keys)
+                .map(|(limiter, key)| limiter.read(key).unwrap().decide(now).unwrap())
                 .collect();
             let combined = combine(verdicts.iter(), unit);
             let detail = verdicts
                 .iter()
-                .zip(limiters.iter().zip(stored))
-                .map(|(verdict, (limiter, stored))| {
+                .zip(limiters.iter().zip(keys))
+                .map(|(verdict, (limiter, key))| {
                     combined
                         .detail(verdict, || {
-                            limiter.peek().decide(stored, now).map(|peek| peek.outcome)
+                            limiter
+                                .read(key)?
+                                .peek()
+                                .decide(now)
+                                .map(|peek| peek.outcome)
                         })
                         .unwrap()
                 })
@@ -177,15 +176,6 @@ mod tests {
             }
         }
 
-        fn stored(&self) -> Stored<'_> {
-            match self {
-                Key::Tat(tat) => Stored::Tat(*tat),
-                Key::Window(window) => Stored::Count(*window),
-                Key::Log(log) => Stored::Log(log.as_deref()),
-                Key::Leases(set) => Stored::Leases(set.as_deref()),
-            }
-        }
-
         fn write(&mut self, change: Change, now: Instant) {
             match (self, change) {
                 (Key::Tat(tat), Change::Tat { tat: new, .. }) => *tat = Some(new),
@@ -213,11 +203,36 @@ mod tests {
 
         /// The limiter's own command: decide, and write what an admission changes.
         fn single(&mut self, limiter: &Limiter<'static>, now: Instant) -> Verdict<'static> {
-            let verdict = limiter.decide(&self.stored(), now).unwrap();
+            let verdict = limiter.read(self).unwrap().decide(now).unwrap();
             if let Some(change) = verdict.change {
                 self.write(change, now);
             }
             verdict
+        }
+    }
+
+    /// The model key holds what each limiter reads.
+    impl Source for Key {
+        fn integer(&self) -> Result<Option<i64>, Error> {
+            match self {
+                Key::Tat(tat) => Ok(*tat),
+                Key::Window(window) => Ok(window.map(|window| window.count)),
+                _ => Err(Error::CorruptState),
+            }
+        }
+
+        fn bytes(&self) -> Result<Option<&[u8]>, Error> {
+            match self {
+                Key::Log(bytes) | Key::Leases(bytes) => Ok(bytes.as_deref()),
+                _ => Err(Error::CorruptState),
+            }
+        }
+
+        fn expire_at_ms(&self) -> Result<Option<i64>, Error> {
+            match self {
+                Key::Window(window) => Ok(window.map(|window| window.end_ms)),
+                _ => Ok(None),
+            }
         }
     }
 
@@ -322,24 +337,23 @@ mod tests {
             let (keys, now_ms) = shaped_by(&shape, history);
             let now = Instant::from_ns((now_ms + gap_ms) * MILLI + 123_456);
             let combined = limiters(&shape, quantity);
-            let stored: Vec<Stored> = keys.iter().map(Key::stored).collect();
-            let call = Call::new(&combined, &stored, now, TimeUnit::Milliseconds);
+            let call = Call::new(&combined, &keys, now, TimeUnit::Milliseconds);
             let decision = call.combined;
 
             let alone: Vec<Verdict> = combined
                 .iter()
-                .zip(&stored)
-                .map(|(limiter, stored)| limiter.decide(stored, now).unwrap())
+                .zip(&keys)
+                .map(|(limiter, key)| limiter.read(key).unwrap().decide(now).unwrap())
                 .collect();
             prop_assert_eq!(decision.admitted, alone.iter().all(Verdict::admitted));
 
-            for ((verdict, shown), (limiter, stored)) in
-                alone.iter().zip(&call.detail).zip(combined.iter().zip(&stored))
+            for ((verdict, shown), (limiter, key)) in
+                alone.iter().zip(&call.detail).zip(combined.iter().zip(&keys))
             {
                 let expected = if decision.admitted || !verdict.admitted() {
                     verdict.outcome
                 } else {
-                    limiter.peek().decide(stored, now).unwrap().outcome
+                    limiter.read(key).unwrap().peek().decide(now).unwrap().outcome
                 };
                 prop_assert_eq!(*shown, expected);
                 prop_assert_eq!(shown.limited, !verdict.admitted());
@@ -383,8 +397,7 @@ mod tests {
                 let now = Instant::from_ns(now_ms * MILLI + 1);
                 let combined = limiters(&shape, quantity);
                 let (admitted, changes) = {
-                    let stored: Vec<Stored> = keys.iter().map(Key::stored).collect();
-                    let call = Call::new(&combined, &stored, now, TimeUnit::Milliseconds);
+                    let call = Call::new(&combined, &keys, now, TimeUnit::Milliseconds);
                     (call.combined.admitted, call.changes())
                 };
                 for (i, change) in changes {
@@ -415,13 +428,12 @@ mod tests {
         ) {
             let (keys, now_ms) = shaped_by(&shape, history);
             let combined = limiters(&shape, quantity);
-            let stored: Vec<Stored> = keys.iter().map(Key::stored).collect();
             let decide_at = |ns: i64| {
                 let now = Instant::from_ns(ns);
                 combined
                     .iter()
-                    .zip(&stored)
-                    .map(|(limiter, stored)| limiter.decide(stored, now).unwrap())
+                    .zip(&keys)
+                    .map(|(limiter, key)| limiter.read(key).unwrap().decide(now).unwrap())
                     .collect::<Vec<Verdict>>()
             };
             let asked_ns = now_ms * MILLI + offset_ns;
@@ -448,7 +460,7 @@ mod tests {
     fn a_denial_answers_with_the_longest_wait_and_a_never_outlasts_every_wait() {
         let now = Instant::from_ms(START_MS);
         let full_until = |end_ms| {
-            Stored::Count(Some(OpenWindow {
+            Key::Window(Some(OpenWindow {
                 count: 4,
                 end_ms: START_MS + end_ms,
             }))
@@ -459,7 +471,7 @@ mod tests {
         let call = Call::new(&[fixed; 3], &stored, now, TimeUnit::Milliseconds);
         assert_eq!(call.combined.binding, 1);
         let never = limiter(2, 1, 10_000, 2);
-        let stored = [full_until(300), Stored::Log(None)];
+        let stored = [full_until(300), Key::Log(None)];
         let call = Call::new(&[fixed, never], &stored, now, TimeUnit::Milliseconds);
         assert_eq!(call.combined.binding, 1);
         assert_eq!(call.binding_reply(TimeUnit::Milliseconds)[3], -1);
@@ -471,7 +483,7 @@ mod tests {
         let fixed = limiter(1, 2, 1_000, 1);
         let window = limiter(2, 2, 1_000, 1);
         let now = Instant::from_ms(START_MS);
-        let empty = [Stored::Tat(None), Stored::Count(None), Stored::Log(None)];
+        let empty = [Key::Tat(None), Key::Window(None), Key::Log(None)];
         let call = Call::new(&[throttle, fixed, window], &empty, now, TimeUnit::Seconds);
         assert!(call.combined.admitted);
         // Fixed and window both have 1 left; fixed comes first.
@@ -484,11 +496,11 @@ mod tests {
         let fixed = limiter(1, 2, 1_000, 1);
         let throttle = limiter(0, 3, 1_000, 1);
         let now = Instant::from_ms(START_MS);
-        let full = Stored::Count(Some(OpenWindow {
+        let full = Key::Window(Some(OpenWindow {
             count: 2,
             end_ms: START_MS + 400,
         }));
-        let stored = [Stored::Tat(None), full];
+        let stored = [Key::Tat(None), full];
         let call = Call::new(&[throttle, fixed], &stored, now, TimeUnit::Milliseconds);
         assert!(!call.combined.admitted);
         assert_eq!(call.combined.binding, 1);

@@ -55,19 +55,34 @@ pub enum Limiter<'a> {
     Smooth(Smooth),
 }
 
-/// What a limiter's key holds, read as that limiter's state; `None` when there is no key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stored<'a> {
-    /// CL.THROTTLE: the theoretical arrival time, in ns.
-    Tat(Option<i64>),
-    /// CL.FIXED: the count, and the window's end from the key's expiry.
-    Count(Option<OpenWindow>),
-    /// CL.WINDOW: the log's bytes, or with `BUCKETS n` the cells'.
-    Log(Option<&'a [u8]>),
-    /// CL.LEASE: the set of leases' bytes.
-    Leases(Option<&'a [u8]>),
-    /// CL.SMOOTH: Guava's state and the rate it was kept at.
-    Smooth(Option<&'a [u8]>),
+/// Where a limiter reads its state: a key as the command layer opens it, or a test's model of
+/// one. Each limiter asks it for its own kind of value (`Limiter::read`).
+pub trait Source {
+    /// The value as a decimal integer; `None` when there is no key.
+    fn integer(&self) -> Result<Option<i64>, Error>;
+    /// The value's bytes; `None` when there is no key.
+    fn bytes(&self) -> Result<Option<&[u8]>, Error>;
+    /// The instant the key expires, in unix ms; `None` when it never does.
+    fn expire_at_ms(&self) -> Result<Option<i64>, Error>;
+}
+
+/// A limiter and what its key holds, read as that limiter's state (`None` when there is no
+/// key). Every decision takes the two together, and `Limiter::read` is the one way to pair
+/// them: no limiter meets another's state.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Reading<'a, 'k> {
+    /// GCRA, and the theoretical arrival time, in ns.
+    Throttle(Gcra, Option<i64>),
+    /// The fixed window, and its count with the window's end from the key's expiry.
+    Fixed(FixedWindow, Option<OpenWindow>),
+    /// The exact sliding window, and its log's bytes.
+    Sliding(SlidingWindow, Option<&'k [u8]>),
+    /// The window of sub-windows, and its cells' bytes.
+    Bucketed(BucketedWindow, Option<&'k [u8]>),
+    /// A concurrency limit for this holder (none: a look), and its set of leases' bytes.
+    Lease(Lease, Option<&'a [u8]>, Option<&'k [u8]>),
+    /// Guava's smooth limiter, and its state's bytes.
+    Smooth(Smooth, Option<&'k [u8]>),
 }
 
 /// What an admission or a refund changes in its key.
@@ -179,16 +194,50 @@ impl Limiter<'static> {
 }
 
 impl<'a> Limiter<'a> {
-    /// Decides the request at `now` against what the key holds. A state of another limiter is
-    /// a defect of the caller, which reads the state for this limiter.
+    /// Reads this limiter's state from `source`, paired with it.
     // Inlined where the limiter is known, a single command's, the match folds away.
     #[inline(always)]
-    pub fn decide(&self, stored: &Stored, now: Instant) -> Result<Verdict<'a>, Error> {
-        match (self, *stored) {
-            (Limiter::Throttle(gcra), Stored::Tat(tat)) => {
-                Ok(tat_verdict(gcra.decide(tat, now.ns)))
-            }
-            (Limiter::Fixed(fixed), Stored::Count(stored)) => {
+    pub fn read<'k, S: Source>(&self, source: &'k S) -> Result<Reading<'a, 'k>, Error> {
+        Ok(match *self {
+            Limiter::Throttle(gcra) => Reading::Throttle(gcra, source.integer()?),
+            Limiter::Fixed(fixed) => Reading::Fixed(
+                fixed,
+                match source.integer()? {
+                    // A count is never negative, and a window always ends.
+                    Some(count) if count >= 0 => Some(OpenWindow {
+                        count,
+                        end_ms: source.expire_at_ms()?.ok_or(Error::CorruptState)?,
+                    }),
+                    Some(_) => return Err(Error::CorruptState),
+                    None => None,
+                },
+            ),
+            Limiter::Sliding(sliding) => Reading::Sliding(sliding, source.bytes()?),
+            Limiter::Bucketed(bucketed) => Reading::Bucketed(bucketed, source.bytes()?),
+            Limiter::Lease(lease, holder) => Reading::Lease(lease, holder, source.bytes()?),
+            Limiter::Smooth(smooth) => Reading::Smooth(smooth, source.bytes()?),
+        })
+    }
+
+    /// Whether calls wait their turn in the key's line: CL.SMOOTH's reservations are their own
+    /// order, made as its calls come.
+    pub fn stands_in_line(&self) -> bool {
+        !matches!(self, Limiter::Smooth(_))
+    }
+
+    /// Whether a denied call's units count too (CL.FIXED's `COUNTDENIED`).
+    pub fn counts_denied(&self) -> bool {
+        matches!(self, Limiter::Fixed(fixed) if fixed.counts_denied())
+    }
+}
+
+impl<'a> Reading<'a, '_> {
+    /// Decides the request at `now` against what the key holds.
+    #[inline(always)]
+    pub fn decide(&self, now: Instant) -> Result<Verdict<'a>, Error> {
+        match *self {
+            Reading::Throttle(gcra, tat) => Ok(tat_verdict(gcra.decide(tat, now.ns))),
+            Reading::Fixed(fixed, stored) => {
                 let decision = fixed.decide(stored, now.ms);
                 Ok(Verdict {
                     outcome: decision.outcome,
@@ -199,7 +248,7 @@ impl<'a> Limiter<'a> {
                     }),
                 })
             }
-            (Limiter::Sliding(sliding), Stored::Log(log)) => {
+            Reading::Sliding(sliding, log) => {
                 let decision = sliding
                     .decide(log, now.ms)
                     .map_err(|e| form_error(e, log, false))?;
@@ -208,12 +257,12 @@ impl<'a> Limiter<'a> {
                     change: decision.append.map(Change::Log),
                 })
             }
-            (Limiter::Bucketed(bucketed), Stored::Log(cells)) => Ok(cells_verdict(
+            Reading::Bucketed(bucketed, cells) => Ok(cells_verdict(
                 bucketed
                     .decide(cells, now.ms)
                     .map_err(|e| form_error(e, cells, true))?,
             )),
-            (Limiter::Lease(lease, Some(holder)), Stored::Leases(set)) => {
+            Reading::Lease(lease, Some(holder), set) => {
                 let decision = lease.decide(set, holder, now.ms)?;
                 let change = match (decision.change, decision.last_end_ms) {
                     (Some(change), Some(expire_at_ms)) => Some(Change::Lease {
@@ -229,33 +278,31 @@ impl<'a> Limiter<'a> {
                     change,
                 })
             }
-            (Limiter::Lease(lease, None), Stored::Leases(set)) => Ok(Verdict {
+            Reading::Lease(lease, None, set) => Ok(Verdict {
                 outcome: lease.look(set, now.ms)?,
                 change: None,
             }),
-            (Limiter::Smooth(smooth), Stored::Smooth(value)) => {
+            Reading::Smooth(smooth, value) => {
                 let decision = smooth.decide(value, now.ns)?;
                 Ok(Verdict {
                     outcome: decision.outcome,
                     change: decision.write.map(Change::Smooth),
                 })
             }
-            _ => Err(Error::Internal),
         }
     }
 
     /// Gives the request's units back at `now` (REFUND): what the limiter answers about its
     /// key after the refund, admitted, and the change, when anything moved. A refund that
     /// leaves a window as an untouched one clears the key. A lease is not a rate's units:
-    /// CL.RELEASE gives it back, and a refund only looks at it.
-    pub fn refund(&self, stored: &Stored, now: Instant) -> Result<Verdict<'a>, Error> {
-        match (self, *stored) {
+    /// CL.RELEASE gives it back, and a refund only looks at it; nor is a smooth limiter's
+    /// reservation (CL.SMOOTH refuses REFUND by name), which a refund would only look at too.
+    pub fn refund(&self, now: Instant) -> Result<Verdict<'a>, Error> {
+        match *self {
             // A TAT moved back to now is an untouched limiter's, and its key expires at once;
             // it is written as every TAT is.
-            (Limiter::Throttle(gcra), Stored::Tat(tat)) => {
-                Ok(tat_verdict(gcra.refund(tat, now.ns)))
-            }
-            (Limiter::Fixed(fixed), Stored::Count(stored)) => {
+            Reading::Throttle(gcra, tat) => Ok(tat_verdict(gcra.refund(tat, now.ns))),
+            Reading::Fixed(fixed, stored) => {
                 let decision = fixed.refund(stored, now.ms);
                 Ok(Verdict {
                     outcome: decision.outcome,
@@ -265,12 +312,12 @@ impl<'a> Limiter<'a> {
                     }),
                 })
             }
-            (Limiter::Bucketed(bucketed), Stored::Log(cells)) => Ok(cells_verdict(
+            Reading::Bucketed(bucketed, cells) => Ok(cells_verdict(
                 bucketed
                     .refund(cells, now.ms)
                     .map_err(|e| form_error(e, cells, true))?,
             )),
-            (Limiter::Sliding(sliding), Stored::Log(log)) => {
+            Reading::Sliding(sliding, log) => {
                 let refund = sliding
                     .refund(log, now.ms)
                     .map_err(|e| form_error(e, log, false))?;
@@ -282,52 +329,36 @@ impl<'a> Limiter<'a> {
                     }),
                 })
             }
-            (Limiter::Lease(..), Stored::Leases(_)) => {
-                let look = self.peek().decide(stored, now)?;
+            Reading::Lease(..) | Reading::Smooth(..) => {
+                let look = self.peek().decide(now)?;
                 Ok(Verdict {
                     outcome: look.outcome.admitted(),
                     change: None,
                 })
             }
-            _ => Err(Error::Internal),
         }
     }
 
     /// Answers `request` at `now`: decides it, or takes its refund.
     #[inline(always)]
-    pub fn answer(
-        &self,
-        request: Request,
-        stored: &Stored,
-        now: Instant,
-    ) -> Result<Verdict<'a>, Error> {
+    pub fn answer(&self, request: Request, now: Instant) -> Result<Verdict<'a>, Error> {
         if request.refund {
-            self.refund(stored, now)
+            self.refund(now)
         } else {
-            self.decide(stored, now)
+            self.decide(now)
         }
     }
 
-    /// Whether calls wait their turn in the key's line: CL.SMOOTH's reservations are their own
-    /// order, made as its calls come.
-    pub fn stands_in_line(&self) -> bool {
-        !matches!(self, Limiter::Smooth(_))
-    }
-
-    /// Whether a denied call's units count too (CL.FIXED's `COUNTDENIED`).
-    pub fn counts_denied(&self) -> bool {
-        matches!(self, Limiter::Fixed(fixed) if fixed.counts_denied())
-    }
-
-    /// The same limiter asked for nothing: what it would answer about its key as it stands.
-    pub fn peek(&self) -> Limiter<'a> {
-        match self {
-            Limiter::Throttle(gcra) => Limiter::Throttle(gcra.peek()),
-            Limiter::Fixed(fixed) => Limiter::Fixed(fixed.peek()),
-            Limiter::Sliding(sliding) => Limiter::Sliding(sliding.peek()),
-            Limiter::Bucketed(bucketed) => Limiter::Bucketed(bucketed.peek()),
-            Limiter::Lease(lease, _) => Limiter::Lease(*lease, None),
-            Limiter::Smooth(smooth) => Limiter::Smooth(smooth.peek()),
+    /// The same limiter asked for nothing, on the same state: what it would answer about its
+    /// key as it stands.
+    pub fn peek(&self) -> Self {
+        match *self {
+            Reading::Throttle(gcra, tat) => Reading::Throttle(gcra.peek(), tat),
+            Reading::Fixed(fixed, stored) => Reading::Fixed(fixed.peek(), stored),
+            Reading::Sliding(sliding, log) => Reading::Sliding(sliding.peek(), log),
+            Reading::Bucketed(bucketed, cells) => Reading::Bucketed(bucketed.peek(), cells),
+            Reading::Lease(lease, _, set) => Reading::Lease(lease, None, set),
+            Reading::Smooth(smooth, value) => Reading::Smooth(smooth.peek(), value),
         }
     }
 }
@@ -387,11 +418,11 @@ mod tests {
             period_ns: 1_000_000_000,
         };
         let gcra = Gcra::new(&params, 1).expect("valid parameters");
-        let limiter = Limiter::Throttle(gcra);
         let now = Instant::from_ns(10_000_000_000);
-        let admitted = limiter.decide(&Stored::Tat(None), now).expect("decides");
+        let empty = Reading::Throttle(gcra, None);
+        let admitted = empty.decide(now).expect("decides");
         assert!(admitted.admitted());
-        let peek = || Ok(limiter.peek().decide(&Stored::Tat(None), now)?.outcome);
+        let peek = || Ok(empty.peek().decide(now)?.outcome);
         let held = admitted.held_back(3_000, false, peek).expect("holds");
         assert_eq!(held.change, None);
         assert!(held.outcome.limited);
@@ -399,8 +430,8 @@ mod tests {
         assert_eq!(held.outcome.retry_after_ns, Some(3_000));
         assert_eq!(held.outcome.reset_after_ns, 0);
 
-        let full = Stored::Tat(Some(now.ns + 5_000_000_000));
-        let denied = limiter.decide(&full, now).expect("decides");
+        let full = Reading::Throttle(gcra, Some(now.ns + 5_000_000_000));
+        let denied = full.decide(now).expect("decides");
         let wait = denied.outcome.retry_after_ns.expect("fits later");
         let held = denied.held_back(wait + 7, false, peek).expect("holds");
         assert_eq!(held.outcome.retry_after_ns, Some(wait + 7));

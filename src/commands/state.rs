@@ -7,9 +7,8 @@ use redis_module::raw;
 use crate::error::Error;
 use crate::fault::{self, Fault};
 use crate::ffi::string_bytes;
-use crate::fixed::OpenWindow;
 use crate::lease;
-use crate::limiter::{Change, Cleared, Limiter, Request, Stored, Verdict};
+use crate::limiter::{Change, Cleared, Limiter, Request, Source, Verdict};
 use crate::lines::{self, Turn};
 use crate::outcome::Outcome;
 use crate::propagate::{replicate_set_pxat, replicate_window, Propagate};
@@ -44,11 +43,12 @@ pub fn decide_in_line<'a>(
         Access::Write
     };
     let key = Key::open(ctx, name, access)?;
-    let mut verdict = limiter.answer(request, &read(limiter, &key)?, now)?;
+    let reading = limiter.read(&key)?;
+    let mut verdict = reading.answer(request, now)?;
     if request.yields_to_waiters() && limiter.stands_in_line() {
         if let Some(first_due_in) = lines::held_back(ctx, name, turn)? {
             verdict = verdict.held_back(first_due_in, limiter.counts_denied(), || {
-                peek(limiter, &key, now)
+                Ok(reading.peek().decide(now)?.outcome)
             })?;
         }
     }
@@ -57,28 +57,25 @@ pub fn decide_in_line<'a>(
 
 /// What `limiter` answers about its key as it stands.
 pub fn peek(limiter: &Limiter, key: &Key, now: Instant) -> Result<Outcome, Error> {
-    let peek = limiter.peek();
-    Ok(peek.decide(&read(&peek, key)?, now)?.outcome)
+    Ok(limiter.read(key)?.peek().decide(now)?.outcome)
 }
 
-/// The key's value read as `limiter`'s state.
-#[inline(always)]
-pub fn read<'k>(limiter: &Limiter, key: &'k Key) -> Result<Stored<'k>, Error> {
-    Ok(match limiter {
-        Limiter::Throttle(_) => Stored::Tat(key.read_integer()?),
-        Limiter::Fixed(_) => Stored::Count(match key.read_integer()? {
-            // A count is never negative, and a window always ends.
-            Some(count) if count >= 0 => Some(OpenWindow {
-                count,
-                end_ms: key.expire_at_ms()?.ok_or(Error::CorruptState)?,
-            }),
-            Some(_) => return Err(Error::CorruptState),
-            None => None,
-        }),
-        Limiter::Sliding(_) | Limiter::Bucketed(_) => Stored::Log(key.read_bytes()?),
-        Limiter::Lease(..) => Stored::Leases(key.read_bytes()?),
-        Limiter::Smooth(_) => Stored::Smooth(key.read_bytes()?),
-    })
+/// A key is where the limiters read their state.
+impl Source for Key {
+    #[inline(always)]
+    fn integer(&self) -> Result<Option<i64>, Error> {
+        self.read_integer()
+    }
+
+    #[inline(always)]
+    fn bytes(&self) -> Result<Option<&[u8]>, Error> {
+        self.read_bytes()
+    }
+
+    #[inline(always)]
+    fn expire_at_ms(&self) -> Result<Option<i64>, Error> {
+        Key::expire_at_ms(self)
+    }
 }
 
 /// Writes an admission's or a refund's change into its key as the limiter's own command does,
