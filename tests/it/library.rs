@@ -1231,6 +1231,11 @@ fn grammar_word(rng: &mut Rng) -> String {
     }
 }
 
+/// The keywords that take a value.
+const VALUED: [&str; 7] = [
+    "QUANTITY", "BUCKETS", "BURST", "WARMUP", "COLD", "AT", "BLOCK",
+];
+
 /// A BLOCK the module would take, wherever it stands, waits at most 5 ms.
 fn short_waits(args: &mut [String]) {
     for at in 1..args.len() {
@@ -1246,13 +1251,29 @@ fn short_waits(args: &mut [String]) {
 /// library's `function`, each call on a key of its own: the same error text, or the same
 /// reply (on an untouched key, the reply does not depend on the instant). The library's own
 /// refusals come only where the module would take a BLOCK or a number past 2^53 − 1.
-fn grammar_differential(flavor: Flavor, command: &str, function: &str, head: usize, least: u32) {
+fn grammar_differential(
+    flavor: Flavor,
+    (command, function): (&str, &str),
+    head: usize,
+    least: u32,
+    known: &[&str],
+) {
     let server = Server::start(flavor);
     let (mut module, mut library) = module_and_library(&server);
     let mut rng = Rng::new(0xf1ed ^ head as u64 ^ flavor as u64);
-    let too_large = |word: &String| parse_i64(word.as_bytes()).is_some_and(|v| v > (1 << 53) - 1);
     let mut agreed = 0;
-    for i in 0..3000 {
+    for i in 0..known.len() + 3000 {
+        if let Some(text) = known.get(i) {
+            let args: Vec<String> = text.split(' ').map(str::to_owned).collect();
+            agreed += u32::from(alike(
+                &mut module,
+                &mut library,
+                (command, function),
+                i,
+                &args,
+            ));
+            continue;
+        }
         let mut args: Vec<String> = (0..rng.below(13)).map(|_| grammar_word(&mut rng)).collect();
         // Mostly a plausible head first, so that the tail is reached.
         if rng.below(3) > 0 && args.len() >= head {
@@ -1260,37 +1281,20 @@ fn grammar_differential(flavor: Flavor, command: &str, function: &str, head: usi
                 *arg = (u64::from(j > 0) + rng.below(20)).to_string();
             }
         }
-        short_waits(&mut args);
-        let key = format!("grammar:{i}");
-        let by_module: redis::RedisResult<redis::Value> =
-            redis::cmd(command).arg(&key).arg(&args).query(&mut module);
-        let by_library: redis::RedisResult<redis::Value> = redis::cmd("FCALL")
-            .arg(function)
-            .arg(1)
-            .arg(&key)
-            .arg(&args)
-            .query(&mut library);
-        match (by_module, by_library) {
-            (Err(m), Err(l)) => assert_eq!(l.to_string(), m.to_string(), "{args:?}"),
-            (Ok(m), Ok(l)) => {
-                assert_alike(&l, &m, &args);
-                agreed += 1;
-            }
-            (Ok(_), Err(l)) => {
-                let l = l.to_string();
-                // Every limiter takes BLOCK among its options, anywhere.
-                let blocks = args.iter().any(|a| a.eq_ignore_ascii_case("BLOCK"));
-                assert!(
-                    (blocks && l.contains("cannot wait in the library"))
-                        || (args.iter().any(too_large)
-                            && l.contains("is too large for the library")),
-                    "{args:?}: {l}"
-                );
-            }
-            (Err(m), Ok(l)) => {
-                panic!("{args:?}: the module refused ({m}), the library answered {l:?}")
+        // Now and then a value past the library's doubles after each keyword that takes one.
+        for at in 1..args.len() {
+            if VALUED.iter().any(|k| args[at - 1].eq_ignore_ascii_case(k)) && rng.below(3) == 0 {
+                args[at] = "9007199254740993".to_owned();
             }
         }
+        short_waits(&mut args);
+        agreed += u32::from(alike(
+            &mut module,
+            &mut library,
+            (command, function),
+            i,
+            &args,
+        ));
     }
     assert!(
         agreed > least,
@@ -1298,15 +1302,84 @@ fn grammar_differential(flavor: Flavor, command: &str, function: &str, head: usi
     );
 }
 
+/// One call of `command` and of its `function`, each on a key of its own: the same error
+/// text, or the same reply (whether they answered alike), or only the library's own refusals,
+/// where the module would take a BLOCK or a number past 2^53 − 1.
+fn alike(
+    module: &mut redis::Connection,
+    library: &mut redis::Connection,
+    (command, function): (&str, &str),
+    i: usize,
+    args: &[String],
+) -> bool {
+    let too_large = |word: &String| parse_i64(word.as_bytes()).is_some_and(|v| v > (1 << 53) - 1);
+    let key = format!("grammar:{i}");
+    let by_module: redis::RedisResult<redis::Value> =
+        redis::cmd(command).arg(&key).arg(args).query(module);
+    let by_library: redis::RedisResult<redis::Value> = redis::cmd("FCALL")
+        .arg(function)
+        .arg(1)
+        .arg(&key)
+        .arg(args)
+        .query(library);
+    match (by_module, by_library) {
+        (Err(m), Err(l)) => {
+            assert_eq!(l.to_string(), m.to_string(), "{args:?}");
+            false
+        }
+        (Ok(m), Ok(l)) => {
+            assert_alike(&l, &m, args);
+            true
+        }
+        (Ok(_), Err(l)) => {
+            let l = l.to_string();
+            // Every limiter takes BLOCK among its options, anywhere.
+            let blocks = args.iter().any(|a| a.eq_ignore_ascii_case("BLOCK"));
+            assert!(
+                (blocks && l.contains("cannot wait in the library"))
+                    || (args.iter().any(too_large) && l.contains("is too large for the library")),
+                "{args:?}: {l}"
+            );
+            false
+        }
+        (Err(m), Ok(l)) => {
+            panic!("{args:?}: the module refused ({m}), the library answered {l:?}")
+        }
+    }
+}
+
 fn the_library_reads_arguments_as_the_module_does(flavor: Flavor) {
     // The fewest calls both answer alike: a lease needs three words right.
-    grammar_differential(flavor, "CL.FIXED", "cl_fixed", 2, 200);
-    grammar_differential(flavor, "CL.THROTTLE", "cl_throttle", 3, 200);
-    grammar_differential(flavor, "CL.WINDOW", "cl_window", 2, 200);
-    grammar_differential(flavor, "CL.LEASE", "cl_lease", 2, 100);
-    grammar_differential(flavor, "CL.RELEASE", "cl_release", 0, 100);
-    grammar_differential(flavor, "CL.HOLDERS", "cl_holders", 0, 100);
-    grammar_differential(flavor, "CL.SMOOTH", "cl_smooth", 2, 100);
+    // And, first, calls random words reach too seldom: every value past the library's
+    // doubles, beside what the module would refuse first.
+    const PAST: &str = "9007199254740993";
+    let fixed = [
+        format!("5 60 {PAST}"),
+        format!("5 60 1 BLOCK {PAST}"),
+        format!("5 60 AT {PAST}"),
+    ];
+    let window = [
+        format!("5 60 BUCKETS {PAST}"),
+        format!("5 60 {PAST} DRYRUN"),
+    ];
+    let smooth = [
+        format!("1 60 WARMUP 10 COLD {PAST}"),
+        format!("1 60 COLD {PAST}"),
+        format!("1 60 BURST 1 WARMUP 1 COLD {PAST}"),
+        format!("{PAST} 60"),
+        format!("1 60 BURST {PAST}"),
+        format!("1 60 {PAST}"),
+    ];
+    fn strs(calls: &[String]) -> Vec<&str> {
+        calls.iter().map(String::as_str).collect()
+    }
+    grammar_differential(flavor, ("CL.FIXED", "cl_fixed"), 2, 200, &strs(&fixed));
+    grammar_differential(flavor, ("CL.THROTTLE", "cl_throttle"), 3, 200, &[]);
+    grammar_differential(flavor, ("CL.WINDOW", "cl_window"), 2, 200, &strs(&window));
+    grammar_differential(flavor, ("CL.LEASE", "cl_lease"), 2, 100, &[]);
+    grammar_differential(flavor, ("CL.RELEASE", "cl_release"), 0, 100, &[]);
+    grammar_differential(flavor, ("CL.HOLDERS", "cl_holders"), 0, 100, &[]);
+    grammar_differential(flavor, ("CL.SMOOTH", "cl_smooth"), 2, 100, &strs(&smooth));
 }
 
 /// CL.ALL's grammar: one to three keys (now and then one twice, or none), then limiters,

@@ -146,6 +146,8 @@ const READ_ONLY = new Set(['cl_holders']);
 function functionCall([command, ...words]) {
   const name = String(command).toLowerCase().replace('.', '_');
   const count = name === 'cl_all' ? Number(words[0]) : 1;
+  // As Python's int() refuses it: a count that lays out no keys is no call to send.
+  if (!Number.isInteger(count) || count < 0) throw new TypeError(`numkeys must be a whole number, not ${words[0]}`);
   const keys = name === 'cl_all' ? words.slice(1, 1 + count) : words.slice(0, 1);
   return { name, keys, args: words.slice(keys.length + (name === 'cl_all' ? 1 : 0)) };
 }

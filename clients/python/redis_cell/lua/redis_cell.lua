@@ -741,9 +741,11 @@ local ARGS_VALUES = {
     return err
   end,
   factor = function(p, text, row)
+    -- Past 2^53 − 1 the second answer is the exact value, not an error: the caller refuses
+    -- what the library cannot keep exact once the module's own checks pass.
     local factor, err = args_integer(text, row.keyword, 1)
+    if factor == nil then return err end
     p[string.lower(row.keyword)] = factor
-    return err
   end,
   holder = function(p, text)
     local holder, err = args_holder(text)
