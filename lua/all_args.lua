@@ -55,11 +55,14 @@ local function args_all(keys, args)
     return nil, err
   end
   local unit = (given and given.MS) and 'ms' or 's'
+  local all = { unit = unit, refund = given ~= nil and given.REFUND ~= nil,
+    dry_run = given ~= nil and given.DRYRUN ~= nil, detail = given ~= nil and given.DETAIL ~= nil,
+    block = false, quantity = 1, quantity_exact = false, limiters = {} }
   -- Then the values: each limiter's numbers, as its own command reads them, then the
-  -- options'.
-  local numbers = {}
+  -- options', which every limiter then takes.
   for key, shape in ipairs(shapes) do
-    local p = { unit = unit }
+    local p = { quantity = 1, quantity_exact = false, unit = unit, refund = all.refund,
+      dry_run = all.dry_run, count_denied = false }
     local function param(offset) return args[shape.at + offset] or '' end
     if shape.kind == 'throttle' then
       err = args_throttle_params(p, param(0), param(1), param(2))
@@ -70,27 +73,21 @@ local function args_all(keys, args)
       if err == nil and shape.params == 4 then p.buckets, err = args_bucket_count(param(3), p.period_ms) end
     end
     if err then return nil, err end
-    numbers[key] = p
+    all.limiters[key] = { kind = shape.kind, p = p }
   end
-  local options = { quantity = 1, quantity_exact = false, block = false }
-  err = args_values(options, args, nil, given, ARGS_ANY_QUANTITY) or args_rules(given)
+  err = args_values(all, args, nil, given, ARGS_ANY_QUANTITY) or args_rules(given)
   if err then return nil, err end
-  local all = { unit = unit, refund = given ~= nil and given.REFUND ~= nil,
-    dry_run = given ~= nil and given.DRYRUN ~= nil, detail = given ~= nil and given.DETAIL ~= nil,
-    block = options.block, limiters = {} }
-  local quantity, holder = options.quantity, options.holder
+  local quantity, holder = all.quantity, all.holder
   local leases = false
   for _, shape in ipairs(shapes) do leases = leases or shape.kind == 'lease' end
   -- A look takes no lease, nor does a refund: neither needs anyone to hold it.
   if leases and holder == nil and quantity > 0 and not all.refund then return nil, ERRORS.no_holder end
   if not leases and holder ~= nil then return nil, ERRORS.holder_without_lease end
-  for key, shape in ipairs(shapes) do
-    local p = numbers[key]
-    p.quantity, p.quantity_exact = quantity, options.quantity_exact
-    p.refund, p.dry_run, p.count_denied = all.refund, all.dry_run, false
+  for _, limiter in ipairs(all.limiters) do
+    local p = limiter.p
+    p.quantity, p.quantity_exact = quantity, all.quantity_exact
     -- Asked for nothing, a lease limiter only looks.
-    if shape.kind == 'lease' and quantity > 0 then p.holder = holder end
-    all.limiters[key] = { kind = shape.kind, p = p }
+    if limiter.kind == 'lease' and quantity > 0 then p.holder = holder end
   end
   return all
 end

@@ -55,8 +55,10 @@ local function args_span_ms(text, name, unit)
 end
 
 -- The words from args[first] on, read for their shape (Given::read): the quantity's text,
--- and where each option's keyword is, by keyword (nil when the call names none); or nil,
--- nil, the error and, for a word out of place, its index. args[first] is the server's argument `position` (the name is 0). A
+-- and where each option's keyword is, by keyword (nil when the call names none), with the
+-- rows of the table whose values there are to read (`valued` to `valued_to`) and the error
+-- of the first rule the options break (`broken`), reported once the values are read; or
+-- nil, nil, the error and, for a word out of place, its index. args[first] is the server's argument `position` (the name is 0). A
 -- limiter that takes its quantity first reads its first word as the quantity unless it
 -- names an option, its own or another command's.
 local function args_given(command, args, first, position)
@@ -64,22 +66,41 @@ local function args_given(command, args, first, position)
   if first > n then return nil, nil end
   local quantity = nil
   local word = args[first]
-  if GRAMMAR_OPTIONS[1].positional[command]
+  if GRAMMAR_QUANTITY_FIRST[command]
       and (string.find(word, '^%d') or GRAMMAR_ROWS[string.upper(word)] == nil) then
     if first == n then return word, nil end
     quantity = word
   end
   local at = {}
+  -- The first and last rows named that take a value, and that have a rule.
+  local valued, valued_to, ruled, ruled_to = 99, 0, 99, 0
   local i = quantity and first + 1 or first
   while i <= n do
     local row = GRAMMAR_ROWS[string.upper(args[i])]
-    if row and row.refused[command] then return nil, nil, row.refused[command] end
+    if row and row.refused_by == command then return nil, nil, row.refusal end
     local takes_value = row and row.value ~= 'flag'
     if row == nil or not row.takers[command] or at[row.keyword] or (takes_value and i == n) then
       return nil, nil, ERRORS.bad_option(command, position + i - first), i
     end
     at[row.keyword] = i
+    local index = row.index
+    if takes_value then
+      if index < valued then valued = index end
+      if index > valued_to then valued_to = index end
+    end
+    if row.rule then
+      if index < ruled then ruled = index end
+      if index > ruled_to then ruled_to = index end
+    end
     i = i + (takes_value and 2 or 1)
+  end
+  if valued_to > 0 then at.valued, at.valued_to = valued, valued_to end
+  for r = ruled, ruled_to do
+    local row = GRAMMAR_OPTIONS[r]
+    if row.rule and at[row.keyword] and (row.rule == 'excludes') == (at[row.other] ~= nil) then
+      at.broken = row.error
+      break
+    end
   end
   return quantity, at
 end
@@ -157,8 +178,8 @@ local function args_values(p, args, quantity, at, max_quantity)
     local err = ARGS_VALUES.quantity(p, quantity, nil, max_quantity)
     if err then return err end
   end
-  if at == nil then return nil end
-  for i = 1, #GRAMMAR_OPTIONS do
+  if at == nil or at.valued == nil then return nil end
+  for i = at.valued, at.valued_to do
     local row = GRAMMAR_OPTIONS[i]
     local index = at[row.keyword]
     if index and row.value ~= 'flag' then
@@ -169,17 +190,10 @@ local function args_values(p, args, quantity, at, max_quantity)
   return nil
 end
 
--- The rules between the options the call names, in the table's order (Given::rules).
+-- The rules between the options the call names, in the table's order (Given::rules): the
+-- error of the first they break, found as their shape was read.
 local function args_rules(at)
-  if at == nil then return nil end
-  for i = 1, #GRAMMAR_OPTIONS do
-    local row = GRAMMAR_OPTIONS[i]
-    if at[row.keyword] and row.rule then
-      local other = at[row.other] ~= nil
-      if (row.rule == 'excludes') == other then return row.error end
-    end
-  end
-  return nil
+  return at and at.broken
 end
 
 -- The table a limiter's call is read into: every field the parsers set, made at once rather

@@ -69,18 +69,19 @@ fn grammar() -> String {
     let mut out = format!(
         "{NOTE} src/grammar.rs: edit that, not this.\n\
          -- Every option, in the order their values are read and their rules checked: its\n\
-         -- keyword, what follows it, the commands that take it (`positional`: first, with no\n\
-         -- keyword), the command that refuses it by name and its words, and its rule.\n\
+         -- place, keyword, what follows it, the commands that take it (`positional`: first,\n\
+         -- with no keyword), the command that refuses it by name (`refused_by`) and its words\n\
+         -- (`refusal`), and its rule.\n\
          local GRAMMAR_OPTIONS = {{\n"
     );
     for row in &OPTIONS {
         let refusal = match row.refusal {
             Some((by, error)) => format!(
-                "{{ [{}] = {} }}",
+                "refused_by = {}, refusal = {}",
                 quoted(by.name()),
                 quoted(&error.message())
             ),
-            None => "{}".to_owned(),
+            None => "refused_by = false".to_owned(),
         };
         let rule = match row.rule {
             Rule::None => "rule = false".to_owned(),
@@ -96,7 +97,8 @@ fn grammar() -> String {
             ),
         };
         out += &format!(
-            "  {{ keyword = {}, value = '{}',\n    takers = {},\n    positional = {},\n    refused = {}, {rule} }},\n",
+            "  {{ index = {}, keyword = {}, value = '{}',\n    takers = {},\n    positional = {},\n    {}, {rule} }},\n",
+            row.opt as usize + 1,
             quoted(row.word()),
             value(row.value),
             commands(|command| row.takers.has(command)),
@@ -106,6 +108,8 @@ fn grammar() -> String {
     }
     out += "}\n\n-- Each row by its keyword.\nlocal GRAMMAR_ROWS = {}\n";
     out += "for i = 1, #GRAMMAR_OPTIONS do GRAMMAR_ROWS[GRAMMAR_OPTIONS[i].keyword] = GRAMMAR_OPTIONS[i] end\n";
+    out += "\n-- The commands that take a quantity first, with no keyword.\n";
+    out += "local GRAMMAR_QUANTITY_FIRST = GRAMMAR_OPTIONS[1].positional\n";
     out
 }
 
