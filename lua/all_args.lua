@@ -75,7 +75,7 @@ local function args_all(keys, args)
     if err then return nil, err end
     all.limiters[key] = { kind = shape.kind, p = p }
   end
-  err = args_values(all, args, nil, given, ARGS_ANY_QUANTITY) or args_rules(given)
+  err = args_values(all, args, nil, given, ARGS_ANY_QUANTITY)
   if err then return nil, err end
   local quantity, holder = all.quantity, all.holder
   local leases = false

@@ -49,7 +49,6 @@ local ERRORS,
   args_given,
   args_bucket_count,
   args_values,
-  args_rules,
   args_exact_enough,
   ARGS_WINDOW_EXACT,
   args_limit_and_period,
@@ -751,14 +750,17 @@ local function args_block_timeout(text)
   return timeout
 end
 
+-- A quantity of at most max, into p; or the error.
+local function args_quantity(p, text, _, max)
+  local quantity, exact = args_integer(text, 'quantity', 0)
+  if quantity == nil then return exact end
+  if quantity > max then return ERRORS.above_maximum('quantity', max) end
+  p.quantity, p.quantity_exact = quantity, exact
+end
+
 -- Each kind of value (grammar::Value), read into p's field named after its keyword.
 local ARGS_VALUES = {
-  quantity = function(p, text, _, max)
-    local quantity, exact = args_integer(text, 'quantity', 0)
-    if quantity == nil then return exact end
-    if quantity > max then return ERRORS.above_maximum('quantity', max) end
-    p.quantity, p.quantity_exact = quantity, exact
-  end,
+  quantity = args_quantity,
   cells = function(p, text, row)
     local n, err = args_bucket_count(text, p.period_ms)
     p.buckets = n
@@ -794,29 +796,27 @@ local ARGS_VALUES = {
   end,
 }
 
--- The values, once the positional parameters are read (Given::values): the quantity, of at
--- most max_quantity, then each option's, in the table's order; into p. Or the error.
+-- The values, once the positional parameters are read (Given::read_values): the quantity, of
+-- at most max_quantity, then each option's, in the table's order, into p; then the rules
+-- between the options, whose first broken one was found as their shape was read. Or the
+-- error.
 function args_values(p, args, quantity, at, max_quantity)
   if quantity then
-    local err = ARGS_VALUES.quantity(p, quantity, nil, max_quantity)
+    local err = args_quantity(p, quantity, nil, max_quantity)
     if err then return err end
   end
-  if at == nil or at.valued == nil then return nil end
-  for i = at.valued, at.valued_to do
-    local row = GRAMMAR_OPTIONS[i]
-    local index = at[row.keyword]
-    if index and row.value ~= 'flag' then
-      local err = ARGS_VALUES[row.value](p, args[index + 1], row, max_quantity)
-      if err then return err end
+  if at == nil then return nil end
+  if at.valued then
+    for i = at.valued, at.valued_to do
+      local row = GRAMMAR_OPTIONS[i]
+      local index = at[row.keyword]
+      if index and row.value ~= 'flag' then
+        local err = ARGS_VALUES[row.value](p, args[index + 1], row, max_quantity)
+        if err then return err end
+      end
     end
   end
-  return nil
-end
-
--- The rules between the options the call names, in the table's order (Given::rules): the
--- error of the first they break, found as their shape was read.
-function args_rules(at)
-  return at and at.broken
+  return at.broken
 end
 
 -- The table a limiter's call is read into: every field the parsers set, made at once rather
@@ -863,7 +863,7 @@ function args_window(args, command)
   if err then return nil, err end
   local p = args_parsed(at)
   err = args_limit_and_period(p, args[1], args[2])
-    or args_values(p, args, quantity, at, ARGS_ANY_QUANTITY) or args_rules(at)
+    or args_values(p, args, quantity, at, ARGS_ANY_QUANTITY)
   if err then return nil, err end
   if p.at then return nil, ERRORS.at_from_client end
   if p.block then return nil, ERRORS.cannot_wait(command) end
@@ -902,7 +902,7 @@ function args_throttle(args)
   if err then return nil, err end
   local p = args_parsed(at)
   err = args_throttle_params(p, args[1], args[2], args[3])
-    or args_values(p, args, quantity, at, ARGS_ANY_QUANTITY) or args_rules(at)
+    or args_values(p, args, quantity, at, ARGS_ANY_QUANTITY)
   if err then return nil, err end
   return p
 end
@@ -936,7 +936,7 @@ function args_lease(args)
   if err then return nil, err end
   local holder, holder_err = args_holder(args[3])
   if holder == nil then return nil, holder_err end
-  err = args_values(p, args, nil, at, ARGS_ANY_QUANTITY) or args_rules(at)
+  err = args_values(p, args, nil, at, ARGS_ANY_QUANTITY)
   if err then return nil, err end
   if p.at then return nil, ERRORS.at_from_client end
   if p.block then return nil, ERRORS.cannot_wait(command) end
@@ -987,7 +987,7 @@ function args_smooth(args)
   local period
   period, err = args_span(args[2], 'period', p.unit)
   if period == nil then return nil, err end
-  err = args_values(p, args, quantity, at, 2147483647) or args_rules(at)
+  err = args_values(p, args, quantity, at, 2147483647)
   if err then return nil, err end
   -- Guava's default maxBurstSeconds: one second.
   if p.warmup == nil and p.burst == nil then p.burst = p.unit == 'ms' and 1000 or 1 end
@@ -3131,7 +3131,7 @@ function args_all(keys, args)
     if err then return nil, err end
     all.limiters[key] = { kind = shape.kind, p = p }
   end
-  err = args_values(all, args, nil, given, ARGS_ANY_QUANTITY) or args_rules(given)
+  err = args_values(all, args, nil, given, ARGS_ANY_QUANTITY)
   if err then return nil, err end
   local quantity, holder = all.quantity, all.holder
   local leases = false
