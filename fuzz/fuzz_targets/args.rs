@@ -11,7 +11,7 @@ use redis_cell::error::Error;
 use redis_cell::fixed::FixedWindow;
 use redis_cell::gcra::Gcra;
 use redis_cell::lease::Lease;
-use redis_cell::limiter::{Limiter, Stored, Verdict};
+use redis_cell::limiter::{Reading, Verdict};
 use redis_cell::time::Instant;
 use redis_cell::window::SlidingWindow;
 
@@ -75,6 +75,13 @@ fuzz_target!(|argv: Vec<Vec<u8>>| {
         Ok((holder, _)) => assert!((1..=255).contains(&holder.len())),
         Err(error) => assert!(error.message().starts_with("ERR ")),
     }
+    match args::smooth(&argv) {
+        Ok(parsed) => assert!((0..=args::MAX_SMOOTH_QUANTITY).contains(&parsed.quantity)),
+        Err(error) => assert!(error.message().starts_with("ERR ")),
+    }
+    if let Err(error) = args::holders(&argv) {
+        assert!(error.message().starts_with("ERR "));
+    }
     match all_args::all(&argv).and_then(|parsed| all_on_empty_keys(&parsed)) {
         Ok(()) => {}
         Err(error) => assert!(error.message().starts_with("ERR ")),
@@ -87,29 +94,24 @@ fn all_on_empty_keys(parsed: &all_args::AllArgs) -> Result<(), Error> {
     let now = Instant::from_ns(NOW_NS);
     let mut verdicts: Vec<Verdict> = Vec::new();
     for spec in &parsed.limiters {
-        let (limiter, stored) = match &spec.args {
-            LimiterArgs::Throttle(args) => (
-                Limiter::Throttle(Gcra::new(&args.params, args.quantity)?),
-                Stored::Tat(None),
+        let empty = match &spec.args {
+            LimiterArgs::Throttle(args) => {
+                Reading::Throttle(Gcra::new(&args.params, args.quantity)?, None)
+            }
+            LimiterArgs::Fixed(args) => Reading::Fixed(
+                FixedWindow::new(&args.params, args.quantity, args.count_denied),
+                None,
             ),
-            LimiterArgs::Fixed(args) => (
-                Limiter::Fixed(FixedWindow::new(
-                    &args.params,
-                    args.quantity,
-                    args.count_denied,
-                )),
-                Stored::Count(None),
-            ),
-            LimiterArgs::Window(args) => (
-                Limiter::Sliding(SlidingWindow::new(&args.params, args.quantity)),
-                Stored::Log(None),
-            ),
-            LimiterArgs::Lease(params) => (
-                Limiter::Lease(Lease::new(params), parsed.holder.map(|(holder, _)| holder)),
-                Stored::Leases(None),
+            LimiterArgs::Window(args) => {
+                Reading::Sliding(SlidingWindow::new(&args.params, args.quantity), None)
+            }
+            LimiterArgs::Lease(params) => Reading::Lease(
+                Lease::new(params),
+                parsed.holder.map(|(holder, _)| holder),
+                None,
             ),
         };
-        verdicts.push(limiter.decide(&stored, now)?);
+        verdicts.push(empty.decide(now)?);
     }
     let combined = all::combine(verdicts.iter(), parsed.unit);
     assert!(combined.binding < verdicts.len());

@@ -6,7 +6,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use redis_cell::args::{SmoothParams, SmoothShape};
-use redis_cell::smooth::state::Held;
+use redis_cell::smooth::state::KeyState;
 use redis_cell::smooth::{Smooth, Timeout};
 use redis_cell::time::TimeUnit;
 
@@ -41,7 +41,7 @@ fuzz_target!(|input: Input| {
         input.raw.clone()
     } else {
         let (next_free, stored, max, cool, warming_up) = input.built;
-        Held {
+        KeyState {
             next_free,
             stored: f64::from_bits(stored),
             max_permits: f64::from_bits(max),
@@ -86,7 +86,10 @@ fuzz_target!(|input: Input| {
     };
     check(decision.outcome.to_reply(unit));
     if let Some(write) = decision.write {
-        assert!(Held::decode(&write.value).is_ok(), "wrote what it cannot read");
+        assert!(
+            KeyState::decode(&write.value).is_ok(),
+            "wrote what it cannot read"
+        );
         let later = now_ns + i64::from(input.now.1) * 1000;
         let again = smooth
             .decide(Some(&write.value), later)
@@ -94,5 +97,11 @@ fuzz_target!(|input: Input| {
         check(again.outcome.to_reply(unit));
     }
     // A new key decides too.
-    check(smooth.decide(None, now_ns).expect("a new key").outcome.to_reply(unit));
+    check(
+        smooth
+            .decide(None, now_ns)
+            .expect("a new key")
+            .outcome
+            .to_reply(unit),
+    );
 });
