@@ -6,11 +6,12 @@ use crate::args::{
 };
 use crate::command::Command;
 use crate::error::Error;
-use crate::grammar::{bucket_count, integer, Given, Opt, ANY_QUANTITY};
+use crate::grammar::params::{self, LimiterKind, Param};
+use crate::grammar::{bucket_count, Given, Opt, ANY_QUANTITY};
 use crate::time::TimeUnit;
 
 /// The most keys, and so limiters, one CL.ALL call decides over.
-pub const MAX_KEYS: usize = 16;
+pub const MAX_KEYS: usize = params::MAX_KEYS as usize;
 
 /// A CL.ALL limiter's arguments, read as its own command reads them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,43 +52,27 @@ pub struct AllArgs<'a> {
     pub block_ms: Option<i64>,
 }
 
-/// A CL.ALL limiter's keyword, and how many parameters follow it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Throttle,
-    Fixed,
-    Window,
-    Lease,
-}
-
-impl Kind {
-    fn of(keyword: &[u8]) -> Option<Kind> {
-        [
-            (&b"THROTTLE"[..], Kind::Throttle),
-            (b"FIXED", Kind::Fixed),
-            (b"WINDOW", Kind::Window),
-            (b"LEASE", Kind::Lease),
-        ]
-        .into_iter()
-        .find_map(|(name, kind)| keyword.eq_ignore_ascii_case(name).then_some(kind))
-    }
-
-    /// How many parameters follow the keyword at `at`: a WINDOW's go on with `BUCKETS n`
-    /// when they name it.
-    fn params(self, args: &[&[u8]], at: usize) -> usize {
-        match self {
-            Kind::Throttle => 3,
-            Kind::Window
-                if args
-                    .get(at + 3)
-                    .is_some_and(|word| word.eq_ignore_ascii_case(b"BUCKETS")) =>
-            {
-                4
-            }
-            Kind::Fixed | Kind::Window | Kind::Lease => 2,
+/// How many parameters follow a limiter's keyword at `at`: its command's numbers, and a
+/// WINDOW's go on with `BUCKETS n` when they name it.
+fn params_of(kind: LimiterKind, args: &[&[u8]], at: usize) -> usize {
+    match kind {
+        LimiterKind::Throttle => THROTTLE_NUMBERS,
+        LimiterKind::Window
+            if args.get(at + 3).is_some_and(|word| {
+                word.eq_ignore_ascii_case(Opt::Buckets.row().keyword.to_bytes())
+            }) =>
+        {
+            WINDOW_NUMBERS + 2
         }
+        LimiterKind::Fixed | LimiterKind::Window => WINDOW_NUMBERS,
+        LimiterKind::Lease => LEASE_NUMBERS,
     }
 }
+
+/// How many numbers each limiter takes: its command's.
+const THROTTLE_NUMBERS: usize = params::numbers::<3>(Command::Throttle).len();
+const WINDOW_NUMBERS: usize = params::numbers::<2>(Command::Window).len();
+const LEASE_NUMBERS: usize = params::numbers::<2>(Command::Lease).len();
 
 /// Parses CL.ALL's arguments: first their shape (keys, one limiter per key, options), then
 /// each limiter's numbers with the shared quantity and unit, exactly as its own command
@@ -97,14 +82,8 @@ pub fn all<'a>(args: &[&'a [u8]]) -> Result<AllArgs<'a>, Error> {
     let [numkeys, ..] = args else {
         return Err(Error::WrongArity(COMMAND));
     };
-    let numkeys = integer(numkeys, "numkeys", 1)?;
-    if numkeys > MAX_KEYS as i64 {
-        return Err(Error::AboveMaximum {
-            arg: "numkeys",
-            max: MAX_KEYS as i64,
-        });
-    }
-    let numkeys = numkeys as usize;
+    let numkeys = Param::Numkeys.number().read(numkeys, TimeUnit::Seconds)?;
+    let numkeys = usize::try_from(numkeys).map_err(|_| Error::Internal)?;
     let keys = args.get(1..=numkeys).ok_or(Error::WrongArity(COMMAND))?;
     for (again, key) in keys.iter().enumerate() {
         if let Some(first) = keys.iter().take(again).position(|earlier| earlier == key) {
@@ -116,18 +95,18 @@ pub fn all<'a>(args: &[&'a [u8]]) -> Result<AllArgs<'a>, Error> {
     }
 
     // The shape first: where each limiter is, then the options.
-    let mut shapes = [(Kind::Throttle, 0, 0); MAX_KEYS];
+    let mut shapes = [(LimiterKind::Throttle, 0, 0); MAX_KEYS];
     let mut at = numkeys + 1;
     for (index, shape) in shapes.iter_mut().take(numkeys).enumerate() {
         let key = index + 1;
         let keyword = args.get(at).ok_or(Error::MissingLimiter(key))?;
-        let kind = match Kind::of(keyword) {
+        let kind = match LimiterKind::of(keyword) {
             Some(kind) => kind,
             None if is_option(keyword) => return Err(Error::MissingLimiter(key)),
             None if keyword.eq_ignore_ascii_case(b"SMOOTH") => return Err(Error::SmoothInAll(key)),
             None => return Err(Error::UnknownLimiter(key)),
         };
-        let params = kind.params(args, at);
+        let params = params_of(kind, args, at);
         *shape = (kind, at + 1, params);
         at += 1 + params;
     }
@@ -142,7 +121,7 @@ pub fn all<'a>(args: &[&'a [u8]]) -> Result<AllArgs<'a>, Error> {
             if position
                 .checked_sub(1)
                 .and_then(|index| args.get(index))
-                .is_some_and(|word| Kind::of(word).is_some()) =>
+                .is_some_and(|word| LimiterKind::of(word).is_some()) =>
         {
             Error::ExtraLimiter
         }
@@ -168,7 +147,7 @@ pub fn all<'a>(args: &[&'a [u8]]) -> Result<AllArgs<'a>, Error> {
             block_at: None,
         };
         let args = match kind {
-            Kind::Throttle => LimiterArgs::Throttle(ThrottleArgs {
+            LimiterKind::Throttle => LimiterArgs::Throttle(ThrottleArgs {
                 params: throttle_params(param(0), param(1), param(2), unit)?,
                 quantity: 1,
                 unit,
@@ -176,17 +155,17 @@ pub fn all<'a>(args: &[&'a [u8]]) -> Result<AllArgs<'a>, Error> {
                 dry_run: false,
                 block_ms: None,
             }),
-            Kind::Fixed => {
+            LimiterKind::Fixed => {
                 LimiterArgs::Fixed(window(limit_and_period(param(0), param(1), unit)?, None))
             }
-            Kind::Window => {
+            LimiterKind::Window => {
                 let params = limit_and_period(param(0), param(1), unit)?;
                 let cells = (params_len == 4)
                     .then(|| bucket_count(param(3), params.period_ms))
                     .transpose()?;
                 LimiterArgs::Window(window(params, cells))
             }
-            Kind::Lease => LimiterArgs::Lease(lease_params(param(0), param(1), unit)?),
+            LimiterKind::Lease => LimiterArgs::Lease(lease_params(param(0), param(1), unit)?),
         };
         limiters.push(LimiterSpec {
             args,
@@ -203,7 +182,7 @@ pub fn all<'a>(args: &[&'a [u8]]) -> Result<AllArgs<'a>, Error> {
     let leases = shapes
         .iter()
         .take(numkeys)
-        .any(|&(kind, _, _)| kind == Kind::Lease);
+        .any(|&(kind, _, _)| kind == LimiterKind::Lease);
     match (leases, values.holder) {
         // A look takes no lease, nor does a refund (CL.RELEASE gives a lease back): neither
         // needs anyone to hold it.

@@ -4,7 +4,8 @@
 
 use crate::command::Command;
 use crate::error::Error;
-use crate::grammar::{integer, span, span_ms, Given, Opt, Plain, ANY_QUANTITY};
+use crate::grammar::params::{self, Number};
+use crate::grammar::{Given, Opt, Plain, ANY_QUANTITY};
 use crate::time::{TimeUnit, MILLIS_PER_SECOND};
 
 pub use crate::grammar::{MAX_BLOCK_MS, MAX_CELLS, MAX_HOLDER, MIN_CELLS};
@@ -101,6 +102,12 @@ pub fn throttle(args: &[&[u8]]) -> Result<ThrottleArgs, Error> {
     })
 }
 
+/// The numbers each command reads, in order, as the grammar's table has them.
+const THROTTLE: [Number; 3] = params::numbers(Command::Throttle);
+const WINDOW: [Number; 2] = params::numbers(Command::Window);
+const LEASE: [Number; 2] = params::numbers(Command::Lease);
+const SMOOTH: [Number; 2] = params::numbers(Command::Smooth);
+
 /// `max_burst count period`, in this unit.
 #[inline(always)]
 pub(crate) fn throttle_params(
@@ -109,16 +116,13 @@ pub(crate) fn throttle_params(
     period: &[u8],
     unit: TimeUnit,
 ) -> Result<ThrottleParams, Error> {
-    let max_burst = integer(max_burst, "max_burst", 0)?;
-    let count = integer(count, "count", 1)?;
-    let period = integer(period, "period", 1)?;
-    let period_ns = period
-        .checked_mul(unit.nanos())
-        .ok_or(Error::TooLarge("period"))?;
+    let [max_burst, count, period] = params::read(&THROTTLE, [max_burst, count, period], unit)?;
     Ok(ThrottleParams {
         max_burst,
         count,
-        period_ns,
+        period_ns: period
+            .checked_mul(unit.nanos())
+            .ok_or(Error::TooLarge("period"))?,
     })
 }
 
@@ -182,9 +186,12 @@ pub(crate) fn limit_and_period(
     period: &[u8],
     unit: TimeUnit,
 ) -> Result<WindowParams, Error> {
+    let [limit, period] = params::read(&WINDOW, [limit, period], unit)?;
     Ok(WindowParams {
-        limit: integer(limit, "limit", 1)?,
-        period_ms: span_ms(period, "period", unit)?,
+        limit,
+        period_ms: period
+            .checked_mul(unit.millis())
+            .ok_or(Error::TooLarge("period"))?,
     })
 }
 
@@ -280,8 +287,7 @@ pub fn smooth(args: &[&[u8]]) -> Result<SmoothArgs, Error> {
     };
     let given = Given::read(Command::Smooth, words, AFTER_KEY + 2)?;
     let unit = given.unit();
-    let permits = integer(permits, "permits", 1)?;
-    let period = span(period, "period", unit)?;
+    let [permits, period] = params::read(&SMOOTH, [permits, period], unit)?;
     let values = given.read_values(MAX_SMOOTH_QUANTITY, 0)?;
     let shape = match values.warmup {
         None => SmoothShape::Bursty {
@@ -335,9 +341,12 @@ pub(crate) fn lease_params(
     lease_time: &[u8],
     unit: TimeUnit,
 ) -> Result<LeaseParams, Error> {
+    let [limit, lease_time] = params::read(&LEASE, [limit, lease_time], unit)?;
     Ok(LeaseParams {
-        limit: integer(limit, "limit", 1)?,
-        lease_ms: span_ms(lease_time, "lease_time", unit)?,
+        limit,
+        lease_ms: lease_time
+            .checked_mul(unit.millis())
+            .ok_or(Error::TooLarge("lease_time"))?,
     })
 }
 

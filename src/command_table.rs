@@ -10,6 +10,7 @@ use redis_module::raw;
 
 use crate::command::Command as Name;
 use crate::entry;
+use crate::grammar::params::{self, Kind, Param};
 use crate::grammar::{Opt, Value, OPTIONS};
 use crate::register;
 
@@ -79,8 +80,6 @@ struct Command {
     arity: c_int,
     summary: &'static CStr,
     complexity: &'static CStr,
-    /// The parameters before the options: the options are the grammar's (`options`).
-    params: &'static [Arg],
 }
 
 /// Where a command's keys are.
@@ -133,35 +132,78 @@ const fn block(name: &'static CStr, token: &'static CStr, params: &'static [Arg]
     }
 }
 
-const KEY: Arg = required(c"key", ArgType::Key, c"The limiter's key.");
-const PERIOD: Arg = required(
-    c"period",
-    ArgType::Integer,
-    c"The period, in seconds (milliseconds with MS).",
-);
-const LIMIT: Arg = required(c"limit", ArgType::Integer, c"Units allowed per period.");
-const MAX_BURST: Arg = required(
-    c"max_burst",
-    ArgType::Integer,
-    c"Units beyond the first that may arrive at once.",
-);
-const COUNT: Arg = required(c"count", ArgType::Integer, c"Units per period, sustained.");
-const WINDOW_PARAMS: [Arg; 2] = [LIMIT, PERIOD];
-const SLOTS: Arg = required(
-    c"limit",
-    ArgType::Integer,
-    c"How many holders may hold a lease at once.",
-);
-const LEASE_TIME: Arg = required(
-    c"lease_time",
-    ArgType::Integer,
-    c"How long a lease lasts, in seconds (milliseconds with MS), renewed by each call of its holder.",
-);
-const HOLDER: Arg = required(
-    c"holder",
-    ArgType::String,
-    c"Who holds the lease: 1 to 255 bytes, chosen by the client.",
-);
+/// A positional parameter as COMMAND DOCS gives it to this command: CL.ALL's keys and
+/// limiters are one or more each.
+fn param(param: Param, command: Name) -> Arg {
+    // The limiters are their numbers' blocks, which are made of parameters.
+    scalar(param, command, ArgType::OneOf(&LIMITERS))
+}
+
+/// A parameter, `limiter` as `limiters`.
+const fn scalar(param: Param, command: Name, limiters: ArgType) -> Arg {
+    let row = param.row();
+    let kind = match row.kind {
+        Kind::Key => ArgType::Key,
+        Kind::Number(_) => ArgType::Integer,
+        Kind::Holder => ArgType::String,
+        Kind::Limiter => limiters,
+    };
+    Arg {
+        multiple: matches!(command, Name::All) && !matches!(param, Param::Numkeys),
+        ..required(row.name, kind, param_summary(param, command))
+    }
+}
+
+/// The numbers among a command's parameters: what follows its keyword as a limiter of
+/// CL.ALL.
+const fn numbers<const N: usize>(command: Name) -> [Arg; N] {
+    let params = params::params(command);
+    let mut out = [required(c"", ArgType::Integer, c""); N];
+    let (mut i, mut n) = (0, 0);
+    while i < params.len() {
+        if let Kind::Number(_) = params[i].row().kind {
+            out[n] = scalar(params[i], command, ArgType::Integer);
+            n += 1;
+        }
+        i += 1;
+    }
+    assert!(n == N, "a command's count of numbers");
+    out
+}
+
+const THROTTLE_NUMBERS: [Arg; 3] = numbers(Name::Throttle);
+const FIXED_NUMBERS: [Arg; 2] = numbers(Name::Fixed);
+const WINDOW_NUMBERS: [Arg; 3] = {
+    let [limit, period] = numbers(Name::Window);
+    [limit, period, option(Opt::Buckets, Name::All)]
+};
+const LEASE_NUMBERS: [Arg; 2] = numbers(Name::Lease);
+
+/// CL.ALL's limiters, in the order of `LimiterKind::ALL`: each its keyword, then its
+/// command's numbers.
+const LIMITERS: [Arg; 4] = [
+    block(c"throttle", c"THROTTLE", &THROTTLE_NUMBERS),
+    block(c"fixed", c"FIXED", &FIXED_NUMBERS),
+    block(c"window", c"WINDOW", &WINDOW_NUMBERS),
+    block(c"lease", c"LEASE", &LEASE_NUMBERS),
+];
+
+/// What a parameter is, for this command.
+const fn param_summary(param: Param, command: Name) -> &'static CStr {
+    match (param, command) {
+        (Param::Key, _) => c"The limiter's key.",
+        (Param::Numkeys, _) => c"How many keys follow (1 to 16).",
+        (Param::Limiter, _) => c"One per key, in key order: GCRA, fixed window, sliding window or concurrency limit.",
+        (Param::MaxBurst, _) => c"Units beyond the first that may arrive at once.",
+        (Param::Count, _) => c"Units per period, sustained.",
+        (Param::GcraPeriod | Param::Period, _) => c"The period, in seconds (milliseconds with MS).",
+        (Param::Limit, Name::Lease) => c"How many holders may hold a lease at once.",
+        (Param::Limit, _) => c"Units allowed per period.",
+        (Param::Permits, _) => c"Permits per period, at the stable rate.",
+        (Param::LeaseTime, _) => c"How long a lease lasts, in seconds (milliseconds with MS), renewed by each call of its holder.",
+        (Param::Holder, _) => c"Who holds the lease: 1 to 255 bytes, chosen by the client.",
+    }
+}
 
 const COMMANDS: [Command; 8] = [
     Command {
@@ -173,7 +215,6 @@ const COMMANDS: [Command; 8] = [
         arity: -5,
         summary: c"Rate limits a key with GCRA: count per period with bursts of max_burst + 1. Replies [limited, limit, remaining, retry_after, reset_after].",
         complexity: c"O(1)",
-        params: &[KEY, MAX_BURST, COUNT, PERIOD],
     },
     Command {
         command: Name::Fixed,
@@ -184,7 +225,6 @@ const COMMANDS: [Command; 8] = [
         arity: -4,
         summary: c"Rate limits a key with a fixed window: at most limit units per window of period. Replies [limited, limit, remaining, retry_after, reset_after].",
         complexity: c"O(1)",
-        params: &[KEY, LIMIT, PERIOD],
     },
     Command {
         command: Name::Window,
@@ -195,7 +235,6 @@ const COMMANDS: [Command; 8] = [
         arity: -4,
         summary: c"Rate limits a key with an exact sliding window: at most limit units in any period. Replies [limited, limit, remaining, retry_after, reset_after].",
         complexity: c"O(1) amortized, plus O(N) for the N oldest log entries a call expires or, when denied, waits for; with BUCKETS n, O(1) plus the cells that left since the key's last write, and O(n) at most.",
-        params: &[KEY, LIMIT, PERIOD],
     },
     Command {
         command: Name::All,
@@ -206,30 +245,6 @@ const COMMANDS: [Command; 8] = [
         arity: -6,
         summary: c"Rate limits several keys at once, all or nothing: admitted when every key's limiter admits, and then each takes its units. Replies the binding limiter's [limited, limit, remaining, retry_after, reset_after], or every limiter's with DETAIL.",
         complexity: c"O(N) for N keys (at most 16), each as its limiter's own command.",
-        params: &[
-            required(c"numkeys", ArgType::Integer, c"How many keys follow (1 to 16)."),
-            Arg {
-                multiple: true,
-                ..KEY
-            },
-            Arg {
-                multiple: true,
-                ..required(
-                    c"limiter",
-                    ArgType::OneOf(&[
-                        block(c"throttle", c"THROTTLE", &[MAX_BURST, COUNT, PERIOD]),
-                        block(c"fixed", c"FIXED", &WINDOW_PARAMS),
-                        block(
-                            c"window",
-                            c"WINDOW",
-                            &[LIMIT, PERIOD, option(Opt::Buckets, Name::All)],
-                        ),
-                        block(c"lease", c"LEASE", &[SLOTS, LEASE_TIME]),
-                    ]),
-                    c"One per key, in key order: GCRA, fixed window, sliding window or concurrency limit.",
-                )
-            },
-        ],
     },
     Command {
         command: Name::Lease,
@@ -240,7 +255,6 @@ const COMMANDS: [Command; 8] = [
         arity: -5,
         summary: c"Limits how many holders hold a lease on a key at once; a holder's call renews its own. Replies [limited, limit, remaining, retry_after, reset_after].",
         complexity: c"O(log N) for N leases on the key, plus O(M) for the M leases that ended and are dropped.",
-        params: &[KEY, SLOTS, LEASE_TIME, HOLDER],
     },
     Command {
         command: Name::Release,
@@ -251,7 +265,6 @@ const COMMANDS: [Command; 8] = [
         arity: -3,
         summary: c"Frees a holder's lease on a key. Replies 1 when it held a live lease, 0 otherwise.",
         complexity: c"O(log N) for N leases on the key, plus O(M) for the M leases that ended and are dropped.",
-        params: &[KEY, HOLDER],
     },
     Command {
         command: Name::Holders,
@@ -262,7 +275,6 @@ const COMMANDS: [Command; 8] = [
         arity: -2,
         summary: c"Lists who holds a live lease on a key and for how long yet, the soonest to end first: holder, time left, holder, time left, ...",
         complexity: c"O(N) for the N leases on the key.",
-        params: &[KEY],
     },
     Command {
         command: Name::Smooth,
@@ -273,11 +285,6 @@ const COMMANDS: [Command; 8] = [
         arity: -4,
         summary: c"Rate limits a key as Guava's RateLimiter does: permits per period, a free call goes at once and the next pays for it, bursty or warming up. Replies [limited, limit, remaining, retry_after, reset_after].",
         complexity: c"O(1)",
-        params: &[
-            KEY,
-            required(c"permits", ArgType::Integer, c"Permits per period, at the stable rate."),
-            PERIOD,
-        ],
     },
 ];
 
@@ -291,9 +298,9 @@ impl Command {
                 && row.opt != Opt::At
                 && row.opt != Opt::Cold
         });
-        self.params
+        params::params(self.command)
             .iter()
-            .copied()
+            .map(|&each| param(each, self.command))
             .chain(options.map(|row| option(row.opt, self.command)))
             .collect()
     }
@@ -679,7 +686,7 @@ mod tests {
         let command = COMMANDS.iter().find(|command| {
             text(command.name).eq_ignore_ascii_case(name) && name.starts_with("CL.")
         })?;
-        let first = command.params.first().map(|arg| text(arg.name));
+        let first = command.args().first().map(|arg| text(arg.name));
         let grammatical = |word: &str| {
             let word = word.trim_matches(|c| c == '[' || c == ']');
             word == "..."
@@ -736,8 +743,8 @@ mod tests {
         }
         let limiter = COMMANDS
             .iter()
-            .flat_map(|command| command.params.iter())
-            .find_map(choices)
+            .flat_map(|command| command.args())
+            .find_map(|arg| choices(&arg))
             .unwrap();
         assert!(
             quotes
@@ -745,6 +752,19 @@ mod tests {
                 .any(|quote| quote.text.strip_prefix("limiter := ") == Some(&limiter)),
             "no page spells out CL.ALL's limiter: `{limiter}`"
         );
+    }
+
+    #[test]
+    fn each_arity_is_its_parameters_and_name() {
+        for command in &COMMANDS {
+            let params = params::params(command.command).len();
+            // CL.ALL's one key and one limiter: a keyword and its numbers, two at least.
+            let least = match command.command {
+                Name::All => params + 2,
+                _ => params,
+            };
+            assert_eq!(command.arity, -(1 + least as c_int), "{:?}", command.name);
+        }
     }
 
     #[test]

@@ -15,6 +15,8 @@
 //! from here). A new option is a row here, a field of `Values` if it has a value, and its
 //! rule in the limiter that reads it.
 
+pub mod params;
+
 use std::ffi::CStr;
 
 use crate::command::Command;

@@ -1,0 +1,305 @@
+//! Every command's positional parameters: the words before its quantity and options, in the
+//! order they are read, each with its kind and bounds. The parsers read a command's numbers
+//! by `numbers`, COMMAND DOCS lists them (command_table.rs), and the Functions library reads
+//! a Lua form of them (lua/grammar.lua). CL.ALL's limiters take their commands' own numbers.
+
+use std::ffi::CStr;
+
+use crate::command::Command;
+use crate::error::Error;
+use crate::grammar::integer;
+use crate::time::{TimeUnit, MAX_SPAN_NS};
+
+/// Every positional parameter of every command, in the order of `PARAMS`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Param {
+    Key,
+    Numkeys,
+    Limiter,
+    MaxBurst,
+    Count,
+    /// GCRA's period: any whose nanoseconds fit in 64 bits, as redis-cell took.
+    GcraPeriod,
+    Limit,
+    /// The other limiters' period: within the span they look ahead.
+    Period,
+    Permits,
+    LeaseTime,
+    Holder,
+}
+
+/// What a parameter is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A key the command reads and writes.
+    Key,
+    /// A number the call reads as `Number` bounds it.
+    Number(Number),
+    /// 1 to 255 bytes, any bytes: a lease's holder.
+    Holder,
+    /// One of CL.ALL's limiters: its keyword, then its command's numbers (`LimiterKind`).
+    Limiter,
+}
+
+/// A number's bounds: an integer of at least `min`, then at most `max`, or, for a span, at
+/// most `max_ns` once in nanoseconds (`TooLarge` past it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Number {
+    /// The name the errors quote.
+    pub name: &'static str,
+    pub min: i64,
+    pub max: Max,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Max {
+    /// At most this many.
+    Count(i64),
+    /// A span in the call's unit, of at most this many nanoseconds.
+    SpanNs(i64),
+}
+
+/// One parameter: the name the docs and the errors give it, and its kind.
+#[derive(Debug, Clone, Copy)]
+pub struct ParamRow {
+    pub param: Param,
+    pub name: &'static CStr,
+    pub kind: Kind,
+}
+
+const fn number(param: Param, name: &'static CStr, min: i64, max: Max) -> ParamRow {
+    let Ok(text) = std::str::from_utf8(name.to_bytes()) else {
+        panic!("a parameter's name is ASCII");
+    };
+    ParamRow {
+        param,
+        name,
+        kind: Kind::Number(Number {
+            name: text,
+            min,
+            max,
+        }),
+    }
+}
+
+/// The most keys, and so limiters, one CL.ALL call decides over.
+pub const MAX_KEYS: i64 = 16;
+
+/// The table, indexed by `Param`.
+pub const PARAMS: [ParamRow; 11] = [
+    ParamRow {
+        param: Param::Key,
+        name: c"key",
+        kind: Kind::Key,
+    },
+    number(Param::Numkeys, c"numkeys", 1, Max::Count(MAX_KEYS)),
+    ParamRow {
+        param: Param::Limiter,
+        name: c"limiter",
+        kind: Kind::Limiter,
+    },
+    number(Param::MaxBurst, c"max_burst", 0, Max::Count(i64::MAX)),
+    number(Param::Count, c"count", 1, Max::Count(i64::MAX)),
+    number(Param::GcraPeriod, c"period", 1, Max::SpanNs(i64::MAX)),
+    number(Param::Limit, c"limit", 1, Max::Count(i64::MAX)),
+    number(Param::Period, c"period", 1, Max::SpanNs(MAX_SPAN_NS)),
+    number(Param::Permits, c"permits", 1, Max::Count(i64::MAX)),
+    number(Param::LeaseTime, c"lease_time", 1, Max::SpanNs(MAX_SPAN_NS)),
+    ParamRow {
+        param: Param::Holder,
+        name: c"holder",
+        kind: Kind::Holder,
+    },
+];
+
+impl Param {
+    pub const fn row(self) -> &'static ParamRow {
+        &PARAMS[self as usize]
+    }
+
+    /// The parameter's bounds; a compile-time error for one that is not a number.
+    pub const fn number(self) -> Number {
+        match self.row().kind {
+            Kind::Number(number) => number,
+            _ => panic!("not a number"),
+        }
+    }
+}
+
+use Param::{
+    Count, GcraPeriod, Holder, Key, LeaseTime, Limit, Limiter, MaxBurst, Numkeys, Period, Permits,
+};
+
+/// A command's positional parameters, in order. CL.ALL's keys and limiters are one or more
+/// each, as many as `numkeys`.
+pub const fn params(command: Command) -> &'static [Param] {
+    match command {
+        Command::Throttle => &[Key, MaxBurst, Count, GcraPeriod],
+        Command::Fixed | Command::Window => &[Key, Limit, Period],
+        Command::All => &[Numkeys, Key, Limiter],
+        Command::Lease => &[Key, Limit, LeaseTime, Holder],
+        Command::Release => &[Key, Holder],
+        Command::Holders => &[Key],
+        Command::Smooth => &[Key, Permits, Period],
+    }
+}
+
+/// A limiter of CL.ALL: the keyword that names it, and the command whose numbers follow it.
+/// A WINDOW's may go on with `BUCKETS n`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LimiterKind {
+    Throttle,
+    Fixed,
+    Window,
+    Lease,
+}
+
+impl LimiterKind {
+    pub const ALL: [LimiterKind; 4] = [
+        LimiterKind::Throttle,
+        LimiterKind::Fixed,
+        LimiterKind::Window,
+        LimiterKind::Lease,
+    ];
+
+    pub const fn keyword(self) -> &'static CStr {
+        match self {
+            LimiterKind::Throttle => c"THROTTLE",
+            LimiterKind::Fixed => c"FIXED",
+            LimiterKind::Window => c"WINDOW",
+            LimiterKind::Lease => c"LEASE",
+        }
+    }
+
+    /// The command whose numbers the limiter takes.
+    pub const fn command(self) -> Command {
+        match self {
+            LimiterKind::Throttle => Command::Throttle,
+            LimiterKind::Fixed => Command::Fixed,
+            LimiterKind::Window => Command::Window,
+            LimiterKind::Lease => Command::Lease,
+        }
+    }
+
+    /// The keyword's limiter, whatever its case.
+    pub fn of(word: &[u8]) -> Option<LimiterKind> {
+        LimiterKind::ALL
+            .into_iter()
+            .find(|kind| word.eq_ignore_ascii_case(kind.keyword().to_bytes()))
+    }
+}
+
+/// The numbers among a command's parameters, in order, as one array: what its parser reads.
+/// A compile-time error unless there are `N`.
+pub const fn numbers<const N: usize>(command: Command) -> [Number; N] {
+    let params = params(command);
+    let mut out = [Number {
+        name: "",
+        min: 0,
+        max: Max::Count(0),
+    }; N];
+    let (mut i, mut n) = (0, 0);
+    while i < params.len() {
+        if let Kind::Number(number) = params[i].row().kind {
+            out[n] = number;
+            n += 1;
+        }
+        i += 1;
+    }
+    assert!(n == N, "a command's count of numbers");
+    out
+}
+
+impl Number {
+    /// The number `text` gives, in the call's `unit` for a span; or the error that names it.
+    #[inline(always)]
+    pub fn read(&self, text: &[u8], unit: TimeUnit) -> Result<i64, Error> {
+        let value = integer(text, self.name, self.min)?;
+        match self.max {
+            Max::Count(max) if value > max => Err(Error::AboveMaximum {
+                arg: self.name,
+                max,
+            }),
+            Max::Count(_) => Ok(value),
+            Max::SpanNs(max_ns) => value
+                .checked_mul(unit.nanos())
+                .filter(|&ns| ns <= max_ns)
+                .map(|_| value)
+                .ok_or(Error::TooLarge(self.name)),
+        }
+    }
+}
+
+/// Reads `texts` as `numbers`, in order: the first error stops the reading.
+#[inline(always)]
+pub fn read<const N: usize>(
+    numbers: &[Number; N],
+    texts: [&[u8]; N],
+    unit: TimeUnit,
+) -> Result<[i64; N], Error> {
+    let mut values = [0; N];
+    for ((value, number), text) in values.iter_mut().zip(numbers).zip(texts) {
+        *value = number.read(text, unit)?;
+    }
+    Ok(values)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_is_indexed_by_its_params() {
+        for (index, row) in PARAMS.iter().enumerate() {
+            assert_eq!(row.param as usize, index);
+            if let Kind::Number(number) = row.kind {
+                assert_eq!(number.name.as_bytes(), row.name.to_bytes());
+            }
+        }
+    }
+
+    #[test]
+    fn every_command_starts_with_its_keys() {
+        for command in Command::ALL {
+            let first = params(command).first().copied();
+            let expected = if command == Command::All {
+                Numkeys
+            } else {
+                Key
+            };
+            assert_eq!(first, Some(expected), "{command:?}");
+        }
+    }
+
+    #[test]
+    fn numbers_are_bounded_as_their_rows_say() {
+        let [max_burst, count, period] = numbers::<3>(Command::Throttle);
+        let seconds = TimeUnit::Seconds;
+        assert_eq!(max_burst.read(b"0", seconds), Ok(0));
+        assert_eq!(
+            count.read(b"0", seconds),
+            Err(Error::BelowMinimum {
+                arg: "count",
+                min: 1
+            })
+        );
+        assert_eq!(period.read(b"9223372036", seconds), Ok(9_223_372_036));
+        assert_eq!(
+            period.read(b"9223372037", seconds),
+            Err(Error::TooLarge("period"))
+        );
+        let [_, window_period] = numbers::<2>(Command::Window);
+        assert_eq!(
+            window_period.read(b"4611686019", seconds),
+            Err(Error::TooLarge("period"))
+        );
+        let numkeys = Numkeys.number();
+        assert_eq!(
+            numkeys.read(b"17", seconds),
+            Err(Error::AboveMaximum {
+                arg: "numkeys",
+                max: 16
+            })
+        );
+    }
+}
