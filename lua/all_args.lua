@@ -3,11 +3,10 @@
 -- [DRYRUN] [DETAIL] [HOLDER holder] [BLOCK timeout]`. Each limiter's numbers are read by the
 -- parsers its own command uses; the options by the grammar's table, as every command's.
 
-local ALL_MAX_KEYS = 16
+local ALL_MAX_KEYS = GRAMMAR_NUMKEYS.max
 -- The most arguments the module reads, its name included: numkeys, 16 keys, 16 limiters of
 -- up to five words and the options (src/commands/all.rs's MAX_ALL_ARGS).
 local ALL_MAX_ARGS = 2 + 16 * 6 + 10
-local ALL_KINDS = { THROTTLE = 'throttle', FIXED = 'fixed', WINDOW = 'window', LEASE = 'lease' }
 
 -- The call's limiters ({ kind, p }, in key order) and its options, or nil and the error. The
 -- library's own refusals (BLOCK, numbers past 2^53 − 1) are the caller's, once the module's
@@ -16,7 +15,7 @@ local function args_all(keys, args)
   local command = 'cl.all'
   local argc = 2 + #keys + #args
   if argc < 6 or argc > ALL_MAX_ARGS then return nil, ERRORS.wrong_arity(command) end
-  if #keys < 1 then return nil, ERRORS.below_minimum('numkeys', 1) end
+  if #keys < GRAMMAR_NUMKEYS.min then return nil, ERRORS.below_minimum('numkeys', GRAMMAR_NUMKEYS.min) end
   if #keys > ALL_MAX_KEYS then return nil, ERRORS.above_maximum('numkeys', ALL_MAX_KEYS) end
   for again = 2, #keys do
     for first = 1, again - 1 do
@@ -30,20 +29,20 @@ local function args_all(keys, args)
     local keyword = args[at]
     if keyword == nil then return nil, ERRORS.missing_limiter(key) end
     local word = string.upper(keyword)
-    local kind = ALL_KINDS[word]
-    if kind == nil then
+    local limiter = GRAMMAR_LIMITERS[word]
+    if limiter == nil then
       local row = GRAMMAR_ROWS[word]
       if row and row.takers[command] then return nil, ERRORS.missing_limiter(key) end
       if word == 'SMOOTH' then return nil, ERRORS.smooth_in_all(key) end
       return nil, ERRORS.unknown_limiter(key)
     end
-    local params = 2
-    if kind == 'throttle' then
-      params = 3
-    elseif kind == 'window' and args[at + 3] and string.upper(args[at + 3]) == 'BUCKETS' then
-      params = 4
+    local params = limiter.numbers
+    local after = args[at + limiter.numbers + 1]
+    if limiter.kind == 'window' and after and string.upper(after) == 'BUCKETS' then
+      params = params + 2
     end
-    shapes[key] = { kind = kind, at = at + 1, params = params }
+    shapes[key] = { kind = limiter.kind, numbers = limiter.numbers, read = ARGS_READ[word], at = at + 1,
+      params = params }
     at = at + 1 + params
   end
   if at > #args + 1 then return nil, ERRORS.wrong_arity(command) end
@@ -51,7 +50,7 @@ local function args_all(keys, args)
   local _, given, err, out_of_place = args_given(command, args, at, 1 + #keys + at)
   if err then
     -- A limiter past the last key is one too many.
-    if out_of_place and ALL_KINDS[string.upper(args[out_of_place])] then return nil, ERRORS.extra_limiter end
+    if out_of_place and GRAMMAR_LIMITERS[string.upper(args[out_of_place])] then return nil, ERRORS.extra_limiter end
     return nil, err
   end
   local unit = (given and given.MS) and 'ms' or 's'
@@ -63,16 +62,17 @@ local function args_all(keys, args)
   for key, shape in ipairs(shapes) do
     local p = { quantity = 1, quantity_exact = false, unit = unit, refund = all.refund,
       dry_run = all.dry_run, count_denied = false }
-    local function param(offset) return args[shape.at + offset] or '' end
-    if shape.kind == 'throttle' then
-      err = args_throttle_params(p, param(0), param(1), param(2))
-    elseif shape.kind == 'lease' then
-      err = args_lease_params(p, param(0), param(1))
-    else
-      err = args_limit_and_period(p, param(0), param(1))
-      if err == nil and shape.params == 4 then p.buckets, err = args_bucket_count(param(3), p.period_ms) end
-    end
+    err = shape.read(p, args, shape.at)
     if err then return nil, err end
+    if shape.kind == 'lease' then
+      p.lease_ms = p.lease_time * ARGS_MS_PER[unit]
+    elseif shape.kind ~= 'throttle' then
+      p.period_ms = p.period * ARGS_MS_PER[unit]
+      if shape.params > shape.numbers then
+        p.buckets, err = args_bucket_count(args[shape.at + shape.numbers + 1] or '', p.period_ms)
+        if err then return nil, err end
+      end
+    end
     all.limiters[key] = { kind = shape.kind, p = p }
   end
   err = args_values(all, args, nil, given, ARGS_ANY_QUANTITY)

@@ -47,13 +47,6 @@ local function args_span(text, name, unit)
   return span
 end
 
--- A span as args_span reads it, in milliseconds (grammar::span_ms).
-local function args_span_ms(text, name, unit)
-  local span, err = args_span(text, name, unit)
-  if span == nil then return nil, err end
-  return span * (unit == 'ms' and 1 or 1000)
-end
-
 -- The words from args[first] on, read for their shape (Given::read): the quantity's text,
 -- and where each option's keyword is, by keyword (nil when the call names none), with the
 -- rows of the table whose values there are to read (`valued` to `valued_to`) and the error
@@ -197,6 +190,13 @@ local function args_values(p, args, quantity, at, max_quantity)
   return at.broken
 end
 
+-- Milliseconds in each unit.
+local ARGS_MS_PER = { s = 1000, ms = 1 }
+
+-- Each command's parameters, and each of CL.ALL's limiters' numbers, by their readers
+-- (grammar.lua): ARGS_READ[command](p, args, first) reads them into p, or answers the error.
+local ARGS_READ = grammar_params(args_integer, args_holder)
+
 -- The table a limiter's call is read into: every field the parsers set, made at once rather
 -- than grown, with the flags the call names.
 local function args_parsed(at)
@@ -218,30 +218,21 @@ end
 -- The names a window's call holds to args_exact_enough.
 local ARGS_WINDOW_EXACT = { 'limit', 'quantity' }
 
--- `limit period` in p's unit (args::limit_and_period): the limit and `period_ms`; or the
--- error.
-local function args_limit_and_period(p, limit_text, period_text)
-  local limit, limit_err = args_integer(limit_text, 'limit', 1)
-  if limit == nil then return limit_err end
-  local period_ms, period_err = args_span_ms(period_text, 'period', p.unit)
-  if period_ms == nil then return period_err end
-  p.limit = limit
-  p.period_ms = period_ms
-  return nil
-end
-
 -- A window command's arguments after the key: `limit period [quantity] [BUCKETS n] [MS]
 -- [REFUND] [DRYRUN] [COUNTDENIED] [BLOCK timeout]` (BUCKETS CL.WINDOW's, COUNTDENIED
 -- CL.FIXED's), with the period as `period_ms`. The replication form's `AT unix-ms` is the
 -- module's, and refused; so is a BLOCK, once the module's own checks pass.
 local function args_window(args, command)
   local n = #args
-  if n < 2 or n > ARGS_MAX_AFTER_KEY then return nil, ERRORS.wrong_arity(command) end
+  if n < GRAMMAR_PARAMS[command] or n > ARGS_MAX_AFTER_KEY then return nil, ERRORS.wrong_arity(command) end
   local quantity, at, err = args_given(command, args, 3, 4)
   if err then return nil, err end
   local p = args_parsed(at)
-  err = args_limit_and_period(p, args[1], args[2])
-    or args_values(p, args, quantity, at, ARGS_ANY_QUANTITY)
+  err = ARGS_READ[command](p, args, 1)
+  if err then return nil, err end
+  -- Before the options: BUCKETS must cut it.
+  p.period_ms = p.period * ARGS_MS_PER[p.unit]
+  err = args_values(p, args, quantity, at, ARGS_ANY_QUANTITY)
   if err then return nil, err end
   if p.at then return nil, ERRORS.at_from_client end
   if p.block then return nil, ERRORS.cannot_wait(command) end
@@ -250,51 +241,20 @@ local function args_window(args, command)
   return p
 end
 
--- The longest period GCRA takes, i64::MAX ns, in whole units.
-local ARGS_MAX_PERIOD = { s = 9223372036, ms = 9223372036854 }
-
--- `max_burst count period` in p's unit (args::throttle_params), with `max_burst_exact` and
--- `count_exact` (the period is below 2^53); or the error.
-local function args_throttle_params(p, max_burst, count, period)
-  local value, exact = args_integer(max_burst, 'max_burst', 0)
-  if value == nil then return exact end
-  p.max_burst, p.max_burst_exact = value, exact
-  value, exact = args_integer(count, 'count', 1)
-  if value == nil then return exact end
-  p.count, p.count_exact = value, exact
-  value, exact = args_integer(period, 'period', 1)
-  if value == nil then return exact end
-  if value > ARGS_MAX_PERIOD[p.unit] then return ERRORS.too_large('period') end
-  p.period = value
-  return nil
-end
-
 -- CL.THROTTLE's arguments after the key: `max_burst count period [quantity] [MS] [REFUND]
 -- [DRYRUN] [BLOCK timeout]`, the period in the call's unit. A BLOCK the module would take
 -- is `block`, refused by the caller once the module's own checks pass.
 local function args_throttle(args)
   local command = 'cl.throttle'
   local n = #args
-  if n < 3 or n > ARGS_MAX_AFTER_KEY then return nil, ERRORS.wrong_arity(command) end
+  if n < GRAMMAR_PARAMS[command] or n > ARGS_MAX_AFTER_KEY then return nil, ERRORS.wrong_arity(command) end
   local quantity, at, err = args_given(command, args, 4, 5)
   if err then return nil, err end
   local p = args_parsed(at)
-  err = args_throttle_params(p, args[1], args[2], args[3])
+  err = ARGS_READ[command](p, args, 1)
     or args_values(p, args, quantity, at, ARGS_ANY_QUANTITY)
   if err then return nil, err end
   return p
-end
-
--- `limit lease_time` in p's unit (args::lease_params): the limit and `lease_ms`; or the
--- error.
-local function args_lease_params(p, limit_text, time_text)
-  local limit, limit_err = args_integer(limit_text, 'limit', 1)
-  if limit == nil then return limit_err end
-  local lease_ms, time_err = args_span_ms(time_text, 'lease_time', p.unit)
-  if lease_ms == nil then return time_err end
-  p.limit = limit
-  p.lease_ms = lease_ms
-  return nil
 end
 
 -- The names a lease's call holds to args_exact_enough.
@@ -305,20 +265,17 @@ local ARGS_LEASE_EXACT = { 'limit' }
 local function args_lease(args)
   local command = 'cl.lease'
   local n = #args
-  if n < 3 or n > ARGS_MAX_AFTER_KEY then return nil, ERRORS.wrong_arity(command) end
+  if n < GRAMMAR_PARAMS[command] or n > ARGS_MAX_AFTER_KEY then return nil, ERRORS.wrong_arity(command) end
   local _, at, err = args_given(command, args, 4, 5)
   if err then return nil, err end
   local p = { unit = (at and at.MS) and 'ms' or 's', dry_run = at ~= nil and at.DRYRUN ~= nil,
-    block = false, at = false }
-  err = args_lease_params(p, args[1], args[2])
-  if err then return nil, err end
-  local holder, holder_err = args_holder(args[3])
-  if holder == nil then return nil, holder_err end
-  err = args_values(p, args, nil, at, ARGS_ANY_QUANTITY)
+    block = false, at = false, limit = false, lease_time = false, lease_ms = false, holder = false }
+  err = ARGS_READ[command](p, args, 1)
+    or args_values(p, args, nil, at, ARGS_ANY_QUANTITY)
   if err then return nil, err end
   if p.at then return nil, ERRORS.at_from_client end
   if p.block then return nil, ERRORS.cannot_wait(command) end
-  p.holder = holder
+  p.lease_ms = p.lease_time * ARGS_MS_PER[p.unit]
   local inexact = args_exact_enough(p, ARGS_LEASE_EXACT)
   if inexact then return nil, inexact end
   return p
@@ -328,16 +285,15 @@ end
 local function args_release(args)
   local command = 'cl.release'
   local n = #args
-  if n < 1 or n > ARGS_MAX_AFTER_KEY then return nil, ERRORS.wrong_arity(command) end
+  if n < GRAMMAR_PARAMS[command] or n > ARGS_MAX_AFTER_KEY then return nil, ERRORS.wrong_arity(command) end
   local _, at, err = args_given(command, args, 2, 3)
   if err then return nil, err end
-  local holder, holder_err = args_holder(args[1])
-  if holder == nil then return nil, holder_err end
   local p = { at = false }
-  err = args_values(p, args, nil, at, ARGS_ANY_QUANTITY)
+  err = ARGS_READ[command](p, args, 1)
+    or args_values(p, args, nil, at, ARGS_ANY_QUANTITY)
   if err then return nil, err end
   if p.at then return nil, ERRORS.at_from_client end
-  return holder
+  return p.holder
 end
 
 -- CL.HOLDERS's arguments after the key: `[MS]`: the unit, or the error.
@@ -354,26 +310,19 @@ end
 local function args_smooth(args)
   local command = 'cl.smooth'
   local n = #args
-  if n < 2 or n > ARGS_MAX_AFTER_KEY then return nil, ERRORS.wrong_arity(command) end
+  if n < GRAMMAR_PARAMS[command] or n > ARGS_MAX_AFTER_KEY then return nil, ERRORS.wrong_arity(command) end
   local quantity, at, err = args_given(command, args, 3, 4)
   if err then return nil, err end
   local p = { unit = (at and at.MS) and 'ms' or 's', dry_run = at ~= nil and at.DRYRUN ~= nil,
-    quantity = 1, block = false }
-  local permits
-  permits, err = args_integer(args[1], 'permits', 1)
-  if permits == nil then return nil, err end
-  local period
-  period, err = args_span(args[2], 'period', p.unit)
-  if period == nil then return nil, err end
-  err = args_values(p, args, quantity, at, 2147483647)
+    quantity = 1, block = false, permits = false, period = false }
+  err = ARGS_READ[command](p, args, 1)
+    or args_values(p, args, quantity, at, 2147483647)
   if err then return nil, err end
   -- Guava's default maxBurstSeconds: one second.
   if p.warmup == nil and p.burst == nil then p.burst = p.unit == 'ms' and 1000 or 1 end
   p.cold = p.cold or 3
   if p.block then return nil, ERRORS.cannot_wait(command) end
-  if permits > ARGS_LIBRARY_MAX then return nil, ERRORS.inexact('permits') end
+  if p.permits > ARGS_LIBRARY_MAX then return nil, ERRORS.inexact('permits') end
   if p.cold > ARGS_LIBRARY_MAX then return nil, ERRORS.inexact('COLD') end
-  p.permits = permits
-  p.period = period
   return p
 end

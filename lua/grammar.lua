@@ -64,3 +64,155 @@ for i = 1, #GRAMMAR_OPTIONS do GRAMMAR_ROWS[GRAMMAR_OPTIONS[i].keyword] = GRAMMA
 
 -- The commands that take a quantity first, with no keyword.
 local GRAMMAR_QUANTITY_FIRST = GRAMMAR_OPTIONS[1].positional
+
+-- Each command's parameters after its key, and CL.ALL's limiters' numbers, by
+-- keyword: readers of args[first] on into p, by the parameters' names, a span in p's
+-- unit and a number past 2^53 - 1 exact too (`<name>_exact`), that answer the first
+-- error or nil (params::read). Made of the readers args.lua defines:
+-- integer(text, name, min) and holder(text).
+local function grammar_params(integer, holder)
+  local readers = {}
+  readers['cl.throttle'] = function(p, args, first)
+    local value, exact
+    value, exact = integer(args[first] or '', 'max_burst', 0)
+    if value == nil then return exact end
+    p.max_burst = value
+    if exact then p.max_burst_exact = exact end
+    value, exact = integer(args[first + 1] or '', 'count', 1)
+    if value == nil then return exact end
+    p.count = value
+    if exact then p.count_exact = exact end
+    value, exact = integer(args[first + 2] or '', 'period', 1)
+    if value == nil then return exact end
+    if value > (p.unit == 'ms' and 9223372036854 or 9223372036) then return ERRORS.too_large('period') end
+    p.period = value
+    if exact then p.period_exact = exact end
+  end
+  readers['cl.fixed'] = function(p, args, first)
+    local value, exact
+    value, exact = integer(args[first] or '', 'limit', 1)
+    if value == nil then return exact end
+    p.limit = value
+    if exact then p.limit_exact = exact end
+    value, exact = integer(args[first + 1] or '', 'period', 1)
+    if value == nil then return exact end
+    if value > (p.unit == 'ms' and 4611686018427 or 4611686018) then return ERRORS.too_large('period') end
+    p.period = value
+    if exact then p.period_exact = exact end
+  end
+  readers['cl.window'] = function(p, args, first)
+    local value, exact
+    value, exact = integer(args[first] or '', 'limit', 1)
+    if value == nil then return exact end
+    p.limit = value
+    if exact then p.limit_exact = exact end
+    value, exact = integer(args[first + 1] or '', 'period', 1)
+    if value == nil then return exact end
+    if value > (p.unit == 'ms' and 4611686018427 or 4611686018) then return ERRORS.too_large('period') end
+    p.period = value
+    if exact then p.period_exact = exact end
+  end
+  readers['cl.lease'] = function(p, args, first)
+    local value, exact
+    value, exact = integer(args[first] or '', 'limit', 1)
+    if value == nil then return exact end
+    p.limit = value
+    if exact then p.limit_exact = exact end
+    value, exact = integer(args[first + 1] or '', 'lease_time', 1)
+    if value == nil then return exact end
+    if value > (p.unit == 'ms' and 4611686018427 or 4611686018) then return ERRORS.too_large('lease_time') end
+    p.lease_time = value
+    if exact then p.lease_time_exact = exact end
+    value, exact = holder(args[first + 2] or '')
+    if value == nil then return exact end
+    p.holder = value
+  end
+  readers['cl.release'] = function(p, args, first)
+    local value, exact
+    value, exact = holder(args[first] or '')
+    if value == nil then return exact end
+    p.holder = value
+  end
+  readers['cl.holders'] = function(p, args, first)
+    local value, exact
+  end
+  readers['cl.smooth'] = function(p, args, first)
+    local value, exact
+    value, exact = integer(args[first] or '', 'permits', 1)
+    if value == nil then return exact end
+    p.permits = value
+    if exact then p.permits_exact = exact end
+    value, exact = integer(args[first + 1] or '', 'period', 1)
+    if value == nil then return exact end
+    if value > (p.unit == 'ms' and 4611686018427 or 4611686018) then return ERRORS.too_large('period') end
+    p.period = value
+    if exact then p.period_exact = exact end
+  end
+  readers['THROTTLE'] = function(p, args, first)
+    local value, exact
+    value, exact = integer(args[first] or '', 'max_burst', 0)
+    if value == nil then return exact end
+    p.max_burst = value
+    if exact then p.max_burst_exact = exact end
+    value, exact = integer(args[first + 1] or '', 'count', 1)
+    if value == nil then return exact end
+    p.count = value
+    if exact then p.count_exact = exact end
+    value, exact = integer(args[first + 2] or '', 'period', 1)
+    if value == nil then return exact end
+    if value > (p.unit == 'ms' and 9223372036854 or 9223372036) then return ERRORS.too_large('period') end
+    p.period = value
+    if exact then p.period_exact = exact end
+  end
+  readers['FIXED'] = function(p, args, first)
+    local value, exact
+    value, exact = integer(args[first] or '', 'limit', 1)
+    if value == nil then return exact end
+    p.limit = value
+    if exact then p.limit_exact = exact end
+    value, exact = integer(args[first + 1] or '', 'period', 1)
+    if value == nil then return exact end
+    if value > (p.unit == 'ms' and 4611686018427 or 4611686018) then return ERRORS.too_large('period') end
+    p.period = value
+    if exact then p.period_exact = exact end
+  end
+  readers['WINDOW'] = function(p, args, first)
+    local value, exact
+    value, exact = integer(args[first] or '', 'limit', 1)
+    if value == nil then return exact end
+    p.limit = value
+    if exact then p.limit_exact = exact end
+    value, exact = integer(args[first + 1] or '', 'period', 1)
+    if value == nil then return exact end
+    if value > (p.unit == 'ms' and 4611686018427 or 4611686018) then return ERRORS.too_large('period') end
+    p.period = value
+    if exact then p.period_exact = exact end
+  end
+  readers['LEASE'] = function(p, args, first)
+    local value, exact
+    value, exact = integer(args[first] or '', 'limit', 1)
+    if value == nil then return exact end
+    p.limit = value
+    if exact then p.limit_exact = exact end
+    value, exact = integer(args[first + 1] or '', 'lease_time', 1)
+    if value == nil then return exact end
+    if value > (p.unit == 'ms' and 4611686018427 or 4611686018) then return ERRORS.too_large('lease_time') end
+    p.lease_time = value
+    if exact then p.lease_time_exact = exact end
+  end
+  return readers
+end
+
+-- How many parameters each command takes after its key.
+local GRAMMAR_PARAMS = { ['cl.throttle'] = 3, ['cl.fixed'] = 2, ['cl.window'] = 2, ['cl.lease'] = 3, ['cl.release'] = 1, ['cl.holders'] = 0, ['cl.smooth'] = 2 }
+
+-- CL.ALL's count of keys.
+local GRAMMAR_NUMKEYS = { min = 1, max = 16 }
+
+-- CL.ALL's limiters, by keyword: each its kind, and how many numbers follow it.
+local GRAMMAR_LIMITERS = {
+  THROTTLE = { kind = 'throttle', numbers = 3 },
+  FIXED = { kind = 'fixed', numbers = 2 },
+  WINDOW = { kind = 'window', numbers = 2 },
+  LEASE = { kind = 'lease', numbers = 2 },
+}

@@ -8,6 +8,10 @@ local ERRORS,
   GRAMMAR_OPTIONS,
   GRAMMAR_ROWS,
   GRAMMAR_QUANTITY_FIRST,
+  grammar_params,
+  GRAMMAR_PARAMS,
+  GRAMMAR_NUMKEYS,
+  GRAMMAR_LIMITERS,
   exact_small,
   exact_parse,
   exact_of_number,
@@ -49,13 +53,12 @@ local ERRORS,
   args_given,
   args_bucket_count,
   args_values,
+  ARGS_MS_PER,
+  ARGS_READ,
   args_exact_enough,
   ARGS_WINDOW_EXACT,
-  args_limit_and_period,
   args_window,
-  args_throttle_params,
   args_throttle,
-  args_lease_params,
   ARGS_LEASE_EXACT,
   args_lease,
   args_release,
@@ -209,6 +212,158 @@ for i = 1, #GRAMMAR_OPTIONS do GRAMMAR_ROWS[GRAMMAR_OPTIONS[i].keyword] = GRAMMA
 
 -- The commands that take a quantity first, with no keyword.
 GRAMMAR_QUANTITY_FIRST = GRAMMAR_OPTIONS[1].positional
+
+-- Each command's parameters after its key, and CL.ALL's limiters' numbers, by
+-- keyword: readers of args[first] on into p, by the parameters' names, a span in p's
+-- unit and a number past 2^53 - 1 exact too (`<name>_exact`), that answer the first
+-- error or nil (params::read). Made of the readers args.lua defines:
+-- integer(text, name, min) and holder(text).
+function grammar_params(integer, holder)
+  local readers = {}
+  readers['cl.throttle'] = function(p, args, first)
+    local value, exact
+    value, exact = integer(args[first] or '', 'max_burst', 0)
+    if value == nil then return exact end
+    p.max_burst = value
+    if exact then p.max_burst_exact = exact end
+    value, exact = integer(args[first + 1] or '', 'count', 1)
+    if value == nil then return exact end
+    p.count = value
+    if exact then p.count_exact = exact end
+    value, exact = integer(args[first + 2] or '', 'period', 1)
+    if value == nil then return exact end
+    if value > (p.unit == 'ms' and 9223372036854 or 9223372036) then return ERRORS.too_large('period') end
+    p.period = value
+    if exact then p.period_exact = exact end
+  end
+  readers['cl.fixed'] = function(p, args, first)
+    local value, exact
+    value, exact = integer(args[first] or '', 'limit', 1)
+    if value == nil then return exact end
+    p.limit = value
+    if exact then p.limit_exact = exact end
+    value, exact = integer(args[first + 1] or '', 'period', 1)
+    if value == nil then return exact end
+    if value > (p.unit == 'ms' and 4611686018427 or 4611686018) then return ERRORS.too_large('period') end
+    p.period = value
+    if exact then p.period_exact = exact end
+  end
+  readers['cl.window'] = function(p, args, first)
+    local value, exact
+    value, exact = integer(args[first] or '', 'limit', 1)
+    if value == nil then return exact end
+    p.limit = value
+    if exact then p.limit_exact = exact end
+    value, exact = integer(args[first + 1] or '', 'period', 1)
+    if value == nil then return exact end
+    if value > (p.unit == 'ms' and 4611686018427 or 4611686018) then return ERRORS.too_large('period') end
+    p.period = value
+    if exact then p.period_exact = exact end
+  end
+  readers['cl.lease'] = function(p, args, first)
+    local value, exact
+    value, exact = integer(args[first] or '', 'limit', 1)
+    if value == nil then return exact end
+    p.limit = value
+    if exact then p.limit_exact = exact end
+    value, exact = integer(args[first + 1] or '', 'lease_time', 1)
+    if value == nil then return exact end
+    if value > (p.unit == 'ms' and 4611686018427 or 4611686018) then return ERRORS.too_large('lease_time') end
+    p.lease_time = value
+    if exact then p.lease_time_exact = exact end
+    value, exact = holder(args[first + 2] or '')
+    if value == nil then return exact end
+    p.holder = value
+  end
+  readers['cl.release'] = function(p, args, first)
+    local value, exact
+    value, exact = holder(args[first] or '')
+    if value == nil then return exact end
+    p.holder = value
+  end
+  readers['cl.holders'] = function(p, args, first)
+    local value, exact
+  end
+  readers['cl.smooth'] = function(p, args, first)
+    local value, exact
+    value, exact = integer(args[first] or '', 'permits', 1)
+    if value == nil then return exact end
+    p.permits = value
+    if exact then p.permits_exact = exact end
+    value, exact = integer(args[first + 1] or '', 'period', 1)
+    if value == nil then return exact end
+    if value > (p.unit == 'ms' and 4611686018427 or 4611686018) then return ERRORS.too_large('period') end
+    p.period = value
+    if exact then p.period_exact = exact end
+  end
+  readers['THROTTLE'] = function(p, args, first)
+    local value, exact
+    value, exact = integer(args[first] or '', 'max_burst', 0)
+    if value == nil then return exact end
+    p.max_burst = value
+    if exact then p.max_burst_exact = exact end
+    value, exact = integer(args[first + 1] or '', 'count', 1)
+    if value == nil then return exact end
+    p.count = value
+    if exact then p.count_exact = exact end
+    value, exact = integer(args[first + 2] or '', 'period', 1)
+    if value == nil then return exact end
+    if value > (p.unit == 'ms' and 9223372036854 or 9223372036) then return ERRORS.too_large('period') end
+    p.period = value
+    if exact then p.period_exact = exact end
+  end
+  readers['FIXED'] = function(p, args, first)
+    local value, exact
+    value, exact = integer(args[first] or '', 'limit', 1)
+    if value == nil then return exact end
+    p.limit = value
+    if exact then p.limit_exact = exact end
+    value, exact = integer(args[first + 1] or '', 'period', 1)
+    if value == nil then return exact end
+    if value > (p.unit == 'ms' and 4611686018427 or 4611686018) then return ERRORS.too_large('period') end
+    p.period = value
+    if exact then p.period_exact = exact end
+  end
+  readers['WINDOW'] = function(p, args, first)
+    local value, exact
+    value, exact = integer(args[first] or '', 'limit', 1)
+    if value == nil then return exact end
+    p.limit = value
+    if exact then p.limit_exact = exact end
+    value, exact = integer(args[first + 1] or '', 'period', 1)
+    if value == nil then return exact end
+    if value > (p.unit == 'ms' and 4611686018427 or 4611686018) then return ERRORS.too_large('period') end
+    p.period = value
+    if exact then p.period_exact = exact end
+  end
+  readers['LEASE'] = function(p, args, first)
+    local value, exact
+    value, exact = integer(args[first] or '', 'limit', 1)
+    if value == nil then return exact end
+    p.limit = value
+    if exact then p.limit_exact = exact end
+    value, exact = integer(args[first + 1] or '', 'lease_time', 1)
+    if value == nil then return exact end
+    if value > (p.unit == 'ms' and 4611686018427 or 4611686018) then return ERRORS.too_large('lease_time') end
+    p.lease_time = value
+    if exact then p.lease_time_exact = exact end
+  end
+  return readers
+end
+
+-- How many parameters each command takes after its key.
+GRAMMAR_PARAMS = { ['cl.throttle'] = 3, ['cl.fixed'] = 2, ['cl.window'] = 2, ['cl.lease'] = 3, ['cl.release'] = 1, ['cl.holders'] = 0, ['cl.smooth'] = 2 }
+
+-- CL.ALL's count of keys.
+GRAMMAR_NUMKEYS = { min = 1, max = 16 }
+
+-- CL.ALL's limiters, by keyword: each its kind, and how many numbers follow it.
+GRAMMAR_LIMITERS = {
+  THROTTLE = { kind = 'throttle', numbers = 3 },
+  FIXED = { kind = 'fixed', numbers = 2 },
+  WINDOW = { kind = 'window', numbers = 2 },
+  LEASE = { kind = 'lease', numbers = 2 },
+}
 end
 
 do
@@ -669,13 +824,6 @@ local function args_span(text, name, unit)
   return span
 end
 
--- A span as args_span reads it, in milliseconds (grammar::span_ms).
-local function args_span_ms(text, name, unit)
-  local span, err = args_span(text, name, unit)
-  if span == nil then return nil, err end
-  return span * (unit == 'ms' and 1 or 1000)
-end
-
 -- The words from args[first] on, read for their shape (Given::read): the quantity's text,
 -- and where each option's keyword is, by keyword (nil when the call names none), with the
 -- rows of the table whose values there are to read (`valued` to `valued_to`) and the error
@@ -819,6 +967,13 @@ function args_values(p, args, quantity, at, max_quantity)
   return at.broken
 end
 
+-- Milliseconds in each unit.
+ARGS_MS_PER = { s = 1000, ms = 1 }
+
+-- Each command's parameters, and each of CL.ALL's limiters' numbers, by their readers
+-- (grammar.lua): ARGS_READ[command](p, args, first) reads them into p, or answers the error.
+ARGS_READ = grammar_params(args_integer, args_holder)
+
 -- The table a limiter's call is read into: every field the parsers set, made at once rather
 -- than grown, with the flags the call names.
 local function args_parsed(at)
@@ -840,30 +995,21 @@ end
 -- The names a window's call holds to args_exact_enough.
 ARGS_WINDOW_EXACT = { 'limit', 'quantity' }
 
--- `limit period` in p's unit (args::limit_and_period): the limit and `period_ms`; or the
--- error.
-function args_limit_and_period(p, limit_text, period_text)
-  local limit, limit_err = args_integer(limit_text, 'limit', 1)
-  if limit == nil then return limit_err end
-  local period_ms, period_err = args_span_ms(period_text, 'period', p.unit)
-  if period_ms == nil then return period_err end
-  p.limit = limit
-  p.period_ms = period_ms
-  return nil
-end
-
 -- A window command's arguments after the key: `limit period [quantity] [BUCKETS n] [MS]
 -- [REFUND] [DRYRUN] [COUNTDENIED] [BLOCK timeout]` (BUCKETS CL.WINDOW's, COUNTDENIED
 -- CL.FIXED's), with the period as `period_ms`. The replication form's `AT unix-ms` is the
 -- module's, and refused; so is a BLOCK, once the module's own checks pass.
 function args_window(args, command)
   local n = #args
-  if n < 2 or n > ARGS_MAX_AFTER_KEY then return nil, ERRORS.wrong_arity(command) end
+  if n < GRAMMAR_PARAMS[command] or n > ARGS_MAX_AFTER_KEY then return nil, ERRORS.wrong_arity(command) end
   local quantity, at, err = args_given(command, args, 3, 4)
   if err then return nil, err end
   local p = args_parsed(at)
-  err = args_limit_and_period(p, args[1], args[2])
-    or args_values(p, args, quantity, at, ARGS_ANY_QUANTITY)
+  err = ARGS_READ[command](p, args, 1)
+  if err then return nil, err end
+  -- Before the options: BUCKETS must cut it.
+  p.period_ms = p.period * ARGS_MS_PER[p.unit]
+  err = args_values(p, args, quantity, at, ARGS_ANY_QUANTITY)
   if err then return nil, err end
   if p.at then return nil, ERRORS.at_from_client end
   if p.block then return nil, ERRORS.cannot_wait(command) end
@@ -872,51 +1018,20 @@ function args_window(args, command)
   return p
 end
 
--- The longest period GCRA takes, i64::MAX ns, in whole units.
-local ARGS_MAX_PERIOD = { s = 9223372036, ms = 9223372036854 }
-
--- `max_burst count period` in p's unit (args::throttle_params), with `max_burst_exact` and
--- `count_exact` (the period is below 2^53); or the error.
-function args_throttle_params(p, max_burst, count, period)
-  local value, exact = args_integer(max_burst, 'max_burst', 0)
-  if value == nil then return exact end
-  p.max_burst, p.max_burst_exact = value, exact
-  value, exact = args_integer(count, 'count', 1)
-  if value == nil then return exact end
-  p.count, p.count_exact = value, exact
-  value, exact = args_integer(period, 'period', 1)
-  if value == nil then return exact end
-  if value > ARGS_MAX_PERIOD[p.unit] then return ERRORS.too_large('period') end
-  p.period = value
-  return nil
-end
-
 -- CL.THROTTLE's arguments after the key: `max_burst count period [quantity] [MS] [REFUND]
 -- [DRYRUN] [BLOCK timeout]`, the period in the call's unit. A BLOCK the module would take
 -- is `block`, refused by the caller once the module's own checks pass.
 function args_throttle(args)
   local command = 'cl.throttle'
   local n = #args
-  if n < 3 or n > ARGS_MAX_AFTER_KEY then return nil, ERRORS.wrong_arity(command) end
+  if n < GRAMMAR_PARAMS[command] or n > ARGS_MAX_AFTER_KEY then return nil, ERRORS.wrong_arity(command) end
   local quantity, at, err = args_given(command, args, 4, 5)
   if err then return nil, err end
   local p = args_parsed(at)
-  err = args_throttle_params(p, args[1], args[2], args[3])
+  err = ARGS_READ[command](p, args, 1)
     or args_values(p, args, quantity, at, ARGS_ANY_QUANTITY)
   if err then return nil, err end
   return p
-end
-
--- `limit lease_time` in p's unit (args::lease_params): the limit and `lease_ms`; or the
--- error.
-function args_lease_params(p, limit_text, time_text)
-  local limit, limit_err = args_integer(limit_text, 'limit', 1)
-  if limit == nil then return limit_err end
-  local lease_ms, time_err = args_span_ms(time_text, 'lease_time', p.unit)
-  if lease_ms == nil then return time_err end
-  p.limit = limit
-  p.lease_ms = lease_ms
-  return nil
 end
 
 -- The names a lease's call holds to args_exact_enough.
@@ -927,20 +1042,17 @@ ARGS_LEASE_EXACT = { 'limit' }
 function args_lease(args)
   local command = 'cl.lease'
   local n = #args
-  if n < 3 or n > ARGS_MAX_AFTER_KEY then return nil, ERRORS.wrong_arity(command) end
+  if n < GRAMMAR_PARAMS[command] or n > ARGS_MAX_AFTER_KEY then return nil, ERRORS.wrong_arity(command) end
   local _, at, err = args_given(command, args, 4, 5)
   if err then return nil, err end
   local p = { unit = (at and at.MS) and 'ms' or 's', dry_run = at ~= nil and at.DRYRUN ~= nil,
-    block = false, at = false }
-  err = args_lease_params(p, args[1], args[2])
-  if err then return nil, err end
-  local holder, holder_err = args_holder(args[3])
-  if holder == nil then return nil, holder_err end
-  err = args_values(p, args, nil, at, ARGS_ANY_QUANTITY)
+    block = false, at = false, limit = false, lease_time = false, lease_ms = false, holder = false }
+  err = ARGS_READ[command](p, args, 1)
+    or args_values(p, args, nil, at, ARGS_ANY_QUANTITY)
   if err then return nil, err end
   if p.at then return nil, ERRORS.at_from_client end
   if p.block then return nil, ERRORS.cannot_wait(command) end
-  p.holder = holder
+  p.lease_ms = p.lease_time * ARGS_MS_PER[p.unit]
   local inexact = args_exact_enough(p, ARGS_LEASE_EXACT)
   if inexact then return nil, inexact end
   return p
@@ -950,16 +1062,15 @@ end
 function args_release(args)
   local command = 'cl.release'
   local n = #args
-  if n < 1 or n > ARGS_MAX_AFTER_KEY then return nil, ERRORS.wrong_arity(command) end
+  if n < GRAMMAR_PARAMS[command] or n > ARGS_MAX_AFTER_KEY then return nil, ERRORS.wrong_arity(command) end
   local _, at, err = args_given(command, args, 2, 3)
   if err then return nil, err end
-  local holder, holder_err = args_holder(args[1])
-  if holder == nil then return nil, holder_err end
   local p = { at = false }
-  err = args_values(p, args, nil, at, ARGS_ANY_QUANTITY)
+  err = ARGS_READ[command](p, args, 1)
+    or args_values(p, args, nil, at, ARGS_ANY_QUANTITY)
   if err then return nil, err end
   if p.at then return nil, ERRORS.at_from_client end
-  return holder
+  return p.holder
 end
 
 -- CL.HOLDERS's arguments after the key: `[MS]`: the unit, or the error.
@@ -976,27 +1087,20 @@ end
 function args_smooth(args)
   local command = 'cl.smooth'
   local n = #args
-  if n < 2 or n > ARGS_MAX_AFTER_KEY then return nil, ERRORS.wrong_arity(command) end
+  if n < GRAMMAR_PARAMS[command] or n > ARGS_MAX_AFTER_KEY then return nil, ERRORS.wrong_arity(command) end
   local quantity, at, err = args_given(command, args, 3, 4)
   if err then return nil, err end
   local p = { unit = (at and at.MS) and 'ms' or 's', dry_run = at ~= nil and at.DRYRUN ~= nil,
-    quantity = 1, block = false }
-  local permits
-  permits, err = args_integer(args[1], 'permits', 1)
-  if permits == nil then return nil, err end
-  local period
-  period, err = args_span(args[2], 'period', p.unit)
-  if period == nil then return nil, err end
-  err = args_values(p, args, quantity, at, 2147483647)
+    quantity = 1, block = false, permits = false, period = false }
+  err = ARGS_READ[command](p, args, 1)
+    or args_values(p, args, quantity, at, 2147483647)
   if err then return nil, err end
   -- Guava's default maxBurstSeconds: one second.
   if p.warmup == nil and p.burst == nil then p.burst = p.unit == 'ms' and 1000 or 1 end
   p.cold = p.cold or 3
   if p.block then return nil, ERRORS.cannot_wait(command) end
-  if permits > ARGS_LIBRARY_MAX then return nil, ERRORS.inexact('permits') end
+  if p.permits > ARGS_LIBRARY_MAX then return nil, ERRORS.inexact('permits') end
   if p.cold > ARGS_LIBRARY_MAX then return nil, ERRORS.inexact('COLD') end
-  p.permits = permits
-  p.period = period
   return p
 end
 end
@@ -3059,11 +3163,10 @@ do
 -- [DRYRUN] [DETAIL] [HOLDER holder] [BLOCK timeout]`. Each limiter's numbers are read by the
 -- parsers its own command uses; the options by the grammar's table, as every command's.
 
-local ALL_MAX_KEYS = 16
+local ALL_MAX_KEYS = GRAMMAR_NUMKEYS.max
 -- The most arguments the module reads, its name included: numkeys, 16 keys, 16 limiters of
 -- up to five words and the options (src/commands/all.rs's MAX_ALL_ARGS).
 local ALL_MAX_ARGS = 2 + 16 * 6 + 10
-local ALL_KINDS = { THROTTLE = 'throttle', FIXED = 'fixed', WINDOW = 'window', LEASE = 'lease' }
 
 -- The call's limiters ({ kind, p }, in key order) and its options, or nil and the error. The
 -- library's own refusals (BLOCK, numbers past 2^53 − 1) are the caller's, once the module's
@@ -3072,7 +3175,7 @@ function args_all(keys, args)
   local command = 'cl.all'
   local argc = 2 + #keys + #args
   if argc < 6 or argc > ALL_MAX_ARGS then return nil, ERRORS.wrong_arity(command) end
-  if #keys < 1 then return nil, ERRORS.below_minimum('numkeys', 1) end
+  if #keys < GRAMMAR_NUMKEYS.min then return nil, ERRORS.below_minimum('numkeys', GRAMMAR_NUMKEYS.min) end
   if #keys > ALL_MAX_KEYS then return nil, ERRORS.above_maximum('numkeys', ALL_MAX_KEYS) end
   for again = 2, #keys do
     for first = 1, again - 1 do
@@ -3086,20 +3189,20 @@ function args_all(keys, args)
     local keyword = args[at]
     if keyword == nil then return nil, ERRORS.missing_limiter(key) end
     local word = string.upper(keyword)
-    local kind = ALL_KINDS[word]
-    if kind == nil then
+    local limiter = GRAMMAR_LIMITERS[word]
+    if limiter == nil then
       local row = GRAMMAR_ROWS[word]
       if row and row.takers[command] then return nil, ERRORS.missing_limiter(key) end
       if word == 'SMOOTH' then return nil, ERRORS.smooth_in_all(key) end
       return nil, ERRORS.unknown_limiter(key)
     end
-    local params = 2
-    if kind == 'throttle' then
-      params = 3
-    elseif kind == 'window' and args[at + 3] and string.upper(args[at + 3]) == 'BUCKETS' then
-      params = 4
+    local params = limiter.numbers
+    local after = args[at + limiter.numbers + 1]
+    if limiter.kind == 'window' and after and string.upper(after) == 'BUCKETS' then
+      params = params + 2
     end
-    shapes[key] = { kind = kind, at = at + 1, params = params }
+    shapes[key] = { kind = limiter.kind, numbers = limiter.numbers, read = ARGS_READ[word], at = at + 1,
+      params = params }
     at = at + 1 + params
   end
   if at > #args + 1 then return nil, ERRORS.wrong_arity(command) end
@@ -3107,7 +3210,7 @@ function args_all(keys, args)
   local _, given, err, out_of_place = args_given(command, args, at, 1 + #keys + at)
   if err then
     -- A limiter past the last key is one too many.
-    if out_of_place and ALL_KINDS[string.upper(args[out_of_place])] then return nil, ERRORS.extra_limiter end
+    if out_of_place and GRAMMAR_LIMITERS[string.upper(args[out_of_place])] then return nil, ERRORS.extra_limiter end
     return nil, err
   end
   local unit = (given and given.MS) and 'ms' or 's'
@@ -3119,16 +3222,17 @@ function args_all(keys, args)
   for key, shape in ipairs(shapes) do
     local p = { quantity = 1, quantity_exact = false, unit = unit, refund = all.refund,
       dry_run = all.dry_run, count_denied = false }
-    local function param(offset) return args[shape.at + offset] or '' end
-    if shape.kind == 'throttle' then
-      err = args_throttle_params(p, param(0), param(1), param(2))
-    elseif shape.kind == 'lease' then
-      err = args_lease_params(p, param(0), param(1))
-    else
-      err = args_limit_and_period(p, param(0), param(1))
-      if err == nil and shape.params == 4 then p.buckets, err = args_bucket_count(param(3), p.period_ms) end
-    end
+    err = shape.read(p, args, shape.at)
     if err then return nil, err end
+    if shape.kind == 'lease' then
+      p.lease_ms = p.lease_time * ARGS_MS_PER[unit]
+    elseif shape.kind ~= 'throttle' then
+      p.period_ms = p.period * ARGS_MS_PER[unit]
+      if shape.params > shape.numbers then
+        p.buckets, err = args_bucket_count(args[shape.at + shape.numbers + 1] or '', p.period_ms)
+        if err then return nil, err end
+      end
+    end
     all.limiters[key] = { kind = shape.kind, p = p }
   end
   err = args_values(all, args, nil, given, ARGS_ANY_QUANTITY)

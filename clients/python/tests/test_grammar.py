@@ -2,11 +2,13 @@
 (clients/grammar.json, printed from src/grammar.rs by scripts/lua_forms.py) can be sent
 through it, and the server reads each as that option."""
 
+import dataclasses
+import inspect
 import json
 
 import pytest
 
-from redis_cell import Client, Fixed, Lease
+from redis_cell import Client, Fixed, Lease, Throttle, Window
 from redis_cell.client import commands
 
 from conftest import ROOT
@@ -86,3 +88,22 @@ def test_the_server_reads_every_option_the_client_sends(flavor, r, command, row)
     # be a syntax error, raised here.
     reply = Client(r)._call(*built(command, row))
     assert reply is not None
+
+
+@pytest.mark.parametrize("command", [c for c in GRAMMAR["commands"] if c != "CL.ALL"])
+def test_each_builder_takes_the_command_s_parameters_in_order(command):
+    if command in NOT_YET:
+        pytest.skip(f"{command} comes with {NOT_YET[command]}")
+    name, _ = CALLS[command]
+    positional = [p.name for p in inspect.signature(getattr(commands, name)).parameters.values()
+                  if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD and p.default is p.empty]
+    assert positional == GRAMMAR["params"][command]
+
+
+def test_each_limiter_of_all_takes_its_command_s_numbers():
+    # CL.ALL's limiters: their key, then the numbers of the command they stand for.
+    for limiter, command in [(Throttle, "CL.THROTTLE"), (Fixed, "CL.FIXED"),
+                             (Window, "CL.WINDOW"), (Lease, "CL.LEASE")]:
+        fields = [f.name for f in dataclasses.fields(limiter) if f.default is dataclasses.MISSING]
+        numbers = [p for p in GRAMMAR["params"][command] if p != "holder"]
+        assert fields == numbers, limiter
