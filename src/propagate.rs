@@ -16,7 +16,8 @@ use crate::store::Written;
 use crate::strings::OwnedString;
 use crate::time::Instant;
 
-/// How a window command's write reaches replicas and the AOF.
+/// A call's own form, for the changes that reach replicas and the AOF as their command (the
+/// windows', the leases'): what commands/state.rs's `write` sends them as.
 pub enum Propagate<'a> {
     /// As the call came: it carries its instant already.
     Verbatim,

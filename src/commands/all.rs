@@ -94,14 +94,12 @@ fn write_all(
     let mut written = [false; all_args::MAX_KEYS];
     for (entry, written) in entries.iter_mut().zip(written.iter_mut()) {
         if let Some(change) = combined.change(&entry.verdict) {
-            let own_args = entry.own_args.get(..entry.own_len).unwrap_or_default();
-            match write(
-                ctx,
-                &mut entry.key,
-                &change,
-                Propagate::WithInstant(own_args),
-                now,
-            ) {
+            let own = entry
+                .own
+                .as_ref()
+                .and_then(|(args, len)| args.get(..*len))
+                .map(Propagate::WithInstant);
+            match write(ctx, &mut entry.key, &change, own, now) {
                 Ok(()) => *written = true,
                 Err(error) => log_warning(
                     ctx,
@@ -121,18 +119,20 @@ fn write_all(
 }
 
 /// The most arguments a limiter's own command is propagated with: a WINDOW's key, two
-/// parameters, the quantity, `BUCKETS n`, MS and REFUND (a THROTTLE limiter gathers seven,
-/// unused: it propagates a SET).
+/// parameters, the quantity, `BUCKETS n`, MS and REFUND.
 const MAX_OWN_ARGS: usize = 8;
 
+/// A limiter's own command, as it propagates: its arguments and how many there are.
+type OwnArgs = ([*mut raw::RedisModuleString; MAX_OWN_ARGS], usize);
+
 /// One key of a CL.ALL call: its limiter, the open key, the limiter's verdict, and the
-/// arguments its own command would propagate with.
+/// arguments its own command would propagate with, for a limiter whose changes go as its
+/// command (a THROTTLE limiter's go as the SET they amount to).
 struct Entry<'a> {
     limiter: Limiter<'a>,
     key: Key,
     verdict: Verdict<'a>,
-    own_args: [*mut raw::RedisModuleString; MAX_OWN_ARGS],
-    own_len: usize,
+    own: Option<OwnArgs>,
 }
 
 impl<'a> Entry<'a> {
@@ -164,20 +164,24 @@ impl<'a> Entry<'a> {
             }) => 2,
             _ => spec.params_len,
         };
-        let (own_args, own_len) = call.args_at::<MAX_OWN_ARGS>(
-            std::iter::once(index + 1)
-                .chain(spec.params_at..spec.params_at + numbers)
-                .chain(quantity_or_holder)
-                .chain(spec.params_at + numbers..spec.params_at + spec.params_len)
-                .chain(args.ms_at)
-                .chain(args.refund_at),
-        )?;
+        let own = match spec.args {
+            LimiterArgs::Throttle(_) => None,
+            _ => Some(
+                call.args_at::<MAX_OWN_ARGS>(
+                    std::iter::once(index + 1)
+                        .chain(spec.params_at..spec.params_at + numbers)
+                        .chain(quantity_or_holder)
+                        .chain(spec.params_at + numbers..spec.params_at + spec.params_len)
+                        .chain(args.ms_at)
+                        .chain(args.refund_at),
+                )?,
+            ),
+        };
         Ok(Entry {
             limiter,
             key,
             verdict,
-            own_args,
-            own_len,
+            own,
         })
     }
 

@@ -41,8 +41,8 @@ pub fn run_throttle(call: &SingleCall, turn: Turn) -> Result<Answer, Error> {
         refund: args.refund,
         dry_run: args.dry_run,
     };
-    // Propagated as the SET it amounts to, not as itself.
-    let (outcome, change) = single(call, limiter, request, now, Propagate::Verbatim, turn)?;
+    // Its changes go as the SET they amount to: it has no own form to pass.
+    let (outcome, change) = single(call, limiter, request, now, None, turn)?;
     Ok(Answer::single(
         outcome,
         request,
@@ -71,7 +71,7 @@ pub fn run_smooth(call: &SingleCall, turn: Turn) -> Result<Answer, Error> {
         refund: false,
         dry_run: args.dry_run,
     };
-    let (outcome, change) = single(call, limiter, request, now, Propagate::Verbatim, turn)?;
+    let (outcome, change) = single(call, limiter, request, now, None, turn)?;
     let reply_at_ns = match change {
         Some(Change::Smooth(write)) => write.reply_at_ns,
         _ => None,
@@ -115,7 +115,7 @@ pub fn run_window(
         refund: args.refund,
         dry_run: args.dry_run,
     };
-    let (outcome, change) = single(call, limiter(&args), request, now, propagate, turn)?;
+    let (outcome, change) = single(call, limiter(&args), request, now, Some(propagate), turn)?;
     Ok(Answer::single(
         outcome,
         request,
@@ -144,7 +144,7 @@ pub fn run_lease(call: &SingleCall, turn: Turn) -> Result<Answer, Error> {
         refund: false,
         dry_run: args.dry_run,
     };
-    let (outcome, change) = single(call, limiter, request, now, propagate, turn)?;
+    let (outcome, change) = single(call, limiter, request, now, Some(propagate), turn)?;
     Ok(Answer::single(
         outcome,
         request,
@@ -155,21 +155,22 @@ pub fn run_lease(call: &SingleCall, turn: Turn) -> Result<Answer, Error> {
 }
 
 /// One limiter on the call's key: read, answer the request, and write what it changes, unless
-/// waiters who came first hold the call back. Returns the change it wrote, if any.
+/// waiters who came first hold the call back; `own` is the call's own form, for changes that
+/// propagate as their command. Returns the change it wrote, if any.
 #[inline(always)]
 fn single<'a>(
     call: &SingleCall,
     limiter: Limiter<'a>,
     request: Request,
     now: Instant,
-    propagate: Propagate,
+    own: Option<Propagate>,
     turn: Turn,
 ) -> Result<(Outcome, Option<Change<'a>>), Error> {
     let (mut key, verdict) = decide_in_line(call.ctx, call.arg(0)?, &limiter, request, now, turn)?;
     let writes = turn.writes() && request.writes();
     let change = verdict.change.as_ref().filter(|_| writes);
     if let Some(change) = change {
-        write(call.ctx, &mut key, change, propagate, now)?;
+        write(call.ctx, &mut key, change, own, now)?;
         notify(&key, change);
     }
     Ok((verdict.outcome, change.copied()))

@@ -2,6 +2,8 @@
 //! propagated as the limiter's own command does, and announced. The steps every command body
 //! takes for each of its keys.
 
+use std::ffi::CStr;
+
 use redis_module::raw;
 
 use crate::error::Error;
@@ -12,7 +14,7 @@ use crate::limiter::{Change, Cleared, Limiter, Request, Source, Verdict};
 use crate::lines::{self, Turn};
 use crate::outcome::Outcome;
 use crate::propagate::{replicate_set_pxat, replicate_window, Propagate};
-use crate::store::{Access, Event, Expiry, Key};
+use crate::store::{Access, Event, Expiry, Key, Written};
 use crate::time::Instant;
 
 /// Opens a key and answers `request` on it with `limiter`, for a call at `turn` in the key's
@@ -78,28 +80,41 @@ impl Source for Key {
     }
 }
 
+/// How a change reaches replicas and the AOF, so that they hold the same bytes and expiry and
+/// fire the same events whatever their clocks say.
+enum Replicate<'v> {
+    /// As the `SET key value PXAT expire_at_ms` it amounts to: a limiter whose state is one
+    /// value (CL.THROTTLE's, CL.SMOOTH's).
+    Set(Written<'v>, i64),
+    /// As its limiter's own command with the primary's instant, from the call's own
+    /// arguments: replicas that hold the same state decide as the primary did, which is far
+    /// cheaper than sending a window's log or a lease set.
+    As(&'static CStr),
+}
+
 /// Writes an admission's or a refund's change into its key as the limiter's own command does,
-/// and propagates it. Everything that can fail on what the key held was decided before: what
-/// fails here is a defect.
+/// and propagates it as the change says. `own` is the call's own form, for the changes that
+/// go as their command; a body whose changes all go as a SET has none. Everything that can
+/// fail on what the key held was decided before: what fails here is a defect.
 pub fn write(
     ctx: *mut raw::RedisModuleCtx,
     key: &mut Key,
     change: &Change,
-    propagate: Propagate,
+    own: Option<Propagate>,
     now: Instant,
 ) -> Result<(), Error> {
-    match *change {
-        // Written as `SET key tat PXAT expiry` would write it, and propagated as that.
-        Change::Tat { tat, expire_at_ms } => {
-            let mut digits = [0u8; 20];
-            let written = key.set_integer(tat, expire_at_ms, &mut digits)?;
-            replicate_set_pxat(ctx, key.name(), &written, expire_at_ms)
-        }
+    let mut digits = [0u8; 20];
+    let replicate = match *change {
+        // Written as `SET key tat PXAT expiry` would write it.
+        Change::Tat { tat, expire_at_ms } => Replicate::Set(
+            key.set_integer(tat, expire_at_ms, &mut digits)?,
+            expire_at_ms,
+        ),
         // The same, with the limiter's bytes.
-        Change::Smooth(ref smooth) => {
-            let written = key.set(&smooth.value, smooth.expire_at_ms)?;
-            replicate_set_pxat(ctx, key.name(), &written, smooth.expire_at_ms)
-        }
+        Change::Smooth(ref smooth) => Replicate::Set(
+            key.set(&smooth.value, smooth.expire_at_ms)?,
+            smooth.expire_at_ms,
+        ),
         Change::Count {
             count,
             end_ms,
@@ -111,16 +126,16 @@ pub fn write(
                 Expiry::Unchanged
             };
             key.write_integer(count, expiry)?;
-            replicate_window(ctx, c"CL.FIXED", propagate, now)
+            Replicate::As(c"CL.FIXED")
         }
         Change::CountDown { count } => {
             key.write_integer(count, Expiry::Unchanged)?;
-            replicate_window(ctx, c"CL.FIXED", propagate, now)
+            Replicate::As(c"CL.FIXED")
         }
         Change::Log(ref append) => {
             append.apply(key)?;
             key.expire_at(append.expire_at_ms)?;
-            replicate_window(ctx, c"CL.WINDOW", propagate, now)
+            Replicate::As(c"CL.WINDOW")
         }
         Change::Trim {
             ref plan,
@@ -128,7 +143,7 @@ pub fn write(
         } => {
             plan.write(key)?;
             key.expire_at(expire_at_ms)?;
-            replicate_window(ctx, c"CL.WINDOW", propagate, now)
+            Replicate::As(c"CL.WINDOW")
         }
         Change::Cells(ref plan) => {
             plan.apply(key)?;
@@ -137,15 +152,14 @@ pub fn write(
             } else {
                 Expiry::Unchanged
             })?;
-            replicate_window(ctx, c"CL.WINDOW", propagate, now)
+            Replicate::As(c"CL.WINDOW")
         }
         Change::Clear(cleared) => {
             key.delete()?;
-            let command = match cleared {
+            Replicate::As(match cleared {
                 Cleared::Count => c"CL.FIXED",
                 Cleared::Log => c"CL.WINDOW",
-            };
-            replicate_window(ctx, command, propagate, now)
+            })
         }
         Change::Lease {
             holder,
@@ -154,8 +168,16 @@ pub fn write(
         } => {
             lease::apply(key, holder, change, now.ms)?;
             key.expire_at(expire_at_ms)?;
-            replicate_window(ctx, c"CL.LEASE", propagate, now)
+            Replicate::As(c"CL.LEASE")
         }
+    };
+    match (replicate, own) {
+        (Replicate::Set(written, expire_at_ms), _) => {
+            replicate_set_pxat(ctx, key.name(), &written, expire_at_ms)
+        }
+        (Replicate::As(command), Some(own)) => replicate_window(ctx, command, own, now),
+        // Every body whose changes go as itself passes its own form.
+        (Replicate::As(_), None) => Err(Error::Internal),
     }
 }
 
