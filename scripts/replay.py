@@ -169,6 +169,9 @@ def main(module, out, count):
         con.set("marker", "1")
         if not done.wait(10):
             sys.exit("the marker's event never came: the events are incomplete")
+        # Taken now: the listener would reconnect to the server that loads the AOF below, and
+        # record the events of its loading too, or not, as the race goes.
+        seen = list(events)
         state = keys_of(con)
         counters = [con.info(section) for section in ("redis-cell", "stats")]
         counters = [counters[0], {field: counters[1].get(field) for field in COUNTED}]
@@ -189,9 +192,9 @@ def main(module, out, count):
     with open(out + ".aof", "wb") as f:
         f.write(aof)
     with open(out + ".events", "w") as f:
-        f.writelines(f"{event!r}\n" for event in events)
+        f.writelines(f"{event!r}\n" for event in seen)
     with open(out, "w") as f:
-        parts = [("replies", replies), ("state", state), ("aof", aof), ("events", events),
+        parts = [("replies", replies), ("state", state), ("aof", aof), ("events", seen),
                  ("counters", counters), ("loaded", loaded)]
         for name, part in parts:
             f.write(f"{name} {hashlib.sha256(repr(part).encode()).hexdigest()} {len(part)}\n")
