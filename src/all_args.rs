@@ -135,26 +135,15 @@ pub fn all<'a>(args: &[&'a [u8]]) -> Result<AllArgs<'a>, Error> {
     for &(kind, params_at, params_len) in shapes.iter().take(numkeys) {
         let param = |offset: usize| args.get(params_at + offset).copied().unwrap_or_default();
         let window = |params, buckets| WindowArgs {
-            params,
-            quantity: 1,
-            unit,
-            refund: false,
-            dry_run: false,
-            count_denied: false,
-            at_ms: None,
             buckets,
-            block_ms: None,
-            block_at: None,
+            ..WindowArgs::plain(params, 1, unit)
         };
         let args = match kind {
-            LimiterKind::Throttle => LimiterArgs::Throttle(ThrottleArgs {
-                params: throttle_params(param(0), param(1), param(2), unit)?,
-                quantity: 1,
+            LimiterKind::Throttle => LimiterArgs::Throttle(ThrottleArgs::plain(
+                throttle_params(param(0), param(1), param(2), unit)?,
+                1,
                 unit,
-                refund: false,
-                dry_run: false,
-                block_ms: None,
-            }),
+            )),
             LimiterKind::Fixed => {
                 LimiterArgs::Fixed(window(limit_and_period(param(0), param(1), unit)?, None))
             }

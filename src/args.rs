@@ -79,27 +79,57 @@ pub fn throttle(args: &[&[u8]]) -> Result<ThrottleArgs, Error> {
     };
     if let Some(plain) = Plain::of(Command::Throttle, words) {
         let unit = TimeUnit::Seconds;
-        return Ok(ThrottleArgs {
-            params: throttle_params(max_burst, count, period, unit)?,
-            quantity: plain.quantity(ANY_QUANTITY)?,
+        let params = throttle_params(max_burst, count, period, unit)?;
+        return Ok(ThrottleArgs::plain(
+            params,
+            plain.quantity(ANY_QUANTITY)?,
             unit,
-            refund: false,
-            dry_run: false,
-            block_ms: None,
-        });
+        ));
     }
     let given = Given::read(Command::Throttle, words, AFTER_KEY + 3)?;
     let unit = given.unit();
     let params = throttle_params(max_burst, count, period, unit)?;
     let values = given.read_values(ANY_QUANTITY, 0)?;
     Ok(ThrottleArgs {
-        params,
-        quantity: values.quantity,
-        unit,
         refund: given.has(Opt::Refund),
         dry_run: given.has(Opt::DryRun),
         block_ms: values.block_ms,
+        ..ThrottleArgs::plain(params, values.quantity, unit)
     })
+}
+
+impl ThrottleArgs {
+    /// A call that names no option.
+    #[inline(always)]
+    pub fn plain(params: ThrottleParams, quantity: i64, unit: TimeUnit) -> ThrottleArgs {
+        ThrottleArgs {
+            params,
+            quantity,
+            unit,
+            refund: false,
+            dry_run: false,
+            block_ms: None,
+        }
+    }
+}
+
+impl WindowArgs {
+    /// A call that names no option.
+    #[inline(always)]
+    pub fn plain(params: WindowParams, quantity: i64, unit: TimeUnit) -> WindowArgs {
+        WindowArgs {
+            params,
+            quantity,
+            unit,
+            refund: false,
+            dry_run: false,
+            count_denied: false,
+            at_ms: None,
+            buckets: None,
+            block_ms: None,
+            block_at: None,
+        }
+    }
 }
 
 /// The numbers each command reads, in order, as the grammar's table has them.
@@ -147,27 +177,18 @@ fn window_args(args: &[&[u8]], command: Command) -> Result<WindowArgs, Error> {
     // Most calls name no option: they are answered before the option loop.
     if let Some(plain) = Plain::of(command, words) {
         let unit = TimeUnit::Seconds;
-        return Ok(WindowArgs {
-            params: limit_and_period(limit, period, unit)?,
-            quantity: plain.quantity(ANY_QUANTITY)?,
+        let params = limit_and_period(limit, period, unit)?;
+        return Ok(WindowArgs::plain(
+            params,
+            plain.quantity(ANY_QUANTITY)?,
             unit,
-            refund: false,
-            dry_run: false,
-            count_denied: false,
-            at_ms: None,
-            buckets: None,
-            block_ms: None,
-            block_at: None,
-        });
+        ));
     }
     let given = Given::read(command, words, AFTER_KEY + 2)?;
     let unit = given.unit();
     let params = limit_and_period(limit, period, unit)?;
     let values = given.read_values(ANY_QUANTITY, params.period_ms)?;
     Ok(WindowArgs {
-        params,
-        quantity: values.quantity,
-        unit,
         refund: given.has(Opt::Refund),
         dry_run: given.has(Opt::DryRun),
         count_denied: given.has(Opt::CountDenied),
@@ -176,6 +197,7 @@ fn window_args(args: &[&[u8]], command: Command) -> Result<WindowArgs, Error> {
         block_ms: values.block_ms,
         // After the two parameters.
         block_at: given.position(Opt::Block).map(|at| at + 2),
+        ..WindowArgs::plain(params, values.quantity, unit)
     })
 }
 

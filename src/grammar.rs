@@ -297,10 +297,7 @@ impl Plain<'_> {
     /// The quantity, of at most `max`; 1 when the call gives none.
     #[inline(always)]
     pub fn quantity(&self, max: i64) -> Result<i64, Error> {
-        match self.0 {
-            Some(text) => quantity(text, max),
-            None => Ok(1),
-        }
+        quantity_or_one(self.0, max)
     }
 }
 
@@ -382,11 +379,6 @@ impl<'w, 'a> Given<'w, 'a> {
             .and_then(|at| self.words.get(at + 1).copied())
     }
 
-    /// The quantity's text, when the call gives one before its options.
-    pub fn quantity_text(&self) -> Option<&'a [u8]> {
-        self.quantity
-    }
-
     /// Seconds, or milliseconds with `MS`.
     #[inline(always)]
     pub fn unit(&self) -> TimeUnit {
@@ -397,10 +389,7 @@ impl<'w, 'a> Given<'w, 'a> {
     /// (the grammar's order); 1 when the call gives none.
     #[inline(always)]
     pub fn quantity(&self, max: i64) -> Result<i64, Error> {
-        match self.quantity {
-            Some(text) => quantity(text, max),
-            None => Ok(1),
-        }
+        quantity_or_one(self.quantity, max)
     }
 
     /// The options' values, after the quantity (`quantity_first`, which `QUANTITY` may
@@ -514,6 +503,15 @@ pub const MAX_BLOCK_MS: i64 = MAX_SPAN_NS / NANOS_PER_MILLI;
 
 /// No most quantity: every limiter but CL.SMOOTH takes any.
 pub const ANY_QUANTITY: i64 = i64::MAX;
+
+/// The quantity a call gives first, of at most `max`; 1 when it gives none.
+#[inline(always)]
+fn quantity_or_one(text: Option<&[u8]>, max: i64) -> Result<i64, Error> {
+    match text {
+        Some(text) => quantity(text, max),
+        None => Ok(1),
+    }
+}
 
 fn quantity(text: &[u8], max: i64) -> Result<i64, Error> {
     let quantity = integer(text, "quantity", 0)?;
@@ -657,14 +655,14 @@ mod tests {
     fn a_first_word_that_is_no_keyword_is_the_quantity() {
         let text = words("x REFUND");
         let given = Given::read(Command::Fixed, &text, 4).unwrap();
-        assert_eq!(given.quantity_text(), Some(&b"x"[..]));
+        assert_eq!(given.quantity, Some(&b"x"[..]));
         assert_eq!(
             given.read_values(ANY_QUANTITY, 1000),
             Err(Error::NotAnInteger("quantity"))
         );
         let text = words("REFUND");
         let given = Given::read(Command::Fixed, &text, 4).unwrap();
-        assert_eq!(given.quantity_text(), None);
+        assert_eq!(given.quantity, None);
     }
 
     #[test]
