@@ -197,8 +197,8 @@ local ARGS_MS_PER = { s = 1000, ms = 1 }
 -- (grammar.lua): ARGS_READ[command](p, args, first) reads them into p, or answers the error.
 local ARGS_READ = grammar_params(args_integer, args_holder)
 
--- The table a limiter's call is read into: every field the parsers set, made at once rather
--- than grown, with the flags the call names.
+-- The table a limiter's call is read into: every field the parsers set on a call whose
+-- numbers are below 2^53, made at once rather than grown, with the flags the call names.
 local function args_parsed(at)
   local ms = at ~= nil and at.MS ~= nil
   return { quantity = 1, quantity_exact = false, unit = ms and 'ms' or 's', ms = ms,

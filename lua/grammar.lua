@@ -133,9 +133,6 @@ local function grammar_params(integer, holder)
     if value == nil then return exact end
     p.holder = value
   end
-  readers['cl.holders'] = function(p, args, first)
-    local value, exact
-  end
   readers['cl.smooth'] = function(p, args, first)
     local value, exact
     value, exact = integer(args[first] or '', 'permits', 1)
@@ -148,46 +145,9 @@ local function grammar_params(integer, holder)
     p.period = value
     if exact then p.period_exact = exact end
   end
-  readers['THROTTLE'] = function(p, args, first)
-    local value, exact
-    value, exact = integer(args[first] or '', 'max_burst', 0)
-    if value == nil then return exact end
-    p.max_burst = value
-    if exact then p.max_burst_exact = exact end
-    value, exact = integer(args[first + 1] or '', 'count', 1)
-    if value == nil then return exact end
-    p.count = value
-    if exact then p.count_exact = exact end
-    value, exact = integer(args[first + 2] or '', 'period', 1)
-    if value == nil then return exact end
-    if value > (p.unit == 'ms' and 9223372036854 or 9223372036) then return ERRORS.too_large('period') end
-    p.period = value
-    if exact then p.period_exact = exact end
-  end
-  readers['FIXED'] = function(p, args, first)
-    local value, exact
-    value, exact = integer(args[first] or '', 'limit', 1)
-    if value == nil then return exact end
-    p.limit = value
-    if exact then p.limit_exact = exact end
-    value, exact = integer(args[first + 1] or '', 'period', 1)
-    if value == nil then return exact end
-    if value > (p.unit == 'ms' and 4611686018427 or 4611686018) then return ERRORS.too_large('period') end
-    p.period = value
-    if exact then p.period_exact = exact end
-  end
-  readers['WINDOW'] = function(p, args, first)
-    local value, exact
-    value, exact = integer(args[first] or '', 'limit', 1)
-    if value == nil then return exact end
-    p.limit = value
-    if exact then p.limit_exact = exact end
-    value, exact = integer(args[first + 1] or '', 'period', 1)
-    if value == nil then return exact end
-    if value > (p.unit == 'ms' and 4611686018427 or 4611686018) then return ERRORS.too_large('period') end
-    p.period = value
-    if exact then p.period_exact = exact end
-  end
+  readers.THROTTLE = readers['cl.throttle']
+  readers.FIXED = readers['cl.fixed']
+  readers.WINDOW = readers['cl.window']
   readers['LEASE'] = function(p, args, first)
     local value, exact
     value, exact = integer(args[first] or '', 'limit', 1)

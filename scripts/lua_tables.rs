@@ -124,16 +124,22 @@ fn lua_read(param: Param, offset: usize) -> String {
     match param.row().kind {
         Kind::Number(number) => {
             let name = number.name;
+            // Lua's numbers are doubles: a bound past 2^53 - 1 would be rounded.
+            let exact = |bound: i64| {
+                assert!(bound < 1 << 53, "{name}'s bound {bound} is past 2^53 - 1");
+                bound
+            };
             let bound = match number.max {
                 // Past 2^63 - 1 a text is no integer: an i64's most is no bound of its own.
                 Max::Count(i64::MAX) => String::new(),
                 Max::Count(max) => format!(
-                    "    if value > {max} then return ERRORS.above_maximum('{name}', {max}) end\n"
+                    "    if value > {max} then return ERRORS.above_maximum('{name}', {max}) end\n",
+                    max = exact(max)
                 ),
                 Max::SpanNs(max_ns) => format!(
                     "    if value > (p.unit == 'ms' and {} or {}) then return ERRORS.too_large('{name}') end\n",
-                    max_ns / TimeUnit::Milliseconds.nanos(),
-                    max_ns / TimeUnit::Seconds.nanos()
+                    exact(max_ns / TimeUnit::Milliseconds.nanos()),
+                    exact(max_ns / TimeUnit::Seconds.nanos())
                 ),
             };
             format!(
@@ -185,7 +191,9 @@ fn lua_params() -> String {
             .copied()
             .filter(|&param| param != Param::Key)
             .collect();
-        out += &lua_reader(command.name(), &after_key);
+        if !after_key.is_empty() {
+            out += &lua_reader(command.name(), &after_key);
+        }
         counts.push(format!(
             "[{}] = {}",
             quoted(command.name()),
@@ -200,7 +208,18 @@ fn lua_params() -> String {
             .copied()
             .filter(|param| matches!(param.row().kind, Kind::Number(_)))
             .collect();
-        out += &lua_reader(&keyword, &numbers);
+        let after_key = params::params(kind.command())
+            .iter()
+            .filter(|&&param| param != Param::Key);
+        if after_key.copied().eq(numbers.iter().copied()) {
+            // Its command's own reader.
+            out += &format!(
+                "  readers.{keyword} = readers[{}]\n",
+                quoted(kind.command().name())
+            );
+        } else {
+            out += &lua_reader(&keyword, &numbers);
+        }
         limiters.push(format!(
             "  {keyword} = {{ kind = {}, numbers = {} }},\n",
             quoted(&keyword.to_lowercase()),
@@ -209,7 +228,7 @@ fn lua_params() -> String {
     }
     out += "  return readers\nend\n\n-- How many parameters each command takes after its key.\n";
     out += &format!("local GRAMMAR_PARAMS = {{ {} }}\n", counts.join(", "));
-    let numkeys = Param::Numkeys.number();
+    let numkeys = params::NUMKEYS;
     let Max::Count(most) = numkeys.max else {
         unreachable!("numkeys is a count")
     };

@@ -6,7 +6,7 @@ use crate::args::{
 };
 use crate::command::Command;
 use crate::error::Error;
-use crate::grammar::params::{self, LimiterKind, Param};
+use crate::grammar::params::{self, LimiterKind};
 use crate::grammar::{bucket_count, Given, Opt, ANY_QUANTITY};
 use crate::time::TimeUnit;
 
@@ -82,8 +82,8 @@ pub fn all<'a>(args: &[&'a [u8]]) -> Result<AllArgs<'a>, Error> {
     let [numkeys, ..] = args else {
         return Err(Error::WrongArity(COMMAND));
     };
-    let numkeys = Param::Numkeys.number().read(numkeys, TimeUnit::Seconds)?;
-    let numkeys = usize::try_from(numkeys).map_err(|_| Error::Internal)?;
+    // 1 to 16.
+    let numkeys = params::NUMKEYS.read(numkeys, TimeUnit::Seconds)? as usize;
     let keys = args.get(1..=numkeys).ok_or(Error::WrongArity(COMMAND))?;
     for (again, key) in keys.iter().enumerate() {
         if let Some(first) = keys.iter().take(again).position(|earlier| earlier == key) {

@@ -5,14 +5,14 @@
 //! 1. the shape: a word that is not one of the command's options, repeats one or lacks its
 //!    value is a syntax error naming its position; an option the command refuses by name
 //!    (REFUND in CL.SMOOTH, BLOCK in CL.RELEASE) is refused as it is met;
-//! 2. the values, in the grammar's order: the positional parameters (the command's own
-//!    parser), the quantity, then each option's value in the order of `OPTIONS`;
+//! 2. the values, in the grammar's order: the positional parameters (read as `params` lists
+//!    and bounds them), the quantity, then each option's value in the order of `OPTIONS`;
 //! 3. the rules between options, in the order of `OPTIONS` (BURST with WARMUP, COLD without
 //!    WARMUP, BLOCK beside an option that never waits: REFUND, DRYRUN, COUNTDENIED).
 //!
 //! The module parses by this table, COMMAND DOCS is rendered from it (command_table.rs),
-//! and the Functions library's parser reads a Lua form of it (lua/grammar.lua, generated
-//! from here). A new option is a row here, a field of `Values` if it has a value, and its
+//! and the Functions library's parser reads a Lua form of it and of `params`
+//! (lua/grammar.lua, generated from both). A new option is a row here, a field of `Values` if it has a value, and its
 //! rule in the limiter that reads it.
 
 pub mod params;
@@ -546,13 +546,6 @@ pub fn span(text: &[u8], arg: &'static str, unit: TimeUnit) -> Result<i64, Error
         .filter(|&ns| ns <= MAX_SPAN_NS)
         .map(|_| span)
         .ok_or(Error::TooLarge(arg))
-}
-
-/// A span of time of at least one `unit`, in milliseconds, within what the limiters can look
-/// ahead.
-pub fn span_ms(text: &[u8], arg: &'static str, unit: TimeUnit) -> Result<i64, Error> {
-    // Within 2^62 ns, so in milliseconds too.
-    Ok(span(text, arg, unit)? * unit.millis())
 }
 
 /// The instant a replayed command carries (`AT unix-ms`): its nanoseconds within the span

@@ -16,8 +16,8 @@ use crate::store::Written;
 use crate::strings::OwnedString;
 use crate::time::Instant;
 
-/// A call's own form, for the changes that reach replicas and the AOF as their command (the
-/// windows', the leases'): what commands/state.rs's `write` sends them as.
+/// A call's own form, for the writes that reach replicas and the AOF as their command (the
+/// windows', the leases', CL.RELEASE's).
 pub enum Propagate<'a> {
     /// As the call came: it carries its instant already.
     Verbatim,

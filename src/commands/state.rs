@@ -94,8 +94,9 @@ enum Replicate<'v> {
 
 /// Writes an admission's or a refund's change into its key as the limiter's own command does,
 /// and propagates it as the change says. `own` is the call's own form, for the changes that
-/// go as their command; a body whose changes all go as a SET has none. Everything that can
-/// fail on what the key held was decided before: what fails here is a defect.
+/// go as their command, or none for the call as it came: a body whose changes all go as a SET
+/// has nothing to pass. Everything that can fail on what the key held was decided before:
+/// what fails here is a defect.
 pub fn write(
     ctx: *mut raw::RedisModuleCtx,
     key: &mut Key,
@@ -171,13 +172,13 @@ pub fn write(
             Replicate::As(c"CL.LEASE")
         }
     };
-    match (replicate, own) {
-        (Replicate::Set(written, expire_at_ms), _) => {
+    match replicate {
+        Replicate::Set(written, expire_at_ms) => {
             replicate_set_pxat(ctx, key.name(), &written, expire_at_ms)
         }
-        (Replicate::As(command), Some(own)) => replicate_window(ctx, command, own, now),
-        // Every body whose changes go as itself passes its own form.
-        (Replicate::As(_), None) => Err(Error::Internal),
+        Replicate::As(command) => {
+            replicate_window(ctx, command, own.unwrap_or(Propagate::Verbatim), now)
+        }
     }
 }
 

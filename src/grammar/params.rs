@@ -10,7 +10,7 @@ use crate::error::Error;
 use crate::grammar::integer;
 use crate::time::{TimeUnit, MAX_SPAN_NS};
 
-/// Every positional parameter of every command, in the order of `PARAMS`.
+/// Every positional parameter of every command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Param {
     Key,
@@ -62,17 +62,15 @@ pub enum Max {
 /// One parameter: the name the docs and the errors give it, and its kind.
 #[derive(Debug, Clone, Copy)]
 pub struct ParamRow {
-    pub param: Param,
     pub name: &'static CStr,
     pub kind: Kind,
 }
 
-const fn number(param: Param, name: &'static CStr, min: i64, max: Max) -> ParamRow {
+const fn number(name: &'static CStr, min: i64, max: Max) -> ParamRow {
     let Ok(text) = std::str::from_utf8(name.to_bytes()) else {
         panic!("a parameter's name is ASCII");
     };
     ParamRow {
-        param,
         name,
         kind: Kind::Number(Number {
             name: text,
@@ -85,46 +83,39 @@ const fn number(param: Param, name: &'static CStr, min: i64, max: Max) -> ParamR
 /// The most keys, and so limiters, one CL.ALL call decides over.
 pub const MAX_KEYS: i64 = 16;
 
-/// The table, indexed by `Param`.
-pub const PARAMS: [ParamRow; 11] = [
-    ParamRow {
-        param: Param::Key,
-        name: c"key",
-        kind: Kind::Key,
-    },
-    number(Param::Numkeys, c"numkeys", 1, Max::Count(MAX_KEYS)),
-    ParamRow {
-        param: Param::Limiter,
-        name: c"limiter",
-        kind: Kind::Limiter,
-    },
-    number(Param::MaxBurst, c"max_burst", 0, Max::Count(i64::MAX)),
-    number(Param::Count, c"count", 1, Max::Count(i64::MAX)),
-    number(Param::GcraPeriod, c"period", 1, Max::SpanNs(i64::MAX)),
-    number(Param::Limit, c"limit", 1, Max::Count(i64::MAX)),
-    number(Param::Period, c"period", 1, Max::SpanNs(MAX_SPAN_NS)),
-    number(Param::Permits, c"permits", 1, Max::Count(i64::MAX)),
-    number(Param::LeaseTime, c"lease_time", 1, Max::SpanNs(MAX_SPAN_NS)),
-    ParamRow {
-        param: Param::Holder,
-        name: c"holder",
-        kind: Kind::Holder,
-    },
-];
-
 impl Param {
-    pub const fn row(self) -> &'static ParamRow {
-        &PARAMS[self as usize]
-    }
-
-    /// The parameter's bounds; a compile-time error for one that is not a number.
-    pub const fn number(self) -> Number {
-        match self.row().kind {
-            Kind::Number(number) => number,
-            _ => panic!("not a number"),
+    /// The parameter's row: a match, so that a new parameter asks for its row.
+    pub const fn row(self) -> ParamRow {
+        match self {
+            Param::Key => ParamRow {
+                name: c"key",
+                kind: Kind::Key,
+            },
+            Param::Numkeys => number(c"numkeys", 1, Max::Count(MAX_KEYS)),
+            Param::Limiter => ParamRow {
+                name: c"limiter",
+                kind: Kind::Limiter,
+            },
+            Param::MaxBurst => number(c"max_burst", 0, Max::Count(i64::MAX)),
+            Param::Count => number(c"count", 1, Max::Count(i64::MAX)),
+            Param::GcraPeriod => number(c"period", 1, Max::SpanNs(i64::MAX)),
+            Param::Limit => number(c"limit", 1, Max::Count(i64::MAX)),
+            Param::Period => number(c"period", 1, Max::SpanNs(MAX_SPAN_NS)),
+            Param::Permits => number(c"permits", 1, Max::Count(i64::MAX)),
+            Param::LeaseTime => number(c"lease_time", 1, Max::SpanNs(MAX_SPAN_NS)),
+            Param::Holder => ParamRow {
+                name: c"holder",
+                kind: Kind::Holder,
+            },
         }
     }
 }
+
+/// CL.ALL's count of keys.
+pub const NUMKEYS: Number = match Param::Numkeys.row().kind {
+    Kind::Number(number) => number,
+    _ => panic!("numkeys is a number"),
+};
 
 use Param::{
     Count, GcraPeriod, Holder, Key, LeaseTime, Limit, Limiter, MaxBurst, Numkeys, Period, Permits,
@@ -190,7 +181,7 @@ impl LimiterKind {
 }
 
 /// The numbers among a command's parameters, in order, as one array: what its parser reads.
-/// A compile-time error unless there are `N`.
+/// For const items, where a count other than `N` is a compile-time error.
 pub const fn numbers<const N: usize>(command: Command) -> [Number; N] {
     let params = params(command);
     let mut out = [Number {
@@ -249,11 +240,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_table_is_indexed_by_its_params() {
-        for (index, row) in PARAMS.iter().enumerate() {
-            assert_eq!(row.param as usize, index);
-            if let Kind::Number(number) = row.kind {
-                assert_eq!(number.name.as_bytes(), row.name.to_bytes());
+    fn a_number_is_quoted_by_its_name() {
+        for command in Command::ALL {
+            for param in params(command) {
+                let row = param.row();
+                if let Kind::Number(number) = row.kind {
+                    assert_eq!(number.name.as_bytes(), row.name.to_bytes());
+                }
             }
         }
     }
@@ -293,9 +286,8 @@ mod tests {
             window_period.read(b"4611686019", seconds),
             Err(Error::TooLarge("period"))
         );
-        let numkeys = Numkeys.number();
         assert_eq!(
-            numkeys.read(b"17", seconds),
+            NUMKEYS.read(b"17", seconds),
             Err(Error::AboveMaximum {
                 arg: "numkeys",
                 max: 16

@@ -278,9 +278,6 @@ function grammar_params(integer, holder)
     if value == nil then return exact end
     p.holder = value
   end
-  readers['cl.holders'] = function(p, args, first)
-    local value, exact
-  end
   readers['cl.smooth'] = function(p, args, first)
     local value, exact
     value, exact = integer(args[first] or '', 'permits', 1)
@@ -293,46 +290,9 @@ function grammar_params(integer, holder)
     p.period = value
     if exact then p.period_exact = exact end
   end
-  readers['THROTTLE'] = function(p, args, first)
-    local value, exact
-    value, exact = integer(args[first] or '', 'max_burst', 0)
-    if value == nil then return exact end
-    p.max_burst = value
-    if exact then p.max_burst_exact = exact end
-    value, exact = integer(args[first + 1] or '', 'count', 1)
-    if value == nil then return exact end
-    p.count = value
-    if exact then p.count_exact = exact end
-    value, exact = integer(args[first + 2] or '', 'period', 1)
-    if value == nil then return exact end
-    if value > (p.unit == 'ms' and 9223372036854 or 9223372036) then return ERRORS.too_large('period') end
-    p.period = value
-    if exact then p.period_exact = exact end
-  end
-  readers['FIXED'] = function(p, args, first)
-    local value, exact
-    value, exact = integer(args[first] or '', 'limit', 1)
-    if value == nil then return exact end
-    p.limit = value
-    if exact then p.limit_exact = exact end
-    value, exact = integer(args[first + 1] or '', 'period', 1)
-    if value == nil then return exact end
-    if value > (p.unit == 'ms' and 4611686018427 or 4611686018) then return ERRORS.too_large('period') end
-    p.period = value
-    if exact then p.period_exact = exact end
-  end
-  readers['WINDOW'] = function(p, args, first)
-    local value, exact
-    value, exact = integer(args[first] or '', 'limit', 1)
-    if value == nil then return exact end
-    p.limit = value
-    if exact then p.limit_exact = exact end
-    value, exact = integer(args[first + 1] or '', 'period', 1)
-    if value == nil then return exact end
-    if value > (p.unit == 'ms' and 4611686018427 or 4611686018) then return ERRORS.too_large('period') end
-    p.period = value
-    if exact then p.period_exact = exact end
-  end
+  readers.THROTTLE = readers['cl.throttle']
+  readers.FIXED = readers['cl.fixed']
+  readers.WINDOW = readers['cl.window']
   readers['LEASE'] = function(p, args, first)
     local value, exact
     value, exact = integer(args[first] or '', 'limit', 1)
@@ -971,8 +931,8 @@ ARGS_MS_PER = { s = 1000, ms = 1 }
 -- (grammar.lua): ARGS_READ[command](p, args, first) reads them into p, or answers the error.
 ARGS_READ = grammar_params(args_integer, args_holder)
 
--- The table a limiter's call is read into: every field the parsers set, made at once rather
--- than grown, with the flags the call names.
+-- The table a limiter's call is read into: every field the parsers set on a call whose
+-- numbers are below 2^53, made at once rather than grown, with the flags the call names.
 local function args_parsed(at)
   local ms = at ~= nil and at.MS ~= nil
   return { quantity = 1, quantity_exact = false, unit = ms and 'ms' or 's', ms = ms,
