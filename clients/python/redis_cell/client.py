@@ -162,6 +162,18 @@ class commands:
         return ["CL.HOLDERS", key, *_flags(ms, False, False, None)]
 
     @staticmethod
+    def smooth(key, permits, period, quantity=1, *, ms=False, burst: Optional[int] = None,
+               warmup: Optional[int] = None, cold: Optional[int] = None, dry_run=False,
+               block=None) -> List[object]:
+        words: List[object] = ["CL.SMOOTH", key, permits, period, quantity]
+        if ms:
+            words.append("MS")
+        for keyword, value in (("BURST", burst), ("WARMUP", warmup), ("COLD", cold)):
+            if value is not None:
+                words += [keyword, value]
+        return words + _flags(False, False, dry_run, block)
+
+    @staticmethod
     def all(limiters: Sequence[Limiter], quantity=1, *, ms=False, refund=False, dry_run=False,
             detail=False, holder=None, block=None) -> List[object]:
         if not limiters:
@@ -223,6 +235,14 @@ class Client:
     def holders(self, key, *, ms=False) -> List[Tuple[bytes, int]]:
         return _holders(self._call(*commands.holders(key, ms=ms)))
 
+    def smooth(self, key, permits, period, quantity=1, **options) -> Reply:
+        """Guava's ``tryAcquire(quantity)`` on a limiter of ``permits`` per ``period`` that
+        every caller of ``key`` shares; ``block=ms`` is ``tryAcquire(quantity, ms)``, and
+        ``block=0`` ``acquire(quantity)`` (the module holds the reply until the reserved
+        instant; the library refuses it)."""
+        return Reply.of(self._call(
+            *commands.smooth(key, permits, period, quantity, **options)))
+
     def all(self, limiters: Sequence[Limiter], quantity=1, *, detail=False, **options):
         raw = self._call(*commands.all(limiters, quantity, detail=detail, **options))
         return _all_reply(raw, detail)
@@ -257,6 +277,10 @@ class AsyncClient:
 
     async def holders(self, key, *, ms=False) -> List[Tuple[bytes, int]]:
         return _holders(await self._call(*commands.holders(key, ms=ms)))
+
+    async def smooth(self, key, permits, period, quantity=1, **options) -> Reply:
+        return Reply.of(await self._call(
+            *commands.smooth(key, permits, period, quantity, **options)))
 
     async def all(self, limiters: Sequence[Limiter], quantity=1, *, detail=False, **options):
         raw = await self._call(*commands.all(limiters, quantity, detail=detail, **options))

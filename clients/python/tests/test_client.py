@@ -106,6 +106,40 @@ def test_leases_are_held_released_and_listed(r):
     assert cell.holders("pool") == []
 
 
+def test_smooth_is_guava_s_rate_limiter(r):
+    cell = Client(r)
+    # RateLimiter.create(2), idle: two stored permits go at once, a third pays for itself and
+    # the fourth is denied until the next second.
+    assert cell.smooth("api", 2, 1) == Reply(False, 3, 2, None, 1)
+    assert cell.smooth("api", 2, 1) == Reply(False, 3, 1, None, 1)
+    assert cell.smooth("api", 2, 1) == Reply(False, 3, 0, None, 2)
+    assert cell.smooth("api", 2, 1, dry_run=True) == Reply(True, 3, 0, 1, 2)
+    assert cell.smooth("api", 2, 1) == Reply(True, 3, 0, 1, 2)
+    # Warming up: a cold limiter admits one at a time.
+    assert cell.smooth("cache", 10, 1, warmup=1) == Reply(False, 1, 0, None, 1)
+    assert cell.smooth("cold", 10, 1000, 1, ms=True, warmup=1000, cold=5).allowed
+    # Ten seconds of idle time stored: 100 permits and one that pays.
+    assert cell.smooth("burst", 10, 1, burst=10).limit == 101
+    assert cell.smooth("none", 10, 1, 0) == Reply(False, 11, 11, None, 0)
+    assert r.exists("none") == 0
+    with pytest.raises(redis.ResponseError, match="COLD is given, but no WARMUP"):
+        cell.smooth("x", 10, 1, cold=5)
+    assert commands.smooth("k", 2, 1000, 3, ms=True, warmup=500, cold=4, dry_run=True) == [
+        "CL.SMOOTH", "k", 2, 1000, 3, "MS", "WARMUP", 500, "COLD", 4, "DRYRUN"]
+
+
+@pytest.mark.waits
+def test_smooth_holds_a_reply_until_its_reserved_instant(r):
+    cell = Client(r)
+    # Two permits a second, bursty with none stored: each call pays 500 ms for the next.
+    for _ in range(3):
+        cell.smooth("held", 2, 1000, ms=True)
+    asked = time.monotonic()
+    assert cell.smooth("held", 2, 1000, ms=True, block=2000).allowed
+    assert 0.3 <= time.monotonic() - asked < 4
+    assert cell.smooth("held", 2, 1000, ms=True, block=10).limited
+
+
 @pytest.mark.waits
 def test_a_blocked_call_waits_for_its_unit(r):
     cell = Client(r)
@@ -146,6 +180,8 @@ async def test_the_asyncio_client_answers_alike(server, r):
         [(holder, left)] = await cell.holders("ap", ms=True)
         assert holder == b"h" and 59_000 < left <= 60_000
         assert await cell.release("ap", "h")
+        assert await cell.smooth("as", 2, 1) == Reply(False, 3, 2, None, 1)
+        assert (await cell.smooth("aw", 2, 1, warmup=1)).limit == 1
     finally:
         await client.aclose()
 

@@ -17,7 +17,7 @@ GRAMMAR = json.loads((ROOT / "clients" / "grammar.json").read_text())
 
 # The commands this client does not offer yet, and the issue that adds them: the test fails
 # once one is offered, so that it is held to the table too.
-NOT_YET = {"CL.SMOOTH": "#43"}
+NOT_YET = {}
 
 # Each command's builder and a call of it that any one option can join and stay right.
 CALLS = {
@@ -28,6 +28,7 @@ CALLS = {
     "CL.RELEASE": ("release", ("l", "h")),
     "CL.HOLDERS": ("holders", ("l",)),
     "CL.ALL": ("all", ([Fixed("a", 10, 60)],)),
+    "CL.SMOOTH": ("smooth", ("s", 10, 1)),
 }
 
 # A right value of each kind of option (grammar.rs's Value), for a call on a fresh key.
@@ -52,7 +53,11 @@ def built(command, row):
     if row["keyword"] == "HOLDER":
         # A holder holds a LEASE limiter's lease.
         args = ([Lease("a", 3, 60)],)
-    return getattr(commands, name)(*args, **{row["name"]: VALUES[row["value"]]})
+    options = {row["name"]: VALUES[row["value"]]}
+    if row["keyword"] == "COLD":
+        # COLD shapes a warm-up.
+        options["warmup"] = VALUES["span"]
+    return getattr(commands, name)(*args, **options)
 
 
 def test_the_client_offers_every_command_but_those_still_to_come():
