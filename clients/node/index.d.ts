@@ -1,16 +1,138 @@
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 
-/** RateLimiterRedis's options, and the algorithm. */
-export type RateLimiterCellOptions = ConstructorParameters<typeof RateLimiterRedis>[0] & {
-  /** 'fixed' (the default: RateLimiterRedis's fixed window), 'gcra' or 'window'. */
-  algorithm?: 'fixed' | 'gcra' | 'window';
+/** A key or a holder: what the client sends as a string. */
+export type Key = string | Uint8Array;
+/** A number the client sends as its decimal digits. */
+export type Integer = number | bigint;
+
+/**
+ * `[limited, limit, remaining, retry_after, reset_after]`. `retryAfter` is null when the call
+ * was admitted, or when its quantity can never fit; waits are in the call's unit.
+ */
+export class Reply {
+  constructor(limited: boolean, limit: number, remaining: number, retryAfter: number | null, resetAfter: number);
+  readonly limited: boolean;
+  readonly limit: number;
+  readonly remaining: number;
+  readonly retryAfter: number | null;
+  readonly resetAfter: number;
+  readonly allowed: boolean;
+  static of(values: unknown[]): Reply;
+}
+
+/** Where the calls go, for the client and the adapter alike. */
+export interface RoutingOptions {
   /**
    * 'auto' (the default): the module where the server has it, else the Functions library;
    * 'module' or 'library' forces either.
    */
   via?: 'auto' | 'module' | 'library';
-  /** Load the library where it is missing or older than the adapter (true by default). */
+  /** Load the library where it is missing or older than this package (true by default). */
   loadLibrary?: boolean;
+}
+
+interface Waits {
+  /** Milliseconds to wait in the server (0: as long as it takes); the module only. */
+  block?: Integer;
+}
+interface Looks {
+  /** Answer what the call would, and change nothing. */
+  dryRun?: boolean;
+}
+interface InMilliseconds {
+  /** The period and the waits in the reply are in milliseconds. */
+  ms?: boolean;
+}
+interface Takes {
+  /** Units this call takes (default 1); 0 only looks. */
+  quantity?: Integer;
+  /** Give the units back instead of taking them. */
+  refund?: boolean;
+}
+
+export interface ThrottleOptions extends Takes, InMilliseconds, Looks, Waits {}
+export interface FixedOptions extends ThrottleOptions {
+  /** Count a denied call's units too, as INCR then compare does. */
+  countDenied?: boolean;
+}
+export interface WindowOptions extends ThrottleOptions {
+  /** Count in this many cells of period / n (2 to 1024) instead of exactly. */
+  buckets?: Integer;
+}
+export interface LeaseOptions extends InMilliseconds, Looks, Waits {}
+export interface HoldersOptions extends InMilliseconds {}
+export interface SmoothOptions extends InMilliseconds, Looks, Waits {
+  /** Permits this call takes (default 1, at most 2147483647); 0 only looks. */
+  quantity?: Integer;
+  /** Idle time stored as free permits, Guava's maxBurstSeconds (default 1 second). */
+  burst?: Integer;
+  /** Warm up as Guava's SmoothWarmingUp over this span. */
+  warmup?: Integer;
+  /** With warmup: how many times slower than stable a cold limiter starts (default 3). */
+  cold?: Integer;
+}
+export interface AllOptions extends Takes, InMilliseconds, Looks, Waits {
+  /** The LEASE limiters' holder. */
+  holder?: Key;
+}
+
+/** One limiter of CL.ALL: its key and its words. */
+export interface Limiter {
+  readonly key: Key;
+  readonly words: readonly (string | Integer)[];
+}
+export function throttle(key: Key, maxBurst: Integer, count: Integer, period: Integer): Limiter;
+export function fixed(key: Key, limit: Integer, period: Integer): Limiter;
+export function window(key: Key, limit: Integer, period: Integer, options?: { buckets?: Integer }): Limiter;
+export function lease(key: Key, limit: Integer, leaseTime: Integer): Limiter;
+
+/** A lease's holder and its time left, in the call's unit. */
+export interface Held {
+  holder: string;
+  left: number;
+}
+
+/** A command's words: its name, its arguments. */
+export type Words = (string | Integer | Key)[];
+
+/** Each command's words, as the client sends them. */
+export const commands: {
+  throttle(key: Key, maxBurst: Integer, count: Integer, period: Integer, options?: ThrottleOptions): Words;
+  fixed(key: Key, limit: Integer, period: Integer, options?: FixedOptions): Words;
+  window(key: Key, limit: Integer, period: Integer, options?: WindowOptions): Words;
+  lease(key: Key, limit: Integer, leaseTime: Integer, holder: Key, options?: LeaseOptions): Words;
+  release(key: Key, holder: Key): Words;
+  holders(key: Key, options?: HoldersOptions): Words;
+  smooth(key: Key, permits: Integer, period: Integer, options?: SmoothOptions): Words;
+  all(limiters: readonly Limiter[], options?: AllOptions & { detail?: boolean }): Words;
+};
+
+/**
+ * The module's commands over an ioredis or node-redis client, a server's or a cluster's,
+ * routed to the module or the Functions library.
+ */
+export class Cell {
+  constructor(client: object, options?: RoutingOptions);
+  readonly client: object;
+  throttle(key: Key, maxBurst: Integer, count: Integer, period: Integer, options?: ThrottleOptions): Promise<Reply>;
+  fixed(key: Key, limit: Integer, period: Integer, options?: FixedOptions): Promise<Reply>;
+  window(key: Key, limit: Integer, period: Integer, options?: WindowOptions): Promise<Reply>;
+  lease(key: Key, limit: Integer, leaseTime: Integer, holder: Key, options?: LeaseOptions): Promise<Reply>;
+  /** Whether the holder held a live lease, now given back. */
+  release(key: Key, holder: Key): Promise<boolean>;
+  holders(key: Key, options?: HoldersOptions): Promise<Held[]>;
+  smooth(key: Key, permits: Integer, period: Integer, options?: SmoothOptions): Promise<Reply>;
+  /** The binding limiter's reply, or with `detail` each limiter's in key order. */
+  all(limiters: readonly Limiter[], options: AllOptions & { detail: true }): Promise<Reply[]>;
+  all(limiters: readonly Limiter[], options?: AllOptions & { detail?: false }): Promise<Reply>;
+  /** A command's words, sent as routed; its raw reply. */
+  command(words: Words): Promise<unknown>;
+}
+
+/** RateLimiterRedis's options, the algorithm and the routing. */
+export type RateLimiterCellOptions = ConstructorParameters<typeof RateLimiterRedis>[0] & RoutingOptions & {
+  /** 'fixed' (the default: RateLimiterRedis's fixed window), 'gcra' or 'window'. */
+  algorithm?: 'fixed' | 'gcra' | 'window';
 };
 
 export interface CellConsumeOptions {

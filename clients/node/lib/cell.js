@@ -1,0 +1,197 @@
+'use strict';
+
+// The module's commands as methods with typed replies: the peer of the Python client
+// (clients/python/redis_cell/client.py). Each call goes where lib/route.js finds the limiters
+// (the module, the Functions library, or a ModuleMissingError that says what to load), by
+// the one routing the adapter (index.js) goes through too. Options are named as the
+// grammar's rows are (clients/grammar.json), camel-cased: `dryRun` for DRYRUN.
+
+const { send } = require('./client');
+const { call, routing } = require('./route');
+
+/**
+ * `[limited, limit, remaining, retry_after, reset_after]`. `retryAfter` is null when the call
+ * was admitted, or when its quantity can never fit (the server answers -1 for both); waits
+ * are in the call's unit, seconds or, with `ms`, milliseconds.
+ */
+class Reply {
+  constructor(limited, limit, remaining, retryAfter, resetAfter) {
+    this.limited = limited;
+    this.limit = limit;
+    this.remaining = remaining;
+    this.retryAfter = retryAfter;
+    this.resetAfter = resetAfter;
+    Object.freeze(this);
+  }
+
+  get allowed() {
+    return !this.limited;
+  }
+
+  /** A reply as the server sends it: five integers. */
+  static of(values) {
+    if (!Array.isArray(values) || values.length !== 5) {
+      throw new TypeError(`a limiter's reply is five integers, not ${JSON.stringify(values)}`);
+    }
+    const [limited, limit, remaining, retryAfter, resetAfter] = values.map(Number);
+    return new Reply(limited === 1, limit, remaining, retryAfter < 0 ? null : retryAfter, resetAfter);
+  }
+}
+
+// The options each command takes, and the words each puts on the wire, in the order the
+// module documents them (any order would do: the grammar takes options in any order).
+const FLAG = (keyword) => (value) => (value ? [keyword] : []);
+const VALUED = (keyword) => (value) => (value === undefined || value === null ? [] : [keyword, value]);
+const OPTIONS = {
+  buckets: VALUED('BUCKETS'),
+  ms: FLAG('MS'),
+  burst: VALUED('BURST'),
+  warmup: VALUED('WARMUP'),
+  cold: VALUED('COLD'),
+  refund: FLAG('REFUND'),
+  dryRun: FLAG('DRYRUN'),
+  countDenied: FLAG('COUNTDENIED'),
+  detail: FLAG('DETAIL'),
+  holder: VALUED('HOLDER'),
+  block: VALUED('BLOCK'),
+};
+const TAKES = {
+  'CL.THROTTLE': ['ms', 'refund', 'dryRun', 'block'],
+  'CL.FIXED': ['ms', 'refund', 'dryRun', 'countDenied', 'block'],
+  'CL.WINDOW': ['buckets', 'ms', 'refund', 'dryRun', 'block'],
+  'CL.LEASE': ['ms', 'dryRun', 'block'],
+  'CL.RELEASE': [],
+  'CL.HOLDERS': ['ms'],
+  'CL.SMOOTH': ['ms', 'burst', 'warmup', 'cold', 'dryRun', 'block'],
+  'CL.ALL': ['ms', 'refund', 'dryRun', 'detail', 'holder', 'block'],
+};
+
+/**
+ * A command's words: its name, its parameters, then its options. An option the command
+ * does not take is a TypeError here, as a misspelt keyword argument is in Python, rather
+ * than a word the server refuses.
+ */
+function words(command, params, options = {}) {
+  const out = [command, ...params];
+  const takes = TAKES[command];
+  for (const name of Object.keys(options)) {
+    if (name !== 'quantity' && !takes.includes(name)) {
+      throw new TypeError(`${command} takes no option ${name}`);
+    }
+  }
+  for (const name of takes) out.push(...OPTIONS[name](options[name]));
+  return out;
+}
+
+/** The quantity, where the command takes it first: 1 unless the call says otherwise. */
+const quantityOf = (options) => (options && options.quantity !== undefined ? options.quantity : 1);
+
+// CL.ALL's limiters, one per key, each with its command's numbers (clients/grammar.json's
+// params); a window may count in `buckets`.
+const throttle = (key, maxBurst, count, period) => ({ key, words: ['THROTTLE', maxBurst, count, period] });
+const fixed = (key, limit, period) => ({ key, words: ['FIXED', limit, period] });
+const window = (key, limit, period, { buckets } = {}) => ({
+  key, words: ['WINDOW', limit, period, ...OPTIONS.buckets(buckets)],
+});
+const lease = (key, limit, leaseTime) => ({ key, words: ['LEASE', limit, leaseTime] });
+
+/** Each command's words, as the client sends them: for a caller's own pipeline or tests. */
+const commands = {
+  throttle: (key, maxBurst, count, period, options = {}) => words('CL.THROTTLE',
+    [key, maxBurst, count, period, quantityOf(options)], options),
+  fixed: (key, limit, period, options = {}) => words('CL.FIXED', [key, limit, period, quantityOf(options)], options),
+  window: (key, limit, period, options = {}) => words('CL.WINDOW', [key, limit, period, quantityOf(options)], options),
+  lease: (key, limit, leaseTime, holder, options = {}) => words('CL.LEASE', [key, limit, leaseTime, holder], options),
+  release: (key, holder, options = {}) => words('CL.RELEASE', [key, holder], options),
+  holders: (key, options = {}) => words('CL.HOLDERS', [key], options),
+  smooth: (key, permits, period, options = {}) => words('CL.SMOOTH', [key, permits, period, quantityOf(options)], options),
+  all(limiters, options = {}) {
+    if (!Array.isArray(limiters) || limiters.length === 0) {
+      throw new TypeError('CL.ALL takes at least one limiter');
+    }
+    const { quantity, ...rest } = options;
+    return words('CL.ALL', [
+      limiters.length,
+      ...limiters.map((limiter) => limiter.key),
+      ...limiters.flatMap((limiter) => limiter.words),
+      'QUANTITY', quantityOf({ quantity }),
+    ], rest);
+  },
+};
+
+/** CL.HOLDERS' flat reply, as `{ holder, left }` pairs, the soonest to end first. */
+function holdersOf(reply) {
+  const pairs = [];
+  for (let i = 0; i + 1 < reply.length; i += 2) {
+    pairs.push({ holder: String(reply[i]), left: Number(reply[i + 1]) });
+  }
+  return pairs;
+}
+
+/**
+ * The module's commands over an ioredis or node-redis client, a server's or a cluster's.
+ *
+ * `via: 'auto'` (the default) calls the module where the server has it, and the Functions
+ * library where it does not, loading the library when it is missing or older than this
+ * package, unless `loadLibrary: false`; `via: 'module'` or `'library'` forces either. Waiting
+ * (`block`) needs the module: the library refuses it with its own error. A server with
+ * neither rejects with ModuleMissingError. The limiters' errors (a bad argument, a key of
+ * another type) reject as the client library's Error, with the module's message.
+ *
+ * A call that waits (`block`) holds its connection until it is answered: give waiting calls
+ * a client of their own.
+ */
+class Cell {
+  constructor(client, options = {}) {
+    if (!client) throw new TypeError('Cell needs an ioredis or node-redis client');
+    this.client = client;
+    this.routing = routing(options);
+  }
+
+  /** A command's words sent by `how` (lib/client.js's send, or sendThenGet). */
+  command(commandWords, how = send) {
+    return call(this.client, this.routing, how, commandWords);
+  }
+
+  async throttle(key, maxBurst, count, period, options) {
+    return Reply.of(await this.command(commands.throttle(key, maxBurst, count, period, options)));
+  }
+
+  async fixed(key, limit, period, options) {
+    return Reply.of(await this.command(commands.fixed(key, limit, period, options)));
+  }
+
+  async window(key, limit, period, options) {
+    return Reply.of(await this.command(commands.window(key, limit, period, options)));
+  }
+
+  async lease(key, limit, leaseTime, holder, options) {
+    return Reply.of(await this.command(commands.lease(key, limit, leaseTime, holder, options)));
+  }
+
+  /** Whether the holder held a live lease, now given back. */
+  async release(key, holder) {
+    return Number(await this.command(commands.release(key, holder))) === 1;
+  }
+
+  async holders(key, options) {
+    return holdersOf(await this.command(commands.holders(key, options)));
+  }
+
+  /**
+   * Guava's `tryAcquire(quantity)` on a limiter every caller of `key` shares; `block: ms` is
+   * `tryAcquire(quantity, ms)` and `block: 0` `acquire(quantity)`: the module holds the
+   * reply until the reserved instant.
+   */
+  async smooth(key, permits, period, options) {
+    return Reply.of(await this.command(commands.smooth(key, permits, period, options)));
+  }
+
+  /** All of `limiters` or none; the binding limiter's reply, or each one's with `detail`. */
+  async all(limiters, options = {}) {
+    const reply = await this.command(commands.all(limiters, options));
+    return options.detail ? reply.map((each) => Reply.of(each)) : Reply.of(reply);
+  }
+}
+
+module.exports = { Cell, Reply, commands, throttle, fixed, window, lease };

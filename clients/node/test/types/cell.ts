@@ -1,0 +1,37 @@
+// Compiled by `tsc --strict --noEmit` (test/types.test.js): the typed client as a TypeScript
+// user calls it, on ioredis and on node-redis. A wrong type here fails the compile.
+
+import Redis from 'ioredis';
+import { createClient } from 'redis';
+import {
+  Cell, Reply, RateLimiterCell, ModuleMissingError, commands, throttle, fixed, window, lease,
+} from 'redis-cell';
+
+export async function calls(): Promise<void> {
+  const cell = new Cell(new Redis(), { via: 'auto', loadLibrary: true });
+  const byNodeRedis = new Cell(createClient(), { via: 'library' });
+
+  const reply: Reply = await cell.throttle('user', 15, 30, 60, { quantity: 2, ms: true, block: 100 });
+  const allowed: boolean = reply.allowed;
+  const retry: number | null = reply.retryAfter;
+  const reset: number = reply.resetAfter;
+  await cell.fixed('f', 10, 60, { countDenied: true, refund: false, dryRun: true });
+  await byNodeRedis.window('w', 10, 60, { buckets: 6, quantity: 1n });
+  await cell.lease('pool', 3, 60, 'job:1', { ms: true, block: 0 });
+  const released: boolean = await cell.release('pool', 'job:1');
+  const [first] = await cell.holders('pool', { ms: true });
+  const holder: string = first.holder;
+  await cell.smooth('api', 2, 1, { warmup: 1, cold: 5, dryRun: true });
+  const each: Reply[] = await cell.all([throttle('a', 1, 2, 3), fixed('b', 1, 2), window('c', 1, 2, { buckets: 2 }), lease('d', 1, 2)], { detail: true, holder: 'h' });
+  const binding: Reply = await cell.all([fixed('b', 1, 2)], { quantity: 3 });
+  const words = commands.smooth('k', 1, 1, { burst: 2 });
+  const limiter = new RateLimiterCell({ storeClient: new Redis(), points: 5, duration: 60, algorithm: 'gcra', via: 'module' });
+  const error = new ModuleMissingError();
+
+  // @ts-expect-error: CL.SMOOTH gives nothing back.
+  await cell.smooth('api', 2, 1, { refund: true });
+  // @ts-expect-error: a reply's fields are read-only.
+  reply.remaining = 1;
+
+  void [allowed, retry, reset, released, holder, each, binding, words, limiter, error];
+}
