@@ -6,7 +6,7 @@ const { explained } = require('./errors');
 // `multi().exec()` answering [error, result] pairs), and node-redis 4+ (`sendCommand` with
 // string arguments, and `multi().exec()` answering results, rejecting on an error), a client
 // or a cluster (`createCluster`), which is told the key that routes each command. Every
-// command here has its key second, after its name.
+// command here has its key second, after its name, but CL.ALL, whose keys follow numkeys.
 //
 // An ioredis Cluster knows the keys of the commands it has a table for, and the module's are
 // not among them: it sends one to any primary and follows the MOVED to the key's. The MULTI
@@ -29,22 +29,32 @@ function prefixOf(client) {
   return prefix === undefined || prefix === null ? '' : String(prefix);
 }
 
-function withPrefix(client, [command, key, ...rest]) {
-  return [command, `${prefixOf(client)}${key}`, ...rest];
+/** Where a module command's keys are among its words: CL.ALL's follow numkeys. */
+function keysOf(words) {
+  if (String(words[0]).toUpperCase() !== 'CL.ALL') return [1, 2];
+  const count = Number(words[1]);
+  return [2, 2 + (Number.isInteger(count) && count > 0 ? count : 0)];
+}
+
+function withPrefix(client, words) {
+  const prefix = prefixOf(client);
+  const [from, to] = keysOf(words);
+  return words.map((word, i) => (i >= from && i < to ? `${prefix}${word}` : word));
 }
 
 const asIs = (words) => words;
 
 /**
- * What goes on the wire for a module command's `words` (key second): `wire(words)`, the
- * module command itself or the library's call of it (lib/route.js), with the key prefixed by
- * whoever does not prefix it: ioredis does on FCALL, EVALSHA and EVAL, whose keys it knows.
- * Answers the prefixed key, which routes the command on a node-redis cluster, and the words.
+ * What goes on the wire for a module command's `words`: `wire(words)`, the module command
+ * itself or the library's call of it (lib/route.js), with the keys prefixed by whoever does
+ * not prefix them: ioredis does on FCALL, EVALSHA and EVAL, whose keys it knows. Answers the
+ * first prefixed key, which routes the command on a node-redis cluster, and the words.
  */
 function onTheWire(client, words, wire) {
   const prefixed = withPrefix(client, words);
-  if (wire === asIs || !isIoredis(client)) return [prefixed[1], wire(prefixed)];
-  return [prefixed[1], wire(words)];
+  const key = prefixed[keysOf(words)[0]];
+  if (wire === asIs || !isIoredis(client)) return [key, wire(prefixed)];
+  return [key, wire(words)];
 }
 
 /**

@@ -10,7 +10,9 @@ const assert = require('node:assert/strict');
 const { after, before, describe, it } = require('node:test');
 const { RateLimiterRes } = require('rate-limiter-flexible');
 
-const { RateLimiterCell } = require('redis-cell');
+const {
+  Cell, RateLimiterCell, fixed, throttle,
+} = require('redis-cell');
 const { CLIENTS } = require('./clients');
 const { FLAVORS, ask, startCluster } = require('./server');
 
@@ -57,6 +59,20 @@ for (const flavor of FLAVORS) describe(`RateLimiterCell on a Redis Cluster, ${fl
         });
       }
 
+      it("Cell decides CL.ALL on its keys' node, all or nothing, on every primary", async () => {
+        const cell = new Cell(client);
+        // Twelve hash tags: their slots fall on all three primaries.
+        for (let k = 0; k < 12; k += 1) {
+          const tag = `{${name}-all-${k}}`;
+          const limiters = [fixed(`${tag}:fixed`, 2, 60), throttle(`${tag}:gcra`, 4, 5, 60)];
+          assert.equal((await cell.all(limiters, { quantity: 2 })).remaining, 0);
+          assert.equal((await cell.all(limiters)).limited, true);
+          // The denial charged neither limiter.
+          assert.equal((await cell.throttle(`${tag}:gcra`, 4, 5, 60, { quantity: 0 })).remaining, 3);
+          assert.equal((await cell.smooth(`${tag}:smooth`, 2, 1)).remaining, 2);
+        }
+      });
+
       it('a primary with a newer library keeps it, and the others get ours', { skip: flavor === 'module' && 'the library flavor\'s' }, async () => {
         const fs = require('node:fs');
         const path = require('node:path');
@@ -97,6 +113,10 @@ for (const flavor of FLAVORS) describe(`RateLimiterCell on a Redis Cluster, ${fl
               assert.equal(await client.exists(`app:${name}-pre-${algorithm}:${own}`), 1, own);
             }
           }
+          const tag = `{${name}-pre-all}`;
+          const reply = await new Cell(prefixed).all([fixed(`${tag}:a`, 1, 60), fixed(`${tag}:b`, 1, 60)]);
+          assert.equal(reply.remaining, 0);
+          for (const own of ['a', 'b']) assert.equal(await client.exists(`app:${tag}:${own}`), 1, own);
         } finally {
           await kind.close(prefixed);
         }
