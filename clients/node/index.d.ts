@@ -165,3 +165,20 @@ export class LibraryTooOldError extends Error {
   constructor(theirs: string, ours: string);
   readonly name: 'LibraryTooOldError';
 }
+
+/** express-rate-limit's Store, counting in Redis with CL.FIXED … COUNTDENIED. */
+export class CellStore {
+  constructor(options: RoutingOptions & {
+    /** An ioredis or node-redis client, a server's or a cluster's. */
+    client: object;
+    /** What each key starts with (default 'rl:'). */
+    prefix?: string;
+  });
+  readonly prefix: string;
+  readonly localKeys: false;
+  init(options: { windowMs: number; limit: unknown }): void;
+  increment(key: string): Promise<{ totalHits: number; resetTime: Date | undefined }>;
+  decrement(key: string): Promise<void>;
+  get(key: string): Promise<{ totalHits: number; resetTime: Date | undefined } | undefined>;
+  resetKey(key: string): Promise<void>;
+}

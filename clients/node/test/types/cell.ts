@@ -1,10 +1,11 @@
 // Compiled by `tsc --strict --noEmit` (test/types.test.js): the typed client as a TypeScript
 // user calls it, on ioredis and on node-redis. A wrong type here fails the compile.
 
+import { rateLimit } from 'express-rate-limit';
 import Redis from 'ioredis';
 import { createClient } from 'redis';
 import {
-  Cell, Reply, RateLimiterCell, ModuleMissingError, commands, throttle, fixed, window, lease,
+  Cell, CellStore, Reply, RateLimiterCell, ModuleMissingError, commands, throttle, fixed, window, lease,
 } from 'redis-cell';
 
 export async function calls(): Promise<void> {
@@ -27,11 +28,13 @@ export async function calls(): Promise<void> {
   const words = commands.smooth('k', 1, 1, { burst: 2 });
   const limiter = new RateLimiterCell({ storeClient: new Redis(), points: 5, duration: 60, algorithm: 'gcra', via: 'module' });
   const error = new ModuleMissingError();
+  // The store is one express-rate-limit takes.
+  const middleware = rateLimit({ windowMs: 60000, limit: 5, store: new CellStore({ client: new Redis(), prefix: 'rl:' }) });
 
   // @ts-expect-error: CL.SMOOTH gives nothing back.
   await cell.smooth('api', 2, 1, { refund: true });
   // @ts-expect-error: a reply's fields are read-only.
   reply.remaining = 1;
 
-  void [allowed, retry, reset, released, holder, each, binding, words, limiter, error];
+  void [allowed, retry, reset, released, holder, each, binding, words, limiter, error, middleware];
 }
