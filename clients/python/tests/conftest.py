@@ -6,7 +6,9 @@ import os
 import socket
 import subprocess
 import tempfile
+import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -132,6 +134,31 @@ def serve(options, port=None, binary=None):
         finally:
             process.terminate()
             process.wait(timeout=10)
+
+
+@contextmanager
+def served(app):
+    """An ASGI app served by uvicorn on a free loopback port, in a thread, until the block
+    ends (its lifespan run at both ends); yields an httpx2 client on it."""
+    import httpx2
+    import uvicorn
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not server.started:
+            assert thread.is_alive(), "uvicorn exited"
+            assert time.monotonic() < deadline, "uvicorn did not start"
+            time.sleep(0.02)
+        with httpx2.Client(base_url=f"http://127.0.0.1:{port}", timeout=20) as client:
+            yield client
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        assert not thread.is_alive(), "uvicorn did not stop"
 
 
 @pytest.fixture

@@ -10,12 +10,12 @@ import sys
 
 from starlette.testclient import TestClient
 
-from conftest import ROOT, refused_after
+from conftest import ROOT, refused_after, served
 
 EXAMPLES = ROOT / "clients" / "examples"
 # Served from a fresh virtualenv and a fresh npm project, installed as the page says.
 RUN_BY_THE_INSTALL_CHECK = {"flask_app.py", "express_app.ts"}
-RUN_HERE = {"slowapi_app.py", "typed_client.py"}
+RUN_HERE = {"fastapi_app.py", "slowapi_app.py", "typed_client.py"}
 
 
 def test_every_block_of_the_page_is_an_example_that_runs():
@@ -41,6 +41,17 @@ def test_the_slowapi_app_admits_3_then_429(server, r, monkeypatch):
     app = runpy.run_path(str(EXAMPLES / "slowapi_app.py"))["app"]
     refused_after(lambda: TestClient(app).get("/"), 3, 20)
     assert r.keys("LIMITS:gcra:*"), "the decisions were the module's"
+
+
+def test_the_fastapi_app_admits_3_then_429(server, r, monkeypatch):
+    monkeypatch.setenv("REDIS_URL", f"redis://127.0.0.1:{server}")
+    app = runpy.run_path(str(EXAMPLES / "fastapi_app.py"))["app"]
+    with served(app) as http:
+        answers = [http.get("/") for _ in range(4)]
+    assert [answer.status_code for answer in answers] == [200, 200, 200, 429]
+    # GCRA: the next unit is back within 20 s (a minute over 3 units).
+    assert 0 < int(answers[3].headers["Retry-After"]) <= 20
+    assert r.keys("ratelimit:per-address:*"), "the decisions were the server's"
 
 
 def test_the_typed_client_example_prints_its_reply_and_writes_its_keys(server, r):
