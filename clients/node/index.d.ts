@@ -182,3 +182,44 @@ export class CellStore {
   get(key: string): Promise<{ totalHits: number; resetTime: Date | undefined } | undefined>;
   resetKey(key: string): Promise<void>;
 }
+
+/** A function of the request that names the identity a limit counts; null: not counted. */
+export type IdentityOf = (req: any) => string | null | undefined | Promise<string | null | undefined>;
+
+/** One limit of a route: a throttle, fixed or window limiter named for its policy, and `by`. */
+export interface RouteLimit {
+  limiter: Limiter;
+  /** The identity it counts (default: the client's address). */
+  by?: IdentityOf;
+}
+
+/** The client's address, as Express reads it (`req.ip`). */
+export const clientAddress: IdentityOf;
+/** The request's header `name`. */
+export function header(name: string): IdentityOf;
+/** The user an authentication middleware left on `req.user` (its `id`). */
+export const user: IdentityOf;
+
+export interface RouteLimiterOptions {
+  /** What every key starts with (default 'ratelimit:'). */
+  prefix?: string;
+  /** Let a request through when the server fails to answer (default false: a 503). */
+  failOpen?: boolean;
+  /** 'draft-11' (the default), 'draft-7', 'draft-6', or false. */
+  standardHeaders?: 'draft-6' | 'draft-7' | 'draft-11' | false;
+  /** The X-RateLimit-* triple too. */
+  legacyHeaders?: boolean;
+  /** What answers a 429, once its fields are set. */
+  onDenied?: (req: any, res: any, next: (error?: unknown) => void) => void;
+  /** What answers a 503, once decided. */
+  onFailed?: (req: any, res: any, next: (error?: unknown) => void, error: unknown) => void;
+  /** Where an undecided request is told of (console.warn). */
+  log?: (message: string, error: unknown) => void;
+}
+
+/** Express middleware for a route's limits, decided on one Cell. */
+export class RouteLimiter {
+  constructor(cell: Cell, options?: RouteLimiterOptions);
+  /** A route's limits, as Express middleware. */
+  limit(...limits: RouteLimit[]): (req: any, res: any, next: (error?: unknown) => void) => void;
+}

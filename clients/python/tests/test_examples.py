@@ -16,6 +16,8 @@ EXAMPLES = ROOT / "clients" / "examples"
 # Served from a fresh virtualenv and a fresh npm project, installed as the page says.
 RUN_BY_THE_INSTALL_CHECK = {"flask_app.py", "express_app.ts"}
 RUN_HERE = {"fastapi_app.py", "slowapi_app.py", "typed_client.py"}
+# Served by clients/node/test/examples.test.js.
+RUN_BY_THE_NODE_TESTS = {"express_limits.js"}
 
 
 def test_every_block_of_the_page_is_an_example_that_runs():
@@ -24,7 +26,7 @@ def test_every_block_of_the_page_is_an_example_that_runs():
     # Every fence is one the pattern read: none indented, quoted, tilded or with more words.
     assert len(re.findall(r"^[ \t>]*(?:```|~~~)", page, re.M)) == 2 * len(blocks)
     shown = {path.name: path.read_text() for path in EXAMPLES.iterdir()}
-    assert set(shown) == RUN_BY_THE_INSTALL_CHECK | RUN_HERE
+    assert set(shown) == RUN_BY_THE_INSTALL_CHECK | RUN_HERE | RUN_BY_THE_NODE_TESTS
     # The one sh block: the install commands, which scripts/install_check.sh reads from the
     # page's "Installing" and runs.
     installing = page.split("## Installing", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]

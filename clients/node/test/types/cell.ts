@@ -5,8 +5,10 @@ import { rateLimit } from 'express-rate-limit';
 import Redis from 'ioredis';
 import { createClient } from 'redis';
 import {
-  Cell, CellStore, Reply, RateLimiterCell, ModuleMissingError, commands, throttle, fixed, window, lease,
+  Cell, CellStore, Reply, RateLimiterCell, RouteLimiter, ModuleMissingError, commands, header, throttle, fixed,
+  window, lease,
 } from 'redis-cell';
+import express from 'express';
 
 export async function calls(): Promise<void> {
   const cell = new Cell(new Redis(), { via: 'auto', loadLibrary: true });
@@ -35,6 +37,12 @@ export async function calls(): Promise<void> {
   await cell.smooth('api', 2, 1, { refund: true });
   // @ts-expect-error: a reply's fields are read-only.
   reply.remaining = 1;
+
+  const app = express();
+  const routes = new RouteLimiter(cell, { failOpen: true, standardHeaders: 'draft-11', legacyHeaders: false });
+  app.get('/', routes.limit({ limiter: throttle('burst', 9, 10, 1) }, { limiter: fixed('daily', 1000, 86400), by: header('x-api-key') }));
+  // @ts-expect-error: no such draft.
+  void new RouteLimiter(cell, { standardHeaders: 'draft-9' });
 
   void [allowed, retry, reset, released, holder, each, binding, words, limiter, error, middleware];
 }
