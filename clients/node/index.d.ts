@@ -1,7 +1,10 @@
+// rate-limiter-flexible is an optional peer: a project without it, which has no use for
+// RateLimiterCell, still compiles these types (RateLimiterCell's base is then `any`).
+// @ts-ignore
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 
-/** A key or a holder: what the client sends as a string. */
-export type Key = string | Uint8Array;
+/** A key or a holder: sent as a string. */
+export type Key = string;
 /** A number the client sends as its decimal digits. */
 export type Integer = number | bigint;
 
@@ -101,7 +104,7 @@ export const commands: {
   fixed(key: Key, limit: Integer, period: Integer, options?: FixedOptions): Words;
   window(key: Key, limit: Integer, period: Integer, options?: WindowOptions): Words;
   lease(key: Key, limit: Integer, leaseTime: Integer, holder: Key, options?: LeaseOptions): Words;
-  release(key: Key, holder: Key): Words;
+  release(key: Key, holder: Key, options?: {}): Words;
   holders(key: Key, options?: HoldersOptions): Words;
   smooth(key: Key, permits: Integer, period: Integer, options?: SmoothOptions): Words;
   all(limiters: readonly Limiter[], options?: AllOptions & { detail?: boolean }): Words;
@@ -125,6 +128,7 @@ export class Cell {
   /** The binding limiter's reply, or with `detail` each limiter's in key order. */
   all(limiters: readonly Limiter[], options: AllOptions & { detail: true }): Promise<Reply[]>;
   all(limiters: readonly Limiter[], options?: AllOptions & { detail?: false }): Promise<Reply>;
+  all(limiters: readonly Limiter[], options?: AllOptions & { detail?: boolean }): Promise<Reply | Reply[]>;
   /** A command's words, sent as routed; its raw reply. */
   command(words: Words): Promise<unknown>;
 }

@@ -1,8 +1,7 @@
 'use strict';
 
 // The typed client (lib/cell.js), Express middleware (lib/express.js), express-rate-limit's
-// store (lib/store.js) and rate-limiter-flexible's adapter (lib/adapter.js). The adapter is
-// loaded when asked for, so that the client needs no rate-limiter-flexible.
+// store (lib/store.js) and rate-limiter-flexible's adapter (lib/adapter.js).
 
 const { Cell, Reply, commands, throttle, fixed, window, lease } = require('./lib/cell');
 const { LibraryTooOldError, ModuleMissingError } = require('./lib/errors');
@@ -10,6 +9,28 @@ const {
   RouteLimiter, clientAddress, header, user,
 } = require('./lib/express');
 const { CellStore } = require('./lib/store');
+
+/**
+ * The adapter where rate-limiter-flexible is installed; without it (an optional peer, which
+ * the client alone does not need), a class that says what to install when constructed. An
+ * export of its own either way, so that ESM's named imports find it.
+ */
+function adapter() {
+  try {
+    return require('./lib/adapter').RateLimiterCell;
+  } catch (error) {
+    const missing = error && error.code === 'MODULE_NOT_FOUND'
+      && String(error.message).includes("'rate-limiter-flexible'");
+    if (!missing) throw error;
+    return class RateLimiterCell {
+      constructor() {
+        throw new Error('RateLimiterCell is rate-limiter-flexible\'s RateLimiterRedis: install it beside '
+          + 'redis-cell (npm install rate-limiter-flexible@~11.4)');
+      }
+    };
+  }
+}
+const RateLimiterCell = adapter();
 
 module.exports = {
   Cell,
@@ -23,11 +44,8 @@ module.exports = {
   lease,
   LibraryTooOldError,
   ModuleMissingError,
+  RateLimiterCell,
   throttle,
   user,
   window,
 };
-Object.defineProperty(module.exports, 'RateLimiterCell', {
-  enumerable: true,
-  get: () => require('./lib/adapter').RateLimiterCell,
-});

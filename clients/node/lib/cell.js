@@ -55,6 +55,8 @@ const OPTIONS = {
   holder: VALUED('HOLDER'),
   block: VALUED('BLOCK'),
 };
+// The commands that take a quantity first (the limiters'), or, CL.ALL, as QUANTITY.
+const QUANTITY = new Set(['CL.THROTTLE', 'CL.FIXED', 'CL.WINDOW', 'CL.SMOOTH', 'CL.ALL']);
 const TAKES = {
   'CL.THROTTLE': ['ms', 'refund', 'dryRun', 'block'],
   'CL.FIXED': ['ms', 'refund', 'dryRun', 'countDenied', 'block'],
@@ -71,15 +73,23 @@ const TAKES = {
  * does not take is a TypeError here, as a misspelt keyword argument is in Python, rather
  * than a word the server refuses.
  */
-function words(command, params, options = {}) {
+function words(command, params, options) {
   const out = [command, ...params];
+  const given = options || {};
   const takes = TAKES[command];
-  for (const name of Object.keys(options)) {
-    if (name !== 'quantity' && !takes.includes(name)) {
+  for (const [name, value] of Object.entries(given)) {
+    // An option left undefined is an option not given, as a keyword argument's default is.
+    if (value === undefined) continue;
+    if (name === 'quantity' ? !QUANTITY.has(command) : !takes.includes(name)) {
       throw new TypeError(`${command} takes no option ${name}`);
     }
   }
-  for (const name of takes) out.push(...OPTIONS[name](options[name]));
+  for (const name of takes) {
+    const value = given[name];
+    // A wait is a number of milliseconds: `block: false` is no wait, not `BLOCK false`.
+    if (name === 'block' && value === false) continue;
+    out.push(...OPTIONS[name](value));
+  }
   return out;
 }
 
@@ -105,11 +115,11 @@ const commands = {
   release: (key, holder, options = {}) => words('CL.RELEASE', [key, holder], options),
   holders: (key, options = {}) => words('CL.HOLDERS', [key], options),
   smooth: (key, permits, period, options = {}) => words('CL.SMOOTH', [key, permits, period, quantityOf(options)], options),
-  all(limiters, options = {}) {
+  all(limiters, options) {
     if (!Array.isArray(limiters) || limiters.length === 0) {
       throw new TypeError('CL.ALL takes at least one limiter');
     }
-    const { quantity, ...rest } = options;
+    const { quantity, ...rest } = options || {};
     return words('CL.ALL', [
       limiters.length,
       ...limiters.map((limiter) => limiter.key),
@@ -188,9 +198,9 @@ class Cell {
   }
 
   /** All of `limiters` or none; the binding limiter's reply, or each one's with `detail`. */
-  async all(limiters, options = {}) {
+  async all(limiters, options) {
     const reply = await this.command(commands.all(limiters, options));
-    return options.detail ? reply.map((each) => Reply.of(each)) : Reply.of(reply);
+    return options && options.detail ? reply.map((each) => Reply.of(each)) : Reply.of(reply);
   }
 }
 

@@ -17,17 +17,40 @@ const NAME = /^[A-Za-z0-9_.-]+$/;
 // CL.ALL's numkeys is at most 16.
 const MOST_LIMITS = 16;
 
-/** The client's address, as Express reads it (behind a proxy, set `trust proxy`). */
-const clientAddress = (req) => req.ip || (req.socket && req.socket.remoteAddress) || null;
-
-/** The request's header `name` (an API key, say); a request without it is not counted. */
-const header = (name) => (req) => req.get(name) || null;
-
-/** The user an authentication middleware left on `req.user` (its `id`); anonymous: uncounted. */
-const user = (req) => {
-  if (req.user === undefined || req.user === null) return null;
-  return String(req.user.id !== undefined ? req.user.id : req.user);
+/**
+ * The client's address, as Express reads it (behind a proxy, set `trust proxy`), an IPv4
+ * client of a dual-stack server as its IPv4 address, as uvicorn gives it.
+ */
+const clientAddress = (req) => {
+  const address = req.ip || (req.socket && req.socket.remoteAddress) || null;
+  return address && address.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address;
 };
+
+/**
+ * The request's header `name` (an API key, say), its first value where it came more than once
+ * (Node joins them, and a second value must not make a new identity); a request without it is
+ * not counted.
+ */
+const header = (name) => {
+  const wanted = name.toLowerCase();
+  return (req) => {
+    const raw = req.rawHeaders || [];
+    for (let i = 0; i + 1 < raw.length; i += 2) {
+      if (raw[i].toLowerCase() === wanted) return raw[i + 1];
+    }
+    return null;
+  };
+};
+
+/** The `id` of the user an authentication middleware left on `req.user`; else uncounted. */
+const user = (req) => {
+  const id = req.user && req.user.id;
+  return (typeof id === 'string' && id !== '') || Number.isFinite(id) ? String(id) : null;
+};
+
+// A programming error (a wrong option, a bad limiter) is the app's, not the server's: it goes
+// to Express's error handling, never to failOpen.
+const PROGRAMMING = [TypeError, RangeError, ReferenceError, SyntaxError];
 
 /** The identity as a hash tag's content: braces escaped (with `%`), as the Python does. */
 const tag = (identity) => identity.replace(/%/g, '%25').replace(/\{/g, '%7B').replace(/\}/g, '%7D');
@@ -136,6 +159,7 @@ class RouteLimiter {
     Object.assign(this, {
       cell, prefix, failOpen, standardHeaders, legacyHeaders, log,
     });
+    this.policies = new Map();
     this.onDenied = onDenied || ((req, res) => res.status(429).send('Too Many Requests'));
     this.onFailed = onFailed || ((req, res) => res.status(503).send('Service Unavailable'));
   }
@@ -147,15 +171,35 @@ class RouteLimiter {
     const limits = given.map(checked);
     const names = limits.map((each) => each.name);
     if (new Set(names).size !== names.length) throw new TypeError(`a route names each policy once, not ${names}`);
+    this.claim(limits);
     return (req, res, next) => {
       this.decide(req, limits).then(({ status, headers, error }) => {
+        // Answered already (a timeout's middleware, say): nothing to add.
+        if (res.headersSent) return undefined;
         res.set(headers);
         res.locals.rateLimitHeaders = headers;
         if (status === 429) return this.onDenied(req, res, next);
         if (status === 503) return this.onFailed(req, res, next, error);
         return next();
-      }, next);
+      }).catch(next);
     };
+  }
+
+  /**
+   * Holds a policy's name to one limiter and one identity across this limiter's routes: the
+   * key names neither, so a route counting the same policy by another identity could spend a
+   * victim's units by sending the victim's address as its API key, and one with other numbers
+   * would find a key of another shape.
+   */
+  claim(limits) {
+    for (const { name, limiter, by } of limits) {
+      const held = this.policies.get(name);
+      const same = held && held.by === by && held.words.join(' ') === limiter.words.join(' ');
+      if (held && !same) {
+        throw new TypeError(`the policy ${name} is declared already, with another limiter or identity`);
+      }
+      this.policies.set(name, { by, words: limiter.words });
+    }
   }
 
   /** Charges the request on every limit that applies to it, or on none. */
@@ -178,6 +222,7 @@ class RouteLimiter {
       try {
         replies = await this.cell.all(keyed, { detail: true });
       } catch (error) {
+        if (PROGRAMMING.some((kind) => error instanceof kind)) throw error;
         if (this.failOpen) {
           // What was taken stays taken: the request goes on, as if every limit admitted.
           this.log('rate limits undecided, the request let through:', error);

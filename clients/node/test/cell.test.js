@@ -80,7 +80,11 @@ describe('the client is held to the grammar', () => {
     });
   }
 
-  it('refuses an option its command does not take', () => {
+  it('refuses an option its command does not take, and reads an undefined one as none', () => {
+    assert.throws(() => commands.lease('k', 1, 60, 'h', { quantity: 5 }), /takes no option quantity/);
+    assert.throws(() => commands.holders('k', { quantity: 5 }), TypeError);
+    assert.deepEqual(commands.lease('k', 1, 60, 'h', { refund: undefined, block: false }), ['CL.LEASE', 'k', 1, 60, 'h']);
+    assert.deepEqual(commands.all([fixed('a', 1, 2)], null), ['CL.ALL', 1, 'a', 'FIXED', 1, 2, 'QUANTITY', 1]);
     assert.throws(() => commands.release('k', 'h', { ms: true }), TypeError);
     assert.throws(() => commands.smooth('k', 1, 1, { refund: true }), /takes no option refund/);
     assert.throws(() => commands.all([]), TypeError);

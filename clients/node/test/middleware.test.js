@@ -12,7 +12,7 @@ const express = require('express');
 const { parseItem, parseList } = require('structured-headers');
 
 const {
-  Cell, RouteLimiter, fixed, header, throttle, window,
+  Cell, RouteLimiter, clientAddress, fixed, header, throttle, user, window,
 } = require('redis-cell');
 const { CLIENTS } = require('./clients');
 const { FLAVORS, startServer } = require('./server');
@@ -136,6 +136,40 @@ for (const flavor of FLAVORS) describe(`RouteLimiter, ${flavor}`, () => {
       });
     });
   }
+});
+
+describe("RouteLimiter's identities and declarations", () => {
+  it('reads identities as the Python middleware does', () => {
+    assert.equal(clientAddress({ ip: '::ffff:10.0.0.1' }), '10.0.0.1');
+    assert.equal(clientAddress({ ip: '2001:db8::1' }), '2001:db8::1');
+    // A header sent twice is its first value, not a new identity.
+    assert.equal(header('X-API-Key')({ rawHeaders: ['x-api-key', 'a', 'X-Api-Key', 'b'] }), 'a');
+    assert.equal(header('X-API-Key')({ rawHeaders: [] }), null);
+    assert.equal(user({ user: { id: 7 } }), '7');
+    for (const anonymous of [undefined, null, {}, { id: null }, { id: '' }, { id: {} }]) {
+      assert.equal(user({ user: anonymous }), null, JSON.stringify(anonymous));
+    }
+  });
+
+  it('holds a policy to one limiter and one identity across routes', () => {
+    const routes = new RouteLimiter({ all() {} });
+    routes.limit({ limiter: fixed('shared', 5, 60) });
+    routes.limit({ limiter: fixed('shared', 5, 60) });
+    assert.throws(() => routes.limit({ limiter: fixed('shared', 5, 60), by: header('x-api-key') }), /declared already/);
+    assert.throws(() => routes.limit({ limiter: fixed('shared', 6, 60) }), /declared already/);
+    assert.throws(() => routes.limit({ limiter: fixed('bad name', 1, 1) }), /policy's name/);
+    assert.throws(() => routes.limit(), TypeError);
+  });
+
+  it("sends a programming error to Express's error handling, not to failOpen", async () => {
+    const cell = { all: async () => { throw new TypeError('a bug'); } };
+    const app = await serve(new RouteLimiter(cell, { failOpen: true, log: silent }), { limiter: fixed('bug', 1, 60) });
+    try {
+      assert.equal((await app.get()).status, 500);
+    } finally {
+      await app.close();
+    }
+  });
 });
 
 describe('RouteLimiter when the server fails to answer', () => {

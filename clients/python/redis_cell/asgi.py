@@ -25,6 +25,7 @@ is refused with a 503 (``fail_open=False``, the default) or let through undecide
 """
 
 import dataclasses
+import functools
 import inspect
 import logging
 import math
@@ -229,6 +230,7 @@ class RateLimiter:
         self.fail_open = fail_open
         self.standard_headers = standard_headers
         self.legacy_headers = legacy_headers
+        self._policies: Dict[str, Limit] = {}
 
     def limit(self, *limits: Limit) -> "RouteLimits":
         """A route's limits: a FastAPI dependency, and a wrapper of Starlette endpoints."""
@@ -239,7 +241,19 @@ class RateLimiter:
         names = [each.name for each in limits]
         if len(set(names)) != len(names):
             raise ValueError(f"a route names each policy once, not {names}")
+        self._claim(limits)
         return RouteLimits(self, limits)
+
+    def _claim(self, limits: Sequence[Limit]) -> None:
+        """Holds a policy's name to one limiter and one identity across this limiter's routes: the
+        key names neither, so a route counting the same policy by another identity could spend a
+        victim's units by sending the victim's address as its API key, and one with other
+        numbers would find a key of another shape."""
+        for limit in limits:
+            held = self._policies.setdefault(limit.name, limit)
+            if held.by is not limit.by or held.limiter.words() != limit.limiter.words():
+                raise ValueError(f"the policy {limit.name} is declared already, with another "
+                                 "limiter or identity")
 
     def _key(self, limit: Limit, identity: str) -> str:
         return f"{self.prefix}{limit.name}:{{{_tag(identity)}}}"
@@ -251,7 +265,8 @@ class RateLimiter:
             identity = limit.by(request)
             if inspect.isawaitable(identity):
                 identity = await identity
-            if identity:
+            # None or "": the limit does not apply (as the Express middleware reads them).
+            if identity is not None and identity != "":
                 groups.setdefault(str(identity), []).append(limit)
         applied = [limit for group in groups.values() for limit in group]
         if not applied:
@@ -291,6 +306,15 @@ class RateLimiter:
                 logger.warning("a refund of rate limits failed: %r", error)
 
 
+def _is_async(endpoint: object) -> bool:
+    """Whether calling the endpoint gives a coroutine: an async function, a partial of one, or
+    an object whose ``__call__`` is one."""
+    while isinstance(endpoint, functools.partial):
+        endpoint = endpoint.func
+    return inspect.iscoroutinefunction(endpoint) or inspect.iscoroutinefunction(
+        getattr(endpoint, "__call__", None))
+
+
 class RouteLimits:
     """One route's limits, as FastAPI takes them (``Depends(limits)``) and as a wrapper of a
     Starlette endpoint (``Route(path, limits.wrap(endpoint))``).
@@ -322,7 +346,7 @@ class RouteLimits:
 
         async def limited(request: Request) -> Response:
             headers = await self.check(request)
-            if inspect.iscoroutinefunction(endpoint):
+            if _is_async(endpoint):
                 response: Response = await endpoint(request)
             else:
                 sync = cast(Callable[[Request], Response], endpoint)

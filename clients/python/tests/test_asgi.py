@@ -297,3 +297,15 @@ def test_a_cluster_decides_each_identity_on_its_own_node(cluster, flavor):  # no
         assert nodes.get(key("per-minute")) == b"2"
     finally:
         nodes.close()
+
+
+def test_a_policy_is_one_limiter_and_one_identity_across_routes():
+    # The key names neither: a route counting the policy by another identity could spend a
+    # victim's units, and one with other numbers would find a key of another shape.
+    limiter = RateLimiter(AsyncClient(redis.asyncio.Redis(port=1)))
+    limiter.limit(Limit(Fixed("shared", 5, 60)))
+    limiter.limit(Limit(Fixed("shared", 5, 60)))
+    with pytest.raises(ValueError, match="declared already"):
+        limiter.limit(Limit(Fixed("shared", 5, 60), by=header("X-API-Key")))
+    with pytest.raises(ValueError, match="declared already"):
+        limiter.limit(Limit(Fixed("shared", 6, 60)))
