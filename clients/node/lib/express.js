@@ -121,6 +121,27 @@ function fields(applied, bound, reply, standard, legacy) {
   return out;
 }
 
+/**
+ * The limiter's numbers as the module bounds them (in seconds: the middleware never sends MS),
+ * checked where the route is declared: numbers the server refuses would refuse every request,
+ * or, failing open, let every one through.
+ */
+function checkNumbers([kind, ...rest]) {
+  const [names, least] = kind === 'THROTTLE'
+    ? [['maxBurst', 'count', 'period'], [0, 1, 1]]
+    : [['limit', 'period'], [1, 1]];
+  names.forEach((name, i) => {
+    if (!Number.isSafeInteger(rest[i]) || rest[i] < least[i]) {
+      throw new TypeError(`${name} is an integer of at least ${least[i]}, not ${rest[i]}`);
+    }
+  });
+  const buckets = rest[3];
+  if (rest[2] === 'BUCKETS' && (!Number.isSafeInteger(buckets) || buckets < 2 || buckets > 1024
+    || (rest[1] * 1000) % buckets !== 0)) {
+    throw new TypeError(`buckets is 2 to 1024 cells that cut the period into whole milliseconds, not ${buckets}`);
+  }
+}
+
 /** One limit of a route: a THROTTLE, FIXED or WINDOW limiter named for its policy, and `by`. */
 function checked({ limiter, by = clientAddress }) {
   if (!limiter || !Array.isArray(limiter.words) || !['THROTTLE', 'FIXED', 'WINDOW'].includes(limiter.words[0])) {
@@ -130,6 +151,7 @@ function checked({ limiter, by = clientAddress }) {
     throw new TypeError(`a policy's name is letters, digits, '_', '-' and '.', not ${JSON.stringify(limiter.key)}`);
   }
   if (typeof by !== 'function') throw new TypeError('a limit\'s `by` is a function of the request');
+  checkNumbers(limiter.words);
   return { limiter, by, name: limiter.key };
 }
 

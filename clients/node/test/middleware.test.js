@@ -158,6 +158,11 @@ describe("RouteLimiter's identities and declarations", () => {
     assert.throws(() => routes.limit({ limiter: fixed('shared', 5, 60), by: header('x-api-key') }), /declared already/);
     assert.throws(() => routes.limit({ limiter: fixed('shared', 6, 60) }), /declared already/);
     assert.throws(() => routes.limit({ limiter: fixed('bad name', 1, 1) }), /policy's name/);
+    // Numbers the server would refuse, refused where the route is declared.
+    for (const limiter of [throttle('t', -1, 1, 1), throttle('t', 1, 0, 1), fixed('f', 0, 60), fixed('f', 1, 1.5),
+      window('w', 1, 60, { buckets: 7 }), window('w', 1, 60, { buckets: 1 }), fixed('f', '1', 60)]) {
+      assert.throws(() => routes.limit({ limiter }), /integer|buckets/, JSON.stringify(limiter));
+    }
     assert.throws(() => routes.limit(), TypeError);
   });
 

@@ -103,6 +103,23 @@ def user(request: Request) -> Optional[str]:
     return str(found.identity)
 
 
+def _check_numbers(limiter: RateLimiterKind) -> None:
+    """The limiter's numbers as the module bounds them (in seconds: the middleware never sends
+    MS), checked where the route is declared: numbers the server refuses would refuse every
+    request, or, failing open, let every one through."""
+    least = {"max_burst": 0, "count": 1, "period": 1} if isinstance(limiter, Throttle) \
+        else {"limit": 1, "period": 1}
+    for name, low in least.items():
+        value = getattr(limiter, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ValueError(f"{name} is an integer of at least {low}, not {value!r}")
+    buckets = getattr(limiter, "buckets", None)
+    if buckets is not None and (isinstance(buckets, bool) or not isinstance(buckets, int)
+                                or not 2 <= buckets <= 1024 or limiter.period * 1000 % buckets):
+        raise ValueError("buckets is 2 to 1024 cells that cut the period into whole "
+                         f"milliseconds, not {buckets!r}")
+
+
 @dataclasses.dataclass(frozen=True)
 class Limit:
     """One limit of a route: the limiter, whose key is the policy's name (letters, digits,
@@ -120,6 +137,7 @@ class Limit:
             raise TypeError(f"a route's limiter is a Throttle, Fixed or Window, not {self.limiter!r}")
         if not isinstance(self.name, str) or not _NAME.fullmatch(self.name):
             raise ValueError(f"a policy's name is letters, digits, '_', '-' and '.', not {self.name!r}")
+        _check_numbers(self.limiter)
 
     @property
     def name(self) -> str:

@@ -309,3 +309,11 @@ def test_a_policy_is_one_limiter_and_one_identity_across_routes():
         limiter.limit(Limit(Fixed("shared", 5, 60), by=header("X-API-Key")))
     with pytest.raises(ValueError, match="declared already"):
         limiter.limit(Limit(Fixed("shared", 6, 60)))
+
+
+@pytest.mark.parametrize("limiter", [Throttle("t", -1, 1, 1), Throttle("t", 1, 0, 1), Fixed("f", 0, 60),
+                                     Fixed("f", 1, 1.5), Window("w", 1, 60, buckets=7),
+                                     Window("w", 1, 60, buckets=1), Fixed("f", True, 60)])
+def test_numbers_the_server_would_refuse_are_refused_where_the_route_is_declared(limiter):
+    with pytest.raises(ValueError):
+        Limit(limiter)
