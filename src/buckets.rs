@@ -72,6 +72,11 @@ impl BucketedWindow {
         }
     }
 
+    /// The same limiter asked for `quantity` units (ATMOST's grant, at most what it was asked).
+    pub fn taking(&self, quantity: i64) -> BucketedWindow {
+        BucketedWindow { quantity, ..*self }
+    }
+
     /// Decides a request at `now_ms` against the stored cells, if any, without changing
     /// them; an admission's change is planned whole.
     #[inline]

@@ -59,6 +59,11 @@ impl FixedWindow {
         }
     }
 
+    /// The same limiter asked for `quantity` units (ATMOST's grant, at most what it was asked).
+    pub fn taking(&self, quantity: i64) -> FixedWindow {
+        FixedWindow { quantity, ..*self }
+    }
+
     /// Decides a request at `now_ms` against the stored window, if any. A stored window whose
     /// end has come is over, even though the server keeps its key through that millisecond.
     pub fn decide(&self, stored: Option<OpenWindow>, now_ms: i64) -> Decision {

@@ -71,6 +71,17 @@ impl Gcra {
         }
     }
 
+    /// The same limiter asked for `quantity` units (ATMOST's grant), within the span `new`
+    /// holds every request to.
+    pub fn taking(&self, quantity: i64) -> Result<Gcra, Error> {
+        let increment = self
+            .emission_interval
+            .checked_mul(quantity)
+            .filter(|&cost| cost <= MAX_SPAN_NS - self.tolerance)
+            .ok_or(Error::TooLarge("quantity"))?;
+        Ok(Gcra { increment, ..*self })
+    }
+
     /// Decides a request arriving at `now` against the stored TAT (`None`: no state yet).
     /// `now` must lie in `0..MAX_SPAN_NS`; any stored value is accepted.
     pub fn decide(&self, stored_tat: Option<i64>, now: i64) -> Decision {

@@ -349,6 +349,37 @@ impl<'a> Reading<'a, '_> {
         }
     }
 
+    /// The most units, up to `most`, a call would be admitted with at `now` (ATMOST's grant):
+    /// what a peek leaves, since each rate limiter's `remaining` is the largest quantity it
+    /// admits at that instant. None for the limiters that grant no part of a request: a
+    /// lease is one slot, and a smooth limiter admits any quantity when it is free.
+    pub fn grant(&self, most: i64, now: Instant) -> Result<Option<i64>, Error> {
+        match self {
+            Reading::Lease(..) | Reading::Smooth(..) => Ok(None),
+            _ => Ok(Some(
+                self.peek()
+                    .decide(now)?
+                    .outcome
+                    .remaining
+                    .clamp(0, most.max(0)),
+            )),
+        }
+    }
+
+    /// The same limiter asked for `quantity` units on the same state; None for the limiters
+    /// that grant no part of a request (`grant`).
+    pub fn taking(&self, quantity: i64) -> Result<Option<Self>, Error> {
+        Ok(Some(match *self {
+            Reading::Throttle(gcra, tat) => Reading::Throttle(gcra.taking(quantity)?, tat),
+            Reading::Fixed(fixed, stored) => Reading::Fixed(fixed.taking(quantity), stored),
+            Reading::Sliding(sliding, log) => Reading::Sliding(sliding.taking(quantity), log),
+            Reading::Bucketed(bucketed, cells) => {
+                Reading::Bucketed(bucketed.taking(quantity), cells)
+            }
+            Reading::Lease(..) | Reading::Smooth(..) => return Ok(None),
+        }))
+    }
+
     /// The same limiter asked for nothing, on the same state: what it would answer about its
     /// key as it stands.
     pub fn peek(&self) -> Self {
@@ -409,6 +440,113 @@ fn tat_verdict<'a>(decision: gcra::Decision) -> Verdict<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::args::{ThrottleParams, WindowParams};
+    use proptest::prelude::*;
+
+    /// Whether ATMOST's grant is the largest quantity the limiter admits at `now`: a call of
+    /// `granted` units is admitted (when there are any) and one of `granted + 1` is not (when
+    /// the call asked for more), as DRYRUNs of `n` and `n + 1` would answer.
+    fn grant_is_the_largest_admitted(reading: &Reading, most: i64, now: Instant) {
+        let granted = reading
+            .grant(most, now)
+            .expect("grants")
+            .expect("a rate limiter");
+        assert!((0..=most).contains(&granted), "{granted} of {most}");
+        let admits = |n: i64| {
+            let verdict = reading
+                .taking(n)
+                .expect("takes")
+                .expect("a rate limiter")
+                .decide(now)
+                .expect("decides");
+            verdict.admitted()
+        };
+        if granted > 0 {
+            assert!(admits(granted), "{granted} of {most} is not admitted");
+        }
+        if granted < most {
+            assert!(
+                !admits(granted + 1),
+                "{} of {most} is admitted too",
+                granted + 1
+            );
+        }
+    }
+
+    /// A log or cells after admitted calls of these sizes at these instants, as the limiter
+    /// writes them.
+    fn history(
+        reading: impl Fn(Option<&[u8]>) -> Reading<'static, '_>,
+        calls: &[(i64, i64)],
+    ) -> Vec<u8> {
+        let mut bytes: Vec<u8> = Vec::new();
+        for &(at_ms, quantity) in calls {
+            let stored = (!bytes.is_empty()).then(|| bytes.clone());
+            let read = reading(stored.as_deref());
+            let verdict = read
+                .taking(quantity)
+                .expect("takes")
+                .expect("a rate limiter")
+                .decide(Instant::from_ms(at_ms))
+                .expect("decides");
+            match verdict.change {
+                Some(Change::Log(append)) => append.apply(&mut bytes).expect("appends"),
+                Some(Change::Cells(plan)) => plan.apply(&mut bytes).expect("writes cells"),
+                _ => {}
+            }
+        }
+        bytes
+    }
+
+    proptest! {
+        #[test]
+        fn gcra_grants_the_largest_quantity_it_admits(
+            max_burst in 0i64..20, count in 1i64..20, period_s in 1i64..100,
+            ahead in -50_000_000_000i64..200_000_000_000, most in 0i64..40,
+        ) {
+            let params = ThrottleParams { max_burst, count, period_ns: period_s * 1_000_000_000 };
+            let gcra = Gcra::new(&params, most).expect("valid parameters");
+            let now = Instant::from_ns(1_000_000_000_000);
+            grant_is_the_largest_admitted(&Reading::Throttle(gcra, None), most, now);
+            grant_is_the_largest_admitted(&Reading::Throttle(gcra, Some(now.ns + ahead)), most, now);
+        }
+
+        #[test]
+        fn a_fixed_window_grants_the_largest_quantity_it_admits(
+            limit in 1i64..20, period_ms in 1i64..10_000, count in 0i64..25,
+            ends_in in -5_000i64..10_000, most in 0i64..40,
+        ) {
+            let params = WindowParams { limit, period_ms };
+            let fixed = FixedWindow::new(&params, most, false);
+            let now = Instant::from_ms(1_000_000);
+            let open = OpenWindow { count, end_ms: now.ms + ends_in };
+            grant_is_the_largest_admitted(&Reading::Fixed(fixed, None), most, now);
+            grant_is_the_largest_admitted(&Reading::Fixed(fixed, Some(open)), most, now);
+        }
+
+        #[test]
+        fn the_sliding_windows_grant_the_largest_quantity_they_admit(
+            limit in 1i64..20, cells in prop::sample::select(vec![2i64, 4, 5, 10]),
+            calls in prop::collection::vec((0i64..3_000, 1i64..6), 0..12),
+            later in 0i64..3_000, most in 0i64..40,
+        ) {
+            let params = WindowParams { limit, period_ms: 1_000 };
+            let mut at = 1_000_000;
+            let timed: Vec<(i64, i64)> = calls.iter().map(|&(gap, quantity)| {
+                at += gap;
+                (at, quantity)
+            }).collect();
+            let now = Instant::from_ms(at + later);
+            let exact = SlidingWindow::new(&params, most);
+            let log = history(|stored| Reading::Sliding(exact, stored), &timed);
+            let stored = (!log.is_empty()).then_some(&log[..]);
+            grant_is_the_largest_admitted(&Reading::Sliding(exact, stored), most, now);
+            let bucketed = BucketedWindow::new(&params, cells, most);
+            let cells = history(|stored| Reading::Bucketed(bucketed, stored), &timed);
+            let stored = (!cells.is_empty()).then_some(&cells[..]);
+            grant_is_the_largest_admitted(&Reading::Bucketed(bucketed, stored), most, now);
+        }
+    }
 
     #[test]
     fn a_call_held_back_by_waiters_takes_nothing() {

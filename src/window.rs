@@ -70,6 +70,11 @@ impl SlidingWindow {
         }
     }
 
+    /// The same limiter asked for `quantity` units (ATMOST's grant, at most what it was asked).
+    pub fn taking(&self, quantity: i64) -> SlidingWindow {
+        SlidingWindow { quantity, ..*self }
+    }
+
     /// Decides a request at `now_ms` against the stored log, if any, without changing it. An
     /// admitted request's change is planned in full: a log its append would damage or
     /// overgrow is refused here, not halfway through the write.
