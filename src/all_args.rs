@@ -70,9 +70,9 @@ fn params_of(kind: LimiterKind, args: &[&[u8]], at: usize) -> usize {
 }
 
 /// How many numbers each limiter takes: its command's.
-const THROTTLE_NUMBERS: usize = params::numbers::<3>(Command::Throttle).len();
-const WINDOW_NUMBERS: usize = params::numbers::<2>(Command::Window).len();
-const LEASE_NUMBERS: usize = params::numbers::<2>(Command::Lease).len();
+const THROTTLE_NUMBERS: usize = params::number_count(Command::Throttle);
+const WINDOW_NUMBERS: usize = params::number_count(Command::Window);
+const LEASE_NUMBERS: usize = params::number_count(Command::Lease);
 
 /// Parses CL.ALL's arguments: first their shape (keys, one limiter per key, options), then
 /// each limiter's numbers with the shared quantity and unit, exactly as its own command

@@ -157,17 +157,13 @@ const fn scalar(param: Param, command: Name, limiters: ArgType) -> Arg {
 /// The numbers among a command's parameters: what follows its keyword as a limiter of
 /// CL.ALL.
 const fn numbers<const N: usize>(command: Name) -> [Arg; N] {
-    let params = params::params(command);
+    let params = params::number_params::<N>(command);
     let mut out = [required(c"", ArgType::Integer, c""); N];
-    let (mut i, mut n) = (0, 0);
-    while i < params.len() {
-        if let Kind::Number(_) = params[i].row().kind {
-            out[n] = scalar(params[i], command, ArgType::Integer);
-            n += 1;
-        }
+    let mut i = 0;
+    while i < N {
+        out[i] = scalar(params[i], command, ArgType::Integer);
         i += 1;
     }
-    assert!(n == N, "a command's count of numbers");
     out
 }
 

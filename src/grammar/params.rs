@@ -180,24 +180,49 @@ impl LimiterKind {
     }
 }
 
-/// The numbers among a command's parameters, in order, as one array: what its parser reads.
-/// For const items, where a count other than `N` is a compile-time error.
-pub const fn numbers<const N: usize>(command: Command) -> [Number; N] {
+/// How many of a command's parameters are numbers: what follows its keyword as a limiter of
+/// CL.ALL.
+pub const fn number_count(command: Command) -> usize {
     let params = params(command);
-    let mut out = [Number {
-        name: "",
-        min: 0,
-        max: Max::Count(0),
-    }; N];
     let (mut i, mut n) = (0, 0);
     while i < params.len() {
-        if let Kind::Number(number) = params[i].row().kind {
-            out[n] = number;
+        if let Kind::Number(_) = params[i].row().kind {
             n += 1;
         }
         i += 1;
     }
-    assert!(n == N, "a command's count of numbers");
+    n
+}
+
+/// The parameters among a command's that are numbers, in order, as one array. For const
+/// items, where a count other than `N` is a compile-time error.
+pub const fn number_params<const N: usize>(command: Command) -> [Param; N] {
+    assert!(N == number_count(command), "a command's count of numbers");
+    let params = params(command);
+    let mut out = [Param::Key; N];
+    let (mut i, mut n) = (0, 0);
+    while i < params.len() {
+        if let Kind::Number(_) = params[i].row().kind {
+            out[n] = params[i];
+            n += 1;
+        }
+        i += 1;
+    }
+    out
+}
+
+/// The numbers among a command's parameters, in order, as one array: what its parser reads.
+/// For const items, as `number_params`.
+pub const fn numbers<const N: usize>(command: Command) -> [Number; N] {
+    let params = number_params::<N>(command);
+    let mut out = [NUMKEYS; N];
+    let mut i = 0;
+    while i < N {
+        if let Kind::Number(number) = params[i].row().kind {
+            out[i] = number;
+        }
+        i += 1;
+    }
     out
 }
 
