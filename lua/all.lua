@@ -29,7 +29,7 @@ local function all_combine(replies)
 end
 
 -- FCALL cl_all numkeys key [key …] limiter [limiter …] [QUANTITY quantity] [MS] [REFUND]
--- [DRYRUN] [DETAIL] [HOLDER holder]
+-- [DRYRUN] [DETAIL] [HOLDER holder] [ATMOST]
 local function cl_all(keys, args)
   local all, err = args_all(keys, args)
   if all == nil then return redis.error_reply(err) end
@@ -50,12 +50,33 @@ local function cl_all(keys, args)
   end
   local now_us, now_ms = clock_now()
   local stored, replies, changes = {}, {}, {}
+  -- Each key read in key order, its first error answered (src/commands/all.rs). With ATMOST
+  -- each is asked its grant as it is read, and decides once the least of them is known. A
+  -- look is granted nothing.
+  local at_most = all.at_most and all.quantity > 0
+  local granted = all.quantity
   for i, key in ipairs(keys) do
     local value, read_err = kinds[i].read(key, ps[i], now_us, now_ms)
     if read_err then return redis.error_reply(read_err) end
-    local ok, reply, change = pcall(kinds[i].decide, ps[i], value, now_us, now_ms)
-    if not ok then return redis.error_reply(state_caught(reply)) end
-    stored[i], replies[i], changes[i] = value, reply, change
+    stored[i] = value
+    if at_most then
+      local most, grant_err = single_grant(kinds[i], ps[i], value, now_us, now_ms)
+      if most == nil then return redis.error_reply(grant_err) end
+      if most < granted then granted = most end
+    else
+      local ok, reply, change = pcall(kinds[i].decide, ps[i], value, now_us, now_ms)
+      if not ok then return redis.error_reply(state_caught(reply)) end
+      replies[i], changes[i] = reply, change
+    end
+  end
+  if at_most then
+    for i = 1, #keys do
+      -- None fits: asked for one unit, the denial says when one will.
+      kinds[i].take(ps[i], granted > 0 and granted or 1)
+      local ok, reply, change = pcall(kinds[i].decide, ps[i], stored[i], now_us, now_ms)
+      if not ok then return redis.error_reply(state_caught(reply)) end
+      replies[i], changes[i] = reply, change
+    end
   end
   local admitted, binding = all_combine(replies)
   local reply = replies[binding]
@@ -75,6 +96,14 @@ local function cl_all(keys, args)
   if admitted and not all.dry_run then
     for i, key in ipairs(keys) do
       if changes[i] then kinds[i].write(key, ps[i], changes[i], stored[i], now_us, now_ms) end
+    end
+  end
+  if all.at_most then
+    if not admitted or not at_most then granted = 0 end
+    if all.detail then
+      for i = 1, #reply do reply[i][6] = granted end
+    else
+      reply[6] = granted
     end
   end
   return reply

@@ -6,7 +6,7 @@
 local ALL_MAX_KEYS = GRAMMAR_NUMKEYS.max
 -- The most arguments the module reads, its name included: numkeys, 16 keys, 16 limiters of
 -- up to five words and the options (src/commands/all.rs's MAX_ALL_ARGS).
-local ALL_MAX_ARGS = 2 + 16 * 6 + 10
+local ALL_MAX_ARGS = 2 + 16 * 6 + 11
 
 -- The call's limiters ({ kind, p }, in key order) and its options, or nil and the error. The
 -- library's own refusals (BLOCK, numbers past 2^53 − 1) are the caller's, once the module's
@@ -56,7 +56,7 @@ local function args_all(keys, args)
   local unit = (given and given.MS) and 'ms' or 's'
   local all = { unit = unit, refund = given ~= nil and given.REFUND ~= nil,
     dry_run = given ~= nil and given.DRYRUN ~= nil, detail = given ~= nil and given.DETAIL ~= nil,
-    block = false, quantity = 1, quantity_exact = false, limiters = {} }
+    at_most = given ~= nil and given.ATMOST ~= nil, block = false, quantity = 1, quantity_exact = false, limiters = {} }
   -- Then the values: each limiter's numbers, as its own command reads them, then the
   -- options', which every limiter then takes.
   for key, shape in ipairs(shapes) do
@@ -80,6 +80,8 @@ local function args_all(keys, args)
   local quantity, holder = all.quantity, all.holder
   local leases = false
   for _, shape in ipairs(shapes) do leases = leases or shape.kind == 'lease' end
+  -- A lease is one slot: no part of it can be granted.
+  if leases and all.at_most then return nil, ERRORS.at_most_lease end
   -- A look takes no lease, nor does a refund: neither needs anyone to hold it.
   if leases and holder == nil and quantity > 0 and not all.refund then return nil, ERRORS.no_holder end
   if not leases and holder ~= nil then return nil, ERRORS.holder_without_lease end

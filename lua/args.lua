@@ -19,8 +19,8 @@ local ARGS_LIBRARY_MAX = 9007199254740991
 local ARGS_MAX_SPAN = { s = 4611686018, ms = 4611686018427 }
 -- 9223372036854775807, past which the module's 64-bit arithmetic overflows.
 local ARGS_I64_MAX = { neg = false, 4775807, 7203685, 92233 }
--- The module reads at most 12 arguments, the command's name and the key among them.
-local ARGS_MAX_AFTER_KEY = 10
+-- The module reads at most 13 arguments, the command's name and the key among them.
+local ARGS_MAX_AFTER_KEY = 11
 -- Every limiter but CL.SMOOTH takes any quantity.
 local ARGS_ANY_QUANTITY = 1e308
 
@@ -70,7 +70,7 @@ local function args_given(command, args, first, position)
   local i = quantity and first + 1 or first
   while i <= n do
     local row = GRAMMAR_ROWS[string.upper(args[i])]
-    if row and row.refused_by == command then return nil, nil, row.refusal end
+    if row and row.refused and row.refused[command] then return nil, nil, row.refused[command] end
     local takes_value = row and row.value ~= 'flag'
     if row == nil or not row.takers[command] or at[row.keyword] or (takes_value and i == n) then
       return nil, nil, ERRORS.bad_option(command, position + i - first), i
@@ -81,7 +81,7 @@ local function args_given(command, args, first, position)
       if index < valued then valued = index end
       if index > valued_to then valued_to = index end
     end
-    if row.rule then
+    if row.rules then
       if index < ruled then ruled = index end
       if index > ruled_to then ruled_to = index end
     end
@@ -90,9 +90,16 @@ local function args_given(command, args, first, position)
   if valued_to > 0 then at.valued, at.valued_to = valued, valued_to end
   for r = ruled, ruled_to do
     local row = GRAMMAR_OPTIONS[r]
-    if row.rule and at[row.keyword] and (row.rule == 'excludes') == (at[row.other] ~= nil) then
-      at.broken = row.error
-      break
+    local rules = row.rules
+    if rules and at[row.keyword] then
+      for j = 1, #rules do
+        local rule = rules[j]
+        if (rule.rule == 'excludes') == (at[rule.other] ~= nil) then
+          at.broken = rule.error
+          break
+        end
+      end
+      if at.broken then break end
     end
   end
   return quantity, at
@@ -203,7 +210,8 @@ local function args_parsed(at)
   local ms = at ~= nil and at.MS ~= nil
   return { quantity = 1, quantity_exact = false, unit = ms and 'ms' or 's', ms = ms,
     refund = at ~= nil and at.REFUND ~= nil, dry_run = at ~= nil and at.DRYRUN ~= nil,
-    count_denied = at ~= nil and at.COUNTDENIED ~= nil, block = false, at = false, limit = false,
+    count_denied = at ~= nil and at.COUNTDENIED ~= nil, at_most = at ~= nil and at.ATMOST ~= nil,
+    block = false, at = false, limit = false,
     period_ms = false, buckets = false, max_burst = false, max_burst_exact = false, count = false,
     count_exact = false, period = false, gcra = false }
 end

@@ -101,6 +101,8 @@ local FIXED = {
   end,
 }
 
+FIXED.take = function(p, quantity) p.quantity = quantity end
+
 -- FCALL cl_fixed 1 key limit period [quantity] [MS] [REFUND] [DRYRUN] [COUNTDENIED]
 local function cl_fixed(keys, args)
   if #keys ~= 1 then return redis.error_reply(ERRORS.wrong_arity('cl.fixed')) end

@@ -183,6 +183,18 @@ local function throttle_limiter(p)
   return nil
 end
 
+-- Fewer units than the call's quantity, in the form its GCRA was made in, which the stored
+-- TAT was read in: a smaller increment keeps every sum within that form's reach.
+THROTTLE.take = function(p, quantity)
+  local g = p.gcra
+  p.quantity = quantity
+  if g.k == INTEGERS_NUMBERS then
+    g.increment = g.interval * quantity
+  else
+    g.increment = exact_mul(g.interval, exact_of_number(quantity))
+  end
+end
+
 -- The numbers the library refuses past 2^53 − 1.
 local THROTTLE_EXACT = { 'max_burst', 'count', 'period', 'quantity' }
 

@@ -465,6 +465,8 @@ local WINDOW = {
   end,
 }
 
+WINDOW.take = function(p, quantity) p.quantity = quantity end
+
 -- FCALL cl_window 1 key limit period [quantity] [BUCKETS n] [MS] [REFUND] [DRYRUN]
 local function cl_window(keys, args)
   if #keys ~= 1 then return redis.error_reply(ERRORS.wrong_arity('cl.window')) end

@@ -72,34 +72,50 @@ fn grammar() -> String {
         "{NOTE} src/grammar.rs: edit that, not this.\n\
          -- Every option, in the order their values are read and their rules checked: its\n\
          -- place, keyword, what follows it, the commands that take it (`positional`: first,\n\
-         -- with no keyword), the command that refuses it by name (`refused_by`) and its words\n\
-         -- (`refusal`), and its rule.\n\
+         -- with no keyword), the words of each command that refuses it by name (`refused`),\n\
+         -- and its rules.\n\
          local GRAMMAR_OPTIONS = {{\n"
     );
     for row in &OPTIONS {
         let refusal = match row.refusal {
-            Some((by, error)) => format!(
-                "refused_by = {}, refusal = {}",
-                quoted(by.name()),
-                quoted(&error.message())
-            ),
-            None => "refused_by = false".to_owned(),
+            Some((by, error)) => {
+                let texts: Vec<String> = Command::ALL
+                    .into_iter()
+                    .filter(|&command| by.has(command))
+                    .map(|command| {
+                        format!(
+                            "[{}] = {}",
+                            quoted(command.name()),
+                            quoted(&error(command.name()).message())
+                        )
+                    })
+                    .collect();
+                format!("refused = {{ {} }}", texts.join(", "))
+            }
+            None => "refused = false".to_owned(),
         };
-        let rule = match row.rule {
-            Rule::None => "rule = false".to_owned(),
-            Rule::Excludes(other, error) => format!(
-                "rule = 'excludes', other = {}, error = {}",
-                quoted(other.row().word()),
-                quoted(&error.message())
-            ),
-            Rule::Needs(other, error) => format!(
-                "rule = 'needs', other = {}, error = {}",
-                quoted(other.row().word()),
-                quoted(&error.message())
-            ),
+        let rules: Vec<String> = row
+            .rules
+            .iter()
+            .map(|rule| {
+                let (kind, other, error) = match *rule {
+                    Rule::Excludes(other, error) => ("excludes", other, error),
+                    Rule::Needs(other, error) => ("needs", other, error),
+                };
+                format!(
+                    "{{ rule = '{kind}', other = {}, error = {} }}",
+                    quoted(other.row().word()),
+                    quoted(&error.message())
+                )
+            })
+            .collect();
+        let rules = if rules.is_empty() {
+            "rules = false".to_owned()
+        } else {
+            format!("rules = {{ {} }}", rules.join(", "))
         };
         out += &format!(
-            "  {{ index = {}, keyword = {}, value = '{}',\n    takers = {},\n    positional = {},\n    {}, {rule} }},\n",
+            "  {{ index = {}, keyword = {}, value = '{}',\n    takers = {},\n    positional = {},\n    {}, {rules} }},\n",
             row.opt as usize + 1,
             quoted(row.word()),
             value(row.value),
@@ -320,6 +336,9 @@ fn texts() -> Vec<(&'static str, String, Vec<Stand>)> {
         ),
         module("window_exact", Error::WindowForm(None), vec![]),
         module("no_refund", Error::NoRefund(A), vec![word("command")]),
+        module("no_at_most", Error::NoAtMost(A), vec![word("command")]),
+        module("at_most_lease", Error::AtMostLease, vec![]),
+        module("at_most_with", Error::AtMostWith(A), vec![word("option")]),
         module("burst_and_warmup", Error::BurstAndWarmup, vec![]),
         module("cold_without_warmup", Error::ColdWithoutWarmup, vec![]),
         module("smooth_warming", Error::SmoothShape(true), vec![]),

@@ -48,6 +48,8 @@ pub struct AllArgs<'a> {
     pub refund_at: Option<usize>,
     /// The call only answers what it would, and changes nothing (`DRYRUN`).
     pub dry_run: bool,
+    /// `quantity` is the most the call takes from every limiter (`ATMOST`).
+    pub at_most: bool,
     /// BLOCK's timeout in milliseconds, when the call asked to wait.
     pub block_ms: Option<i64>,
 }
@@ -172,6 +174,10 @@ pub fn all<'a>(args: &[&'a [u8]]) -> Result<AllArgs<'a>, Error> {
         .iter()
         .take(numkeys)
         .any(|&(kind, _, _)| kind == LimiterKind::Lease);
+    // A lease is one slot: no part of it can be granted.
+    if leases && given.has(Opt::AtMost) {
+        return Err(Error::AtMostLease);
+    }
     match (leases, values.holder) {
         // A look takes no lease, nor does a refund (CL.RELEASE gives a lease back): neither
         // needs anyone to hold it.
@@ -205,6 +211,7 @@ pub fn all<'a>(args: &[&'a [u8]]) -> Result<AllArgs<'a>, Error> {
         ms_at: after(Opt::Ms),
         refund_at: after(Opt::Refund),
         dry_run,
+        at_most: given.has(Opt::AtMost),
         block_ms: values.block_ms,
     })
 }
@@ -310,6 +317,7 @@ mod tests {
                     unit: TimeUnit::Milliseconds,
                     refund: false,
                     dry_run: false,
+                    at_most: false,
                     block_ms: None,
                 }),
                 params_at: 4,
@@ -332,6 +340,8 @@ mod tests {
                 buckets: None,
                 block_ms: None,
                 block_at: None,
+                at_most_at: None,
+                quantity_given: false,
             })
         );
         assert_eq!(limiters[1].params_at, 8);

@@ -38,6 +38,8 @@ pub struct ThrottleArgs {
     pub refund: bool,
     /// The call only answers what it would, and changes nothing (`DRYRUN`).
     pub dry_run: bool,
+    /// `quantity` is the most the call takes: it takes what fits (`ATMOST`).
+    pub at_most: bool,
     /// BLOCK's timeout in milliseconds, when the call asked to wait.
     pub block_ms: Option<i64>,
 }
@@ -66,6 +68,11 @@ pub struct WindowArgs {
     pub block_ms: Option<i64>,
     /// Where `BLOCK` is among the arguments after the key, if given.
     pub block_at: Option<usize>,
+    /// Where `ATMOST` is among the arguments after the key, if given: `quantity` is the most
+    /// the call takes.
+    pub at_most_at: Option<usize>,
+    /// Whether the call gave its quantity (after the two parameters), or took the default 1.
+    pub quantity_given: bool,
 }
 
 /// Positions are counted as the server counts arguments: the command's name is 0, the key 1.
@@ -93,6 +100,7 @@ pub fn throttle(args: &[&[u8]]) -> Result<ThrottleArgs, Error> {
     Ok(ThrottleArgs {
         refund: given.has(Opt::Refund),
         dry_run: given.has(Opt::DryRun),
+        at_most: given.has(Opt::AtMost),
         block_ms: values.block_ms,
         ..ThrottleArgs::plain(params, values.quantity, unit)
     })
@@ -108,6 +116,7 @@ impl ThrottleArgs {
             unit,
             refund: false,
             dry_run: false,
+            at_most: false,
             block_ms: None,
         }
     }
@@ -128,6 +137,8 @@ impl WindowArgs {
             buckets: None,
             block_ms: None,
             block_at: None,
+            at_most_at: None,
+            quantity_given: false,
         }
     }
 }
@@ -178,11 +189,10 @@ fn window_args(args: &[&[u8]], command: Command) -> Result<WindowArgs, Error> {
     if let Some(plain) = Plain::of(command, words) {
         let unit = TimeUnit::Seconds;
         let params = limit_and_period(limit, period, unit)?;
-        return Ok(WindowArgs::plain(
-            params,
-            plain.quantity(ANY_QUANTITY)?,
-            unit,
-        ));
+        return Ok(WindowArgs {
+            quantity_given: !words.is_empty(),
+            ..WindowArgs::plain(params, plain.quantity(ANY_QUANTITY)?, unit)
+        });
     }
     let given = Given::read(command, words, AFTER_KEY + 2)?;
     let unit = given.unit();
@@ -197,6 +207,8 @@ fn window_args(args: &[&[u8]], command: Command) -> Result<WindowArgs, Error> {
         block_ms: values.block_ms,
         // After the two parameters.
         block_at: given.position(Opt::Block).map(|at| at + 2),
+        at_most_at: given.position(Opt::AtMost).map(|at| at + 2),
+        quantity_given: given.gives_quantity(),
         ..WindowArgs::plain(params, values.quantity, unit)
     })
 }

@@ -367,6 +367,8 @@ const fn summary(opt: Opt, command: Name) -> &'static CStr {
         (Opt::DryRun, _) => c"Answer what the call would, behind the same waiters, and change nothing; never with BLOCK.",
         (Opt::CountDenied, _) => c"Count a denied call's units too, as INCR then compare does; never with BLOCK.",
         (Opt::Detail, _) => c"Reply with every limiter's answer, in key order.",
+        (Opt::AtMost, Name::All) => c"Take the most units, up to quantity, that every limiter admits now, and reply with that count sixth (granted); not with REFUND.",
+        (Opt::AtMost, _) => c"Take the most units, up to quantity, that fit now, and reply with that count sixth (granted); not with REFUND or COUNTDENIED.",
         (Opt::Holder, _) => c"Who holds the LEASE limiters' leases (required with one): 1 to 255 bytes.",
         (Opt::At, _) => c"The primary's instant, from the replication stream or the AOF only.",
         (Opt::Block, Name::Lease) => c"When denied, wait up to this many milliseconds (0: as long as it takes) for a free slot, behind the calls that waited first.",

@@ -156,13 +156,47 @@ pub static WAITS: Waits = Waits {
     left: AtomicU64::new(0),
 };
 
+/// ATMOST's grants, over all commands: the calls that decided with it (not a look, not a
+/// dry run), those granted anything, and the units granted.
+pub struct Grants {
+    calls: AtomicU64,
+    grants: AtomicU64,
+    units: AtomicU64,
+}
+
+impl Grants {
+    pub fn record(&self, granted: i64) {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        if let Ok(units @ 1..) = u64::try_from(granted) {
+            self.grants.fetch_add(1, Ordering::Relaxed);
+            self.units.fetch_add(units, Ordering::Relaxed);
+        }
+    }
+
+    /// Each counter with its INFO label.
+    pub fn fields(&self) -> [(&'static str, &AtomicU64); 3] {
+        [
+            ("calls", &self.calls),
+            ("grants", &self.grants),
+            ("units", &self.units),
+        ]
+    }
+}
+
+pub static GRANTS: Grants = Grants {
+    calls: AtomicU64::new(0),
+    grants: AtomicU64::new(0),
+    units: AtomicU64::new(0),
+};
+
 /// Zeroes every counter, as CONFIG RESETSTAT zeroes the server's.
 pub fn reset() {
     let waits = WAITS.fields();
+    let grants = GRANTS.fields();
     let counters = Command::ALL
         .iter()
         .flat_map(|&command| of(command).fields());
-    for (_, counter) in counters.chain(waits) {
+    for (_, counter) in counters.chain(waits).chain(grants) {
         counter.store(0, Ordering::Relaxed);
     }
 }

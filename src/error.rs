@@ -47,6 +47,13 @@ pub enum Error {
     WindowForm(Option<i64>),
     /// The command takes no `REFUND` (CL.SMOOTH reserves instants, not units).
     NoRefund(&'static str),
+    /// The command, or a CL.ALL limiter, takes no `ATMOST`: it grants no part of a call (a
+    /// lease is one slot; a smooth limiter admits any quantity when it is free).
+    NoAtMost(&'static str),
+    /// CL.ALL: `ATMOST` with a LEASE limiter, which grants no part of a call.
+    AtMostLease,
+    /// `ATMOST` with an option that gives units back or counts a denial's.
+    AtMostWith(&'static str),
     /// CL.SMOOTH: `BURST` and `WARMUP` together; a limiter has one shape.
     BurstAndWarmup,
     /// CL.SMOOTH: `COLD`, and no `WARMUP` for it to shape.
@@ -128,6 +135,15 @@ impl Error {
             }
             Error::NoRefund(command) => format!(
                 "ERR {command} does not refund: its reservations are instants, not units; REFUND is not one of its arguments"
+            ),
+            Error::NoAtMost(command) => format!(
+                "ERR {command} grants no part of a call: ATMOST is not one of its arguments"
+            ),
+            Error::AtMostLease => {
+                "ERR a LEASE limiter grants no part of a call: CL.ALL takes ATMOST only without one".to_owned()
+            }
+            Error::AtMostWith(option) => format!(
+                "ERR ATMOST and {option} options at the same time are not compatible"
             ),
             Error::BurstAndWarmup => {
                 "ERR BURST and WARMUP options at the same time are not compatible".to_owned()
@@ -243,6 +259,9 @@ mod tests {
             Error::WindowForm(Some(number as i64)),
             Error::WindowForm(None),
             Error::NoRefund(word),
+            Error::NoAtMost(word),
+            Error::AtMostLease,
+            Error::AtMostWith(word),
             Error::BurstAndWarmup,
             Error::ColdWithoutWarmup,
             Error::SmoothShape(true),

@@ -39,6 +39,7 @@ pub enum Opt {
     CountDenied,
     Detail,
     Holder,
+    AtMost,
     At,
     Block,
 }
@@ -67,7 +68,6 @@ pub enum Value {
 /// How an option constrains the others, checked once every value is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Rule {
-    None,
     /// Not with that option.
     Excludes(Opt, Error),
     /// Only with that option.
@@ -77,6 +77,12 @@ pub enum Rule {
 /// Never with BLOCK: a call with this option never waits.
 const fn never_waits(keyword: &'static str) -> Rule {
     Rule::Excludes(Opt::Block, Error::NeverWaits(keyword))
+}
+
+/// Not with ATMOST, which takes what fits: the option would give units back or count a
+/// denial's.
+const fn not_at_most(other: Opt, keyword: &'static str) -> Rule {
+    Rule::Excludes(other, Error::AtMostWith(keyword))
 }
 
 /// One option: its keyword, its value, the commands that take it and those that refuse it by
@@ -92,10 +98,15 @@ pub struct Row {
     /// Commands that take it with no keyword, as the first word after their parameters:
     /// the limiters' quantity.
     pub positional: Commands,
-    /// A command that answers the keyword with an error of its own, not a syntax error.
-    pub refusal: Option<(Command, Error)>,
-    pub rule: Rule,
+    /// The commands that answer the keyword with an error of their own, not a syntax error,
+    /// made from the command's name.
+    pub refusal: Option<(Commands, Refusal)>,
+    /// Its rules, checked in order.
+    pub rules: &'static [Rule],
 }
+
+/// A refusal's error, made from the refusing command's name.
+pub type Refusal = fn(&'static str) -> Error;
 
 /// A set of commands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -142,12 +153,12 @@ const fn row(
         takers,
         positional: NONE,
         refusal: None,
-        rule: Rule::None,
+        rules: &[],
     }
 }
 
 /// The table, indexed by `Opt`.
-pub const OPTIONS: [Row; 13] = [
+pub const OPTIONS: [Row; 14] = [
     Row {
         positional: Commands::of(&[Throttle, Fixed, Window, Smooth]),
         ..row(
@@ -170,7 +181,7 @@ pub const OPTIONS: [Row; 13] = [
         Commands::of(&[Throttle, Fixed, Window, All, Lease, Holders, Smooth]),
     ),
     Row {
-        rule: Rule::Excludes(Opt::Warmup, Error::BurstAndWarmup),
+        rules: &[Rule::Excludes(Opt::Warmup, Error::BurstAndWarmup)],
         ..row(
             Opt::Burst,
             (c"BURST", c"span"),
@@ -185,7 +196,7 @@ pub const OPTIONS: [Row; 13] = [
         Commands::of(&[Smooth]),
     ),
     Row {
-        rule: Rule::Needs(Opt::Warmup, Error::ColdWithoutWarmup),
+        rules: &[Rule::Needs(Opt::Warmup, Error::ColdWithoutWarmup)],
         ..row(
             Opt::Cold,
             (c"COLD", c"factor"),
@@ -194,16 +205,16 @@ pub const OPTIONS: [Row; 13] = [
         )
     },
     Row {
-        refusal: Some((Smooth, Error::NoRefund(Smooth.name()))),
-        rule: never_waits("REFUND"),
+        refusal: Some((Commands::of(&[Smooth]), Error::NoRefund)),
+        rules: &[never_waits("REFUND")],
         ..row(Opt::Refund, (c"REFUND", c"refund"), Value::Flag, REFUNDERS)
     },
     Row {
-        rule: never_waits("DRYRUN"),
+        rules: &[never_waits("DRYRUN")],
         ..row(Opt::DryRun, (c"DRYRUN", c"dryrun"), Value::Flag, WAITERS)
     },
     Row {
-        rule: never_waits("COUNTDENIED"),
+        rules: &[never_waits("COUNTDENIED")],
         ..row(
             Opt::CountDenied,
             (c"COUNTDENIED", c"countdenied"),
@@ -223,9 +234,17 @@ pub const OPTIONS: [Row; 13] = [
         Value::Holder,
         Commands::of(&[All]),
     ),
+    Row {
+        refusal: Some((Commands::of(&[Lease, Smooth]), Error::NoAtMost)),
+        rules: &[
+            not_at_most(Opt::Refund, "REFUND"),
+            not_at_most(Opt::CountDenied, "COUNTDENIED"),
+        ],
+        ..row(Opt::AtMost, (c"ATMOST", c"atmost"), Value::Flag, REFUNDERS)
+    },
     row(Opt::At, (c"AT", c"unix-ms"), Value::Instant, REPLICATED),
     Row {
-        refusal: Some((Release, Error::NoBlock(Release.name()))),
+        refusal: Some((Commands::of(&[Release]), Error::NoBlock)),
         ..row(Opt::Block, (c"BLOCK", c"timeout"), Value::Timeout, WAITERS)
     },
 ];
@@ -343,8 +362,8 @@ impl<'w, 'a> Given<'w, 'a> {
                 position: first_position + index,
             };
             let row = Opt::of(word).map(Opt::row).ok_or(bad)?;
-            if let Some((_, refusal)) = row.refusal.filter(|&(by, _)| by == command) {
-                return Err(refusal);
+            if let Some((_, refusal)) = row.refusal.filter(|&(by, _)| by.has(command)) {
+                return Err(refusal(command.name()));
             }
             let takes_value = row.value != Value::Flag;
             let seen = given.at.get_mut(row.opt as usize).ok_or(Error::Internal)?;
@@ -356,6 +375,12 @@ impl<'w, 'a> Given<'w, 'a> {
             index += 1 + usize::from(takes_value);
         }
         Ok(given)
+    }
+
+    /// Whether the call gives its quantity first, with no keyword.
+    #[inline(always)]
+    pub fn gives_quantity(&self) -> bool {
+        self.quantity.is_some()
     }
 
     /// Whether the call names the option.
@@ -445,11 +470,12 @@ impl<'w, 'a> Given<'w, 'a> {
             return Ok(());
         }
         for row in OPTIONS.iter().filter(|row| self.has(row.opt)) {
-            match row.rule {
-                Rule::None => {}
-                Rule::Excludes(other, error) if self.has(other) => return Err(error),
-                Rule::Needs(other, error) if !self.has(other) => return Err(error),
-                _ => {}
+            for &rule in row.rules {
+                match rule {
+                    Rule::Excludes(other, error) if self.has(other) => return Err(error),
+                    Rule::Needs(other, error) if !self.has(other) => return Err(error),
+                    _ => {}
+                }
             }
         }
         Ok(())
@@ -612,11 +638,21 @@ mod tests {
             assert_eq!(Opt::of(row.keyword.to_bytes()), Some(row.opt));
             assert_eq!(Opt::of(row.word().to_lowercase().as_bytes()), Some(row.opt));
             if let Some((by, _)) = row.refusal {
-                assert!(!row.takers.has(by));
+                assert!(Command::ALL
+                    .iter()
+                    .all(|&c| !(by.has(c) && row.takers.has(c))));
             }
-            // The errors quote the keyword as the table spells it.
-            if let Rule::Excludes(Opt::Block, Error::NeverWaits(word)) = row.rule {
-                assert_eq!(word, row.word());
+            // The errors quote the keywords as the table spells them.
+            for rule in row.rules {
+                match *rule {
+                    Rule::Excludes(Opt::Block, Error::NeverWaits(word)) => {
+                        assert_eq!(word, row.word())
+                    }
+                    Rule::Excludes(other, Error::AtMostWith(word)) => {
+                        assert_eq!((row.opt, word), (Opt::AtMost, other.row().word()))
+                    }
+                    _ => {}
+                }
             }
         }
     }

@@ -219,6 +219,19 @@ impl<'a> Limiter<'a> {
         })
     }
 
+    /// The same limiter asked for `quantity` units: what ATMOST decides with once it knows
+    /// its grant. A lease and a smooth limiter grant no part of a request, and their commands
+    /// refuse ATMOST before this is asked.
+    pub fn taking(&self, quantity: i64) -> Result<Limiter<'a>, Error> {
+        Ok(match *self {
+            Limiter::Throttle(gcra) => Limiter::Throttle(gcra.taking(quantity)?),
+            Limiter::Fixed(fixed) => Limiter::Fixed(fixed.taking(quantity)),
+            Limiter::Sliding(sliding) => Limiter::Sliding(sliding.taking(quantity)),
+            Limiter::Bucketed(bucketed) => Limiter::Bucketed(bucketed.taking(quantity)),
+            Limiter::Lease(..) | Limiter::Smooth(_) => return Err(Error::Internal),
+        })
+    }
+
     /// Whether calls wait their turn in the key's line: CL.SMOOTH's reservations are their own
     /// order, made as its calls come.
     pub fn stands_in_line(&self) -> bool {
@@ -366,8 +379,9 @@ impl<'a> Reading<'a, '_> {
         }
     }
 
-    /// The same limiter asked for `quantity` units on the same state; None for the limiters
-    /// that grant no part of a request (`grant`).
+    /// The same limiter asked for `quantity` units on the same state (a test's shortcut for
+    /// `Limiter::taking`); None for the limiters that grant no part of a request.
+    #[cfg(test)]
     pub fn taking(&self, quantity: i64) -> Result<Option<Self>, Error> {
         Ok(Some(match *self {
             Reading::Throttle(gcra, tat) => Reading::Throttle(gcra.taking(quantity)?, tat),

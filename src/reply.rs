@@ -8,8 +8,9 @@ use redis_module::raw;
 
 use crate::error::Error;
 
-/// Sends `[limited, limit, remaining, retry_after, reset_after]` to the calling client.
-pub(crate) fn send(ctx: *mut raw::RedisModuleCtx, values: [i64; 5]) {
+/// Sends `[limited, limit, remaining, retry_after, reset_after]` to the calling client, and
+/// ATMOST's `granted` sixth.
+pub(crate) fn send(ctx: *mut raw::RedisModuleCtx, values: [i64; 5], granted: Option<i64>) {
     // SAFETY: ctx is the running command's context; these functions exist on every server
     // since modules did.
     unsafe {
@@ -17,8 +18,11 @@ pub(crate) fn send(ctx: *mut raw::RedisModuleCtx, values: [i64; 5]) {
             raw::RedisModule_ReplyWithArray,
             raw::RedisModule_ReplyWithLongLong,
         ) {
-            array(ctx, values.len() as c_long);
-            for value in values {
+            array(
+                ctx,
+                (values.len() + usize::from(granted.is_some())) as c_long,
+            );
+            for value in values.into_iter().chain(granted) {
                 integer(ctx, value as c_longlong);
             }
         }
@@ -26,14 +30,14 @@ pub(crate) fn send(ctx: *mut raw::RedisModuleCtx, values: [i64; 5]) {
 }
 
 /// Sends one `[limited, limit, remaining, retry_after, reset_after]` array per limiter, in
-/// an array.
-pub(crate) fn send_all(ctx: *mut raw::RedisModuleCtx, replies: &[[i64; 5]]) {
+/// an array, each with ATMOST's `granted` sixth.
+pub(crate) fn send_all(ctx: *mut raw::RedisModuleCtx, replies: &[[i64; 5]], granted: Option<i64>) {
     // SAFETY: as in `send`.
     unsafe {
         if let Some(array) = raw::RedisModule_ReplyWithArray {
             array(ctx, replies.len() as c_long);
             for &values in replies {
-                send(ctx, values);
+                send(ctx, values, granted);
             }
         }
     }

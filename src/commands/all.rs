@@ -8,8 +8,9 @@ use crate::all_args::{self, LimiterArgs};
 use crate::args::WindowArgs;
 use crate::commands::answer::{Answer, Reply, Wait};
 use crate::commands::call::Call;
-use crate::commands::state::{decide_in_line, notify, peek, write};
+use crate::commands::state::{decide_in_line, grant, notify, open, peek, write};
 use crate::counters::Counted;
+use crate::decimal::decimal;
 use crate::error::Error;
 use crate::ffi::log_warning;
 use crate::fixed::FixedWindow;
@@ -20,12 +21,13 @@ use crate::lines::Turn;
 use crate::outcome::Outcome;
 use crate::propagate::Propagate;
 use crate::store::Key;
+use crate::strings::OwnedString;
 use crate::time::Instant;
 
 /// The most arguments CL.ALL takes: its name, numkeys, 16 keys, 16 limiters of up to five
 /// words (`WINDOW limit period BUCKETS n`), `QUANTITY quantity`, `MS`, `REFUND`, `DRYRUN`,
-/// `DETAIL`, `HOLDER holder` and `BLOCK timeout`.
-pub const MAX_ALL_ARGS: usize = 2 + all_args::MAX_KEYS * 6 + 10;
+/// `DETAIL`, `HOLDER holder`, `ATMOST` and `BLOCK timeout`.
+pub const MAX_ALL_ARGS: usize = 2 + all_args::MAX_KEYS * 6 + 11;
 
 /// CL.ALL's body. Every limiter is built, then every key read and decided, and what each
 /// write will propagate gathered, before any key is written: an error on any argument or
@@ -43,10 +45,42 @@ pub fn run_all(call: &Call, turn: Turn) -> Result<Answer, Error> {
     }
     let now = call.instant(None)?;
     let request = request_of(&args);
+    // Each key is opened and read in key order, so that the first key's error is the one
+    // answered. With ATMOST each is asked its grant as it is read, and decides once the least
+    // of them is known: the most units every limiter admits now. A look is granted nothing.
+    let at_most = args.at_most && !request.peeks();
     let mut entries = Vec::with_capacity(args.limiters.len());
+    let mut opened = Vec::with_capacity(if at_most { args.limiters.len() } else { 0 });
+    let mut most = args.quantity;
     for (index, (spec, limiter)) in args.limiters.iter().zip(&limiters).enumerate() {
         let limiter = limiter.ok_or(Error::Internal)?;
-        entries.push(Entry::decide(call, &args, index, spec, limiter, now, turn)?);
+        let key = open(call.ctx, call.arg(index + 1)?, request)?;
+        if at_most {
+            most = most.min(grant(&limiter, &key, most, now)?);
+            opened.push(key);
+        } else {
+            let at = Decide::plain(index, key, now, turn);
+            entries.push(Entry::decide(call, &args, spec, limiter, at)?);
+        }
+    }
+    let granted = at_most.then_some(most);
+    // A grant propagates as each limiter's plain admission of it, in place of the quantity.
+    let granted_text = match granted {
+        Some(granted) if args.quantity_at.is_some() => {
+            let mut digits = [0u8; 20];
+            Some(OwnedString::new(decimal(granted, &mut digits))?)
+        }
+        _ => None,
+    };
+    let grants = opened.into_iter().zip(args.limiters.iter().zip(&limiters));
+    for (index, (key, (spec, limiter))) in grants.enumerate() {
+        // None fits: asked for one unit, the denial says when one will.
+        let limiter = limiter.ok_or(Error::Internal)?.taking(most.max(1))?;
+        let at = Decide {
+            quantity: granted_text.as_ref().map(OwnedString::as_ptr),
+            ..Decide::plain(index, key, now, turn)
+        };
+        entries.push(Entry::decide(call, &args, spec, limiter, at)?);
     }
     let combined = all::combine(entries.iter().map(|entry| &entry.verdict), args.unit);
     let reply = if args.detail {
@@ -77,6 +111,9 @@ pub fn run_all(call: &Call, turn: Turn) -> Result<Answer, Error> {
         wait: Wait::of(args.block_ms, !combined.admitted, fits_in_ns, keys.clone()),
         frees: (request.refund && changed).then_some(keys),
         reply_at_ns: None,
+        granted: args
+            .at_most
+            .then(|| granted.filter(|_| combined.admitted).unwrap_or(0)),
     })
 }
 
@@ -135,21 +172,49 @@ struct Entry<'a> {
     own: Option<OwnArgs>,
 }
 
+/// Where one of a CL.ALL call's limiters decides: the call's `index`-th key, opened, at this
+/// instant and turn; `quantity` is a grant's made text, which its own command propagates
+/// with in place of the call's quantity.
+struct Decide {
+    index: usize,
+    key: Key,
+    quantity: Option<*mut raw::RedisModuleString>,
+    now: Instant,
+    turn: Turn,
+}
+
+impl Decide {
+    /// A key's decision, with no grant to propagate.
+    fn plain(index: usize, key: Key, now: Instant, turn: Turn) -> Decide {
+        Decide {
+            index,
+            key,
+            quantity: None,
+            now,
+            turn,
+        }
+    }
+}
+
 impl<'a> Entry<'a> {
-    /// Opens the call's `index`-th key and answers `request` with `limiter`, built from
-    /// `spec`, on it.
+    /// Answers the call's request with `limiter`, built from `spec`, on its open key.
     fn decide(
         call: &Call,
         args: &all_args::AllArgs,
-        index: usize,
         spec: &all_args::LimiterSpec,
         limiter: Limiter<'a>,
-        now: Instant,
-        turn: Turn,
+        at: Decide,
     ) -> Result<Entry<'a>, Error> {
+        let Decide {
+            index,
+            key,
+            quantity,
+            now,
+            turn,
+        } = at;
         let name = call.arg(index + 1)?;
         let request = request_of(args);
-        let (key, verdict) = decide_in_line(call.ctx, name, &limiter, request, now, turn)?;
+        let verdict = decide_in_line(call.ctx, name, &key, &limiter, request, now, turn)?;
         // The key and the limiter's parameters as the client gave them, then the shared
         // quantity (a lease: the holder), a WINDOW's `BUCKETS n`, MS and REFUND: the
         // arguments of the limiter's own command. A refund changes no lease, so a LEASE
@@ -166,16 +231,21 @@ impl<'a> Entry<'a> {
         };
         let own = match spec.args {
             LimiterArgs::Throttle(_) => None,
-            _ => Some(
-                call.args_at::<MAX_OWN_ARGS>(
+            _ => {
+                let (mut own, len) = call.args_at::<MAX_OWN_ARGS>(
                     std::iter::once(index + 1)
                         .chain(spec.params_at..spec.params_at + numbers)
                         .chain(quantity_or_holder)
                         .chain(spec.params_at + numbers..spec.params_at + spec.params_len)
                         .chain(args.ms_at)
                         .chain(args.refund_at),
-                )?,
-            ),
+                )?;
+                // ATMOST's grant, after the key and the numbers, in place of the quantity.
+                if let Some(quantity) = quantity.filter(|_| args.quantity_at.is_some()) {
+                    *own.get_mut(1 + numbers).ok_or(Error::Internal)? = quantity;
+                }
+                Some((own, len))
+            }
         };
         Ok(Entry {
             limiter,

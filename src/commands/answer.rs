@@ -26,6 +26,9 @@ pub struct Answer {
     /// BLOCK reserves a later instant, and its reply is delayed until then (delayed.rs), as
     /// Guava's caller sleeps.
     pub reply_at_ns: Option<i64>,
+    /// With ATMOST, the units the call was granted: the reply's sixth integer (each array's,
+    /// in CL.ALL's DETAIL form).
+    pub granted: Option<i64>,
 }
 
 /// How a denied call that asked to wait would wait.
@@ -86,6 +89,7 @@ impl Answer {
             wait: Wait::of(block_ms, outcome.limited, outcome.retry_after_ns, 1..2),
             frees: (request.refund && changed).then_some(1..2),
             reply_at_ns: None,
+            granted: None,
         }
     }
 
@@ -102,6 +106,7 @@ impl Answer {
             wait: None,
             frees: freed.then_some(1..2),
             reply_at_ns: None,
+            granted: None,
         }
     }
 
@@ -113,6 +118,7 @@ impl Answer {
             wait: None,
             frees: None,
             reply_at_ns: None,
+            granted: None,
         }
     }
 
@@ -128,6 +134,14 @@ pub fn record(command: Command, result: &Result<Answer, Error>) {
         Ok(answer) => answer.counted,
         Err(_) => Counted::Error,
     });
+    if let Ok(Answer {
+        granted: Some(granted),
+        counted: Counted::Allowed | Counted::Denied,
+        ..
+    }) = result
+    {
+        counters::GRANTS.record(*granted);
+    }
 }
 
 /// Sends a call's answer.
@@ -135,8 +149,8 @@ pub fn record(command: Command, result: &Result<Answer, Error>) {
 pub fn send(ctx: *mut raw::RedisModuleCtx, result: Result<Answer, Error>) {
     match result {
         Ok(answer) => match answer.reply {
-            Reply::One(values) => reply::send(ctx, values),
-            Reply::Detail(replies) => reply::send_all(ctx, &replies),
+            Reply::One(values) => reply::send(ctx, values, answer.granted),
+            Reply::Detail(replies) => reply::send_all(ctx, &replies, answer.granted),
             Reply::Redirect(error) => reply::send_error_text(ctx, &error),
             Reply::Integer(value) => reply::send_integer(ctx, value),
             Reply::Pairs(pairs) => reply::send_pairs(ctx, &pairs),

@@ -29,5 +29,6 @@ pub fn run_holders(call: &SingleCall) -> Result<Answer, Error> {
         wait: None,
         frees: None,
         reply_at_ns: None,
+        granted: None,
     })
 }

@@ -4,22 +4,24 @@
 use crate::args::{self, WindowArgs};
 use crate::commands::answer::Answer;
 use crate::commands::call::Call;
-use crate::commands::state::{decide_in_line, notify, write};
+use crate::commands::state::{decide_in_line, grant, notify, open, write};
+use crate::decimal::decimal;
 use crate::error::Error;
 use crate::gcra::Gcra;
 use crate::lease::Lease;
-use crate::limiter::{Change, Limiter, Request};
+use crate::limiter::{Change, Limiter, Request, Verdict};
 use crate::lines::Turn;
-use crate::outcome::Outcome;
 use crate::propagate::Propagate;
 use crate::smooth::{Smooth, Timeout};
+use crate::store::Key;
+use crate::strings::OwnedString;
 use crate::time::{Instant, MICROS_PER_MILLI};
 
 /// The most arguments a single-key command takes, its name included
-/// (`CL.WINDOW key limit period quantity BUCKETS n MS REFUND DRYRUN BLOCK timeout`,
+/// (`CL.WINDOW key limit period quantity BUCKETS n MS REFUND DRYRUN ATMOST BLOCK timeout`,
 /// which is refused for what it says, not for its length; the replication form of the
 /// windows, with `AT unix-ms`, never has `BLOCK`).
-pub const MAX_ARGS: usize = 12;
+pub const MAX_ARGS: usize = 13;
 
 /// A single-key command's call: its key, and the arguments after it.
 pub type SingleCall<'a> = Call<'a>;
@@ -41,15 +43,19 @@ pub fn run_throttle(call: &SingleCall, turn: Turn) -> Result<Answer, Error> {
         refund: args.refund,
         dry_run: args.dry_run,
     };
+    let mut decided = decide(call, limiter, request, args.at_most, now, turn)?;
     // Its changes go as the SET they amount to: it has no own form to pass.
-    let (outcome, change) = single(call, limiter, request, now, None, turn)?;
-    Ok(Answer::single(
-        outcome,
-        request,
-        change.is_some(),
-        args.unit,
-        args.block_ms,
-    ))
+    let change = commit(call, &mut decided, request, None, now, turn)?;
+    Ok(Answer {
+        granted: decided.granted,
+        ..Answer::single(
+            decided.verdict.outcome,
+            request,
+            change.is_some(),
+            args.unit,
+            args.block_ms,
+        )
+    })
 }
 
 /// `CL.SMOOTH key permits period [quantity] [MS] [BURST span] [WARMUP span [COLD factor]]
@@ -71,21 +77,29 @@ pub fn run_smooth(call: &SingleCall, turn: Turn) -> Result<Answer, Error> {
         refund: false,
         dry_run: args.dry_run,
     };
-    let (outcome, change) = single(call, limiter, request, now, None, turn)?;
+    let mut decided = decide(call, limiter, request, false, now, turn)?;
+    let change = commit(call, &mut decided, request, None, now, turn)?;
     let reply_at_ns = match change {
         Some(Change::Smooth(write)) => write.reply_at_ns,
         _ => None,
     };
     Ok(Answer {
         reply_at_ns,
-        ..Answer::single(outcome, request, change.is_some(), args.params.unit, None)
+        ..Answer::single(
+            decided.verdict.outcome,
+            request,
+            change.is_some(),
+            args.params.unit,
+            None,
+        )
     })
 }
 
 /// A window command: `key limit period [quantity] [BUCKETS n] [MS] [REFUND] [DRYRUN]
-/// [COUNTDENIED] [BLOCK timeout]` (BUCKETS CL.WINDOW's alone, COUNTDENIED CL.FIXED's), on
-/// one limiter. It propagates as itself with its instant, without BLOCK, or, replayed with
-/// an instant already (`AT unix-ms`), as it came.
+/// [COUNTDENIED] [ATMOST] [BLOCK timeout]` (BUCKETS CL.WINDOW's alone, COUNTDENIED
+/// CL.FIXED's), on one limiter. It propagates as itself with its instant, without BLOCK, and
+/// with ATMOST as the plain admission of what it was granted; or, replayed with an instant
+/// already (`AT unix-ms`), as it came.
 #[inline(always)]
 pub fn run_window(
     call: &SingleCall,
@@ -95,34 +109,63 @@ pub fn run_window(
 ) -> Result<Answer, Error> {
     let args = parse(call.params())?;
     let now = call.instant(args.at_ms)?;
-    // The key and every argument but `BLOCK timeout`, REFUND among them.
-    let without_block;
-    let propagate = match args.block_at {
-        _ if args.at_ms.is_some() => Propagate::Verbatim,
-        None => Propagate::WithInstant(call.argv.get(1..).ok_or(Error::Internal)?),
-        Some(block) => {
-            // Counted after the command's name: the key first.
-            let block = block + 1;
-            let (own, own_len) = call.args_at::<MAX_ARGS>(
-                (0..call.args().len()).filter(|&at| at != block && at != block + 1),
-            )?;
-            without_block = own;
-            Propagate::WithInstant(without_block.get(..own_len).ok_or(Error::Internal)?)
-        }
-    };
     let request = Request {
         quantity: args.quantity,
         refund: args.refund,
         dry_run: args.dry_run,
     };
-    let (outcome, change) = single(call, limiter(&args), request, now, Some(propagate), turn)?;
-    Ok(Answer::single(
-        outcome,
-        request,
-        change.is_some(),
-        args.unit,
-        args.block_ms,
-    ))
+    let at_most = args.at_most_at.is_some();
+    let mut decided = decide(call, limiter(&args), request, at_most, now, turn)?;
+    // The made quantity of a grant, and the call's own arguments, live until the write.
+    let granted_text;
+    let own_args;
+    let propagate = match (args.block_at, args.at_most_at) {
+        _ if args.at_ms.is_some() => Propagate::Verbatim,
+        (None, None) => Propagate::WithInstant(call.argv.get(1..).ok_or(Error::Internal)?),
+        (block, at_most) => {
+            // Counted after the command's name, the key first: the key and the two
+            // parameters, the grant in place of the quantity, then every option but BLOCK
+            // and ATMOST.
+            let (block, at_most) = (block.map(|at| at + 1), at_most.map(|at| at + 1));
+            let quantity = (at_most.is_some() && args.quantity_given).then_some(3);
+            let dropped = |at| {
+                Some(at) == quantity
+                    || Some(at) == at_most
+                    || block.is_some_and(|block| at == block || at == block + 1)
+            };
+            let mut own = [std::ptr::null_mut(); MAX_ARGS];
+            let mut len = 0;
+            let mut push = |string| -> Result<(), Error> {
+                *own.get_mut(len).ok_or(Error::Internal)? = string;
+                len += 1;
+                Ok(())
+            };
+            for at in 0..3 {
+                push(call.arg(at)?)?;
+            }
+            if let Some(granted) = decided.granted.filter(|_| at_most.is_some()) {
+                let mut digits = [0u8; 20];
+                granted_text = OwnedString::new(decimal(granted, &mut digits))?;
+                push(granted_text.as_ptr())?;
+            }
+            for at in (3..call.args().len()).filter(|&at| !dropped(at)) {
+                push(call.arg(at)?)?;
+            }
+            own_args = own;
+            Propagate::WithInstant(own_args.get(..len).ok_or(Error::Internal)?)
+        }
+    };
+    let change = commit(call, &mut decided, request, Some(propagate), now, turn)?;
+    Ok(Answer {
+        granted: decided.granted,
+        ..Answer::single(
+            decided.verdict.outcome,
+            request,
+            change.is_some(),
+            args.unit,
+            args.block_ms,
+        )
+    })
 }
 
 /// `CL.LEASE key limit lease_time holder [MS] [DRYRUN] [BLOCK timeout]`, and its
@@ -144,9 +187,10 @@ pub fn run_lease(call: &SingleCall, turn: Turn) -> Result<Answer, Error> {
         refund: false,
         dry_run: args.dry_run,
     };
-    let (outcome, change) = single(call, limiter, request, now, Some(propagate), turn)?;
+    let mut decided = decide(call, limiter, request, false, now, turn)?;
+    let change = commit(call, &mut decided, request, Some(propagate), now, turn)?;
     Ok(Answer::single(
-        outcome,
+        decided.verdict.outcome,
         request,
         change.is_some(),
         args.unit,
@@ -154,24 +198,65 @@ pub fn run_lease(call: &SingleCall, turn: Turn) -> Result<Answer, Error> {
     ))
 }
 
-/// One limiter on the call's key: read, answer the request, and write what it changes, unless
-/// waiters who came first hold the call back; `own` is the call's own form, for changes that
-/// propagate as their command. Returns the change it wrote, if any.
+/// A call's decision on its one key, before anything is written.
+struct Decided<'a> {
+    key: Key,
+    verdict: Verdict<'a>,
+    /// With ATMOST, the units the verdict takes: 0 when it takes none.
+    granted: Option<i64>,
+}
+
+/// One limiter on the call's key: read, and answer the request, unless waiters who came
+/// first hold the call back. With ATMOST (`at_most`) the limiter is asked for its grant, the
+/// most it admits now up to the call's quantity, or for one unit when none fits, so that its
+/// denial says when one will.
 #[inline(always)]
-fn single<'a>(
+fn decide<'a>(
     call: &SingleCall,
     limiter: Limiter<'a>,
     request: Request,
+    at_most: bool,
     now: Instant,
-    own: Option<Propagate>,
     turn: Turn,
-) -> Result<(Outcome, Option<Change<'a>>), Error> {
-    let (mut key, verdict) = decide_in_line(call.ctx, call.arg(0)?, &limiter, request, now, turn)?;
+) -> Result<Decided<'a>, Error> {
+    let name = call.arg(0)?;
+    let key = open(call.ctx, name, request)?;
+    // A look with ATMOST is a look, granted nothing.
+    let (limiter, most) = if at_most && !request.peeks() {
+        let granted = grant(&limiter, &key, request.quantity, now)?;
+        (limiter.taking(granted.max(1))?, Some(granted))
+    } else {
+        (limiter, None)
+    };
+    let verdict = decide_in_line(call.ctx, name, &key, &limiter, request, now, turn)?;
+    let granted = match most {
+        Some(granted) if verdict.admitted() => Some(granted),
+        _ if at_most => Some(0),
+        _ => None,
+    };
+    Ok(Decided {
+        key,
+        verdict,
+        granted,
+    })
+}
+
+/// Writes what a decision changes, if the call may write; `own` is the call's own form, for
+/// changes that propagate as their command. Returns the change it wrote, if any.
+#[inline(always)]
+fn commit<'a>(
+    call: &SingleCall,
+    decided: &mut Decided<'a>,
+    request: Request,
+    own: Option<Propagate>,
+    now: Instant,
+    turn: Turn,
+) -> Result<Option<Change<'a>>, Error> {
     let writes = turn.writes() && request.writes();
-    let change = verdict.change.as_ref().filter(|_| writes);
-    if let Some(change) = change {
-        write(call.ctx, &mut key, change, own, now)?;
-        notify(&key, change);
+    let change = decided.verdict.change.filter(|_| writes);
+    if let Some(change) = change.as_ref() {
+        write(call.ctx, &mut decided.key, change, own, now)?;
+        notify(&decided.key, change);
     }
-    Ok((verdict.outcome, change.copied()))
+    Ok(change)
 }

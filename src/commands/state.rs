@@ -17,19 +17,15 @@ use crate::propagate::{replicate_set_pxat, replicate_window, Propagate};
 use crate::store::{Access, Event, Expiry, Key, Written};
 use crate::time::Instant;
 
-/// Opens a key and answers `request` on it with `limiter`, for a call at `turn` in the key's
-/// line: a call that waiters who came first hold back takes nothing, and a refund, which
-/// takes nothing of theirs, is never held back; a dry run is held back as its call would
-/// be. The one place both single-key calls and each key of CL.ALL decide.
+/// Opens the key a call with `request` decides on. A look and a dry run open it as their
+/// call would: a read-only open of a missing key fires `keymiss` and counts a keyspace miss,
+/// which the call never does.
 #[inline(always)]
-pub fn decide_in_line<'a>(
+pub fn open(
     ctx: *mut raw::RedisModuleCtx,
     name: *mut raw::RedisModuleString,
-    limiter: &Limiter<'a>,
     request: Request,
-    now: Instant,
-    turn: Turn,
-) -> Result<(Key, Verdict<'a>), Error> {
+) -> Result<Key, Error> {
     if cfg!(debug_assertions) {
         // SAFETY: name is a live argument string.
         fault::inject(
@@ -37,15 +33,34 @@ pub fn decide_in_line<'a>(
             unsafe { string_bytes(name) }.unwrap_or_default(),
         );
     }
-    // A dry run opens its key as its call would: a read-only open of a missing key fires
-    // `keymiss` and counts a keyspace miss, which the call never does.
     let access = if request.peeks() {
         Access::Read
     } else {
         Access::Write
     };
-    let key = Key::open(ctx, name, access)?;
-    let reading = limiter.read(&key)?;
+    Key::open(ctx, name, access)
+}
+
+/// ATMOST's grant on an open key: the most units, up to `most`, that `limiter` admits now.
+pub fn grant(limiter: &Limiter, key: &Key, most: i64, now: Instant) -> Result<i64, Error> {
+    limiter.read(key)?.grant(most, now)?.ok_or(Error::Internal)
+}
+
+/// Answers `request` with `limiter` on its open key, for a call at `turn` in the key's line:
+/// a call that waiters who came first hold back takes nothing, and a refund, which takes
+/// nothing of theirs, is never held back; a dry run is held back as its call would be. The
+/// one place both single-key calls and each key of CL.ALL decide.
+#[inline(always)]
+pub fn decide_in_line<'a>(
+    ctx: *mut raw::RedisModuleCtx,
+    name: *mut raw::RedisModuleString,
+    key: &Key,
+    limiter: &Limiter<'a>,
+    request: Request,
+    now: Instant,
+    turn: Turn,
+) -> Result<Verdict<'a>, Error> {
+    let reading = limiter.read(key)?;
     let mut verdict = reading.answer(request, now)?;
     if request.yields_to_waiters() && limiter.stands_in_line() {
         if let Some(first_due_in) = lines::held_back(ctx, name, turn)? {
@@ -54,7 +69,7 @@ pub fn decide_in_line<'a>(
             })?;
         }
     }
-    Ok((key, verdict))
+    Ok(verdict)
 }
 
 /// What `limiter` answers about its key as it stands.

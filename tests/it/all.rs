@@ -891,7 +891,7 @@ fn command_getkeys_lists_the_keys_and_command_docs_give_the_grammar(flavor: Flav
 // Replication and the AOF.
 
 /// The commands in a stretch of AOF, each as its arguments.
-fn aof_commands(mut rest: &[u8]) -> Vec<Vec<String>> {
+pub fn aof_commands(mut rest: &[u8]) -> Vec<Vec<String>> {
     fn line<'a>(rest: &mut &'a [u8]) -> &'a str {
         let end = rest
             .windows(2)
@@ -918,7 +918,7 @@ fn aof_commands(mut rest: &[u8]) -> Vec<Vec<String>> {
 }
 
 /// The file the server appends its writes to.
-fn incremental_aof(server: &Server) -> std::path::PathBuf {
+pub fn incremental_aof(server: &Server) -> std::path::PathBuf {
     let dir = server.dir.join("appendonlydir");
     std::fs::read_dir(&dir)
         .expect("an AOF directory")
@@ -929,7 +929,7 @@ fn incremental_aof(server: &Server) -> std::path::PathBuf {
 
 /// Runs `call` and returns the commands it appended to the AOF (appendfsync always: written
 /// before the reply).
-fn appended(
+pub fn appended(
     server: &Server,
     con: &mut redis::Connection,
     call: impl FnOnce(&mut redis::Connection),

@@ -182,6 +182,33 @@ fn foreign_strings_get_an_error_and_stay_as_they_were(flavor: Flavor) {
 /// `k` absent, `pool` a set of one lease, `log` a sliding window's log, `text` a string no
 /// limiter reads, `list` a list.
 const BAD_INPUT: &[(&str, &[&[u8]], &str)] = &[
+    // ATMOST where no part of a call can be granted, or beside what gives units back or
+    // counts a denial's.
+    (
+        "CL.LEASE",
+        &[b"pool", b"1", b"60", b"a", b"ATMOST"],
+        "cl.lease grants no part of a call: ATMOST",
+    ),
+    (
+        "CL.SMOOTH",
+        &[b"smooth", b"1", b"60", b"5", b"ATMOST"],
+        "cl.smooth grants no part of a call: ATMOST",
+    ),
+    (
+        "CL.ALL",
+        &[
+            b"2", b"log", b"pool", b"FIXED", b"5", b"60", b"LEASE", b"1", b"60", b"HOLDER", b"a",
+            b"ATMOST",
+        ],
+        "a LEASE limiter grants no part of a call: CL.ALL takes ATMOST",
+    ),
+    (
+        "CL.FIXED",
+        &[b"log", b"5", b"60", b"3", b"COUNTDENIED", b"ATMOST"],
+        "ATMOST and COUNTDENIED options at the same time are not compatible",
+    ),
+    ("CL.RELEASE", &[b"pool", b"a", b"ATMOST"], "syntax error"),
+    ("CL.HOLDERS", &[b"pool", b"ATMOST"], "syntax error"),
     ("CL.THROTTLE", &[b"k"], "wrong number of arguments"),
     (
         "CL.THROTTLE",
@@ -490,6 +517,10 @@ const BUCKETS_BAD_INPUT: &[(&[&str], &str, &str)] = &[
 /// Bad use of the flags, the same for every limiter form: the options, the quantity, and the
 /// part of the error that names what is wrong.
 const FLAG_BAD_INPUT: &[(&[&str], &str, &str)] = &[
+    (&["ATMOST", "REFUND"], "1", "ATMOST and REFUND"),
+    (&["REFUND", "ATMOST", "MS"], "2", "ATMOST and REFUND"),
+    (&["ATMOST", "ATMOST"], "3", "syntax error"),
+    (&["ATMOST"], "-1", "quantity"),
     (&["REFUND", "BLOCK", "100"], "1", "REFUND and BLOCK"),
     (&["REFUND", "REFUND"], "1", "syntax error"),
     (&["REFUND"], "-1", "quantity"),
@@ -600,12 +631,12 @@ fn bad_arguments_get_errors_naming_them_and_change_nothing(flavor: Flavor) {
         }
         cases
     });
-    // One argument past the most a command reads (its name included: 12, CL.ALL's 108).
+    // One argument past the most a command reads (its name included: 13, CL.ALL's 109).
     let words = |count: usize| vec![b"1".to_vec(); count];
     let too_long = [
-        ("CL.THROTTLE", words(12), "wrong number of arguments"),
-        ("CL.LEASE", words(12), "wrong number of arguments"),
-        ("CL.ALL", words(108), "wrong number of arguments"),
+        ("CL.THROTTLE", words(13), "wrong number of arguments"),
+        ("CL.LEASE", words(13), "wrong number of arguments"),
+        ("CL.ALL", words(109), "wrong number of arguments"),
     ];
     for (command, args, named) in table
         .chain(windows)
@@ -804,10 +835,13 @@ fn mixed_workload(con: &mut redis::Connection, seed: u64, calls: u64) -> (u64, u
         for _ in 0..500.min(calls - done) {
             let ms = rng.below(2) == 0;
             let period = if ms { "3600000" } else { "3600" };
-            let quantity = rng.below(4);
             let holder = format!("job:{}", rng.below(8));
             let refund = rng.below(4) == 0;
             let dry_run = rng.below(8) == 0;
+            // ATMOST where it may go (no REFUND; no lease, no COUNTDENIED, checked below),
+            // with quantities that often overflow what is left.
+            let at_most = !refund && rng.below(4) == 0;
+            let quantity = rng.below(if at_most { 12 } else { 4 });
             let mut flags: Vec<&str> = Vec::new();
             flags.extend(ms.then_some("MS"));
             flags.extend(refund.then_some("REFUND"));
@@ -867,6 +901,9 @@ fn mixed_workload(con: &mut redis::Connection, seed: u64, calls: u64) -> (u64, u
                 if rng.below(2) == 0 {
                     options.push(vec!["DETAIL".into()]);
                 }
+                if at_most && ids.iter().all(|id| id % 4 != 3) {
+                    options.push(vec!["ATMOST".into()]);
+                }
                 options.extend(flags.iter().map(|word| vec![word.to_string()]));
                 cmd.arg(rng.shuffled(options).concat());
                 taking.push(Some(quantity > 0 && !refund && !dry_run));
@@ -890,7 +927,9 @@ fn mixed_workload(con: &mut redis::Connection, seed: u64, calls: u64) -> (u64, u
                     }
                 };
             } else {
-                if keyword == "FIXED" && rng.below(3) == 0 {
+                if at_most {
+                    flags.push("ATMOST");
+                } else if keyword == "FIXED" && rng.below(3) == 0 {
                     flags.push("COUNTDENIED");
                 }
                 // The quantity follows the limiter's numbers; BUCKETS n, the flags.

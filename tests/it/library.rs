@@ -378,7 +378,11 @@ fn cl_fixed_answers_and_writes_as_the_module_under_a_controlled_clock() {
                 (1 + rng.below(5)).to_string(),
                 (1 + rng.below(4)).to_string(),
             ];
-            let mut args = with_tail(rng, head, &["MS", "REFUND", "DRYRUN", "COUNTDENIED"]);
+            let mut args = with_tail(
+                rng,
+                head,
+                &["MS", "REFUND", "DRYRUN", "COUNTDENIED", "ATMOST"],
+            );
             if args.iter().any(|a| a == "MS") {
                 args[1] = (1 + rng.below(3000)).to_string();
             }
@@ -414,7 +418,7 @@ fn cl_throttle_answers_and_writes_as_the_module_under_a_controlled_clock() {
                 (1 + rng.below(7)).to_string(),
                 (1 + rng.below(4)).to_string(),
             ];
-            let mut args = with_tail(rng, head, &["MS", "REFUND", "DRYRUN"]);
+            let mut args = with_tail(rng, head, &["MS", "REFUND", "DRYRUN", "ATMOST"]);
             if args.iter().any(|a| a == "MS") {
                 args[2] = (1 + rng.below(3000)).to_string();
             }
@@ -456,7 +460,7 @@ fn cl_window_answers_and_writes_as_the_module_under_a_controlled_clock() {
                 3600
             };
             let head = vec![limit.to_string(), period.to_string()];
-            let mut args = with_tail(rng, head, &["MS", "REFUND", "DRYRUN"]);
+            let mut args = with_tail(rng, head, &["MS", "REFUND", "DRYRUN", "ATMOST"]);
             if args.iter().any(|a| a == "MS") {
                 args[1] = if period == 3600 {
                     3_600_000
@@ -494,7 +498,7 @@ fn cl_window_buckets_answers_and_writes_as_the_module_under_a_controlled_clock()
             };
             let period = [2, 4, 10, 60][rng.below(4) as usize];
             let head = vec![limit.to_string(), period.to_string()];
-            let mut args = with_tail(rng, head, &["MS", "REFUND", "DRYRUN"]);
+            let mut args = with_tail(rng, head, &["MS", "REFUND", "DRYRUN", "ATMOST"]);
             if args.iter().any(|a| a == "MS") {
                 args[1] = (period * 1000).to_string();
             }
@@ -730,7 +734,13 @@ fn cl_all_answers_and_writes_as_the_module_under_a_controlled_clock() {
             if quantity != 1 || rng.below(3) == 0 {
                 args.extend(["QUANTITY".to_owned(), quantity.to_string()]);
             }
-            for (flag, one_in) in [("MS", 0), ("REFUND", 6), ("DRYRUN", 6), ("DETAIL", 3)] {
+            for (flag, one_in) in [
+                ("MS", 0),
+                ("REFUND", 6),
+                ("DRYRUN", 6),
+                ("DETAIL", 3),
+                ("ATMOST", 4),
+            ] {
                 if (flag == "MS" && ms) || (one_in > 0 && rng.below(one_in) == 0) {
                     args.push(flag.to_owned());
                 }

@@ -7,6 +7,7 @@
 mod harness;
 
 mod all;
+mod atmost;
 mod block;
 mod buckets;
 mod calls;

@@ -123,6 +123,7 @@ fn command_docs_describe_every_argument(flavor: Flavor) {
                 "ms",
                 "refund",
                 "dryrun",
+                "atmost",
                 "timeout",
             ][..],
         ),
@@ -137,13 +138,15 @@ fn command_docs_describe_every_argument(flavor: Flavor) {
                 "refund",
                 "dryrun",
                 "countdenied",
+                "atmost",
                 "timeout",
             ],
         ),
         (
             "cl.window",
             &[
-                "key", "limit", "period", "quantity", "n", "ms", "refund", "dryrun", "timeout",
+                "key", "limit", "period", "quantity", "n", "ms", "refund", "dryrun", "atmost",
+                "timeout",
             ],
         ),
     ] {
@@ -284,6 +287,7 @@ fn command_docs_give_cl_all_its_whole_grammar(flavor: Flavor) {
             owned("dryrun", "pure-token", Some("DRYRUN"), &["optional"]),
             owned("detail", "pure-token", Some("DETAIL"), &["optional"]),
             owned("holder", "string", Some("HOLDER"), &["optional"]),
+            owned("atmost", "pure-token", Some("ATMOST"), &["optional"]),
             owned("timeout", "integer", Some("BLOCK"), &["optional"]),
         ]
     );
