@@ -9,16 +9,18 @@ export type Key = string;
 export type Integer = number | bigint;
 
 /**
- * `[limited, limit, remaining, retry_after, reset_after]`. `retryAfter` is null when the call
- * was admitted, or when its quantity can never fit; waits are in the call's unit.
+ * `[limited, limit, remaining, retry_after, reset_after]`, and with `atMost` `granted`: the
+ * units the call took (null without it). `retryAfter` is null when the call was admitted, or
+ * when its quantity can never fit; waits are in the call's unit.
  */
 export class Reply {
-  constructor(limited: boolean, limit: number, remaining: number, retryAfter: number | null, resetAfter: number);
+  constructor(limited: boolean, limit: number, remaining: number, retryAfter: number | null, resetAfter: number, granted?: number | null);
   readonly limited: boolean;
   readonly limit: number;
   readonly remaining: number;
   readonly retryAfter: number | null;
   readonly resetAfter: number;
+  readonly granted: number | null;
   readonly allowed: boolean;
   static of(values: unknown[]): Reply;
 }
@@ -51,6 +53,8 @@ interface Takes {
   quantity?: Integer;
   /** Give the units back instead of taking them. */
   refund?: boolean;
+  /** Take the most units up to quantity that fit now; the reply's `granted` says how many. */
+  atMost?: boolean;
 }
 
 export interface ThrottleOptions extends Takes, InMilliseconds, Looks, Waits {}

@@ -10,17 +10,19 @@ const { send } = require('./client');
 const { call, routing } = require('./route');
 
 /**
- * `[limited, limit, remaining, retry_after, reset_after]`. `retryAfter` is null when the call
- * was admitted, or when its quantity can never fit (the server answers -1 for both); waits
- * are in the call's unit, seconds or, with `ms`, milliseconds.
+ * `[limited, limit, remaining, retry_after, reset_after]`, and with `atMost` `granted` sixth:
+ * the units the call took (null without it). `retryAfter` is null when the call was
+ * admitted, or when its quantity can never fit (the server answers -1 for both); waits are
+ * in the call's unit, seconds or, with `ms`, milliseconds.
  */
 class Reply {
-  constructor(limited, limit, remaining, retryAfter, resetAfter) {
+  constructor(limited, limit, remaining, retryAfter, resetAfter, granted = null) {
     this.limited = limited;
     this.limit = limit;
     this.remaining = remaining;
     this.retryAfter = retryAfter;
     this.resetAfter = resetAfter;
+    this.granted = granted;
     Object.freeze(this);
   }
 
@@ -28,13 +30,14 @@ class Reply {
     return !this.limited;
   }
 
-  /** A reply as the server sends it: five integers. */
+  /** A reply as the server sends it: five integers, or six with ATMOST. */
   static of(values) {
-    if (!Array.isArray(values) || values.length !== 5) {
-      throw new TypeError(`a limiter's reply is five integers, not ${JSON.stringify(values)}`);
+    if (!Array.isArray(values) || (values.length !== 5 && values.length !== 6)) {
+      throw new TypeError(`a limiter's reply is five or six integers, not ${JSON.stringify(values)}`);
     }
-    const [limited, limit, remaining, retryAfter, resetAfter] = values.map(Number);
-    return new Reply(limited === 1, limit, remaining, retryAfter < 0 ? null : retryAfter, resetAfter);
+    const [limited, limit, remaining, retryAfter, resetAfter, granted] = values.map(Number);
+    return new Reply(limited === 1, limit, remaining, retryAfter < 0 ? null : retryAfter, resetAfter,
+      granted === undefined ? null : granted);
   }
 }
 
@@ -53,19 +56,20 @@ const OPTIONS = {
   countDenied: FLAG('COUNTDENIED'),
   detail: FLAG('DETAIL'),
   holder: VALUED('HOLDER'),
+  atMost: FLAG('ATMOST'),
   block: VALUED('BLOCK'),
 };
 // The commands that take a quantity first (the limiters'), or, CL.ALL, as QUANTITY.
 const QUANTITY = new Set(['CL.THROTTLE', 'CL.FIXED', 'CL.WINDOW', 'CL.SMOOTH', 'CL.ALL']);
 const TAKES = {
-  'CL.THROTTLE': ['ms', 'refund', 'dryRun', 'block'],
-  'CL.FIXED': ['ms', 'refund', 'dryRun', 'countDenied', 'block'],
-  'CL.WINDOW': ['buckets', 'ms', 'refund', 'dryRun', 'block'],
+  'CL.THROTTLE': ['ms', 'refund', 'dryRun', 'atMost', 'block'],
+  'CL.FIXED': ['ms', 'refund', 'dryRun', 'countDenied', 'atMost', 'block'],
+  'CL.WINDOW': ['buckets', 'ms', 'refund', 'dryRun', 'atMost', 'block'],
   'CL.LEASE': ['ms', 'dryRun', 'block'],
   'CL.RELEASE': [],
   'CL.HOLDERS': ['ms'],
   'CL.SMOOTH': ['ms', 'burst', 'warmup', 'cold', 'dryRun', 'block'],
-  'CL.ALL': ['ms', 'refund', 'dryRun', 'detail', 'holder', 'block'],
+  'CL.ALL': ['ms', 'refund', 'dryRun', 'detail', 'holder', 'atMost', 'block'],
 };
 
 /**

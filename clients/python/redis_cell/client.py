@@ -20,7 +20,8 @@ KeyT = Union[str, bytes]
 
 @dataclass(frozen=True)
 class Reply:
-    """``[limited, limit, remaining, retry_after, reset_after]``.
+    """``[limited, limit, remaining, retry_after, reset_after]``, and with ``at_most=True``
+    ``granted`` sixth: the units the call took (``None`` without it).
 
     ``retry_after`` is ``None`` when the call was admitted, or when its quantity can never
     fit (the module answers -1 for both); waits are in the call's unit.
@@ -31,6 +32,7 @@ class Reply:
     remaining: int
     retry_after: Optional[int]
     reset_after: int
+    granted: Optional[int] = None
 
     @property
     def allowed(self) -> bool:
@@ -38,13 +40,14 @@ class Reply:
 
     @classmethod
     def of(cls, values: Sequence[int]) -> "Reply":
-        limited, limit, remaining, retry_after, reset_after = (int(v) for v in values)
+        limited, limit, remaining, retry_after, reset_after, *rest = (int(v) for v in values)
         return cls(
             limited=limited == 1,
             limit=limit,
             remaining=remaining,
             retry_after=None if retry_after < 0 else retry_after,
             reset_after=reset_after,
+            granted=rest[0] if rest else None,
         )
 
 
@@ -111,7 +114,8 @@ def _buckets(buckets: Optional[int]) -> List[object]:
     return [] if buckets is None else ["BUCKETS", buckets]
 
 
-def _flags(ms: bool, refund: bool, dry_run: bool, block: Optional[int]) -> List[object]:
+def _flags(ms: bool, refund: bool, dry_run: bool, block: Optional[int],
+           at_most: bool = False) -> List[object]:
     words: List[object] = []
     if ms:
         words.append("MS")
@@ -119,6 +123,8 @@ def _flags(ms: bool, refund: bool, dry_run: bool, block: Optional[int]) -> List[
         words.append("REFUND")
     if dry_run:
         words.append("DRYRUN")
+    if at_most:
+        words.append("ATMOST")
     if block is not None:
         words += ["BLOCK", block]
     return words
@@ -129,23 +135,23 @@ class commands:
 
     @staticmethod
     def throttle(key, max_burst, count, period, quantity=1, *, ms=False, refund=False,
-                 dry_run=False, block=None) -> List[object]:
+                 dry_run=False, at_most=False, block=None) -> List[object]:
         return ["CL.THROTTLE", key, max_burst, count, period, quantity,
-                *_flags(ms, refund, dry_run, block)]
+                *_flags(ms, refund, dry_run, block, at_most)]
 
     @staticmethod
     def fixed(key, limit, period, quantity=1, *, ms=False, refund=False, dry_run=False,
-              count_denied=False, block=None) -> List[object]:
+              count_denied=False, at_most=False, block=None) -> List[object]:
         words = ["CL.FIXED", key, limit, period, quantity, *_flags(ms, refund, dry_run, None)]
         if count_denied:
             words.append("COUNTDENIED")
-        return words + _flags(False, False, False, block)
+        return words + _flags(False, False, False, block, at_most)
 
     @staticmethod
     def window(key, limit, period, quantity=1, *, ms=False, refund=False, dry_run=False,
-               buckets: Optional[int] = None, block=None) -> List[object]:
+               buckets: Optional[int] = None, at_most=False, block=None) -> List[object]:
         return ["CL.WINDOW", key, limit, period, quantity, *_buckets(buckets),
-                *_flags(ms, refund, dry_run, block)]
+                *_flags(ms, refund, dry_run, block, at_most)]
 
     @staticmethod
     def lease(key, limit, lease_time, holder, *, ms=False, dry_run=False,
@@ -175,7 +181,7 @@ class commands:
 
     @staticmethod
     def all(limiters: Sequence[Limiter], quantity=1, *, ms=False, refund=False, dry_run=False,
-            detail=False, holder=None, block=None) -> List[object]:
+            detail=False, holder=None, at_most=False, block=None) -> List[object]:
         if not limiters:
             raise ValueError("CL.ALL takes at least one limiter")
         words: List[object] = ["CL.ALL", len(limiters), *(l.key for l in limiters)]
@@ -186,7 +192,7 @@ class commands:
             words.append("DETAIL")
         if holder is not None:
             words += ["HOLDER", holder]
-        return words + _flags(ms, refund, dry_run, block)
+        return words + _flags(ms, refund, dry_run, block, at_most)
 
 
 def _all_reply(raw, detail: bool):

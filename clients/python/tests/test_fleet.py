@@ -1,0 +1,167 @@
+"""A fleet: several processes on one key, each spending through its own Batched limiter and
+logging the instant it spends every unit. Their logs merged keep the bound docs/fleet.md
+states, for every limiter kind, under a steady demand of twice the limit, in bursts, with a
+process killed mid-batch, and across a server restarted from its AOF."""
+
+import multiprocessing
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from bisect import bisect_left
+
+import pytest
+import redis
+
+from redis_cell import Client, Fixed, Throttle, Window
+from redis_cell.batch import Batched
+
+from conftest import free_port, loads
+
+# Every kind over one second, in milliseconds; H is the default, a tenth of the period.
+PERIOD_MS = 1000
+HORIZON = 0.1
+LIMIT = 100
+KINDS = {
+    # L in any P.
+    "window": (Window("window", LIMIT, PERIOD_MS), PERIOD_MS, LIMIT),
+    # L in any (n - 1) w: three cells of 250 ms.
+    "buckets": (Window("buckets", LIMIT, PERIOD_MS, buckets=4), 750, LIMIT),
+    # 2L in any P.
+    "fixed": (Fixed("fixed", LIMIT, PERIOD_MS), PERIOD_MS, 2 * LIMIT),
+    # max_burst + 1 + floor(S / T), T = 10 ms: 10 + 100 in any second.
+    "throttle": (Throttle("throttle", 9, LIMIT, PERIOD_MS), PERIOD_MS, 10 + LIMIT),
+}
+
+
+def spend(port, kind, demand, seconds, bursty, log_path, start_at):
+    """One process of the fleet: asks for a unit `demand` times a second (in bursts of four
+    times that, a quarter of the time, when `bursty`), logging each unit it spends."""
+    spec = KINDS[kind][0]
+    client = Client(redis.Redis(port=port, socket_timeout=5), via="auto")
+    limiter = Batched(client, spec, ms=True)
+    with open(log_path, "w", buffering=1) as log:
+        while time.monotonic() < start_at:
+            time.sleep(0.001)
+        end = start_at + seconds
+        at = start_at
+        while at < end:
+            gap = 1 / demand
+            if bursty:
+                # Idle for three quarters of each second, then four times as fast.
+                phase = (at - start_at) % 1.0
+                gap = 1 / (4 * demand) if phase >= 0.75 else 0.75 - phase
+            at += gap
+            pause = at - time.monotonic()
+            if pause > 0:
+                time.sleep(pause)
+            decision = limiter.acquire()
+            if decision.allowed:
+                log.write(f"{decision.at}\n")
+        limiter.close()
+
+
+def most_in_any_span(instants, span):
+    """The most instants in any span of this length (closed at its start, open at its end)."""
+    instants = sorted(instants)
+    return max((bisect_left(instants, t + span) - i for i, t in enumerate(instants)), default=0)
+
+
+def run_fleet(port, kind, *, processes=4, seconds=2.5, bursty=False, kill=None, restart=None):
+    """Runs the fleet on `kind`'s key; `kill` SIGKILLs one process that many seconds in, and
+    `restart` calls a function that many seconds in. Returns every unit's instant."""
+    context = multiprocessing.get_context("spawn")
+    with tempfile.TemporaryDirectory() as logs:
+        start_at = time.monotonic() + 1.5
+        paths = [os.path.join(logs, f"{i}.log") for i in range(processes)]
+        # Twice the limit between them.
+        demand = 2 * LIMIT / processes
+        workers = [context.Process(target=spend, args=(port, kind, demand, seconds, bursty,
+                                                       path, start_at))
+                   for path in paths]
+        for worker in workers:
+            worker.start()
+        events = []
+        if kill:
+            events.append((kill, "kill"))
+        if restart:
+            events.append((restart[0], "restart"))
+        for offset, what in sorted(events, key=lambda event: event[0]):
+            time.sleep(max(0.0, start_at + offset - time.monotonic()))
+            if what == "kill":
+                os.kill(workers[0].pid, signal.SIGKILL)
+            else:
+                restart[1]()
+        for worker in workers:
+            worker.join(timeout=seconds + 30)
+            assert not worker.is_alive()
+        instants = []
+        for path in paths:
+            with open(path) as log:
+                instants += [float(line) for line in log if line.strip()]
+        return instants
+
+
+def assert_bound(kind, instants, at_least=LIMIT):
+    _, span_ms, promise = KINDS[kind]
+    span = span_ms / 1000 - 2 * HORIZON
+    most = most_in_any_span(instants, span)
+    assert most <= promise, f"{kind}: {most} units in {span:.3f} s, over {promise}"
+    # And the fleet spent what it could: a period's limit over a steady run.
+    assert len(instants) >= at_least, f"{kind}: only {len(instants)} units spent"
+    print(f"{kind}: {len(instants)} units, at most {most} in {span:.3f} s (bound {promise})")
+    return most
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_a_fleet_keeps_the_bound_under_steady_demand_and_in_bursts(server, kind):
+    redis.Redis(port=server).delete(kind)
+    assert_bound(kind, run_fleet(server, kind))
+    redis.Redis(port=server).delete(kind)
+    assert_bound(kind, run_fleet(server, kind, bursty=True), at_least=LIMIT // 4)
+
+
+def test_a_process_killed_mid_batch_leaves_the_bound_kept(server):
+    for kind in ("window", "throttle"):
+        redis.Redis(port=server).delete(kind)
+        assert_bound(kind, run_fleet(server, kind, kill=1.2))
+
+
+def test_a_server_restarted_from_its_aof_keeps_what_it_granted(flavor):
+    """With appendfsync always every grant is on disk before its reply: the restarted server
+    counts it. (Without persistence a restart forgets every count, batched or not.)"""
+    port = free_port()
+    binary = os.environ.get("REDIS_SERVER", "/usr/bin/redis-server")
+    with tempfile.TemporaryDirectory() as work:
+        command = [binary, "--bind", "127.0.0.1", "--port", str(port), "--save", "",
+                   "--dir", work, "--appendonly", "yes", "--appendfsync", "always",
+                   *loads(flavor)]
+        process = [subprocess.Popen(command, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL)]
+
+        def ready():
+            deadline = time.monotonic() + 10
+            while True:
+                try:
+                    redis.Redis(port=port).ping()
+                    return
+                except redis.ConnectionError:
+                    assert time.monotonic() < deadline, "the server did not start"
+                    time.sleep(0.02)
+
+        def restart():
+            process[0].send_signal(signal.SIGKILL)
+            process[0].wait(timeout=10)
+            process[0] = subprocess.Popen(command, stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.DEVNULL)
+            ready()
+
+        ready()
+        try:
+            for kind in ("window", "fixed"):
+                instants = run_fleet(port, kind, restart=(1.0, restart))
+                assert_bound(kind, instants)
+        finally:
+            process[0].terminate()
+            process[0].wait(timeout=10)
