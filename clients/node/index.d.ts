@@ -231,3 +231,41 @@ export class RouteLimiter {
   /** A route's limits, as Express middleware. */
   limit(...limits: RouteLimit[]): (req: any, res: any, next: (error?: unknown) => void) => void;
 }
+
+/** A batched limiter's answer: waits and instants in ms, on its clock. */
+export interface Decision {
+  readonly allowed: boolean;
+  /** When denied, how long until a unit may fit (null when unknown or never). */
+  readonly retryAfter: number | null;
+  /** Decided without a round trip: from units held, the deny cache, or a fallback. */
+  readonly local: boolean;
+  /** When allowed, the instant its units were spent. */
+  readonly at: number | null;
+}
+
+export interface BatchOptions {
+  /** The limiter's period is in milliseconds (default: seconds). */
+  ms?: boolean;
+  /** H, in ms: a unit is spent before H after its request was sent (default: a tenth of the period, at most 1000). */
+  horizon?: number;
+  /** How often, in ms, a batch aims to refill at the demand seen (default: H / 2). */
+  refresh?: number;
+  /** The most of the server's remaining one request takes (default 0.25). */
+  share?: number;
+  /** The most units one request asks for. */
+  maxBatch?: number;
+  /** Units a second allowed locally while the server is away (default: none, deny). */
+  fallbackRate?: number | null;
+  /** A monotonic clock in ms (default: performance.now). */
+  clock?: () => number;
+}
+
+/** One limit for a whole fleet: units taken with ATMOST and spent locally (docs/fleet.md). */
+export class Batched {
+  constructor(cell: Cell, limiter: Limiter, options?: BatchOptions);
+  /** Requests to the server made so far, grants and refunds. */
+  readonly calls: number;
+  acquire(n?: number): Promise<Decision>;
+  /** Gives back every unit held. */
+  close(): Promise<void>;
+}

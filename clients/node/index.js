@@ -9,6 +9,7 @@ const {
   RouteLimiter, clientAddress, header, user,
 } = require('./lib/express');
 const { CellStore } = require('./lib/store');
+const { Batched, BatchCore } = require('./lib/batch');
 
 /**
  * The adapter where rate-limiter-flexible is installed; without it (an optional peer, which
@@ -33,6 +34,8 @@ function adapter() {
 const RateLimiterCell = adapter();
 
 module.exports = {
+  BatchCore,
+  Batched,
   Cell,
   CellStore,
   Reply,
