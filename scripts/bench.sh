@@ -36,8 +36,13 @@
 #  13. the Functions library (bench/functions.py): server instructions per call of each command
 #      through FCALL against the module's, and per operation against limits' scripts and
 #      rate-limiter-flexible's for the same decision.
+#  14. a limit for a whole fleet (bench/fleet.py, bench/fleet.js): 8 processes on one hot key
+#      through the Python and the Node client, per call against batched (decisions and server
+#      calls a second, server CPU per decision), and batched at twice the limit and at half
+#      of it (the share of the limit used, server calls per decision, the bound).
 # Knobs: REQUESTS, CLIENTS, PIPELINE, ROUNDS, CALLS; PARTS (default "throughput memory
-# waiting self instructions aof replicated long-log lease refund adapters buckets smooth functions") to run only some;
+# waiting self instructions aof replicated long-log lease refund adapters buckets smooth functions
+# fleet") to run only some;
 # REDIS_CELL_MODULE to measure a module built elsewhere instead of building this one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -53,7 +58,7 @@ cargo build --release --quiet --example floor
 floor="${CARGO_TARGET_DIR:-$PWD/target}/release/examples/libfloor.so"
 REQUESTS=${REQUESTS:-400000} CLIENTS=${CLIENTS:-50} PIPELINE=${PIPELINE:-16}
 ROUNDS=${ROUNDS:-5} CALLS=${CALLS:-20000}
-PARTS=${PARTS:-throughput memory waiting self instructions aof replicated long-log lease refund adapters buckets smooth functions}
+PARTS=${PARTS:-throughput memory waiting self instructions aof replicated long-log lease refund adapters buckets smooth functions fleet}
 part() { [[ " $PARTS " == *" $1 "* ]]; }
 
 . scripts/scratch.sh
@@ -355,6 +360,18 @@ if part waiting; then
   pids+=($!)
   wait_ready "$wport"
   taskset -c 1 python3 bench/waiting.py "$wport"
+fi
+# A limit for a whole fleet: its own server, the clients' processes beside it.
+if part fleet; then
+  fport=$(free_port)
+  /usr/bin/redis-server --bind 127.0.0.1 --port "$fport" --save "" \
+    --loadmodule "$module" --logfile "$work/fleet.log" >/dev/null 2>&1 &
+  pids+=($!)
+  wait_ready "$fport"
+  echo
+  .venv/bin/python bench/fleet.py "$fport"
+  echo
+  node bench/fleet.js "$fport"
 fi
 # Leases: throughput on random keys and holders against the sorted-set scripts, MEMORY USAGE
 # per lease, and release-to-reply latency, on the throughput server (its own keys).
