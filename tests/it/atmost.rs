@@ -61,9 +61,20 @@ fn a_grant_is_what_dry_runs_admit_and_writes_as_a_plain_call_under_a_controlled_
             let admits = |con: &mut redis::Connection, n: i64| {
                 call(con, form, &[&key], &params, n, &["DRYRUN"])[0] == 0
             };
+            // What dry runs of each quantity answer at this instant, before the grant.
+            let fits: Vec<bool> = (1..=most + 1).map(|n| admits(&mut con, n)).collect();
             let reply = call(&mut con, form, &[&key], &params, most, &["ATMOST"]);
             let granted = reply[5];
             let name = form.name();
+            let largest = fits
+                .iter()
+                .take(most as usize)
+                .take_while(|&&fits| fits)
+                .count();
+            assert_eq!(
+                granted, largest as i64,
+                "{name}: dry runs admitted {fits:?}"
+            );
             assert_eq!(reply.len(), 6, "{name}: {reply:?}");
             assert!((0..=most).contains(&granted), "{name}: {reply:?} of {most}");
             // A look answers as one does without ATMOST (the twin's below); a call is limited
