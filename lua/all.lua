@@ -36,7 +36,7 @@ local function cl_all(keys, args)
   -- The module builds every limiter before it reads a key: a GCRA's numbers can fail.
   for _, spec in ipairs(all.limiters) do
     if spec.kind == 'throttle' then
-      local gcra_err = throttle_limiter(spec.p)
+      local gcra_err = throttle_made(spec.p, all.at_most)
       if gcra_err then return redis.error_reply(gcra_err) end
     end
   end

@@ -183,6 +183,19 @@ local function throttle_limiter(p)
   return nil
 end
 
+-- The call's GCRA for a call with ATMOST or without (src/commands/single.rs gcra_quantity):
+-- with it the quantity is a cap, and no call is ever granted more than the limit, so the
+-- GCRA is made for at most that, and a cap past it is no error.
+local function throttle_made(p, at_most)
+  local quantity, exact = p.quantity, p.quantity_exact
+  if at_most and not p.max_burst_exact and quantity > p.max_burst + 1 then
+    p.quantity, p.quantity_exact = p.max_burst + 1, false
+  end
+  local err = throttle_limiter(p)
+  p.quantity, p.quantity_exact = quantity, exact
+  return err
+end
+
 -- Fewer units than the call's quantity, in the form its GCRA was made in, which the stored
 -- TAT was read in: a smaller increment keeps every sum within that form's reach.
 THROTTLE.take = function(p, quantity)
@@ -203,7 +216,7 @@ local function cl_throttle(keys, args)
   if #keys ~= 1 then return redis.error_reply(ERRORS.wrong_arity('cl.throttle')) end
   local p, err = args_throttle(args)
   if p == nil then return redis.error_reply(err) end
-  local gcra_err = throttle_limiter(p)
+  local gcra_err = throttle_made(p, p.at_most)
   if gcra_err then return redis.error_reply(gcra_err) end
   if p.block then return redis.error_reply(ERRORS.cannot_wait('cl.throttle')) end
   local inexact = args_exact_enough(p, THROTTLE_EXACT)

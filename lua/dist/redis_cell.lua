@@ -79,7 +79,7 @@ local ERRORS,
   FIXED,
   cl_fixed,
   THROTTLE,
-  throttle_limiter,
+  throttle_made,
   THROTTLE_EXACT,
   cl_throttle,
   buckets_cells_in,
@@ -1567,11 +1567,24 @@ THROTTLE = {
 }
 
 -- Makes the call's GCRA (p.gcra), or answers the module's error for its numbers.
-function throttle_limiter(p)
+local function throttle_limiter(p)
   local g, err = throttle_gcra(p)
   if g == nil then return err end
   p.gcra = g
   return nil
+end
+
+-- The call's GCRA for a call with ATMOST or without (src/commands/single.rs gcra_quantity):
+-- with it the quantity is a cap, and no call is ever granted more than the limit, so the
+-- GCRA is made for at most that, and a cap past it is no error.
+function throttle_made(p, at_most)
+  local quantity, exact = p.quantity, p.quantity_exact
+  if at_most and not p.max_burst_exact and quantity > p.max_burst + 1 then
+    p.quantity, p.quantity_exact = p.max_burst + 1, false
+  end
+  local err = throttle_limiter(p)
+  p.quantity, p.quantity_exact = quantity, exact
+  return err
 end
 
 -- Fewer units than the call's quantity, in the form its GCRA was made in, which the stored
@@ -1594,7 +1607,7 @@ function cl_throttle(keys, args)
   if #keys ~= 1 then return redis.error_reply(ERRORS.wrong_arity('cl.throttle')) end
   local p, err = args_throttle(args)
   if p == nil then return redis.error_reply(err) end
-  local gcra_err = throttle_limiter(p)
+  local gcra_err = throttle_made(p, p.at_most)
   if gcra_err then return redis.error_reply(gcra_err) end
   if p.block then return redis.error_reply(ERRORS.cannot_wait('cl.throttle')) end
   local inexact = args_exact_enough(p, THROTTLE_EXACT)
@@ -3304,7 +3317,7 @@ function cl_all(keys, args)
   -- The module builds every limiter before it reads a key: a GCRA's numbers can fail.
   for _, spec in ipairs(all.limiters) do
     if spec.kind == 'throttle' then
-      local gcra_err = throttle_limiter(spec.p)
+      local gcra_err = throttle_made(spec.p, all.at_most)
       if gcra_err then return redis.error_reply(gcra_err) end
     end
   end

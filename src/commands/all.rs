@@ -5,9 +5,10 @@ use redis_module::raw;
 
 use crate::all::{self, Combined};
 use crate::all_args::{self, LimiterArgs};
-use crate::args::WindowArgs;
+use crate::args::{ThrottleArgs, WindowArgs};
 use crate::commands::answer::{Answer, Reply, Wait};
 use crate::commands::call::Call;
+use crate::commands::single::gcra_quantity;
 use crate::commands::state::{decide_in_line, grant, notify, open, peek, write};
 use crate::counters::Counted;
 use crate::decimal::decimal;
@@ -41,7 +42,7 @@ pub fn run_all(call: &Call, turn: Turn) -> Result<Answer, Error> {
         .filter(|_| args.quantity != 0);
     let mut limiters = [None; all_args::MAX_KEYS];
     for (limiter, spec) in limiters.iter_mut().zip(&args.limiters) {
-        *limiter = Some(limiter_of(&spec.args, holder)?);
+        *limiter = Some(limiter_of(&spec.args, holder, args.at_most)?);
     }
     let now = call.instant(None)?;
     let request = request_of(&args);
@@ -270,15 +271,22 @@ fn request_of(args: &all_args::AllArgs) -> Request {
     }
 }
 
-fn limiter_of<'a>(args: &LimiterArgs, holder: Option<&'a [u8]>) -> Result<Limiter<'a>, Error> {
-    Ok(match args {
-        LimiterArgs::Throttle(args) => Limiter::Throttle(Gcra::new(&args.params, args.quantity)?),
+fn limiter_of<'a>(
+    args: &LimiterArgs,
+    holder: Option<&'a [u8]>,
+    at_most: bool,
+) -> Result<Limiter<'a>, Error> {
+    Ok(match *args {
+        LimiterArgs::Throttle(args) => Limiter::Throttle(Gcra::new(
+            &args.params,
+            gcra_quantity(&ThrottleArgs { at_most, ..args }),
+        )?),
         LimiterArgs::Fixed(args) => Limiter::Fixed(FixedWindow::new(
             &args.params,
             args.quantity,
             args.count_denied,
         )),
-        LimiterArgs::Window(args) => Limiter::sliding(args),
-        LimiterArgs::Lease(params) => Limiter::Lease(Lease::new(params), holder),
+        LimiterArgs::Window(ref args) => Limiter::sliding(args),
+        LimiterArgs::Lease(ref params) => Limiter::Lease(Lease::new(params), holder),
     })
 }

@@ -1,7 +1,7 @@
 //! The single-key limiters' bodies: `CL.THROTTLE`, `CL.FIXED`, `CL.WINDOW`, `CL.LEASE` and
 //! `CL.SMOOTH`, each parse → read → decide → write → propagate → notify on its one key.
 
-use crate::args::{self, WindowArgs};
+use crate::args::{self, ThrottleArgs, WindowArgs};
 use crate::commands::answer::Answer;
 use crate::commands::call::Call;
 use crate::commands::state::{decide_in_line, grant, notify, open, write};
@@ -36,7 +36,7 @@ impl SingleCall<'_> {
 /// [BLOCK timeout]`
 pub fn run_throttle(call: &SingleCall, turn: Turn) -> Result<Answer, Error> {
     let args = args::throttle(call.params())?;
-    let limiter = Limiter::Throttle(Gcra::new(&args.params, args.quantity)?);
+    let limiter = Limiter::Throttle(Gcra::new(&args.params, gcra_quantity(&args))?);
     let now = call.instant(None)?;
     let request = Request {
         quantity: args.quantity,
@@ -56,6 +56,16 @@ pub fn run_throttle(call: &SingleCall, turn: Turn) -> Result<Answer, Error> {
             args.block_ms,
         )
     })
+}
+
+/// The quantity a GCRA is built for: with ATMOST, the quantity is a cap, and no call is ever
+/// granted more than the limit, so a cap past it is no error.
+pub fn gcra_quantity(args: &ThrottleArgs) -> i64 {
+    if args.at_most {
+        args.quantity.min(args.params.max_burst.saturating_add(1))
+    } else {
+        args.quantity
+    }
 }
 
 /// `CL.SMOOTH key permits period [quantity] [MS] [BURST span] [WARMUP span [COLD factor]]

@@ -15,6 +15,7 @@ use crate::harness::{aof_options, run, snapshot, stats_field, Flavor, Rng, Serve
 both_servers!(
     a_grant_reaches_the_aof_as_the_plain_admission_of_its_units,
     info_counts_grants_and_their_units,
+    a_cap_past_what_could_ever_fit_is_no_error,
 );
 
 /// 2026-12-01T00:00:00Z.
@@ -229,6 +230,18 @@ fn a_grant_reaches_the_aof_as_the_plain_admission_of_its_units(flavor: Flavor) {
             ]),
         );
         assert_eq!(all[5], 4);
+        // No quantity given: one unit at most, propagated without one; BLOCK dropped too.
+        let cells = integers(
+            con,
+            redis::cmd("CL.WINDOW")
+                .arg(&["c", "5", "60", "ATMOST", "BLOCK", "100", "BUCKETS", "4"]),
+        );
+        assert_eq!(cells[5], 1);
+        let one = integers(
+            con,
+            redis::cmd("CL.ALL").arg(&["1", "o", "FIXED", "5", "60", "ATMOST"]),
+        );
+        assert_eq!(one[5], 1);
     });
     let words: Vec<Vec<&str>> = written
         .iter()
@@ -241,6 +254,8 @@ fn a_grant_reaches_the_aof_as_the_plain_admission_of_its_units(flavor: Flavor) {
         vec!["CL.FIXED", "f", "5", "60", "2", "AT"],
         vec!["CL.WINDOW", "w", "5", "60", "5", "BUCKETS", "4", "AT"],
         vec!["CL.WINDOW", "a", "4", "60", "4", "AT"],
+        vec!["CL.WINDOW", "c", "5", "60", "1", "BUCKETS", "4", "AT"],
+        vec!["CL.FIXED", "o", "5", "60", "AT"],
     ]
     .into_iter()
     .map(|words| words.into_iter().map(str::to_owned).collect())
@@ -291,4 +306,42 @@ fn info_counts_grants_and_their_units(flavor: Flavor) {
     assert_eq!(counted(&mut con), [3, 2, 5]);
     run::<()>(&mut con, ("CONFIG", "RESETSTAT"));
     assert_eq!(counted(&mut con), [0, 0, 0]);
+}
+
+/// A GCRA whose increment for the whole cap would overflow its span still grants what fits:
+/// no call is ever granted more than the limit.
+fn a_cap_past_what_could_ever_fit_is_no_error(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut con = server.connection();
+    let slow = ["k", "0", "1", "86400", "100000"];
+    let error = redis::cmd("CL.THROTTLE")
+        .arg(&slow)
+        .query::<Vec<i64>>(&mut con)
+        .unwrap_err();
+    assert!(error.to_string().contains("quantity"), "{error}");
+    let granted = integers(&mut con, redis::cmd("CL.THROTTLE").arg(&slow).arg("ATMOST"));
+    assert_eq!(granted, [0, 1, 0, -1, 86400, 1]);
+    let all = integers(
+        &mut con,
+        redis::cmd("CL.ALL").arg(&[
+            "1", "a", "THROTTLE", "0", "1", "86400", "QUANTITY", "100000", "ATMOST",
+        ]),
+    );
+    assert_eq!(all, [0, 1, 0, -1, 86400, 1]);
+    // The library the same.
+    crate::library::load_library(&mut con);
+    let by_library = integers(
+        &mut con,
+        redis::cmd("FCALL")
+            .arg(&["cl_throttle", "1", "l", "0", "1", "86400", "100000"])
+            .arg("ATMOST"),
+    );
+    assert_eq!(by_library, [0, 1, 0, -1, 86400, 1]);
+    let by_library = integers(
+        &mut con,
+        redis::cmd("FCALL").arg(&[
+            "cl_all", "1", "m", "THROTTLE", "0", "1", "86400", "QUANTITY", "100000", "ATMOST",
+        ]),
+    );
+    assert_eq!(by_library, [0, 1, 0, -1, 86400, 1]);
 }

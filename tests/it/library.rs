@@ -35,7 +35,7 @@ fn module_and_library(server: &Server) -> (redis::Connection, redis::Connection)
 }
 
 /// Loads the library (its FUNCTION LOAD form) on the server behind `con`.
-fn load_library(con: &mut redis::Connection) {
+pub fn load_library(con: &mut redis::Connection) {
     let name: String = redis::cmd("FUNCTION")
         .arg("LOAD")
         .arg(read("lua/dist/redis_cell.lua"))

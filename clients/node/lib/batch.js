@@ -13,11 +13,12 @@
 
 const { performance } = require('node:perf_hooks');
 
-const { LibraryTooOldError, ModuleMissingError } = require('./errors');
 
-// The part of the horizon kept for giving units back: spending stops this much sooner, so
-// that a refund made when it does still comes within the horizon.
-const REFUND_MARGIN = 0.1;
+// Spending stops this part of the horizon early, and giving back half that part early: the
+// other half is the time a refund may take to reach the server, which must be within the
+// horizon (docs/fleet.md).
+const SPEND_MARGIN = 0.1;
+const REFUND_MARGIN = 0.05;
 
 /**
  * Whether a call may go ahead; `retryAfter` (ms) when denied and known; whether it was
@@ -119,11 +120,13 @@ class BatchCore {
       if (reply.retryAfter !== null) this.denyUntil = sentAt + reply.retryAfter;
       return decision(false, { retryAfter: reply.retryAfter });
     }
-    let refundUntil = sentAt + this.horizon;
+    let refundUntil = sentAt + this.horizon * (1 - REFUND_MARGIN);
     // A fixed window ends reset_after (rounded up to the ms) after the server's instant,
-    // which is after sentAt: before this, it has not ended.
-    if (this.fixedWindow) refundUntil = Math.min(refundUntil, sentAt + reply.resetAfter - 1);
-    const spendUntil = sentAt + this.horizon * (1 - REFUND_MARGIN);
+    // which is after sentAt; a refund must reach the server before it does.
+    if (this.fixedWindow) {
+      refundUntil = Math.min(refundUntil, sentAt + reply.resetAfter - 1 - this.horizon * REFUND_MARGIN);
+    }
+    const spendUntil = sentAt + this.horizon * (1 - SPEND_MARGIN);
     // An answer that came too late is held as a grant that has already lapsed.
     const spends = granted >= n && receivedAt < spendUntil;
     const left = spends ? granted - n : granted;
@@ -257,17 +260,18 @@ class Batched {
   }
 }
 
-/**
- * A failure to reach the server, not an answer from it: a limiter's error reply (ioredis's
- * ReplyError, node-redis's ErrorReply, a message with the server's code) and the routing's
- * own errors are thrown to the caller.
- */
+// The server away, as each client says it: a socket's error code, ioredis's and node-redis's
+// own errors for a closed or given-up connection, and the replies of a server that is
+// loading its data or busy. Anything else (a limiter's error, ModuleMissingError, a bad
+// argument) is thrown to the caller.
+const AWAY_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH',
+  'ENETUNREACH', 'ENOTCONN', 'ECONNABORTED']);
+const AWAY_NAMES = /MaxRetriesPerRequest|ClientClosed|ClientOffline|ConnectionTimeout|SocketClosed|SocketTimeout|Disconnects/;
+const AWAY_MESSAGES = /^(Connection is closed|The client is closed|Socket closed|connect E|Stream isn't writeable|Reached the max retries|LOADING |BUSY |MASTERDOWN )/;
+
 function isUnreachable(error) {
   if (!(error instanceof Error)) return false;
-  if (error instanceof ModuleMissingError || error instanceof LibraryTooOldError) return false;
-  if (/ReplyError|ErrorReply/.test(error.name)) return false;
-  // The server's replies start with their code in capitals (ERR, WRONGTYPE, NOSCRIPT …).
-  return !/^[A-Z]+ /.test(error.message || '');
+  return AWAY_CODES.has(error.code) || AWAY_NAMES.test(error.name) || AWAY_MESSAGES.test(error.message || '');
 }
 
 module.exports = { Batched, BatchCore };

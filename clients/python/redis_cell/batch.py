@@ -20,13 +20,17 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Callable, Deque, Optional, Tuple, Union
+from typing import Callable, Deque, Optional, Set, Tuple, Union
 
 import redis
 
 from .client import AsyncClient, Client, Fixed, Reply, Throttle, Window
 
 Spec = Union[Throttle, Fixed, Window]
+
+# The server away, not an answer from it: a limiter's error reply (a ResponseError, and
+# ModuleMissingError among them) is raised to the caller.
+_UNREACHABLE = (redis.ConnectionError, redis.TimeoutError)
 
 
 @dataclass(frozen=True)
@@ -52,9 +56,11 @@ class _Grant:
     refund_until: float
 
 
-# The part of the horizon kept for giving units back: spending stops this much sooner, so
-# that a refund made when it does still comes within the horizon.
-_REFUND_MARGIN = 0.1
+# Spending stops this part of the horizon early, and giving back half that part early: the
+# other half is the time a refund may take to reach the server, which must be within the
+# horizon (docs/fleet.md).
+_SPEND_MARGIN = 0.1
+_REFUND_MARGIN = 0.05
 
 
 class BatchCore:
@@ -145,12 +151,13 @@ class BatchCore:
                 self.deny_until = sent_at + reply.retry_after / 1000
             retry = None if reply.retry_after is None else reply.retry_after / 1000
             return Decision(False, retry)
-        refund_until = sent_at + self.horizon
+        refund_until = sent_at + self.horizon * (1 - _REFUND_MARGIN)
         if self.fixed_window:
             # The window ends reset_after (rounded up to the ms) after the server's instant,
-            # which is after sent_at: before this, it has not ended.
-            refund_until = min(refund_until, sent_at + (reply.reset_after - 1) / 1000)
-        spend_until = sent_at + self.horizon * (1 - _REFUND_MARGIN)
+            # which is after sent_at; a refund must reach the server before it does.
+            window_end = sent_at + (reply.reset_after - 1) / 1000
+            refund_until = min(refund_until, window_end - self.horizon * _REFUND_MARGIN)
+        spend_until = sent_at + self.horizon * (1 - _SPEND_MARGIN)
         # An answer that came too late is held as a grant that has already lapsed.
         spends = granted >= n and received_at < spend_until
         left = granted - n if spends else granted
@@ -244,29 +251,43 @@ class Batched(_Batching):
             with self._lock:
                 now = self.clock()
                 decision, back = self.core.spend(now, n)
-                if decision is None and self._asking:
-                    self._answered.wait(self.core.horizon)
-                    self._give_back_locked(back)
-                    continue
-                if decision is None:
+                asking = decision is None and not self._asking and not back
+                if asking:
                     self._asking = True
                     quantity = self.core.ask(now, n)
+                elif decision is None and not back:
+                    # Another thread is asking: its grant may serve this call too.
+                    self._answered.wait(self.core.horizon)
+                    continue
+            # What lapsed goes back now, before anything else: its time is short.
             self._give_back(back)
             if decision is not None:
                 return decision
-            try:
-                reply = self._ask(quantity)
-            except redis.RedisError:
-                reply = None
+            if asking:
+                return self._ask_server(now, n, quantity)
+
+    def _ask_server(self, now: float, n: int, quantity: int) -> Decision:
+        """Asks the server for ``quantity`` at most, and records its answer before the next
+        caller may ask."""
+        try:
+            reply: Optional[Reply] = self._ask(quantity)
+        except _UNREACHABLE:
+            reply = None
+        except BaseException:
             with self._lock:
                 self._asking = False
                 self._answered.notify_all()
-                if reply is None:
-                    return self.core.failed(self.clock(), n)
+            raise
+        with self._lock:
+            self._asking = False
+            self._answered.notify_all()
+            if reply is None:
+                decision = self.core.failed(self.clock(), n)
+            else:
                 decision = self.core.granted(now, self.clock(), n, reply)
-                lapse = self.core.newest_lapse()
-            self._lapse_at(lapse)
-            return decision
+            lapse = self.core.newest_lapse()
+        self._lapse_at(lapse)
+        return decision
 
     def _lapse_at(self, at: Optional[float]) -> None:
         """Gives back what lapses at ``at``, when it does, even if no call comes then."""
@@ -285,14 +306,6 @@ class Batched(_Batching):
         self.calls += 1
         args, options = self.call_args(quantity, at_most=True)
         return getattr(self.client, self.command)(*args, **options)
-
-    def _give_back_locked(self, units: int) -> None:
-        if units:
-            self._lock.release()
-            try:
-                self._give_back(units)
-            finally:
-                self._lock.acquire()
 
     def _give_back(self, units: int) -> None:
         if units <= 0:
@@ -328,13 +341,16 @@ class AsyncBatched(_Batching):
         super().__init__(client, limiter, ms=ms, horizon=horizon, refresh=refresh, share=share,
                          max_batch=max_batch, fallback_rate=fallback_rate, clock=clock)
         self._asking: Optional[asyncio.Future] = None
+        # Refunds run as tasks of their own, held here until done, so that a local decision
+        # never waits for one.
+        self._refunds: Set[asyncio.Task] = set()
         self.calls = 0
 
     async def acquire(self, n: int = 1) -> Decision:
         while True:
             now = self.clock()
             decision, back = self.core.spend(now, n)
-            await self._give_back(back)
+            self._give_back_soon(back)
             if decision is not None:
                 return decision
             if self._asking is not None:
@@ -342,10 +358,11 @@ class AsyncBatched(_Batching):
                 continue
             self._asking = asyncio.get_running_loop().create_future()
             quantity = self.core.ask(now, n)
+            reply = None
             try:
                 reply = await self._ask(quantity)
-            except redis.RedisError:
-                reply = None
+            except _UNREACHABLE:
+                pass
             finally:
                 asking, self._asking = self._asking, None
                 asking.set_result(None)
@@ -358,12 +375,15 @@ class AsyncBatched(_Batching):
     def _lapse_at(self, at: Optional[float]) -> None:
         """Gives back what lapses at ``at``, when it does, even if no call comes then."""
         if at is not None:
-            loop = asyncio.get_running_loop()
-            loop.call_later(max(0.0, at - self.clock()),
-                            lambda: loop.create_task(self._lapse()))
+            asyncio.get_running_loop().call_later(
+                max(0.0, at - self.clock()),
+                lambda: self._give_back_soon(self.core.lapsed(self.clock())))
 
-    async def _lapse(self) -> None:
-        await self._give_back(self.core.lapsed(self.clock()))
+    def _give_back_soon(self, units: int) -> None:
+        if units > 0:
+            task = asyncio.get_running_loop().create_task(self._give_back(units))
+            self._refunds.add(task)
+            task.add_done_callback(self._refunds.discard)
 
     async def _ask(self, quantity: int) -> Reply:
         self.calls += 1
@@ -382,6 +402,8 @@ class AsyncBatched(_Batching):
 
     async def close(self) -> None:
         await self._give_back(self.core.close(self.clock()))
+        if self._refunds:
+            await asyncio.gather(*self._refunds)
 
     async def __aenter__(self) -> "AsyncBatched":
         return self

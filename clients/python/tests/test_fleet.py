@@ -28,8 +28,8 @@ KINDS = {
     "window": (Window("window", LIMIT, PERIOD_MS), PERIOD_MS, LIMIT),
     # L in any (n - 1) w: three cells of 250 ms.
     "buckets": (Window("buckets", LIMIT, PERIOD_MS, buckets=4), 750, LIMIT),
-    # 2L in any P.
-    "fixed": (Fixed("fixed", LIMIT, PERIOD_MS), PERIOD_MS, 2 * LIMIT),
+    # 2L in any P, and the fleet's in any P - H: checked over (P + H) - 2H.
+    "fixed": (Fixed("fixed", LIMIT, PERIOD_MS), PERIOD_MS + 100, 2 * LIMIT),
     # max_burst + 1 + floor(S / T), T = 10 ms: 10 + 100 in any second.
     "throttle": (Throttle("throttle", 9, LIMIT, PERIOD_MS), PERIOD_MS, 10 + LIMIT),
 }
@@ -114,16 +114,25 @@ def assert_bound(kind, instants, at_least=LIMIT):
     return most
 
 
+def only_one_kind_on_the_library(flavor, kind):
+    # The library decides as the module does (tests/it/library.rs holds them together): one
+    # kind there shows the batches reach it, and keeps the run short.
+    if flavor == "library" and kind != "window":
+        pytest.skip("on the library, the exact window alone: it decides as the module does")
+
+
 @pytest.mark.parametrize("kind", list(KINDS))
-def test_a_fleet_keeps_the_bound_under_steady_demand_and_in_bursts(server, kind):
+def test_a_fleet_keeps_the_bound_under_steady_demand_and_in_bursts(flavor, server, kind):
+    only_one_kind_on_the_library(flavor, kind)
     redis.Redis(port=server).delete(kind)
     assert_bound(kind, run_fleet(server, kind))
     redis.Redis(port=server).delete(kind)
     assert_bound(kind, run_fleet(server, kind, bursty=True), at_least=LIMIT // 4)
 
 
-def test_a_process_killed_mid_batch_leaves_the_bound_kept(server):
-    for kind in ("window", "throttle"):
+def test_a_process_killed_mid_batch_leaves_the_bound_kept(flavor, server):
+    # On the library, the exact window alone (as above).
+    for kind in ("window", "throttle")[: 1 if flavor == "library" else 2]:
         redis.Redis(port=server).delete(kind)
         assert_bound(kind, run_fleet(server, kind, kill=1.2))
 
@@ -159,7 +168,7 @@ def test_a_server_restarted_from_its_aof_keeps_what_it_granted(flavor):
 
         ready()
         try:
-            for kind in ("window", "fixed"):
+            for kind in ("window", "fixed")[: 1 if flavor == "library" else 2]:
                 instants = run_fleet(port, kind, restart=(1.0, restart))
                 assert_bound(kind, instants)
         finally:
