@@ -265,6 +265,8 @@ export class Batched {
   constructor(cell: Cell, limiter: Limiter, options?: BatchOptions);
   /** Requests to the server made so far, grants and refunds. */
   readonly calls: number;
+  /** Units the server took back, given back as they lapsed or on close. */
+  readonly givenBack: number;
   acquire(n?: number): Promise<Decision>;
   /** Gives back every unit held. */
   close(): Promise<void>;

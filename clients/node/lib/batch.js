@@ -202,7 +202,9 @@ class Batched {
       fallbackRate,
     });
     this.asking = null;
+    // Requests sent (grants and refunds), and the units the server took back.
     this.calls = 0;
+    this.givenBack = 0;
   }
 
   /** Takes `n` units (1 by default): resolves to a decision. */
@@ -250,8 +252,11 @@ class Batched {
 
   giveBack(units) {
     if (units <= 0) return Promise.resolve();
-    // Unreturned units lapse: counted as spent, which errs toward denying.
-    return this.send(units, { refund: true }).catch(() => {});
+    return this.send(units, { refund: true }).then(
+      () => { this.givenBack += units; },
+      // Unreturned units lapse: counted as spent, which errs toward denying.
+      () => {},
+    );
   }
 
   /** Gives back every unit held. */

@@ -244,7 +244,9 @@ class Batched(_Batching):
         self._lock = threading.Lock()
         self._answered = threading.Condition(self._lock)
         self._asking = False
+        # Requests sent (grants and refunds), and the units the server took back.
         self.calls = 0
+        self.given_back = 0
 
     def acquire(self, n: int = 1) -> Decision:
         while True:
@@ -303,7 +305,8 @@ class Batched(_Batching):
         self._give_back(back)
 
     def _ask(self, quantity: int) -> Reply:
-        self.calls += 1
+        with self._lock:
+            self.calls += 1
         args, options = self.call_args(quantity, at_most=True)
         return getattr(self.client, self.command)(*args, **options)
 
@@ -311,11 +314,14 @@ class Batched(_Batching):
         if units <= 0:
             return
         args, options = self.call_args(units, refund=True)
-        try:
+        with self._lock:
             self.calls += 1
+        try:
             getattr(self.client, self.command)(*args, **options)
         except redis.RedisError:
-            pass  # Unreturned units lapse: counted as spent, which errs toward denying.
+            return  # Unreturned units lapse: counted as spent, which errs toward denying.
+        with self._lock:
+            self.given_back += units
 
     def close(self) -> None:
         with self._lock:
@@ -344,7 +350,9 @@ class AsyncBatched(_Batching):
         # Refunds run as tasks of their own, held here until done, so that a local decision
         # never waits for one.
         self._refunds: Set[asyncio.Task] = set()
+        # Requests sent (grants and refunds), and the units the server took back.
         self.calls = 0
+        self.given_back = 0
 
     async def acquire(self, n: int = 1) -> Decision:
         while True:
@@ -394,11 +402,12 @@ class AsyncBatched(_Batching):
         if units <= 0:
             return
         args, options = self.call_args(units, refund=True)
+        self.calls += 1
         try:
-            self.calls += 1
             await getattr(self.client, self.command)(*args, **options)
         except redis.RedisError:
-            pass  # Unreturned units lapse: counted as spent, which errs toward denying.
+            return  # Unreturned units lapse: counted as spent, which errs toward denying.
+        self.given_back += units
 
     async def close(self) -> None:
         await self._give_back(self.core.close(self.clock()))

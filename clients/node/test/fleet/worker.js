@@ -31,7 +31,7 @@ async function main() {
     if (decision.allowed) spent.push(decision.at);
   }
   await limiter.close();
-  fs.writeFileSync(log, spent.join('\n'));
+  fs.writeFileSync(log, JSON.stringify({ spent, givenBack: limiter.givenBack }));
   client.disconnect();
 }
 
