@@ -15,7 +15,7 @@ use crate::propagate::Propagate;
 use crate::smooth::{Smooth, Timeout};
 use crate::store::Key;
 use crate::strings::OwnedString;
-use crate::time::{Instant, MICROS_PER_MILLI};
+use crate::time::{Instant, TimeUnit, MICROS_PER_MILLI};
 
 /// The most arguments a single-key command takes, its name included
 /// (`CL.WINDOW key limit period quantity BUCKETS n MS REFUND DRYRUN ATMOST BLOCK timeout`,
@@ -46,16 +46,13 @@ pub fn run_throttle(call: &SingleCall, turn: Turn) -> Result<Answer, Error> {
     let mut decided = decide(call, limiter, request, args.at_most, now, turn)?;
     // Its changes go as the SET they amount to: it has no own form to pass.
     let change = commit(call, &mut decided, request, None, now, turn)?;
-    Ok(Answer {
-        granted: decided.granted,
-        ..Answer::single(
-            decided.verdict.outcome,
-            request,
-            change.is_some(),
-            args.unit,
-            args.block_ms,
-        )
-    })
+    Ok(answered(
+        &decided,
+        request,
+        change.is_some(),
+        args.unit,
+        args.block_ms,
+    ))
 }
 
 /// The quantity a GCRA is built for: with ATMOST, the quantity is a cap, and no call is ever
@@ -95,13 +92,7 @@ pub fn run_smooth(call: &SingleCall, turn: Turn) -> Result<Answer, Error> {
     };
     Ok(Answer {
         reply_at_ns,
-        ..Answer::single(
-            decided.verdict.outcome,
-            request,
-            change.is_some(),
-            args.params.unit,
-            None,
-        )
+        ..answered(&decided, request, change.is_some(), args.params.unit, None)
     })
 }
 
@@ -166,16 +157,13 @@ pub fn run_window(
         }
     };
     let change = commit(call, &mut decided, request, Some(propagate), now, turn)?;
-    Ok(Answer {
-        granted: decided.granted,
-        ..Answer::single(
-            decided.verdict.outcome,
-            request,
-            change.is_some(),
-            args.unit,
-            args.block_ms,
-        )
-    })
+    Ok(answered(
+        &decided,
+        request,
+        change.is_some(),
+        args.unit,
+        args.block_ms,
+    ))
 }
 
 /// `CL.LEASE key limit lease_time holder [MS] [DRYRUN] [BLOCK timeout]`, and its
@@ -199,8 +187,8 @@ pub fn run_lease(call: &SingleCall, turn: Turn) -> Result<Answer, Error> {
     };
     let mut decided = decide(call, limiter, request, false, now, turn)?;
     let change = commit(call, &mut decided, request, Some(propagate), now, turn)?;
-    Ok(Answer::single(
-        decided.verdict.outcome,
+    Ok(answered(
+        &decided,
         request,
         change.is_some(),
         args.unit,
@@ -249,6 +237,21 @@ fn decide<'a>(
         verdict,
         granted,
     })
+}
+
+/// A single-key call's answer, with its grant when it asked ATMOST. `changed` says whether
+/// the call wrote its key.
+fn answered(
+    decided: &Decided,
+    request: Request,
+    changed: bool,
+    unit: TimeUnit,
+    block_ms: Option<i64>,
+) -> Answer {
+    Answer {
+        granted: decided.granted,
+        ..Answer::single(decided.verdict.outcome, request, changed, unit, block_ms)
+    }
 }
 
 /// Writes what a decision changes, if the call may write; `own` is the call's own form, for

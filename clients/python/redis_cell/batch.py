@@ -210,11 +210,19 @@ def _options(spec: Spec):
 
 
 class _Batching:
-    """What both limiters share: the core, built from the options, and the calls' words."""
+    """What both limiters share: the core, built from the options, and the calls' words.
 
-    def __init__(self, client, limiter: Spec, *, ms: bool, horizon: Optional[float],
-                 refresh: Optional[float], share: float, max_batch: int,
-                 fallback_rate: Optional[float], clock: Callable[[], float]):
+    ``limiter`` is a :class:`Throttle`, :class:`Fixed` or :class:`Window` on one key, its
+    period in seconds or with ``ms=True`` in milliseconds. ``horizon`` (H, seconds; default a
+    tenth of the period, at most 1 s), ``refresh`` (default H / 2), ``share`` (default 0.25),
+    ``max_batch``, ``fallback_rate`` (units a second while the server is away; default none:
+    deny) and ``clock`` (monotonic, in seconds) are docs/fleet.md's knobs."""
+
+    def __init__(self, client, limiter: Spec, *, ms: bool = False,
+                 horizon: Optional[float] = None, refresh: Optional[float] = None,
+                 share: float = 0.25, max_batch: int = 1_000_000,
+                 fallback_rate: Optional[float] = None,
+                 clock: Callable[[], float] = time.monotonic):
         self.client, self.limiter, self.clock = client, limiter, clock
         self.command, self.numbers = _words(limiter, ms)
         self.options = _options(limiter)
@@ -231,16 +239,12 @@ class _Batching:
 
 
 class Batched(_Batching):
-    """A limiter of one key decided mostly in the process, over a :class:`Client`; safe
-    under threads, with one request to the server in flight at a time."""
+    """A limiter of one key decided mostly in the process, over a :class:`Client` (the
+    options are :class:`_Batching`'s); safe under threads, with one ATMOST request to the
+    server in flight at a time."""
 
-    def __init__(self, client: Client, limiter: Spec, *, ms: bool = False,
-                 horizon: Optional[float] = None, refresh: Optional[float] = None,
-                 share: float = 0.25, max_batch: int = 1_000_000,
-                 fallback_rate: Optional[float] = None,
-                 clock: Callable[[], float] = time.monotonic):
-        super().__init__(client, limiter, ms=ms, horizon=horizon, refresh=refresh, share=share,
-                         max_batch=max_batch, fallback_rate=fallback_rate, clock=clock)
+    def __init__(self, client: Client, limiter: Spec, **options):
+        super().__init__(client, limiter, **options)
         self._lock = threading.Lock()
         self._answered = threading.Condition(self._lock)
         self._asking = False
@@ -337,15 +341,10 @@ class Batched(_Batching):
 
 class AsyncBatched(_Batching):
     """:class:`Batched` for asyncio, over an :class:`AsyncClient`: safe under tasks, with one
-    request to the server in flight at a time."""
+    ATMOST request to the server in flight at a time."""
 
-    def __init__(self, client: AsyncClient, limiter: Spec, *, ms: bool = False,
-                 horizon: Optional[float] = None, refresh: Optional[float] = None,
-                 share: float = 0.25, max_batch: int = 1_000_000,
-                 fallback_rate: Optional[float] = None,
-                 clock: Callable[[], float] = time.monotonic):
-        super().__init__(client, limiter, ms=ms, horizon=horizon, refresh=refresh, share=share,
-                         max_batch=max_batch, fallback_rate=fallback_rate, clock=clock)
+    def __init__(self, client: AsyncClient, limiter: Spec, **options):
+        super().__init__(client, limiter, **options)
         self._asking: Optional[asyncio.Future] = None
         # Refunds run as tasks of their own, held here until done, so that a local decision
         # never waits for one.
