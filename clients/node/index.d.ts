@@ -265,7 +265,7 @@ export class Batched {
   constructor(cell: Cell, limiter: Limiter, options?: BatchOptions);
   /** Requests to the server made so far, grants and refunds. */
   readonly calls: number;
-  /** Units the server took back, given back as they lapsed or on close. */
+  /** Units sent back as they lapsed or on close, whether or not the server's answer came. */
   readonly givenBack: number;
   acquire(n?: number): Promise<Decision>;
   /** Gives back every unit held. */

@@ -202,7 +202,8 @@ class Batched {
       fallbackRate,
     });
     this.asking = null;
-    // Requests sent (grants and refunds), and the units the server took back.
+    // Requests sent (grants and refunds), and the units sent back (whether or not the
+    // server's answer came).
     this.calls = 0;
     this.givenBack = 0;
   }
@@ -252,11 +253,9 @@ class Batched {
 
   giveBack(units) {
     if (units <= 0) return Promise.resolve();
-    return this.send(units, { refund: true }).then(
-      () => { this.givenBack += units; },
-      // Unreturned units lapse: counted as spent, which errs toward denying.
-      () => {},
-    );
+    this.givenBack += units;
+    // Unreturned units lapse: counted as spent, which errs toward denying.
+    return this.send(units, { refund: true }).catch(() => {});
   }
 
   /** Gives back every unit held. */

@@ -248,7 +248,8 @@ class Batched(_Batching):
         self._lock = threading.Lock()
         self._answered = threading.Condition(self._lock)
         self._asking = False
-        # Requests sent (grants and refunds), and the units the server took back.
+        # Requests sent (grants and refunds), and the units sent back (whether or not the
+        # server's answer came).
         self.calls = 0
         self.given_back = 0
 
@@ -320,12 +321,11 @@ class Batched(_Batching):
         args, options = self.call_args(units, refund=True)
         with self._lock:
             self.calls += 1
+            self.given_back += units
         try:
             getattr(self.client, self.command)(*args, **options)
         except redis.RedisError:
-            return  # Unreturned units lapse: counted as spent, which errs toward denying.
-        with self._lock:
-            self.given_back += units
+            pass  # Unreturned units lapse: counted as spent, which errs toward denying.
 
     def close(self) -> None:
         with self._lock:
@@ -349,7 +349,8 @@ class AsyncBatched(_Batching):
         # Refunds run as tasks of their own, held here until done, so that a local decision
         # never waits for one.
         self._refunds: Set[asyncio.Task] = set()
-        # Requests sent (grants and refunds), and the units the server took back.
+        # Requests sent (grants and refunds), and the units sent back (whether or not the
+        # server's answer came).
         self.calls = 0
         self.given_back = 0
 
@@ -402,11 +403,11 @@ class AsyncBatched(_Batching):
             return
         args, options = self.call_args(units, refund=True)
         self.calls += 1
+        self.given_back += units
         try:
             await getattr(self.client, self.command)(*args, **options)
         except redis.RedisError:
-            return  # Unreturned units lapse: counted as spent, which errs toward denying.
-        self.given_back += units
+            pass  # Unreturned units lapse: counted as spent, which errs toward denying.
 
     async def close(self) -> None:
         await self._give_back(self.core.close(self.clock()))
