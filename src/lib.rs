@@ -23,6 +23,7 @@ pub mod lease;
 pub mod limiter;
 pub mod line_order;
 pub mod smooth;
+pub mod top;
 pub mod window;
 
 // The FFI.
