@@ -23,13 +23,14 @@ LAYERS = [
     ("ffi", ["ffi", "register", "strings", "alloc"]),
     (
         "effects",
-        ["store", "propagate", "blocked", "clock", "reply", "counters", "resetstat", "info", "lines",
-         "redirect"],
+        ["store", "propagate", "blocked", "clock", "reply", "counters", "denied", "resetstat", "info",
+         "lines", "redirect"],
     ),
     (
         "commands",
         ["commands", "commands::call", "commands::answer", "commands::state",
-         "commands::single", "commands::release", "commands::holders", "commands::all"],
+         "commands::single", "commands::release", "commands::holders", "commands::all",
+         "commands::top"],
     ),
     ("blocking", ["blocking", "delayed"]),
     ("entry", ["entry"]),

@@ -64,6 +64,7 @@ fn value(value: Value) -> &'static str {
         Value::Holder => "holder",
         Value::Instant => "instant",
         Value::Timeout => "timeout",
+        Value::Listed => "listed",
     }
 }
 

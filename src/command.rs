@@ -10,11 +10,12 @@ pub enum Command {
     Release,
     Holders,
     Smooth,
+    Top,
 }
 
 impl Command {
     /// Every command, in the order INFO shows them.
-    pub const ALL: [Command; 8] = [
+    pub const ALL: [Command; 9] = [
         Command::Throttle,
         Command::Fixed,
         Command::Window,
@@ -23,6 +24,7 @@ impl Command {
         Command::Release,
         Command::Holders,
         Command::Smooth,
+        Command::Top,
     ];
 
     /// The name as the server knows it, and as its errors quote it.
@@ -36,6 +38,7 @@ impl Command {
             Command::Release => "cl.release",
             Command::Holders => "cl.holders",
             Command::Smooth => "cl.smooth",
+            Command::Top => "cl.top",
         }
     }
 }

@@ -29,6 +29,9 @@ enum Access {
     Frees,
     /// CL.HOLDERS only reads, O(N) in the leases it lists, as SMEMBERS.
     Reads,
+    /// CL.TOP lists keys, which can be personal data, across the node: an operator's
+    /// command, as SLOWLOG is, outside the category apps are granted.
+    Admin,
 }
 
 impl Access {
@@ -40,6 +43,8 @@ impl Access {
             (Access::Decides, _) => c"write deny-oom fast blocking",
             (Access::Frees, _) => c"write fast",
             (Access::Reads, _) => c"readonly",
+            // Not readonly, which would put it in @read.
+            (Access::Admin, _) => c"admin",
         }
     }
 
@@ -50,6 +55,7 @@ impl Access {
             Access::Decides => (c"write fast blocking", c"write fast blocking ratelimit"),
             Access::Frees => (c"write fast", c"write fast ratelimit"),
             Access::Reads => (c"read", c"read ratelimit"),
+            Access::Admin => (c"admin dangerous", c"admin dangerous"),
         }
     }
 
@@ -60,7 +66,7 @@ impl Access {
             }
             // As SREM's: it removes from what the key holds.
             Access::Frees => KeySpecFlags::READ_WRITE | KeySpecFlags::DELETE,
-            Access::Reads => KeySpecFlags::READ_ONLY | KeySpecFlags::ACCESS,
+            Access::Reads | Access::Admin => KeySpecFlags::READ_ONLY | KeySpecFlags::ACCESS,
         }
     }
 }
@@ -88,6 +94,8 @@ enum Keys {
     First,
     /// `numkeys key [key ...]` from the first argument, as EVAL and ZUNION have them.
     Counted,
+    /// None: the command speaks of the node (CL.TOP).
+    None,
 }
 
 #[derive(Clone, Copy)]
@@ -201,7 +209,7 @@ const fn param_summary(param: Param, command: Name) -> &'static CStr {
     }
 }
 
-const COMMANDS: [Command; 8] = [
+const COMMANDS: [Command; 9] = [
     Command {
         command: Name::Throttle,
         name: c"cl.throttle",
@@ -281,6 +289,16 @@ const COMMANDS: [Command; 8] = [
         arity: -4,
         summary: c"Rate limits a key as Guava's RateLimiter does: permits per period, a free call goes at once and the next pays for it, bursty or warming up. Replies [limited, limit, remaining, retry_after, reset_after].",
         complexity: c"O(1)",
+    },
+    Command {
+        command: Name::Top,
+        name: c"cl.top",
+        handler: entry::top,
+        access: Access::Admin,
+        keys: Keys::None,
+        arity: -1,
+        summary: c"Lists the keys this node denied most over this minute and the one before: key, denied calls, the most that count may exceed the truth, key, ... the most denied first.",
+        complexity: c"O(k log k) for the k entries of each minute's list (redis-cell.top-keys).",
     },
 ];
 
@@ -369,6 +387,7 @@ const fn summary(opt: Opt, command: Name) -> &'static CStr {
         (Opt::Detail, _) => c"Reply with every limiter's answer, in key order.",
         (Opt::AtMost, Name::All) => c"Take the most units, up to quantity, that every limiter admits now, and reply with that count sixth (granted); not with REFUND.",
         (Opt::AtMost, _) => c"Take the most units, up to quantity, that fit now, and reply with that count sixth (granted); not with REFUND or COUNTDENIED.",
+        (Opt::Count, _) => c"How many keys to list (default 10; past the list's size, redis-cell.top-keys, all it holds).",
         (Opt::Holder, _) => c"Who holds the LEASE limiters' leases (required with one): 1 to 255 bytes.",
         (Opt::At, _) => c"The primary's instant, from the replication stream or the AOF only.",
         (Opt::Block, Name::Lease) => c"When denied, wait up to this many milliseconds (0: as long as it takes) for a free slot, behind the calls that waited first.",
@@ -406,7 +425,7 @@ fn register_command(ctx: *mut raw::RedisModuleCtx, command: &Command) -> Result<
     // describes them.
     let first_key = match command.keys {
         Keys::First => 1,
-        Keys::Counted => 0,
+        Keys::Counted | Keys::None => 0,
     };
     let flags = command.access.flags(&command.keys);
     register::create_command(ctx, command.name, Some(command.handler), flags, first_key)?;
@@ -431,15 +450,23 @@ fn register_command(ctx: *mut raw::RedisModuleCtx, command: &Command) -> Result<
         return Ok(());
     }
     let find_keys = match command.keys {
-        Keys::First => FindKeys::new_range(0, 1, 0),
-        Keys::Counted => FindKeys::new_keys_num(0, 1, 1),
+        Keys::First => Some(FindKeys::new_range(0, 1, 0)),
+        Keys::Counted => Some(FindKeys::new_keys_num(0, 1, 1)),
+        Keys::None => None,
     };
-    let key_specs = get_redis_key_spec(vec![KeySpec::new(
-        None,
-        command.access.key_flags(),
-        BeginSearch::new_index(1),
-        find_keys,
-    )]);
+    let key_specs = get_redis_key_spec(
+        find_keys
+            .map(|find_keys| {
+                KeySpec::new(
+                    None,
+                    command.access.key_flags(),
+                    BeginSearch::new_index(1),
+                    find_keys,
+                )
+            })
+            .into_iter()
+            .collect(),
+    );
     // Subarguments first: the arrays of each level must outlive SetCommandInfo.
     let mut arrays = Vec::new();
     let command_args = command.args();

@@ -91,6 +91,7 @@ static LEASE: Counters = Counters::new();
 static RELEASE: Counters = Counters::new();
 static HOLDERS: Counters = Counters::new();
 static SMOOTH: Counters = Counters::new();
+static TOP: Counters = Counters::new();
 /// A command's counters.
 pub fn of(command: Command) -> &'static Counters {
     match command {
@@ -102,6 +103,7 @@ pub fn of(command: Command) -> &'static Counters {
         Command::Release => &RELEASE,
         Command::Holders => &HOLDERS,
         Command::Smooth => &SMOOTH,
+        Command::Top => &TOP,
     }
 }
 

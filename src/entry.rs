@@ -1,5 +1,6 @@
 //! Every way the server calls into this module, each behind one guard: the commands, the
-//! waiters' timer and blocked-client callbacks, the command filter and the INFO section.
+//! waiters' timer and blocked-client callbacks, the command filter, the INFO section and the
+//! module's configuration.
 //!
 //! The guard settles a pending CONFIG RESETSTAT first, so that nothing is counted or shown
 //! against counters the server has already reset; then it runs the body under
@@ -8,7 +9,8 @@
 //! and nothing else. Here too the command's answer is sent, or its call parked: the one
 //! decision between a command body and blocking.
 
-use std::os::raw::{c_int, c_void};
+use std::os::raw::{c_char, c_int, c_longlong, c_void};
+use std::ptr;
 
 use redis_module::raw;
 
@@ -20,6 +22,7 @@ use crate::commands::answer::{self, Answer};
 use crate::commands::call::Caller;
 use crate::decimal::parse_i64;
 use crate::delayed;
+use crate::denied;
 use crate::error::Error;
 use crate::ffi::{catch_defect, context_flags, may_wait, string_bytes, REPLAYED};
 use crate::info;
@@ -57,6 +60,29 @@ fn guard_callback(ctx: *mut raw::RedisModuleCtx, body: impl FnOnce(), on_panic: 
     guard(ctx, Some(Point::Callback), body, on_panic);
 }
 
+/// `redis-cell.top-keys`, read: CL.TOP's entries a minute.
+pub unsafe extern "C" fn get_top_keys(_name: *const c_char, _data: *mut c_void) -> c_longlong {
+    let size = guard(ptr::null_mut(), None, denied::size, || denied::DEFAULT_SIZE);
+    c_longlong::try_from(size).unwrap_or(c_longlong::MAX)
+}
+
+/// `redis-cell.top-keys`, set (within the bounds the server checks first): the list as it
+/// stood is forgotten.
+pub unsafe extern "C" fn set_top_keys(
+    _name: *const c_char,
+    value: c_longlong,
+    _data: *mut c_void,
+    _error: *mut *mut raw::RedisModuleString,
+) -> c_int {
+    guard(
+        ptr::null_mut(),
+        None,
+        || denied::resize(usize::try_from(value).unwrap_or(1)),
+        || {},
+    );
+    raw::REDISMODULE_OK as c_int
+}
+
 /// A command call, guarded: its answer sent, or the call parked.
 #[inline(always)]
 fn command(
@@ -73,7 +99,7 @@ fn command(
         ctx,
         Some(point),
         || dispatch(ctx, argv, argc, command, flags),
-        || answer_now(ctx, command, flags, Err(Error::Internal)),
+        || answer_now(ctx, command, flags, Err(Error::Internal), &[]),
     );
     raw::REDISMODULE_OK as c_int
 }
@@ -117,7 +143,7 @@ fn dispatch(
             ..
         }) if caller.may_wait => {
             let at_ns = *at_ns;
-            answer::record(command, &result);
+            answer::record(command, &result, args());
             if let Err(result) = delayed::delay(ctx, result, at_ns, &CALLBACKS) {
                 answer::send(ctx, result);
             }
@@ -132,19 +158,21 @@ fn dispatch(
         }
         _ => {}
     }
-    answer_now(ctx, command, flags, result);
+    answer_now(ctx, command, flags, result, args());
 }
 
-/// Counts a call's answer (unless replayed: the counters are the clients') and sends it.
+/// Counts a call's answer (unless replayed: the counters are the clients') and sends it;
+/// `args` are its arguments, its name first.
 #[inline(always)]
 fn answer_now(
     ctx: *mut raw::RedisModuleCtx,
     command: Command,
     flags: u32,
     result: Result<Answer, Error>,
+    args: &[*mut raw::RedisModuleString],
 ) {
     if flags & REPLAYED == 0 {
-        answer::record(command, &result);
+        answer::record(command, &result, args);
     }
     answer::send(ctx, result);
 }
@@ -216,8 +244,17 @@ pub extern "C" fn holders(
     command(ctx, argv, argc, Command::Holders)
 }
 
+/// `CL.TOP [COUNT n]`
+pub extern "C" fn top(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> c_int {
+    command(ctx, argv, argc, Command::Top)
+}
+
 /// `CL.ALL numkeys key [key ...] limiter [limiter ...] [QUANTITY quantity] [MS] [REFUND]
-/// [DRYRUN] [DETAIL] [HOLDER holder] [BLOCK timeout]`, and the server's question of where its keys are.
+/// [DRYRUN] [DETAIL] [HOLDER holder] [ATMOST] [BLOCK timeout]`, and the server's question of where its keys are.
 pub extern "C" fn all(
     ctx: *mut raw::RedisModuleCtx,
     argv: *mut *mut raw::RedisModuleString,

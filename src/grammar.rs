@@ -40,6 +40,7 @@ pub enum Opt {
     Detail,
     Holder,
     AtMost,
+    Count,
     At,
     Block,
 }
@@ -63,6 +64,8 @@ pub enum Value {
     Instant,
     /// A wait in milliseconds, 0 meaning as long as it takes.
     Timeout,
+    /// How many to list: an integer of at least 1.
+    Listed,
 }
 
 /// How an option constrains the others, checked once every value is read.
@@ -129,7 +132,7 @@ impl Commands {
     }
 }
 
-use Command::{All, Fixed, Holders, Lease, Release, Smooth, Throttle, Window};
+use Command::{All, Fixed, Holders, Lease, Release, Smooth, Throttle, Top, Window};
 
 /// The limiters that take `MS`, `DRYRUN` and `BLOCK`.
 const WAITERS: Commands = Commands::of(&[Throttle, Fixed, Window, All, Lease, Smooth]);
@@ -158,7 +161,7 @@ const fn row(
 }
 
 /// The table, indexed by `Opt`.
-pub const OPTIONS: [Row; 14] = [
+pub const OPTIONS: [Row; 15] = [
     Row {
         positional: Commands::of(&[Throttle, Fixed, Window, Smooth]),
         ..row(
@@ -242,6 +245,12 @@ pub const OPTIONS: [Row; 14] = [
         ],
         ..row(Opt::AtMost, (c"ATMOST", c"atmost"), Value::Flag, REFUNDERS)
     },
+    row(
+        Opt::Count,
+        (c"COUNT", c"n"),
+        Value::Listed,
+        Commands::of(&[Top]),
+    ),
     row(Opt::At, (c"AT", c"unix-ms"), Value::Instant, REPLICATED),
     Row {
         refusal: Some((Commands::of(&[Release]), Error::NoBlock)),
@@ -444,6 +453,7 @@ impl<'w, 'a> Given<'w, 'a> {
                 Opt::Holder => values.holder = Some(holder_name(text)?),
                 Opt::At => values.at_ms = Some(instant_ms(text)?),
                 Opt::Block => values.block_ms = Some(block_timeout(text)?),
+                Opt::Count => values.count = Some(integer(text, "COUNT", 1)?),
                 _ => return Err(Error::Internal),
             }
         }
@@ -493,6 +503,8 @@ pub struct Values<'a> {
     pub holder: Option<&'a [u8]>,
     pub at_ms: Option<i64>,
     pub block_ms: Option<i64>,
+    /// CL.TOP's `COUNT n`.
+    pub count: Option<i64>,
 }
 
 impl Values<'_> {
@@ -514,6 +526,7 @@ impl Values<'_> {
         holder: None,
         at_ms: None,
         block_ms: None,
+        count: None,
     };
 }
 

@@ -36,6 +36,7 @@ mod strings;
 mod blocked;
 mod clock;
 mod counters;
+mod denied;
 mod info;
 mod lines;
 mod propagate;
@@ -97,6 +98,7 @@ fn on_load(ctx: &Context, _args: &[RedisString]) -> Status {
 fn on_unload(ctx: &Context) -> Status {
     status(entry::guard_load(ctx.ctx, || {
         free_words();
+        denied::free();
         true
     }))
 }
@@ -124,6 +126,18 @@ fn load(ctx: &Context) -> Status {
     if let Err(reason) = command_table::register_all(ctx.ctx) {
         free_words();
         ffi::log_warning(ctx.ctx, &format!("redis-cell: {reason}: not loading"));
+        return Status::Err;
+    }
+    // CL.TOP's entries a minute: `redis-cell.top-keys`.
+    let bounds = (denied::DEFAULT_SIZE as i64, 1, denied::MAX_SIZE as i64);
+    let get = Some(entry::get_top_keys as _);
+    let set = Some(entry::set_top_keys as _);
+    if !register::numeric_config(ctx.ctx, c"top-keys", bounds, get, set) {
+        free_words();
+        ffi::log_warning(
+            ctx.ctx,
+            "redis-cell: the server refused redis-cell.top-keys (1 to 65536): not loading",
+        );
         return Status::Err;
     }
     // Last, after every step that can fail: Redis 7.0 does not remove the command filters of

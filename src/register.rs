@@ -147,3 +147,42 @@ pub fn report_key(ctx: *mut raw::RedisModuleCtx, position: c_int, flags: c_int) 
         unsafe { key_at(ctx, position, flags) };
     }
 }
+
+/// Registers a numeric module configuration (`<module>.<name>`, settable in redis.conf, with
+/// `MODULE LOADEX … CONFIG` and `CONFIG SET`), then loads the values the server was given,
+/// where the server has module configurations. False when it refuses them (a value out of
+/// range in redis.conf): the load must fail.
+pub fn numeric_config(
+    ctx: *mut raw::RedisModuleCtx,
+    name: &CStr,
+    (default, min, max): (i64, i64, i64),
+    get: raw::RedisModuleConfigGetNumericFunc,
+    set: raw::RedisModuleConfigSetNumericFunc,
+) -> bool {
+    // SAFETY: API pointers, filled in at load; called from OnLoad with the module's context,
+    // the name a static C string.
+    let (Some(register), Some(load)) =
+        (unsafe { raw::RedisModule_RegisterNumericConfig }, unsafe {
+            raw::RedisModule_LoadConfigs
+        })
+    else {
+        return true;
+    };
+    let flags = raw::REDISMODULE_CONFIG_DEFAULT;
+    let registered = unsafe {
+        register(
+            ctx,
+            name.as_ptr(),
+            default,
+            flags,
+            min,
+            max,
+            get,
+            set,
+            None,
+            std::ptr::null_mut(),
+        )
+    };
+    registered == raw::REDISMODULE_OK as c_int
+        && unsafe { load(ctx) } == raw::REDISMODULE_OK as c_int
+}

@@ -72,6 +72,25 @@ pub(crate) fn send_pairs(ctx: *mut raw::RedisModuleCtx, pairs: &[(Vec<u8>, i64)]
     }
 }
 
+/// Sends names with two numbers each, as one flat array `name, number, number, …`.
+pub(crate) fn send_triples(ctx: *mut raw::RedisModuleCtx, triples: &[(Vec<u8>, i64, i64)]) {
+    // SAFETY: as in `send_pairs`.
+    unsafe {
+        if let (Some(array), Some(buffer), Some(integer)) = (
+            raw::RedisModule_ReplyWithArray,
+            raw::RedisModule_ReplyWithStringBuffer,
+            raw::RedisModule_ReplyWithLongLong,
+        ) {
+            array(ctx, (triples.len() * 3) as c_long);
+            for (name, first, second) in triples {
+                buffer(ctx, name.as_ptr().cast(), name.len());
+                integer(ctx, *first as c_longlong);
+                integer(ctx, *second as c_longlong);
+            }
+        }
+    }
+}
+
 /// Sends `error` as an error reply to the calling client.
 pub(crate) fn send_error(ctx: *mut raw::RedisModuleCtx, error: Error) {
     send_error_text(ctx, &error.to_c_string());

@@ -17,6 +17,7 @@ use redis_module::raw;
 
 use crate::command::Command;
 use crate::counters;
+use crate::denied;
 use crate::ffi::{string_bytes, with_info_section, InfoSection};
 
 /// Where the counters are settled.
@@ -131,6 +132,7 @@ fn settle_seen(state: u8, point: Point) {
     let reset = now.shows_reset_since(&then);
     if reset {
         counters::reset();
+        denied::reset();
     }
     if state == SEEN && point == Point::Callback && !reset && !now.shows_refusal_since(&then) {
         return;

@@ -88,6 +88,11 @@ impl Held {
     pub fn get(&self, range: Range<usize>) -> Option<&[*mut raw::RedisModuleString]> {
         self.0.get(range)
     }
+
+    /// Every argument, the command's name first.
+    pub fn all(&self) -> &[*mut raw::RedisModuleString] {
+        &self.0
+    }
 }
 
 impl Drop for Held {

@@ -25,34 +25,33 @@ pub const KEY_BYTES: usize = 128;
 /// The span of one summary.
 pub const MINUTE_MS: i64 = 60_000;
 
-/// One key's place in a summary.
-#[derive(Debug, Clone)]
+/// The most entries a minute keeps: their places fit 16 bits.
+pub const MAX_ENTRIES: usize = 1 << 16;
+
+/// One key's figures in a summary, beside its bytes (kept apart, so that each array is a
+/// size the allocator serves without rounding up: 128 bytes a key, 12 an entry). A minute's
+/// count of one key's denials fits 32 bits (4 billion calls a minute on one node is far past
+/// what a server answers), and saturates there.
+#[derive(Debug, Clone, Copy)]
 struct Entry {
-    key: [u8; KEY_BYTES],
-    len: u8,
-    count: u64,
+    count: u32,
     /// The count it started from, inherited from the entry it replaced.
-    error: u64,
+    error: u32,
     /// Where it is in the heap.
-    place: u32,
+    place: u16,
+    /// How many of its key's bytes are the key.
+    len: u8,
 }
 
-impl Entry {
-    fn key(&self) -> &[u8] {
-        self.key.get(..usize::from(self.len)).unwrap_or_default()
-    }
-}
-
-/// One minute's space-saving summary: the entries, a min-heap of them by count, and an index
-/// by key.
+/// One minute's space-saving summary: the keys and their entries, a min-heap of them by
+/// count, and an index by key.
 #[derive(Debug, Default)]
 struct Summary {
+    keys: Vec<[u8; KEY_BYTES]>,
     entries: Vec<Entry>,
     /// Indices into `entries`, the least counted first.
-    heap: Vec<u32>,
-    index: HashTable<u32>,
-    /// The denials counted this minute.
-    total: u64,
+    heap: Vec<u16>,
+    index: HashTable<u16>,
 }
 
 /// A key as a summary keeps it: its first `KEY_BYTES` bytes.
@@ -60,125 +59,144 @@ fn kept(key: &[u8]) -> &[u8] {
     key.get(..KEY_BYTES).unwrap_or(key)
 }
 
+/// The key of entry `at`.
+fn key_at<'a>(keys: &'a [[u8; KEY_BYTES]], entries: &[Entry], at: usize) -> &'a [u8] {
+    match (keys.get(at), entries.get(at)) {
+        (Some(key), Some(entry)) => key.get(..usize::from(entry.len)).unwrap_or_default(),
+        _ => &[],
+    }
+}
+
 impl Summary {
     fn with_capacity(k: usize) -> Summary {
         Summary {
+            keys: Vec::with_capacity(k),
             entries: Vec::with_capacity(k),
             heap: Vec::with_capacity(k),
             index: HashTable::with_capacity(k),
-            total: 0,
         }
     }
 
     fn clear(&mut self) {
+        self.keys.clear();
         self.entries.clear();
         self.heap.clear();
         self.index.clear();
-        self.total = 0;
     }
 
-    fn find(&self, key: &[u8], hasher: &RandomState) -> Option<&Entry> {
-        let entries = &self.entries;
+    fn find(&self, key: &[u8], hasher: &RandomState) -> Option<Entry> {
+        let (keys, entries) = (&self.keys, &self.entries);
         let at = self.index.find(hasher.hash_one(key), |&at| {
-            entries
-                .get(at as usize)
-                .is_some_and(|entry| entry.key() == key)
+            key_at(keys, entries, usize::from(at)) == key
         })?;
-        entries.get(*at as usize)
+        entries.get(usize::from(*at)).copied()
+    }
+
+    /// Every key the summary holds.
+    fn held(&self) -> impl Iterator<Item = &[u8]> {
+        (0..self.entries.len()).map(|at| key_at(&self.keys, &self.entries, at))
     }
 
     /// The least count, when the summary is full: what a key it does not hold may have had.
-    fn least(&self, k: usize) -> u64 {
+    fn least(&self, k: usize) -> u32 {
         if self.entries.len() < k {
             return 0;
         }
         self.heap
             .first()
-            .and_then(|&at| self.entries.get(at as usize))
+            .and_then(|&at| self.entries.get(usize::from(at)))
             .map_or(0, |entry| entry.count)
     }
 
-    /// Counts one denial of `key` (already cut to `KEY_BYTES`).
+    /// Counts one denial of `key` (already cut to `KEY_BYTES`), in a summary of `k` entries
+    /// at most.
     fn record(&mut self, key: &[u8], hasher: &RandomState, k: usize) {
-        self.total = self.total.saturating_add(1);
         let hash = hasher.hash_one(key);
         let Summary {
+            keys,
             entries,
             heap,
             index,
-            ..
         } = self;
-        let same = |at: &u32| entries.get(*at as usize).is_some_and(|e| e.key() == key);
+        let same = |at: &u16| key_at(keys, entries, usize::from(*at)) == key;
         if let Some(&at) = index.find(hash, same) {
-            if let Some(entry) = entries.get_mut(at as usize) {
+            if let Some(entry) = entries.get_mut(usize::from(at)) {
                 entry.count = entry.count.saturating_add(1);
-                let place = entry.place as usize;
+                let place = usize::from(entry.place);
                 sift_down(heap, entries, place);
             }
             return;
         }
-        let mut fresh = Entry {
-            key: [0; KEY_BYTES],
-            len: key.len().min(KEY_BYTES) as u8,
-            count: 1,
-            error: 0,
-            place: 0,
-        };
-        if let Some(slot) = fresh.key.get_mut(..key.len()) {
+        let mut bytes = [0; KEY_BYTES];
+        if let Some(slot) = bytes.get_mut(..key.len()) {
             slot.copy_from_slice(key);
         }
-        let rehash = |entries: &Vec<Entry>, at: &u32| {
-            entries
-                .get(*at as usize)
-                .map_or(0, |entry| hasher.hash_one(entry.key()))
+        let len = key.len().min(KEY_BYTES) as u8;
+        let rehash = |keys: &Vec<[u8; KEY_BYTES]>, entries: &Vec<Entry>, at: &u16| {
+            hasher.hash_one(key_at(keys, entries, usize::from(*at)))
         };
-        if entries.len() < k {
-            let at = entries.len() as u32;
-            fresh.place = heap.len() as u32;
-            entries.push(fresh);
+        if entries.len() < k.min(MAX_ENTRIES) {
+            let Ok(at) = u16::try_from(entries.len()) else {
+                return;
+            };
+            let Ok(place) = u16::try_from(heap.len()) else {
+                return;
+            };
+            keys.push(bytes);
+            entries.push(Entry {
+                count: 1,
+                error: 0,
+                place,
+                len,
+            });
             heap.push(at);
             let last = heap.len() - 1;
             sift_up(heap, entries, last);
-            index.insert_unique(hash, at, |at| rehash(entries, at));
+            index.insert_unique(hash, at, |at| rehash(keys, entries, at));
             return;
         }
         // Full: the least counted entry gives its place up.
         let Some(&at) = heap.first() else { return };
-        let Some((least, old)) = entries
-            .get(at as usize)
-            .map(|entry| (entry.count, hasher.hash_one(entry.key())))
-        else {
+        let slot = usize::from(at);
+        let Some(least) = entries.get(slot).map(|entry| entry.count) else {
             return;
         };
+        let old = hasher.hash_one(key_at(keys, entries, slot));
         if let Ok(found) = index.find_entry(old, |&i| i == at) {
             found.remove();
         }
-        fresh.count = least.saturating_add(1);
-        fresh.error = least;
-        fresh.place = 0;
-        if let Some(slot) = entries.get_mut(at as usize) {
-            *slot = fresh;
+        if let (Some(stored), Some(entry)) = (keys.get_mut(slot), entries.get_mut(slot)) {
+            *stored = bytes;
+            *entry = Entry {
+                count: least.saturating_add(1),
+                error: least,
+                place: 0,
+                len,
+            };
         }
         sift_down(heap, entries, 0);
-        index.insert_unique(hash, at, |at| rehash(entries, at));
+        index.insert_unique(hash, at, |at| rehash(keys, entries, at));
     }
 }
 
-fn count_at(heap: &[u32], entries: &[Entry], place: usize) -> Option<u64> {
+fn count_at(heap: &[u16], entries: &[Entry], place: usize) -> Option<u32> {
     let at = *heap.get(place)?;
-    entries.get(at as usize).map(|entry| entry.count)
+    entries.get(usize::from(at)).map(|entry| entry.count)
 }
 
-fn swap(heap: &mut [u32], entries: &mut [Entry], a: usize, b: usize) {
+fn swap(heap: &mut [u16], entries: &mut [Entry], a: usize, b: usize) {
     heap.swap(a, b);
     for place in [a, b] {
-        if let Some(entry) = heap.get(place).and_then(|&at| entries.get_mut(at as usize)) {
-            entry.place = place as u32;
+        let at = heap.get(place).map(|&at| usize::from(at));
+        if let (Some(entry), Ok(place)) =
+            (at.and_then(|at| entries.get_mut(at)), u16::try_from(place))
+        {
+            entry.place = place;
         }
     }
 }
 
-fn sift_up(heap: &mut [u32], entries: &mut [Entry], mut place: usize) {
+fn sift_up(heap: &mut [u16], entries: &mut [Entry], mut place: usize) {
     while place > 0 {
         let parent = (place - 1) / 2;
         match (
@@ -194,7 +212,7 @@ fn sift_up(heap: &mut [u32], entries: &mut [Entry], mut place: usize) {
     }
 }
 
-fn sift_down(heap: &mut [u32], entries: &mut [Entry], mut place: usize) {
+fn sift_down(heap: &mut [u16], entries: &mut [Entry], mut place: usize) {
     loop {
         let mut least = place;
         for child in [2 * place + 1, 2 * place + 2] {
@@ -240,7 +258,7 @@ impl Top {
     /// denial.
     pub fn new(k: usize) -> Top {
         Top {
-            k: k.max(1),
+            k: k.clamp(1, MAX_ENTRIES),
             minute: i64::MIN,
             current: Summary::default(),
             previous: Summary::default(),
@@ -272,7 +290,7 @@ impl Top {
     /// Counts one denied call of `key` at `now_ms`.
     pub fn record(&mut self, key: &[u8], now_ms: i64) {
         self.roll(now_ms);
-        if self.current.entries.capacity() == 0 {
+        if self.current.keys.capacity() == 0 {
             self.current = Summary::with_capacity(self.k);
         }
         self.current.record(kept(key), &self.hasher, self.k);
@@ -294,18 +312,17 @@ impl Top {
                 let (count, error) = summary
                     .find(key, &self.hasher)
                     .map_or((least, least), |entry| (entry.count, entry.error));
-                listed.denied = listed.denied.saturating_add(count);
-                listed.error = listed.error.saturating_add(error);
+                listed.denied = listed.denied.saturating_add(u64::from(count));
+                listed.error = listed.error.saturating_add(u64::from(error));
             }
             listed
         };
-        let mut listed: Vec<Listed> = current.entries.iter().map(|e| figures(e.key())).collect();
+        let mut listed: Vec<Listed> = current.held().map(figures).collect();
         listed.extend(
             previous
-                .entries
-                .iter()
-                .filter(|e| current.find(e.key(), &self.hasher).is_none())
-                .map(|e| figures(e.key())),
+                .held()
+                .filter(|key| current.find(key, &self.hasher).is_none())
+                .map(figures),
         );
         listed.sort_unstable_by(|a, b| b.denied.cmp(&a.denied).then_with(|| a.key.cmp(&b.key)));
         listed.truncate(n);
@@ -321,8 +338,9 @@ impl Top {
     /// A new size: the summaries are kept only at the size they were made for, so a change
     /// forgets them.
     pub fn resize(&mut self, k: usize) {
-        if k.max(1) != self.k {
-            self.k = k.max(1);
+        let k = k.clamp(1, MAX_ENTRIES);
+        if k != self.k {
+            self.k = k;
             self.clear();
         }
     }

@@ -112,7 +112,20 @@ export const commands: {
   holders(key: Key, options?: HoldersOptions): Words;
   smooth(key: Key, permits: Integer, period: Integer, options?: SmoothOptions): Words;
   all(limiters: readonly Limiter[], options?: AllOptions & { detail?: boolean }): Words;
+  top(options?: TopOptions): Words;
 };
+
+export interface TopOptions {
+  /** How many keys to list (default 10). */
+  count?: Integer;
+}
+
+/** One of the keys a node denied most: its denied calls, and the most that may exceed the truth. */
+export interface Denied {
+  key: string;
+  denied: number;
+  error: number;
+}
 
 /**
  * The module's commands over an ioredis or node-redis client, a server's or a cluster's,
@@ -132,6 +145,8 @@ export class Cell {
   /** The binding limiter's reply, or with `detail` each limiter's in key order. */
   all(limiters: readonly Limiter[], options: AllOptions & { detail: true }): Promise<Reply[]>;
   all(limiters: readonly Limiter[], options?: AllOptions & { detail?: false }): Promise<Reply>;
+  /** The keys this node denied most over this minute and the one before: the module's alone. */
+  top(options?: TopOptions): Promise<Denied[]>;
   all(limiters: readonly Limiter[], options?: AllOptions & { detail?: boolean }): Promise<Reply | Reply[]>;
   /** A command's words, sent as routed; its raw reply. */
   command(words: Words): Promise<unknown>;
@@ -166,6 +181,12 @@ export class RateLimiterCell extends RateLimiterRedis {
 export class ModuleMissingError extends Error {
   constructor(cause?: Error);
   readonly name: 'ModuleMissingError';
+}
+
+/** A command only the module answers (CL.TOP), called where the calls go to the library. */
+export class NeedsModuleError extends Error {
+  constructor(command: string);
+  readonly name: 'NeedsModuleError';
 }
 
 /** The server's library is older than the adapter, which was told not to replace it. */

@@ -4,7 +4,7 @@
 // store (lib/store.js) and rate-limiter-flexible's adapter (lib/adapter.js).
 
 const { Cell, Reply, commands, throttle, fixed, window, lease } = require('./lib/cell');
-const { LibraryTooOldError, ModuleMissingError } = require('./lib/errors');
+const { LibraryTooOldError, ModuleMissingError, NeedsModuleError } = require('./lib/errors');
 const {
   RouteLimiter, clientAddress, header, user,
 } = require('./lib/express');
@@ -46,6 +46,7 @@ module.exports = {
   header,
   lease,
   LibraryTooOldError,
+  NeedsModuleError,
   ModuleMissingError,
   RateLimiterCell,
   throttle,

@@ -204,11 +204,15 @@ GRAMMAR_OPTIONS = {
     takers = { ['cl.throttle'] = true, ['cl.fixed'] = true, ['cl.window'] = true, ['cl.all'] = true },
     positional = {},
     refused = { ['cl.lease'] = 'ERR cl.lease grants no part of a call: ATMOST is not one of its arguments', ['cl.smooth'] = 'ERR cl.smooth grants no part of a call: ATMOST is not one of its arguments' }, rules = { { rule = 'excludes', other = 'REFUND', error = 'ERR ATMOST and REFUND options at the same time are not compatible' }, { rule = 'excludes', other = 'COUNTDENIED', error = 'ERR ATMOST and COUNTDENIED options at the same time are not compatible' } } },
-  { index = 13, keyword = 'AT', value = 'instant',
+  { index = 13, keyword = 'COUNT', value = 'listed',
+    takers = { ['cl.top'] = true },
+    positional = {},
+    refused = false, rules = false },
+  { index = 14, keyword = 'AT', value = 'instant',
     takers = { ['cl.fixed'] = true, ['cl.window'] = true, ['cl.lease'] = true, ['cl.release'] = true },
     positional = {},
     refused = false, rules = false },
-  { index = 14, keyword = 'BLOCK', value = 'timeout',
+  { index = 15, keyword = 'BLOCK', value = 'timeout',
     takers = { ['cl.throttle'] = true, ['cl.fixed'] = true, ['cl.window'] = true, ['cl.all'] = true, ['cl.lease'] = true, ['cl.smooth'] = true },
     positional = {},
     refused = { ['cl.release'] = 'ERR cl.release does not wait: BLOCK is not one of its arguments' }, rules = false },
@@ -320,7 +324,7 @@ function grammar_params(integer, holder)
 end
 
 -- How many parameters each command takes after its key.
-GRAMMAR_PARAMS = { ['cl.throttle'] = 3, ['cl.fixed'] = 2, ['cl.window'] = 2, ['cl.lease'] = 3, ['cl.release'] = 1, ['cl.holders'] = 0, ['cl.smooth'] = 2 }
+GRAMMAR_PARAMS = { ['cl.throttle'] = 3, ['cl.fixed'] = 2, ['cl.window'] = 2, ['cl.lease'] = 3, ['cl.release'] = 1, ['cl.holders'] = 0, ['cl.smooth'] = 2, ['cl.top'] = 0 }
 
 -- CL.ALL's count of keys.
 GRAMMAR_NUMKEYS = { min = 1, max = 16 }

@@ -106,15 +106,28 @@ pub fn run_all(call: &Call, turn: Turn) -> Result<Answer, Error> {
     let fits_in_ns = all::fits_in_ns(entries.iter().map(|entry| &entry.verdict));
     // The keys follow numkeys.
     let keys = 2..2 + args.limiters.len();
+    let counted = Counted::of(request, combined.admitted);
+    // The keys whose limiters denied, for CL.TOP: a bit each, in key order.
+    let denied_keys = (counted == Counted::Denied).then(|| {
+        let mask = entries
+            .iter()
+            .enumerate()
+            .filter(|(_, entry)| !entry.verdict.admitted())
+            .fold(0u16, |mask, (index, _)| {
+                mask | 1u16.checked_shl(index as u32).unwrap_or(0)
+            });
+        (2, mask)
+    });
     Ok(Answer {
         reply,
-        counted: Counted::of(request, combined.admitted),
+        counted,
         wait: Wait::of(args.block_ms, !combined.admitted, fits_in_ns, keys.clone()),
         frees: (request.refund && changed).then_some(keys),
         reply_at_ns: None,
         granted: args
             .at_most
             .then(|| granted.filter(|_| combined.admitted).unwrap_or(0)),
+        denied_keys,
     })
 }
 

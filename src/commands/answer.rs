@@ -7,6 +7,7 @@ use redis_module::raw;
 
 use crate::command::Command;
 use crate::counters::{self, Counted};
+use crate::denied;
 use crate::error::Error;
 use crate::limiter::Request;
 use crate::outcome::Outcome;
@@ -29,6 +30,10 @@ pub struct Answer {
     /// With ATMOST, the units the call was granted: the reply's sixth integer (each array's,
     /// in CL.ALL's DETAIL form).
     pub granted: Option<i64>,
+    /// The keys a denial counts against in CL.TOP: where the call's keys start among its
+    /// arguments (the command's name first), and a bit for each key whose limiter denied, in
+    /// key order.
+    pub denied_keys: Option<(u8, u16)>,
 }
 
 /// How a denied call that asked to wait would wait.
@@ -70,6 +75,8 @@ pub enum Reply {
     Integer(i64),
     /// Names and numbers, in pairs (CL.HOLDERS's holders and times left).
     Pairs(Vec<(Vec<u8>, i64)>),
+    /// Names and two numbers each (CL.TOP's keys, denials and errors).
+    Triples(Vec<(Vec<u8>, i64, i64)>),
 }
 
 impl Answer {
@@ -83,13 +90,15 @@ impl Answer {
         unit: TimeUnit,
         block_ms: Option<i64>,
     ) -> Answer {
+        let counted = Counted::of(request, !outcome.limited);
         Answer {
             reply: Reply::One(outcome.to_reply(unit)),
-            counted: Counted::of(request, !outcome.limited),
+            counted,
             wait: Wait::of(block_ms, outcome.limited, outcome.retry_after_ns, 1..2),
             frees: (request.refund && changed).then_some(1..2),
             reply_at_ns: None,
             granted: None,
+            denied_keys: (counted == Counted::Denied).then_some((1, 1)),
         }
     }
 
@@ -107,6 +116,7 @@ impl Answer {
             frees: freed.then_some(1..2),
             reply_at_ns: None,
             granted: None,
+            denied_keys: None,
         }
     }
 
@@ -119,6 +129,7 @@ impl Answer {
             frees: None,
             reply_at_ns: None,
             granted: None,
+            denied_keys: None,
         }
     }
 
@@ -127,9 +138,14 @@ impl Answer {
     }
 }
 
-/// Counts a call's answer in its command's counters.
+/// Counts a call's answer in its command's counters, and its denials against their keys
+/// (CL.TOP); `args` are the call's arguments, its name first.
 #[inline(always)]
-pub fn record(command: Command, result: &Result<Answer, Error>) {
+pub fn record(
+    command: Command,
+    result: &Result<Answer, Error>,
+    args: &[*mut raw::RedisModuleString],
+) {
     counters::of(command).record(match result {
         Ok(answer) => answer.counted,
         Err(_) => Counted::Error,
@@ -141,6 +157,15 @@ pub fn record(command: Command, result: &Result<Answer, Error>) {
     }) = result
     {
         counters::GRANTS.record(*granted);
+    }
+    if let Ok(Answer {
+        denied_keys: Some((first, mask)),
+        counted: Counted::Denied,
+        ..
+    }) = result
+    {
+        // SAFETY: the caller passes the call's live arguments.
+        unsafe { denied::record(args, usize::from(*first), *mask) };
     }
 }
 
@@ -154,6 +179,7 @@ pub fn send(ctx: *mut raw::RedisModuleCtx, result: Result<Answer, Error>) {
             Reply::Redirect(error) => reply::send_error_text(ctx, &error),
             Reply::Integer(value) => reply::send_integer(ctx, value),
             Reply::Pairs(pairs) => reply::send_pairs(ctx, &pairs),
+            Reply::Triples(triples) => reply::send_triples(ctx, &triples),
         },
         Err(error) => reply::send_error(ctx, error),
     }

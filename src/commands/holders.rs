@@ -30,5 +30,6 @@ pub fn run_holders(call: &SingleCall) -> Result<Answer, Error> {
         frees: None,
         reply_at_ns: None,
         granted: None,
+        denied_keys: None,
     })
 }

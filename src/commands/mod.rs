@@ -9,6 +9,7 @@ pub mod holders;
 pub mod release;
 pub mod single;
 pub mod state;
+pub mod top;
 
 use std::os::raw::c_int;
 
@@ -22,6 +23,7 @@ use crate::commands::call::{Call, Caller};
 use crate::commands::holders::run_holders;
 use crate::commands::release::run_release;
 use crate::commands::single::{run_lease, run_smooth, run_throttle, run_window, MAX_ARGS};
+use crate::commands::top::run_top;
 use crate::error::Error;
 use crate::fixed::FixedWindow;
 use crate::limiter::Limiter;
@@ -64,6 +66,7 @@ pub fn run(
         Command::Release => run_release(&call),
         Command::Holders => run_holders(&call),
         Command::Smooth => run_smooth(&call, turn),
+        Command::Top => run_top(&call),
         // Read above, with its own storage.
         Command::All => Err(Error::Internal),
     }

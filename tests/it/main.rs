@@ -29,4 +29,5 @@ mod refund;
 mod reliability;
 mod smooth;
 mod throttle;
+mod top;
 mod window;

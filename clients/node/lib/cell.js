@@ -57,6 +57,7 @@ const OPTIONS = {
   detail: FLAG('DETAIL'),
   holder: VALUED('HOLDER'),
   atMost: FLAG('ATMOST'),
+  count: VALUED('COUNT'),
   block: VALUED('BLOCK'),
 };
 // The commands that take a quantity first (the limiters'), or, CL.ALL, as QUANTITY.
@@ -70,6 +71,7 @@ const TAKES = {
   'CL.HOLDERS': ['ms'],
   'CL.SMOOTH': ['ms', 'burst', 'warmup', 'cold', 'dryRun', 'block'],
   'CL.ALL': ['ms', 'refund', 'dryRun', 'detail', 'holder', 'atMost', 'block'],
+  'CL.TOP': ['count'],
 };
 
 /**
@@ -119,6 +121,7 @@ const commands = {
   release: (key, holder, options = {}) => words('CL.RELEASE', [key, holder], options),
   holders: (key, options = {}) => words('CL.HOLDERS', [key], options),
   smooth: (key, permits, period, options = {}) => words('CL.SMOOTH', [key, permits, period, quantityOf(options)], options),
+  top: (options = {}) => words('CL.TOP', [], options),
   all(limiters, options) {
     if (!Array.isArray(limiters) || limiters.length === 0) {
       throw new TypeError('CL.ALL takes at least one limiter');
@@ -140,6 +143,15 @@ function holdersOf(reply) {
     pairs.push({ holder: String(reply[i]), left: Number(reply[i + 1]) });
   }
   return pairs;
+}
+
+/** CL.TOP's flat reply, as `{ key, denied, error }`, the most denied first. */
+function topOf(reply) {
+  const listed = [];
+  for (let i = 0; i + 2 < reply.length; i += 3) {
+    listed.push({ key: String(reply[i]), denied: Number(reply[i + 1]), error: Number(reply[i + 2]) });
+  }
+  return listed;
 }
 
 /**
@@ -199,6 +211,14 @@ class Cell {
    */
   async smooth(key, permits, period, options) {
     return Reply.of(await this.command(commands.smooth(key, permits, period, options)));
+  }
+
+  /**
+   * The keys this node denied most over this minute and the one before (`count`, default
+   * 10): the module's alone; where the calls go to the library, NeedsModuleError.
+   */
+  async top(options) {
+    return topOf(await this.command(commands.top(options)));
   }
 
   /** All of `limiters` or none; the binding limiter's reply, or each one's with `detail`. */

@@ -21,6 +21,18 @@ class ModuleMissingError extends Error {
   }
 }
 
+/**
+ * A command only the module answers (CL.TOP, which lists what the node has seen), called where
+ * the calls go to the Functions library, which keeps no state across calls.
+ */
+class NeedsModuleError extends Error {
+  constructor(command) {
+    super(`${command} needs the redis-cell module: the Functions library keeps nothing across `
+      + 'calls, so it has no list to give; load the module (MODULE LOAD /path/to/libredis_cell.so)');
+    this.name = 'NeedsModuleError';
+  }
+}
+
 /** The server's library is older than this adapter, which was told not to replace it. */
 class LibraryTooOldError extends Error {
   constructor(theirs, ours) {
@@ -42,4 +54,6 @@ function explained(error) {
   return missing ? new ModuleMissingError(error) : error;
 }
 
-module.exports = { LibraryTooOldError, ModuleMissingError, explained };
+module.exports = {
+  LibraryTooOldError, ModuleMissingError, NeedsModuleError, explained,
+};

@@ -15,7 +15,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 
 const { askAny, primaries } = require('./client');
-const { LibraryTooOldError, ModuleMissingError } = require('./errors');
+const { LibraryTooOldError, ModuleMissingError, NeedsModuleError } = require('./errors');
 
 const VIAS = ['auto', 'module', 'library'];
 const MODULE = 'module';
@@ -145,6 +145,7 @@ const READ_ONLY = new Set(['cl_holders']);
  */
 function functionCall([command, ...words]) {
   const name = String(command).toLowerCase().replace('.', '_');
+  if (name === 'cl_top') throw new NeedsModuleError('CL.TOP');
   const count = name === 'cl_all' ? Number(words[0]) : 1;
   // As Python's int() refuses it: a count that lays out no keys is no call to send.
   if (!Number.isInteger(count) || count < 0) throw new TypeError(`numkeys must be a whole number, not ${words[0]}`);

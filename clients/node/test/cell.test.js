@@ -11,7 +11,7 @@ const path = require('node:path');
 const { after, before, describe, it } = require('node:test');
 
 const {
-  Cell, Reply, commands, throttle, fixed, window, lease,
+  Cell, NeedsModuleError, Reply, commands, throttle, fixed, window, lease,
 } = require('redis-cell');
 const { CLIENTS } = require('./clients');
 const { FLAVORS, WAITS, startServer } = require('./server');
@@ -31,9 +31,12 @@ const CALLS = {
   'CL.HOLDERS': ['holders', ['l']],
   'CL.SMOOTH': ['smooth', ['s', 10, 1]],
   'CL.ALL': ['all', [[fixed('a', 10, 60)]]],
+  'CL.TOP': ['top', []],
 };
 // A right value of each kind of option (src/grammar.rs's Value).
-const VALUES = { flag: true, quantity: 2, cells: 4, span: 1, factor: 2, holder: 'h', timeout: 10 };
+const VALUES = {
+  flag: true, quantity: 2, cells: 4, span: 1, factor: 2, holder: 'h', timeout: 10, listed: 3,
+};
 const camel = (name) => name.replace(/_(.)/g, (_, c) => c.toUpperCase());
 
 /** Every (command, option) a client sends: AT is the replication stream's alone. */
@@ -158,6 +161,18 @@ for (const flavor of FLAVORS) describe(`Cell on a server, ${flavor}`, () => {
         await assert.rejects(cell.smooth(key('x'), 10, 1, { cold: 5 }), /COLD is given, but no WARMUP/);
       });
 
+      it('lists the keys denied most, where the module is loaded', async () => {
+        const denied = key('top');
+        for (let i = 0; i < 3; i += 1) await cell.fixed(denied, 1, 60, { quantity: 2 });
+        if (flavor === 'library') {
+          await assert.rejects(cell.top(), NeedsModuleError);
+          return;
+        }
+        const listed = await cell.top({ count: 1000 });
+        const mine = listed.find((item) => item.key === denied);
+        assert.ok(mine && mine.denied >= 3 && mine.denied - mine.error <= 3, JSON.stringify(listed));
+      });
+
       it('decides several limiters at once, all or nothing', async () => {
         n += 1;
         const limiters = [throttle(key('t'), 9, 10, 1), fixed(key('d'), 10000, 86400), window(key('w'), 5, 60)];
@@ -203,12 +218,14 @@ for (const flavor of FLAVORS) describe(`Cell on a server, ${flavor}`, () => {
 
       for (const [command, row] of sendable()) {
         if (row.keyword === 'BLOCK' && flavor === 'library') continue;
+        // CL.TOP is the module's (the library keeps nothing across calls): below.
+        if (command === 'CL.TOP' && flavor === 'library') continue;
         it(`the server reads ${command}'s ${row.keyword} as the client sends it`, async () => {
           // An option the server did not read as one would be a syntax error, rejected here.
           const words = built(command, row);
           // A key of the row's own: a BUCKETS window is no exact one, a warm-up no burst.
           const at = command === 'CL.ALL' ? 2 : 1;
-          words[at] = `${name}:grammar:${row.keyword}:${words[at]}`;
+          if (command !== 'CL.TOP') words[at] = `${name}:grammar:${row.keyword}:${words[at]}`;
           assert.notEqual(await cell.command(words), undefined);
         });
       }

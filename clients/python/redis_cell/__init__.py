@@ -4,7 +4,7 @@ unit the call asked for (seconds, or milliseconds with ``ms=True``). Where the s
 loaded the module, the same limiters run in its Functions library (``FCALL``)."""
 
 from .client import AsyncClient, Client, Fixed, Lease, Reply, Throttle, Window
-from .errors import LibraryTooOldError, ModuleMissingError
+from .errors import LibraryTooOldError, ModuleMissingError, NeedsModuleError
 
 __all__ = [
     "AsyncClient",
@@ -13,6 +13,7 @@ __all__ = [
     "Lease",
     "LibraryTooOldError",
     "ModuleMissingError",
+    "NeedsModuleError",
     "Reply",
     "Throttle",
     "Window",

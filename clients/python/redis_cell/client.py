@@ -194,6 +194,26 @@ class commands:
             words += ["HOLDER", holder]
         return words + _flags(ms, refund, dry_run, block, at_most)
 
+    @staticmethod
+    def top(*, count: Optional[int] = None) -> List[object]:
+        return ["CL.TOP", *([] if count is None else ["COUNT", count])]
+
+
+@dataclass(frozen=True)
+class Denied:
+    """One of the keys a node denied most: its denied calls over this minute and the one
+    before, at least the truth, and the most that may exceed it."""
+
+    key: bytes
+    denied: int
+    error: int
+
+
+def _top(raw) -> List[Denied]:
+    items = list(raw)
+    return [Denied(items[i], int(items[i + 1]), int(items[i + 2]))
+            for i in range(0, len(items) - 2, 3)]
+
 
 def _all_reply(raw, detail: bool):
     if detail:
@@ -253,6 +273,12 @@ class Client:
         raw = self._call(*commands.all(limiters, quantity, detail=detail, **options))
         return _all_reply(raw, detail)
 
+    def top(self, *, count: Optional[int] = None) -> List[Denied]:
+        """The keys this node denied most over this minute and the one before (``count``,
+        default 10): the module's alone; where the calls go to the library,
+        :class:`~redis_cell.errors.NeedsModuleError`."""
+        return _top(self._call(*commands.top(count=count)))
+
 
 class AsyncClient:
     """The same commands over redis-py's asyncio client (``redis.asyncio.Redis``), with the
@@ -291,3 +317,6 @@ class AsyncClient:
     async def all(self, limiters: Sequence[Limiter], quantity=1, *, detail=False, **options):
         raw = await self._call(*commands.all(limiters, quantity, detail=detail, **options))
         return _all_reply(raw, detail)
+
+    async def top(self, *, count: Optional[int] = None) -> List[Denied]:
+        return _top(await self._call(*commands.top(count=count)))

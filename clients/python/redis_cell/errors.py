@@ -31,6 +31,18 @@ class ModuleMissingError(ResponseError):
         super().__init__(f"{HOW_TO_LOAD} (the server said: {reply})" if reply else HOW_TO_LOAD)
 
 
+class NeedsModuleError(ResponseError):
+    """A command only the module answers (CL.TOP, which lists what the node has seen), called
+    where the calls go to the Functions library, which keeps nothing across calls."""
+
+    def __init__(self, command: str) -> None:
+        super().__init__(
+            f"{command} needs the redis-cell module: the Functions library keeps nothing across "
+            "calls, so it has no list to give; load the module (MODULE LOAD "
+            "/path/to/libredis_cell.so)"
+        )
+
+
 class LibraryTooOldError(ResponseError):
     """The server's redis-cell library is older than this client, which may not replace it."""
 

@@ -33,7 +33,7 @@ from redis.exceptions import (
     TimeoutError,
 )
 
-from .errors import LibraryTooOldError, ModuleMissingError, explained
+from .errors import LibraryTooOldError, ModuleMissingError, NeedsModuleError, explained
 
 try:  # valkey-py, which limits' valkey:// storages use, has errors of its own.
     from valkey.exceptions import ResponseError as ValkeyResponseError
@@ -204,6 +204,8 @@ def function_call(words: Sequence) -> Tuple[str, List, List]:
     """A module command's words as the library's ``(function, keys, args)``: CL.ALL's keys are
     its ``numkeys``, every other command's its one key."""
     name = str(words[0]).lower().replace(".", "_")
+    if name == "cl_top":
+        raise NeedsModuleError("CL.TOP")
     if name == "cl_all":
         count = int(words[1])
         return name, list(words[2:2 + count]), list(words[2 + count:])

@@ -6,7 +6,7 @@ import pytest
 import redis
 import redis.asyncio
 
-from redis_cell import AsyncClient, Client, Fixed, Lease, Reply, Throttle, Window
+from redis_cell import AsyncClient, Client, Fixed, Lease, NeedsModuleError, Reply, Throttle, Window
 from redis_cell.client import commands
 
 
@@ -148,6 +148,18 @@ def test_a_blocked_call_waits_for_its_unit(r):
     waited = cell.throttle("q", 0, 1, 300, ms=True, block=5000)
     assert waited.allowed
     assert 0.2 <= time.monotonic() - asked < 4
+
+
+def test_top_lists_the_keys_denied_most_where_the_module_is_loaded(flavor, r):
+    for _ in range(3):
+        assert Client(r).fixed("top:key", 1, 60, 2).limited
+    if flavor == "library":
+        with pytest.raises(NeedsModuleError, match="CL.TOP needs the redis-cell module"):
+            Client(r).top()
+        return
+    listed = Client(r).top(count=1000)
+    mine = [item for item in listed if item.key == b"top:key"]
+    assert mine and mine[0].denied >= 3 and mine[0].denied - mine[0].error <= 3, listed
 
 
 def test_errors_are_redis_py_errors_with_the_module_message(r):
