@@ -113,7 +113,8 @@ pub fn park(
             Some(place) => drop(finish(ctx, place, Err(Error::Internal), Waited::TimedOut)),
             None => {
                 let result = Err(Error::Internal);
-                answer::record(command, &result, &[]);
+                // SAFETY: no arguments to read.
+                unsafe { answer::record(command, &result, &[]) };
                 unblock(client, Pending::Answer(result));
             }
         }
@@ -452,7 +453,8 @@ fn finish(
     let Some((waiter, promoted)) = remove(ctx, place) else {
         return Vec::new();
     };
-    answer::record(waiter.command, &result, waiter.argv.all());
+    // SAFETY: the waiter holds its arguments.
+    unsafe { answer::record(waiter.command, &result, waiter.argv.all()) };
     WAITS.record(how);
     unblock(waiter.client, Pending::Answer(result));
     promoted
@@ -560,7 +562,8 @@ fn take(ctx: *mut raw::RedisModuleCtx, place: Place, callbacks: &Callbacks) {
         Writable::NotNow(_) => run(Turn::Leaving),
         Writable::Never(answer) => answer,
     };
-    answer::record(command, &result, argv.all());
+    // SAFETY: held for this try.
+    unsafe { answer::record(command, &result, argv.all()) };
     let admitted = matches!(&result, Ok(answer) if answer.admitted());
     answer::send(ctx, result);
     // Denied only if the key was changed under it (a DEL, a SET) since its units fit.
@@ -604,7 +607,8 @@ pub fn unblocked_by_client(ctx: *mut raw::RedisModuleCtx, callbacks: &Callbacks)
         return;
     };
     let result = rerun(ctx, command, &argv, &keys, Turn::Leaving);
-    answer::record(command, &result, argv.all());
+    // SAFETY: held for this try.
+    unsafe { answer::record(command, &result, argv.all()) };
     answer::send(ctx, result);
     leave(ctx, place, Waited::TimedOut, callbacks);
 }

@@ -43,8 +43,8 @@ impl Access {
             (Access::Decides, _) => c"write deny-oom fast blocking",
             (Access::Frees, _) => c"write fast",
             (Access::Reads, _) => c"readonly",
-            // Not readonly, which would put it in @read.
-            (Access::Admin, _) => c"admin",
+            // As SLOWLOG's; not readonly, which would put it in @read.
+            (Access::Admin, _) => c"admin allow-loading allow-stale",
         }
     }
 

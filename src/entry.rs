@@ -128,8 +128,14 @@ fn dispatch(
         may_wait: may_wait(flags),
     };
     let result = commands::run(command, ctx, argv, argc, caller, turn);
-    // SAFETY: the server passes argc live argument strings.
-    let args = || unsafe { std::slice::from_raw_parts(argv, usize::try_from(argc).unwrap_or(0)) };
+    // SAFETY: the server passes argc live argument strings (never a null array; a null one
+    // is read as none).
+    let args = || {
+        if argv.is_null() {
+            return &[][..];
+        }
+        unsafe { std::slice::from_raw_parts(argv, usize::try_from(argc).unwrap_or(0)) }
+    };
     match &result {
         Ok(Answer {
             wait: Some(wait), ..
@@ -143,7 +149,8 @@ fn dispatch(
             ..
         }) if caller.may_wait => {
             let at_ns = *at_ns;
-            answer::record(command, &result, args());
+            // SAFETY: the call's live arguments.
+            unsafe { answer::record(command, &result, args()) };
             if let Err(result) = delayed::delay(ctx, result, at_ns, &CALLBACKS) {
                 answer::send(ctx, result);
             }
@@ -172,7 +179,8 @@ fn answer_now(
     args: &[*mut raw::RedisModuleString],
 ) {
     if flags & REPLAYED == 0 {
-        answer::record(command, &result, args);
+        // SAFETY: the caller passes the call's live arguments.
+        unsafe { answer::record(command, &result, args) };
     }
     answer::send(ctx, result);
 }

@@ -271,14 +271,16 @@ impl Top {
     }
 
     /// Moves on to the minute of `now_ms`: the current summary becomes the previous one a
-    /// minute on, and both are emptied two or more on. A clock that steps back changes
-    /// nothing: its denials count in the minute that stands.
+    /// minute on, and both are emptied two or more on. A clock that steps back within a minute
+    /// changes nothing (its denials count in the minute that stands); one that steps back
+    /// further, as after a jump forward is corrected, starts over at its minute, so that the
+    /// list goes on meaning this minute and the last.
     fn roll(&mut self, now_ms: i64) {
         let minute = now_ms.div_euclid(MINUTE_MS);
-        if minute <= self.minute {
+        if minute <= self.minute && minute >= self.minute.saturating_sub(1) {
             return;
         }
-        if minute == self.minute.saturating_add(1) {
+        if minute == self.minute.saturating_add(1) && minute > self.minute {
             std::mem::swap(&mut self.current, &mut self.previous);
         } else {
             self.previous.clear();
@@ -439,5 +441,11 @@ mod tests {
         top.record(b"a", 5 * MINUTE_MS);
         top.record(b"a", 4 * MINUTE_MS);
         assert_eq!(top.top(1, 5 * MINUTE_MS)[0].denied, 2);
+        // A jump forward corrected: the list starts over at the minute the clock is back at.
+        top.record(b"b", 65 * MINUTE_MS);
+        top.record(b"c", 6 * MINUTE_MS);
+        let listed = top.top(5, 6 * MINUTE_MS);
+        assert_eq!(listed.len(), 1);
+        assert_eq!(listed[0].key, b"c");
     }
 }

@@ -145,9 +145,9 @@ export class Cell {
   /** The binding limiter's reply, or with `detail` each limiter's in key order. */
   all(limiters: readonly Limiter[], options: AllOptions & { detail: true }): Promise<Reply[]>;
   all(limiters: readonly Limiter[], options?: AllOptions & { detail?: false }): Promise<Reply>;
+  all(limiters: readonly Limiter[], options?: AllOptions & { detail?: boolean }): Promise<Reply | Reply[]>;
   /** The keys this node denied most over this minute and the one before: the module's alone. */
   top(options?: TopOptions): Promise<Denied[]>;
-  all(limiters: readonly Limiter[], options?: AllOptions & { detail?: boolean }): Promise<Reply | Reply[]>;
   /** A command's words, sent as routed; its raw reply. */
   command(words: Words): Promise<unknown>;
 }

@@ -140,8 +140,11 @@ impl Answer {
 
 /// Counts a call's answer in its command's counters, and its denials against their keys
 /// (CL.TOP); `args` are the call's arguments, its name first.
+///
+/// # Safety
+/// `args` must be live argument strings.
 #[inline(always)]
-pub fn record(
+pub unsafe fn record(
     command: Command,
     result: &Result<Answer, Error>,
     args: &[*mut raw::RedisModuleString],
@@ -164,7 +167,7 @@ pub fn record(
         ..
     }) = result
     {
-        // SAFETY: the caller passes the call's live arguments.
+        // SAFETY: as this function's.
         unsafe { denied::record(args, usize::from(*first), *mask) };
     }
 }

@@ -1203,7 +1203,9 @@ fn cell_widths(args: &[String]) -> Vec<f64> {
 
 /// A word the commands' grammar has an opinion on.
 fn grammar_word(rng: &mut Rng) -> String {
-    const WORDS: [&str; 28] = [
+    const WORDS: [&str; 30] = [
+        "ATMOST",
+        "COUNT",
         "BURST",
         "warmup",
         "COLD",

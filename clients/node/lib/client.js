@@ -29,9 +29,14 @@ function prefixOf(client) {
   return prefix === undefined || prefix === null ? '' : String(prefix);
 }
 
-/** Where a module command's keys are among its words: CL.ALL's follow numkeys. */
+/**
+ * Where a module command's keys are among its words: CL.ALL's follow numkeys, CL.TOP has
+ * none (it speaks of the node).
+ */
 function keysOf(words) {
-  if (String(words[0]).toUpperCase() !== 'CL.ALL') return [1, 2];
+  const command = String(words[0]).toUpperCase();
+  if (command === 'CL.TOP') return [1, 1];
+  if (command !== 'CL.ALL') return [1, 2];
   const count = Number(words[1]);
   return [2, 2 + (Number.isInteger(count) && count > 0 ? count : 0)];
 }

@@ -171,6 +171,15 @@ for (const flavor of FLAVORS) describe(`Cell on a server, ${flavor}`, () => {
         const listed = await cell.top({ count: 1000 });
         const mine = listed.find((item) => item.key === denied);
         assert.ok(mine && mine.denied >= 3 && mine.denied - mine.error <= 3, JSON.stringify(listed));
+        // A client's key prefix goes on keys, and CL.TOP has none: its COUNT stays a keyword.
+        if (kind.keyPrefix) {
+          const prefixed = await kind.connect(server.port, { keyPrefix: 'p:' });
+          try {
+            assert.ok(Array.isArray(await new Cell(prefixed).top({ count: 5 })));
+          } finally {
+            await kind.close(prefixed);
+          }
+        }
       });
 
       it('decides several limiters at once, all or nothing', async () => {
