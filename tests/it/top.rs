@@ -155,6 +155,15 @@ fn denials_count_and_nothing_else_does(flavor: Flavor) {
     let waiter = Waiter::start(&server, "CL.FIXED", &["waited", "1", "60", "BLOCK", "50"]);
     let (reply, _) = waiter.reply();
     assert_eq!(reply[0], 1);
+    // A wait that ends admitted counts nothing.
+    run::<()>(&mut con, ("CL.FIXED", "admitted:wait", 1, 200, "MS"));
+    let waiter = Waiter::start(
+        &server,
+        "CL.FIXED",
+        &["admitted:wait", "1", "200", "MS", "BLOCK", "5000"],
+    );
+    let (reply, _) = waiter.reply();
+    assert_eq!(reply[0], 0);
     let listed = top(&mut con, 100);
     let names: Vec<(&[u8], i64)> = listed
         .iter()
@@ -168,6 +177,21 @@ fn denials_count_and_nothing_else_does(flavor: Flavor) {
     // CONFIG RESETSTAT empties it.
     run::<()>(&mut con, ("CONFIG", "RESETSTAT"));
     assert!(top(&mut con, 10).is_empty());
+    // A new size forgets the list as it stood, and holds to the size.
+    let mut pipe = redis::pipe();
+    deny(&mut pipe, b"before");
+    pipe.query::<()>(&mut con).unwrap();
+    assert_eq!(top(&mut con, 10).len(), 1);
+    run::<()>(&mut con, ("CONFIG", "SET", "redis-cell.top-keys", 2));
+    assert!(top(&mut con, 10).is_empty());
+    let mut pipe = redis::pipe();
+    for key in [&b"a"[..], b"b", b"c", b"c"] {
+        deny(&mut pipe, key);
+    }
+    pipe.query::<()>(&mut con).unwrap();
+    let listed = top(&mut con, 10);
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    assert_eq!(listed[0].0, b"c");
 }
 
 /// Under a stepped clock: a key denied in a minute stays listed through the next, and drops
