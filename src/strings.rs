@@ -7,6 +7,7 @@ use std::ptr;
 
 use redis_module::raw;
 
+use crate::decimal::decimal;
 use crate::error::Error;
 use crate::ffi::api;
 
@@ -23,6 +24,12 @@ impl OwnedString {
             return Err(Error::Internal);
         }
         Ok(OwnedString(string))
+    }
+
+    /// The decimal text of `value`, as Redis writes an integer.
+    pub fn integer(value: i64) -> Result<OwnedString, Error> {
+        let mut digits = [0u8; 20];
+        OwnedString::new(decimal(value, &mut digits))
     }
 
     pub fn as_ptr(&self) -> *mut raw::RedisModuleString {

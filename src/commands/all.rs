@@ -11,7 +11,6 @@ use crate::commands::call::Call;
 use crate::commands::single::gcra_quantity;
 use crate::commands::state::{decide_in_line, grant, notify, open, peek, write};
 use crate::counters::Counted;
-use crate::decimal::decimal;
 use crate::error::Error;
 use crate::ffi::log_warning;
 use crate::fixed::FixedWindow;
@@ -67,10 +66,7 @@ pub fn run_all(call: &Call, turn: Turn) -> Result<Answer, Error> {
     let granted = at_most.then_some(most);
     // A grant propagates as each limiter's plain admission of it, in place of the quantity.
     let granted_text = match granted {
-        Some(granted) if args.quantity_at.is_some() => {
-            let mut digits = [0u8; 20];
-            Some(OwnedString::new(decimal(granted, &mut digits))?)
-        }
+        Some(granted) if args.quantity_at.is_some() => Some(OwnedString::integer(granted)?),
         _ => None,
     };
     let grants = opened.into_iter().zip(args.limiters.iter().zip(&limiters));
@@ -119,15 +115,13 @@ pub fn run_all(call: &Call, turn: Turn) -> Result<Answer, Error> {
         (2, mask)
     });
     Ok(Answer {
-        reply,
-        counted,
         wait: Wait::of(args.block_ms, !combined.admitted, fits_in_ns, keys.clone()),
         frees: (request.refund && changed).then_some(keys),
-        reply_at_ns: None,
         granted: args
             .at_most
             .then(|| granted.filter(|_| combined.admitted).unwrap_or(0)),
         denied_keys,
+        ..Answer::of(reply, counted)
     })
 }
 

@@ -80,6 +80,20 @@ pub enum Reply {
 }
 
 impl Answer {
+    /// An answer that counts as `counted`, may not wait, frees nothing and grants nothing:
+    /// what every answer but a limiter's is, and what a limiter's starts from.
+    pub fn of(reply: Reply, counted: Counted) -> Answer {
+        Answer {
+            reply,
+            counted,
+            wait: None,
+            frees: None,
+            reply_at_ns: None,
+            granted: None,
+            denied_keys: None,
+        }
+    }
+
     /// A single-key command's answer; its key follows the command's name. `changed` says
     /// whether the call wrote its key, which for a refund frees room there.
     #[inline(always)]
@@ -92,45 +106,30 @@ impl Answer {
     ) -> Answer {
         let counted = Counted::of(request, !outcome.limited);
         Answer {
-            reply: Reply::One(outcome.to_reply(unit)),
-            counted,
             wait: Wait::of(block_ms, outcome.limited, outcome.retry_after_ns, 1..2),
             frees: (request.refund && changed).then_some(1..2),
-            reply_at_ns: None,
-            granted: None,
             denied_keys: (counted == Counted::Denied).then_some((1, 1)),
+            ..Answer::of(Reply::One(outcome.to_reply(unit)), counted)
         }
     }
 
     /// CL.RELEASE's answer: 1 when it freed a lease, counted as allowed; 0 when there was
     /// none to free, counted as denied.
     pub fn released(freed: bool) -> Answer {
+        let counted = if freed {
+            Counted::Allowed
+        } else {
+            Counted::Denied
+        };
         Answer {
-            reply: Reply::Integer(i64::from(freed)),
-            counted: if freed {
-                Counted::Allowed
-            } else {
-                Counted::Denied
-            },
-            wait: None,
             frees: freed.then_some(1..2),
-            reply_at_ns: None,
-            granted: None,
-            denied_keys: None,
+            ..Answer::of(Reply::Integer(i64::from(freed)), counted)
         }
     }
 
     /// A waiter's answer when its slot has moved away.
     pub fn redirect(error: CString) -> Answer {
-        Answer {
-            reply: Reply::Redirect(error),
-            counted: Counted::Error,
-            wait: None,
-            frees: None,
-            reply_at_ns: None,
-            granted: None,
-            denied_keys: None,
-        }
+        Answer::of(Reply::Redirect(error), Counted::Error)
     }
 
     pub fn admitted(&self) -> bool {

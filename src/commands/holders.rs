@@ -23,13 +23,5 @@ pub fn run_holders(call: &SingleCall) -> Result<Answer, Error> {
             (holder.to_vec(), unit.rounded_up(left_ns))
         })
         .collect();
-    Ok(Answer {
-        reply: Reply::Pairs(pairs),
-        counted: Counted::Peek,
-        wait: None,
-        frees: None,
-        reply_at_ns: None,
-        granted: None,
-        denied_keys: None,
-    })
+    Ok(Answer::of(Reply::Pairs(pairs), Counted::Peek))
 }

@@ -5,7 +5,6 @@ use crate::args::{self, ThrottleArgs, WindowArgs};
 use crate::commands::answer::Answer;
 use crate::commands::call::Call;
 use crate::commands::state::{decide_in_line, grant, notify, open, write};
-use crate::decimal::decimal;
 use crate::error::Error;
 use crate::gcra::Gcra;
 use crate::lease::Lease;
@@ -145,8 +144,7 @@ pub fn run_window(
                 push(call.arg(at)?)?;
             }
             if let Some(granted) = decided.granted.filter(|_| at_most.is_some()) {
-                let mut digits = [0u8; 20];
-                granted_text = OwnedString::new(decimal(granted, &mut digits))?;
+                granted_text = OwnedString::integer(granted)?;
                 push(granted_text.as_ptr())?;
             }
             for at in (3..call.args().len()).filter(|&at| !dropped(at)) {

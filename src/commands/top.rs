@@ -27,13 +27,5 @@ pub fn run_top(call: &Call) -> Result<Answer, Error> {
             (listed.key, number(listed.denied), number(listed.error))
         })
         .collect();
-    Ok(Answer {
-        reply: Reply::Triples(listed),
-        counted: Counted::Peek,
-        wait: None,
-        frees: None,
-        reply_at_ns: None,
-        granted: None,
-        denied_keys: None,
-    })
+    Ok(Answer::of(Reply::Triples(listed), Counted::Peek))
 }
