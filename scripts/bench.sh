@@ -40,9 +40,14 @@
 #      through the Python and the Node client, per call against batched (decisions and server
 #      calls a second, server CPU per decision), and batched at twice the limit and at half
 #      of it (the share of the limit used, server calls per decision, the bound).
+#  15. CL.TOP: server instructions and the module's own per denied call, on random keys and
+#      on one hot key, each after an unmeasured run of the same calls (so that the list is
+#      as full as it stays), against the floor given the same arguments. Run it with
+#      REDIS_CELL_MODULE set to a build from before CL.TOP, and again without, for the cost of
+#      counting denials (docs/benchmark.md, "CL.TOP").
 # Knobs: REQUESTS, CLIENTS, PIPELINE, ROUNDS, CALLS; PARTS (default "throughput memory
 # waiting self instructions aof replicated long-log lease refund adapters buckets smooth functions
-# fleet") to run only some;
+# fleet top") to run only some;
 # REDIS_CELL_MODULE to measure a module built elsewhere instead of building this one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -58,7 +63,7 @@ cargo build --release --quiet --example floor
 floor="${CARGO_TARGET_DIR:-$PWD/target}/release/examples/libfloor.so"
 REQUESTS=${REQUESTS:-400000} CLIENTS=${CLIENTS:-50} PIPELINE=${PIPELINE:-16}
 ROUNDS=${ROUNDS:-5} CALLS=${CALLS:-20000}
-PARTS=${PARTS:-throughput memory waiting self instructions aof replicated long-log lease refund adapters buckets smooth functions fleet}
+PARTS=${PARTS:-throughput memory waiting self instructions aof replicated long-log lease refund adapters buckets smooth functions fleet top}
 part() { [[ " $PARTS " == *" $1 "* ]]; }
 
 . scripts/scratch.sh
@@ -407,7 +412,7 @@ if part lease; then
   python3 bench/lease.py memory "$port"
   python3 bench/lease.py latency "$port"
 fi
-part self || part instructions || part aof || part replicated || part long-log || part lease || part refund || part adapters || part buckets || part smooth || part functions || exit 0
+part self || part instructions || part aof || part replicated || part long-log || part lease || part refund || part adapters || part buckets || part smooth || part functions || part top || exit 0
 
 # Instructions: the same server under callgrind, counting only while each workload runs.
 cport=$(free_port)
@@ -789,4 +794,32 @@ if part functions; then
   python3 bench/functions.py calls floor-fn "$CALLS" | redis-cli -p "$cport" --pipe >/dev/null
   fn=$(per_call_file python3 bench/functions.py calls floor-fn "$CALLS")
   printf '| %-52s | %12.0f | %12.0f | %10s |\n' "floor: TIME, GET, SET PXAT (vs limits fixed window)" "$lib" "$fn" "$(ratio "$fn" "$lib")"
+fi
+
+# CL.TOP: what a denial costs, now that it is counted against its key. Every call is denied:
+# on random keys, for asking more than the burst; on the hot key, for coming after the one
+# call its limit admits an hour. The unmeasured run first fills the list (random keys) or
+# puts the key in it (hot key), as it stands under a steady flood. The server's whole count
+# moves by a hundred or more between runs (its dicts, its timers); the command's own (the
+# dispatcher's inclusive count: the module and the server functions it calls) does not, and
+# is what an A/B run compares.
+if part top; then
+  echo
+  echo "Denied calls, instructions per call (callgrind, $CALLS calls, 1 client, pipeline 16, each after an unmeasured run of the same; command: the module's dispatch and all it calls; floor: FLOOR.WRITE given the same arguments, the whole server)"
+  printf '| %-12s | %12s | %12s | %12s | %12s |\n' "workload" "server" "command" "module's own" "floor"
+  printf '|%s|%s|%s|%s|%s|\n' "--------------" "--------------" "--------------" "--------------" "--------------"
+  for row in "random keys|CL.THROTTLE key:__rand_int__ 100 10 60 200" "hot key|CL.THROTTLE top:hot 0 1 3600 1"; do
+    name=${row%%|*} call=${row#*|}
+    reset_keys "$cport"
+    redis-cli -p "$cport" CL.THROTTLE top:hot 0 1 3600 1 >/dev/null
+    # shellcheck disable=SC2086
+    redis-benchmark -p "$cport" -n "$CALLS" -c 1 -P 16 -r 100000 -q $call >/dev/null 2>&1
+    total=$(per_call "$call")
+    own=$(own_of_last)
+    dump=$(ls -t "$work"/callgrind/out.* | head -1)
+    dispatched=$(callgrind_annotate --inclusive=yes --threshold=100 "$dump" 2>/dev/null \
+      | grep -F "RedisModuleCommandDispatcher" | awk -v calls="$CALLS" '{gsub(",", "", $1); printf "%.0f", $1 / calls}')
+    floor_value=$(per_call "FLOOR.WRITE ${call#CL.THROTTLE }")
+    printf '| %-12s | %12.0f | %12s | %12s | %12.0f |\n' "$name" "$total" "$dispatched" "$own" "$floor_value"
+  done
 fi

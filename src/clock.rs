@@ -1,9 +1,15 @@
 //! The server's wall clock, read through the module API: the clock that also expires keys,
 //! and the one libfaketime steers in tests.
 
+use std::sync::atomic::{AtomicI64, Ordering};
+
 use crate::error::Error;
 use crate::time::{MAX_SPAN_NS, NANOS_PER_MICRO, NANOS_PER_MILLI};
 use redis_module::raw;
+
+/// The last reading of `now_ns`, 0 before the first: what a call that has decided already read,
+/// kept so that it can be had again without asking the server (CL.TOP's minute of a denial).
+static LAST_NS: AtomicI64 = AtomicI64::new(0);
 
 /// Now, in nanoseconds since the Unix epoch, at the finest precision the server offers:
 /// microseconds where `RedisModule_Microseconds` exists (Redis 7.2+, Valkey), milliseconds on
@@ -18,8 +24,21 @@ pub fn now_ns() -> Result<i64, Error> {
             (None, None) => None,
         }
     };
-    now.filter(|ns| (0..MAX_SPAN_NS).contains(ns))
-        .ok_or(Error::ClockOutOfRange)
+    let now = now
+        .filter(|ns| (0..MAX_SPAN_NS).contains(ns))
+        .ok_or(Error::ClockOutOfRange)?;
+    LAST_NS.store(now, Ordering::Relaxed);
+    Ok(now)
+}
+
+/// The last reading of `now_ns`, or a new one when there is none yet. Every call that
+/// decides reads the clock first, so what follows its decision in the same call finds that
+/// reading here.
+pub fn last_ns() -> Result<i64, Error> {
+    match LAST_NS.load(Ordering::Relaxed) {
+        0 => now_ns(),
+        ns => Ok(ns),
+    }
 }
 
 /// The step of `now_ns`: a microsecond, or a millisecond on Redis 7.0.

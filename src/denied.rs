@@ -23,27 +23,30 @@ static SIZE: AtomicUsize = AtomicUsize::new(DEFAULT_SIZE);
 
 /// Counts a denied call against the keys whose limiters denied it: `args` are the call's
 /// arguments (its name first), `first` where its keys start, and `mask` a bit for each denying
-/// key, in key order.
+/// key, in key order. Out of line: admissions never come here, and the answering path they
+/// share stays as short as before CL.TOP.
 ///
 /// # Safety
 /// `args` must be live argument strings.
-pub unsafe fn record(args: &[*mut raw::RedisModuleString], first: usize, mask: u16) {
-    let (Some(reader), Ok(now_ns)) = (StringReader::get(), clock::now_ns()) else {
+#[cold]
+#[inline(never)]
+pub unsafe fn record(args: &[*mut raw::RedisModuleString], first: usize, mut mask: u16) {
+    let (Some(reader), Ok(now_ns)) = (StringReader::get(), clock::last_ns()) else {
         return;
     };
     let now_ms = now_ns / NANOS_PER_MILLI;
     let mut list = LIST.lock();
     let top = list.get_or_insert_with(|| Top::new(size()));
-    for (bit, &key) in args.iter().skip(first).take(16).enumerate() {
-        if mask & (1 << bit) != 0 {
-            if let Some(bytes) = reader.bytes(key) {
-                top.record(bytes, now_ms);
-            }
+    while mask != 0 {
+        let bit = mask.trailing_zeros() as usize;
+        mask &= mask - 1;
+        let key = first.checked_add(bit).and_then(|at| args.get(at));
+        if let Some(bytes) = key.and_then(|&key| reader.bytes(key)) {
+            top.record(bytes, now_ms);
         }
     }
 }
 
-/// The `n` keys denied most over this minute and the one before, at most the list's size.
 pub fn list(n: usize, now_ms: i64) -> Vec<Listed> {
     LIST.lock()
         .as_mut()

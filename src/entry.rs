@@ -99,7 +99,7 @@ fn command(
         ctx,
         Some(point),
         || dispatch(ctx, argv, argc, command, flags),
-        || answer_now(ctx, command, flags, Err(Error::Internal), &[]),
+        || answer_now(ctx, command, flags, Err(Error::Internal), || &[]),
     );
     raw::REDISMODULE_OK as c_int
 }
@@ -130,7 +130,7 @@ fn dispatch(
     let result = commands::run(command, ctx, argv, argc, caller, turn);
     // SAFETY: the server passes argc live argument strings (never a null array; a null one
     // is read as none).
-    let args = || {
+    let args = move || {
         if argv.is_null() {
             return &[][..];
         }
@@ -165,24 +165,33 @@ fn dispatch(
         }
         _ => {}
     }
-    answer_now(ctx, command, flags, result, args());
+    answer_now(ctx, command, flags, result, args);
 }
 
 /// Counts a call's answer (unless replayed: the counters are the clients') and sends it;
-/// `args` are its arguments, its name first.
+/// `args` gives its arguments, its name first. A denial is counted against its keys after the
+/// reply is on its way, out of the path that admissions take.
 #[inline(always)]
-fn answer_now(
+fn answer_now<'a>(
     ctx: *mut raw::RedisModuleCtx,
     command: Command,
     flags: u32,
     result: Result<Answer, Error>,
-    args: &[*mut raw::RedisModuleString],
+    args: impl FnOnce() -> &'a [*mut raw::RedisModuleString],
 ) {
-    if flags & REPLAYED == 0 {
-        // SAFETY: the caller passes the call's live arguments.
-        unsafe { answer::record(command, &result, args) };
-    }
+    let denied = if flags & REPLAYED == 0 {
+        answer::count(command, &result)
+    } else {
+        None
+    };
+    // Packed in one word: kept across the send, where every register held costs the calls
+    // that are admitted too.
+    let denied = denied.map_or(0, |(first, mask)| first << 16 | usize::from(mask));
     answer::send(ctx, result);
+    if denied != 0 {
+        // SAFETY: the caller passes the call's live arguments.
+        unsafe { denied::record(args(), denied >> 16, denied as u16) };
+    }
 }
 
 /// `CL.THROTTLE key max_burst count period [quantity] [MS] [REFUND] [DRYRUN] [BLOCK timeout]`

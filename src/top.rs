@@ -15,9 +15,15 @@
 //! k` over it, and no `k` keys can each have more than `total / k`: a key denied more than
 //! that is always among the `k` listed first (docs/operations.md, "Who is being limited").
 
-use std::hash::{BuildHasher, RandomState};
+use std::hash::{BuildHasher, Hasher as _};
+use std::ops::Range;
 
-use hashbrown::HashTable;
+use hashbrown::{hash_table, HashTable};
+
+/// Keys are the clients' to choose, so the hash is seeded at random. foldhash, not std's
+/// SipHash: a denial hashes its key, and SipHash made that
+/// most of what counting a denial cost (docs/benchmark.md, "CL.TOP").
+type Hasher = foldhash::fast::RandomState;
 
 /// The bytes of a key a summary keeps: longer keys that share them share an entry.
 pub const KEY_BYTES: usize = 128;
@@ -29,34 +35,61 @@ pub const MINUTE_MS: i64 = 60_000;
 pub const MAX_ENTRIES: usize = 1 << 16;
 
 /// One key's figures in a summary, beside its bytes (kept apart, so that each array is a
-/// size the allocator serves without rounding up: 128 bytes a key, 12 an entry). A minute's
+/// size the allocator serves without rounding up: 128 bytes a key, 20 an entry). A minute's
 /// count of one key's denials fits 32 bits (4 billion calls a minute on one node is far past
 /// what a server answers), and saturates there.
 #[derive(Debug, Clone, Copy)]
 struct Entry {
+    /// Its key's hash (see `hash_of`), kept so that the entry that gives its place to another
+    /// key leaves the index without hashing its key again.
+    hash: u32,
     count: u32,
     /// The count it started from, inherited from the entry it replaced.
     error: u32,
-    /// Where it is in the heap.
+    /// Where it stands in the summary's order.
     place: u16,
+    /// The run of equal counts it stands in.
+    run: u16,
     /// How many of its key's bytes are the key.
     len: u8,
 }
 
-/// One minute's space-saving summary: the keys and their entries, a min-heap of them by
-/// count, and an index by key.
+/// One minute's space-saving summary, kept as the paper's "stream summary": the entries in
+/// order of count, the most counted first, those of one count standing together (a run),
+/// and each run knowing where it starts. A denial moves its entry to the start of its run
+/// and counts it once more, which leaves the order sorted: one step whatever `k`. (A heap
+/// would sift a new key down its whole depth, past the many entries of a full summary that
+/// share the least count.)
 #[derive(Debug, Default)]
 struct Summary {
     keys: Vec<[u8; KEY_BYTES]>,
     entries: Vec<Entry>,
-    /// Indices into `entries`, the least counted first.
-    heap: Vec<u16>,
+    /// Indices into `entries`, the most counted first.
+    order: Vec<u16>,
+    /// Where each run starts in `order`, by the runs' numbers.
+    runs: Vec<u16>,
+    /// The numbers of runs no entry stands in any more, for reuse.
+    spare: Vec<u16>,
     index: HashTable<u16>,
 }
 
 /// A key as a summary keeps it: its first `KEY_BYTES` bytes.
 fn kept(key: &[u8]) -> &[u8] {
     key.get(..KEY_BYTES).unwrap_or(key)
+}
+
+/// A key's hash: of its bytes alone, without the length `Hash` would write first (keys are
+/// compared whole, so no two need telling apart by it), in 32 bits, which an entry keeps.
+fn hash_of(hasher: &Hasher, key: &[u8]) -> u32 {
+    let mut state = hasher.build_hasher();
+    state.write(key);
+    (state.finish() >> 32) as u32
+}
+
+/// The index's hash of a key hashed `hash`: the 32 bits twice, since the table places a key
+/// by the low bits and tells keys apart within a group by the top seven.
+fn spread(hash: u32) -> u64 {
+    u64::from(hash) << 32 | u64::from(hash)
 }
 
 /// The key of entry `at`.
@@ -67,26 +100,39 @@ fn key_at<'a>(keys: &'a [[u8; KEY_BYTES]], entries: &[Entry], at: usize) -> &'a 
     }
 }
 
+/// The entry standing at `place` in `order`.
+fn entry_at<'a>(order: &[u16], entries: &'a [Entry], place: usize) -> Option<&'a Entry> {
+    order
+        .get(place)
+        .and_then(|&at| entries.get(usize::from(at)))
+}
+
 impl Summary {
     fn with_capacity(k: usize) -> Summary {
         Summary {
             keys: Vec::with_capacity(k),
             entries: Vec::with_capacity(k),
-            heap: Vec::with_capacity(k),
-            index: HashTable::with_capacity(k),
+            order: Vec::with_capacity(k),
+            runs: Vec::with_capacity(k),
+            spare: Vec::with_capacity(k),
+            // Twice the entries: replacing keys leaves tombstones, which a table this size
+            // clears in place, where a fuller one would grow.
+            index: HashTable::with_capacity(k.saturating_mul(2)),
         }
     }
 
     fn clear(&mut self) {
         self.keys.clear();
         self.entries.clear();
-        self.heap.clear();
+        self.order.clear();
+        self.runs.clear();
+        self.spare.clear();
         self.index.clear();
     }
 
-    fn find(&self, key: &[u8], hasher: &RandomState) -> Option<Entry> {
+    fn find(&self, key: &[u8], hasher: &Hasher) -> Option<Entry> {
         let (keys, entries) = (&self.keys, &self.entries);
-        let at = self.index.find(hasher.hash_one(key), |&at| {
+        let at = self.index.find(spread(hash_of(hasher, key)), |&at| {
             key_at(keys, entries, usize::from(at)) == key
         })?;
         entries.get(usize::from(*at)).copied()
@@ -102,135 +148,169 @@ impl Summary {
         if self.entries.len() < k {
             return 0;
         }
-        self.heap
-            .first()
+        self.order
+            .last()
             .and_then(|&at| self.entries.get(usize::from(at)))
             .map_or(0, |entry| entry.count)
     }
 
     /// Counts one denial of `key` (already cut to `KEY_BYTES`), in a summary of `k` entries
     /// at most.
-    fn record(&mut self, key: &[u8], hasher: &RandomState, k: usize) {
-        let hash = hasher.hash_one(key);
+    #[inline(always)]
+    fn record(&mut self, key: &[u8], hasher: &Hasher, k: usize) {
+        let hash = hash_of(hasher, key);
         let Summary {
             keys,
             entries,
-            heap,
+            order,
+            runs,
+            spare,
             index,
         } = self;
-        let same = |at: &u16| key_at(keys, entries, usize::from(*at)) == key;
-        if let Some(&at) = index.find(hash, same) {
-            if let Some(entry) = entries.get_mut(usize::from(at)) {
-                entry.count = entry.count.saturating_add(1);
-                let place = usize::from(entry.place);
-                sift_down(heap, entries, place);
-            }
-            return;
-        }
-        let mut bytes = [0; KEY_BYTES];
-        if let Some(slot) = bytes.get_mut(..key.len()) {
-            slot.copy_from_slice(key);
-        }
-        let len = key.len().min(KEY_BYTES) as u8;
-        let rehash = |keys: &Vec<[u8; KEY_BYTES]>, entries: &Vec<Entry>, at: &u16| {
-            hasher.hash_one(key_at(keys, entries, usize::from(*at)))
+        let found = {
+            let (keys, entries) = (&*keys, &*entries);
+            index.entry(
+                spread(hash),
+                |&at| key_at(keys, entries, usize::from(at)) == key,
+                |&at| {
+                    entries
+                        .get(usize::from(at))
+                        .map_or(0, |entry| spread(entry.hash))
+                },
+            )
         };
-        if entries.len() < k.min(MAX_ENTRIES) {
-            let Ok(at) = u16::try_from(entries.len()) else {
+        let vacant = match found {
+            hash_table::Entry::Occupied(found) => {
+                count_once_more(entries, order, runs, spare, *found.get());
+                return;
+            }
+            hash_table::Entry::Vacant(vacant) => vacant,
+        };
+        let len = key.len().min(KEY_BYTES) as u8;
+        let at = if entries.len() < k.min(MAX_ENTRIES) {
+            // A new entry, counted nothing yet: it stands last, in a run of its own.
+            let (Ok(at), Ok(place)) = (u16::try_from(entries.len()), u16::try_from(order.len()))
+            else {
                 return;
             };
-            let Ok(place) = u16::try_from(heap.len()) else {
+            let Some(run) = start_run(runs, spare, place) else {
                 return;
             };
-            keys.push(bytes);
+            keys.push([0; KEY_BYTES]);
             entries.push(Entry {
-                count: 1,
+                hash,
+                count: 0,
                 error: 0,
                 place,
+                run,
                 len,
             });
-            heap.push(at);
-            let last = heap.len() - 1;
-            sift_up(heap, entries, last);
-            index.insert_unique(hash, at, |at| rehash(keys, entries, at));
-            return;
-        }
-        // Full: the least counted entry gives its place up.
-        let Some(&at) = heap.first() else { return };
-        let slot = usize::from(at);
-        let Some(least) = entries.get(slot).map(|entry| entry.count) else {
-            return;
-        };
-        let old = hasher.hash_one(key_at(keys, entries, slot));
-        if let Ok(found) = index.find_entry(old, |&i| i == at) {
-            found.remove();
-        }
-        if let (Some(stored), Some(entry)) = (keys.get_mut(slot), entries.get_mut(slot)) {
-            *stored = bytes;
-            *entry = Entry {
-                count: least.saturating_add(1),
-                error: least,
-                place: 0,
-                len,
+            order.push(at);
+            vacant.insert(at);
+            at
+        } else {
+            // The entry counted least (the last) takes the key, and keeps its count as the
+            // key's error. The key goes into the index where the lookup found room, before
+            // the old key leaves it, naming for that moment another entry (any other), so
+            // that the old key's place is the only one that names this one.
+            let Some(&at) = order.last() else { return };
+            let Some(entry) = entries.get_mut(usize::from(at)) else {
+                return;
             };
-        }
-        sift_down(heap, entries, 0);
-        index.insert_unique(hash, at, |at| rehash(keys, entries, at));
-    }
-}
-
-fn count_at(heap: &[u16], entries: &[Entry], place: usize) -> Option<u32> {
-    let at = *heap.get(place)?;
-    entries.get(usize::from(at)).map(|entry| entry.count)
-}
-
-fn swap(heap: &mut [u16], entries: &mut [Entry], a: usize, b: usize) {
-    heap.swap(a, b);
-    for place in [a, b] {
-        let at = heap.get(place).map(|&at| usize::from(at));
-        if let (Some(entry), Ok(place)) =
-            (at.and_then(|at| entries.get_mut(at)), u16::try_from(place))
+            let old = entry.hash;
+            *entry = Entry {
+                hash,
+                error: entry.count,
+                len,
+                ..*entry
+            };
+            let new = vacant.insert(at ^ 1).bucket_index();
+            if let Ok(found) = index.find_entry(spread(old), |&held| held == at) {
+                found.remove();
+            }
+            if let Some(named) = index.get_bucket_mut(new) {
+                *named = at;
+            }
+            at
+        };
+        if let Some(stored) = keys
+            .get_mut(usize::from(at))
+            .and_then(|stored| stored.get_mut(..key.len()))
         {
-            entry.place = place;
+            stored.copy_from_slice(key);
         }
+        count_once_more(entries, order, runs, spare, at);
     }
 }
 
-fn sift_up(heap: &mut [u16], entries: &mut [Entry], mut place: usize) {
-    while place > 0 {
-        let parent = (place - 1) / 2;
-        match (
-            count_at(heap, entries, place),
-            count_at(heap, entries, parent),
-        ) {
-            (Some(child), Some(up)) if child < up => {
-                swap(heap, entries, place, parent);
-                place = parent;
-            }
-            _ => return,
-        }
+/// Counts entry `at` once more: it trades places with the first of its run, which then starts
+/// one later, and joins the run before it if that has its new count.
+#[inline(always)]
+fn count_once_more(
+    entries: &mut [Entry],
+    order: &mut [u16],
+    runs: &mut Vec<u16>,
+    spare: &mut Vec<u16>,
+    at: u16,
+) {
+    let Some(&entry) = entries.get(usize::from(at)) else {
+        return;
+    };
+    let (Some(count), Some(&first)) =
+        (entry.count.checked_add(1), runs.get(usize::from(entry.run)))
+    else {
+        return;
+    };
+    let (first_place, place) = (usize::from(first), usize::from(entry.place));
+    if first_place.max(place) >= order.len() {
+        return;
+    }
+    order.swap(first_place, place);
+    if let Some(other) = order
+        .get(place)
+        .and_then(|&other| entries.get_mut(usize::from(other)))
+    {
+        other.place = entry.place;
+    }
+    let next = first_place + 1;
+    let run_goes_on = entry_at(order, entries, next).is_some_and(|e| e.run == entry.run);
+    match (
+        run_goes_on,
+        u16::try_from(next),
+        runs.get_mut(usize::from(entry.run)),
+    ) {
+        (true, Ok(next), Some(start)) => *start = next,
+        _ => spare.push(entry.run),
+    }
+    let before = first_place
+        .checked_sub(1)
+        .and_then(|place| entry_at(order, entries, place))
+        .filter(|before| before.count == count)
+        .map(|before| before.run);
+    let Some(run) = before.or_else(|| start_run(runs, spare, first)) else {
+        return;
+    };
+    if let Some(entry) = entries.get_mut(usize::from(at)) {
+        *entry = Entry {
+            count,
+            place: first,
+            run,
+            ..*entry
+        };
     }
 }
 
-fn sift_down(heap: &mut [u16], entries: &mut [Entry], mut place: usize) {
-    loop {
-        let mut least = place;
-        for child in [2 * place + 1, 2 * place + 2] {
-            if let (Some(down), Some(best)) = (
-                count_at(heap, entries, child),
-                count_at(heap, entries, least),
-            ) {
-                if down < best {
-                    least = child;
-                }
-            }
+/// A run that starts at `place`: a spare one's number, else a new one's.
+fn start_run(runs: &mut Vec<u16>, spare: &mut Vec<u16>, place: u16) -> Option<u16> {
+    if let Some(run) = spare.pop() {
+        if let Some(start) = runs.get_mut(usize::from(run)) {
+            *start = place;
+            return Some(run);
         }
-        if least == place {
-            return;
-        }
-        swap(heap, entries, place, least);
-        place = least;
     }
+    let run = u16::try_from(runs.len()).ok()?;
+    runs.push(place);
+    Some(run)
 }
 
 /// One key of the list: its first `KEY_BYTES` bytes, its denied calls over both minutes (at
@@ -248,9 +328,12 @@ pub struct Top {
     k: usize,
     /// The current minute, as minutes since the epoch.
     minute: i64,
+    /// The instants that leave both minutes as they are: the previous minute and this one,
+    /// kept so that most calls know it without a division.
+    standing: Range<i64>,
     current: Summary,
     previous: Summary,
-    hasher: RandomState,
+    hasher: Hasher,
 }
 
 impl Top {
@@ -260,9 +343,10 @@ impl Top {
         Top {
             k: k.clamp(1, MAX_ENTRIES),
             minute: i64::MIN,
+            standing: 0..0,
             current: Summary::default(),
             previous: Summary::default(),
-            hasher: RandomState::new(),
+            hasher: Hasher::default(),
         }
     }
 
@@ -276,6 +360,9 @@ impl Top {
     /// further, as after a jump forward is corrected, starts over at its minute, so that the
     /// list goes on meaning this minute and the last.
     fn roll(&mut self, now_ms: i64) {
+        if self.standing.contains(&now_ms) {
+            return;
+        }
         let minute = now_ms.div_euclid(MINUTE_MS);
         if minute <= self.minute && minute >= self.minute.saturating_sub(1) {
             return;
@@ -287,9 +374,12 @@ impl Top {
         }
         self.current.clear();
         self.minute = minute;
+        self.standing = minute.saturating_sub(1).saturating_mul(MINUTE_MS)
+            ..minute.saturating_add(1).saturating_mul(MINUTE_MS);
     }
 
     /// Counts one denied call of `key` at `now_ms`.
+    #[inline(always)]
     pub fn record(&mut self, key: &[u8], now_ms: i64) {
         self.roll(now_ms);
         if self.current.keys.capacity() == 0 {
@@ -381,6 +471,41 @@ mod tests {
         }
     }
 
+    /// The summary's order as it must stand: sorted by count, the most first, each entry
+    /// where its place says, each run of equal counts one run that starts where it says, and
+    /// every key found by its index.
+    fn holds_its_order(summary: &Summary, hasher: &Hasher) {
+        let Summary {
+            entries,
+            order,
+            runs,
+            spare,
+            ..
+        } = summary;
+        assert_eq!(order.len(), entries.len());
+        assert_eq!(summary.index.len(), entries.len());
+        for (place, &at) in order.iter().enumerate() {
+            let entry = entries[usize::from(at)];
+            assert_eq!(usize::from(entry.place), place);
+            assert!(!spare.contains(&entry.run));
+            let starts = place == 0 || entries[usize::from(order[place - 1])].count != entry.count;
+            if starts {
+                assert_eq!(usize::from(runs[usize::from(entry.run)]), place);
+            } else {
+                let before = entries[usize::from(order[place - 1])];
+                assert!(before.count == entry.count && before.run == entry.run);
+            }
+            if place > 0 {
+                assert!(entries[usize::from(order[place - 1])].count >= entry.count);
+            }
+            let key = key_at(&summary.keys, entries, usize::from(at));
+            assert_eq!(
+                summary.find(key, hasher).map(|e| e.place),
+                Some(entry.place)
+            );
+        }
+    }
+
     proptest! {
         #[test]
         fn the_list_keeps_its_guarantee_over_two_minutes(
@@ -397,6 +522,8 @@ mod tests {
                 // Skewed: low keys come far more often.
                 let key = vec![b'k', (u16::from(key) * u16::from(key) / 24) as u8];
                 top.record(&key, now);
+                holds_its_order(&top.current, &top.hasher);
+                holds_its_order(&top.previous, &top.hasher);
                 *minutes.entry(now / MINUTE_MS).or_default().entry(key).or_default() += 1;
                 let minute = now / MINUTE_MS;
                 let mut exact: HashMap<Vec<u8>, u64> = HashMap::new();
@@ -408,6 +535,22 @@ mod tests {
                 holds_the_guarantee(&mut top, &exact, now);
             }
         }
+    }
+
+    #[test]
+    fn the_largest_size_tells_every_entry_apart() {
+        let mut top = Top::new(MAX_ENTRIES);
+        let extra = 5_000u32;
+        for i in 0..MAX_ENTRIES as u32 + extra {
+            top.record(&i.to_be_bytes(), 0);
+        }
+        top.record(&7u32.to_be_bytes(), 0);
+        holds_its_order(&top.current, &top.hasher);
+        assert_eq!(top.current.entries.len(), MAX_ENTRIES);
+        // The first `extra` keys gave their places to the last; the list's head is a key
+        // counted twice, or one that took a place counted once.
+        let listed = top.top(1, 0);
+        assert_eq!((listed[0].denied, listed[0].error), (2, 1));
     }
 
     #[test]

@@ -148,26 +148,33 @@ pub unsafe fn record(
     result: &Result<Answer, Error>,
     args: &[*mut raw::RedisModuleString],
 ) {
-    counters::of(command).record(match result {
-        Ok(answer) => answer.counted,
-        Err(_) => Counted::Error,
-    });
-    if let Ok(Answer {
-        granted: Some(granted),
-        counted: Counted::Allowed | Counted::Denied,
-        ..
-    }) = result
-    {
-        counters::GRANTS.record(*granted);
-    }
-    if let Ok(Answer {
-        denied_keys: Some((first, mask)),
-        counted: Counted::Denied,
-        ..
-    }) = result
-    {
+    if let Some((first, mask)) = count(command, result) {
         // SAFETY: as this function's.
-        unsafe { denied::record(args, usize::from(*first), *mask) };
+        unsafe { denied::record(args, first, mask) };
+    }
+}
+
+/// Counts a call's answer in its command's counters. Returns, for a denial that counts
+/// against keys, where they start among its arguments and a bit for each key whose limiter
+/// denied.
+#[inline(always)]
+pub fn count(command: Command, result: &Result<Answer, Error>) -> Option<(usize, u16)> {
+    let Ok(answer) = result else {
+        counters::of(command).record(Counted::Error);
+        return None;
+    };
+    counters::of(command).record(answer.counted);
+    if !matches!(answer.counted, Counted::Allowed | Counted::Denied) {
+        return None;
+    }
+    if let Some(granted) = answer.granted {
+        counters::GRANTS.record(granted);
+    }
+    match answer.denied_keys {
+        Some((first, mask)) if answer.counted == Counted::Denied => {
+            Some((usize::from(first), mask))
+        }
+        _ => None,
     }
 }
 

@@ -57,9 +57,11 @@ impl<'a> Call<'a> {
     ) -> Result<Call<'a>, Error> {
         let wrong_arity = || Error::WrongArity(command.name());
         let argc = usize::try_from(argc).map_err(|_| wrong_arity())?;
-        // Every command takes a key but CL.TOP, which may take nothing at all.
-        let least = if command == Command::Top { 1 } else { 2 };
-        if !(least..=storage.len()).contains(&argc) || argv.is_null() {
+        // Every command takes a key but CL.TOP, which may take nothing at all (asked only of
+        // a call outside the range, so that the others pay nothing for it).
+        let in_range =
+            (2..=storage.len()).contains(&argc) || (argc == 1 && command == Command::Top);
+        if !in_range || argv.is_null() {
             return Err(wrong_arity());
         }
         let argv = std::slice::from_raw_parts(argv, argc);
