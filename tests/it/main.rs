@@ -17,6 +17,7 @@ mod countdenied;
 mod docker;
 mod dryrun;
 mod examples;
+mod exporter;
 mod fixed;
 mod forms;
 mod guard;

@@ -164,14 +164,39 @@ function topOf(reply) {
  * neither rejects with ModuleMissingError. The limiters' errors (a bad argument, a key of
  * another type) reject as the client library's Error, with the module's message.
  *
+ * `onDecision`, if given, is called with `{ limiter, key, allowed, reply }` after every call
+ * that decides (each limiter's; not a refund nor a dry run), before the call's promise
+ * settles: `limiter` is the command's word ('throttle', 'fixed', 'window', 'lease', 'smooth',
+ * 'all'), `key` the call's key (for `all`, the array of its limiters' keys), `reply` its Reply
+ * (for `all` with `detail`, the array of them). What it throws, the call rejects with.
+ *
  * A call that waits (`block`) holds its connection until it is answered: give waiting calls
  * a client of their own.
  */
 class Cell {
   constructor(client, options = {}) {
     if (!client) throw new TypeError('Cell needs an ioredis or node-redis client');
+    const { onDecision, ...routed } = options;
+    if (onDecision !== undefined && typeof onDecision !== 'function') {
+      throw new TypeError('onDecision is a function of the decision');
+    }
     this.client = client;
-    this.routing = routing(options);
+    this.routing = routing(routed);
+    this.onDecision = onDecision;
+  }
+
+  /**
+   * Tells `onDecision` of a call that decided (not a refund, which gives units back, nor a
+   * dry run, which takes none, as CL.TOP counts them), and answers its reply.
+   */
+  told(limiter, key, reply, options = {}) {
+    if (this.onDecision && !options.refund && !options.dryRun) {
+      const replies = Array.isArray(reply) ? reply : [reply];
+      this.onDecision({
+        limiter, key, allowed: replies.every((each) => !each.limited), reply,
+      });
+    }
+    return reply;
   }
 
   /** A command's words sent by `how` (lib/client.js's send, or sendThenGet). */
@@ -180,19 +205,19 @@ class Cell {
   }
 
   async throttle(key, maxBurst, count, period, options) {
-    return Reply.of(await this.command(commands.throttle(key, maxBurst, count, period, options)));
+    return this.told('throttle', key, Reply.of(await this.command(commands.throttle(key, maxBurst, count, period, options))), options);
   }
 
   async fixed(key, limit, period, options) {
-    return Reply.of(await this.command(commands.fixed(key, limit, period, options)));
+    return this.told('fixed', key, Reply.of(await this.command(commands.fixed(key, limit, period, options))), options);
   }
 
   async window(key, limit, period, options) {
-    return Reply.of(await this.command(commands.window(key, limit, period, options)));
+    return this.told('window', key, Reply.of(await this.command(commands.window(key, limit, period, options))), options);
   }
 
   async lease(key, limit, leaseTime, holder, options) {
-    return Reply.of(await this.command(commands.lease(key, limit, leaseTime, holder, options)));
+    return this.told('lease', key, Reply.of(await this.command(commands.lease(key, limit, leaseTime, holder, options))), options);
   }
 
   /** Whether the holder held a live lease, now given back. */
@@ -210,7 +235,7 @@ class Cell {
    * reply until the reserved instant.
    */
   async smooth(key, permits, period, options) {
-    return Reply.of(await this.command(commands.smooth(key, permits, period, options)));
+    return this.told('smooth', key, Reply.of(await this.command(commands.smooth(key, permits, period, options))), options);
   }
 
   /**
@@ -224,7 +249,8 @@ class Cell {
   /** All of `limiters` or none; the binding limiter's reply, or each one's with `detail`. */
   async all(limiters, options) {
     const reply = await this.command(commands.all(limiters, options));
-    return options && options.detail ? reply.map((each) => Reply.of(each)) : Reply.of(reply);
+    const answered = options && options.detail ? reply.map((each) => Reply.of(each)) : Reply.of(reply);
+    return this.told('all', limiters.map((each) => each.key), answered, options);
   }
 }
 

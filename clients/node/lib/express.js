@@ -167,19 +167,26 @@ function checked({ limiter, by = clientAddress }) {
  *   `legacyHeaders`: the X-RateLimit-* triple too.
  * - `onDenied(req, res, next)` and `onFailed(req, res, next, error)`: what answers a 429 or a
  *   503 once its fields are set; by default a short text body.
+ * - `onDecision({ limiter, key, allowed, reply })`: called for each limit a request was
+ *   decided on, `limiter` the policy's name and `key` the identity it counted, for an app's own
+ *   metrics; a request denied on an earlier identity's limits is decided on no later ones.
+ *   What it throws goes to Express's error handling.
  * - `log(message, error)`: where an undecided request is told of (console.warn).
  */
 class RouteLimiter {
   constructor(cell, {
     prefix = 'ratelimit:', failOpen = false, standardHeaders = 'draft-11', legacyHeaders = false,
-    onDenied, onFailed, log = (message, error) => console.warn(message, error),
+    onDenied, onFailed, onDecision, log = (message, error) => console.warn(message, error),
   } = {}) {
     if (!cell || typeof cell.all !== 'function') throw new TypeError('RouteLimiter takes a Cell');
+    if (onDecision !== undefined && typeof onDecision !== 'function') {
+      throw new TypeError('onDecision is a function of the decision');
+    }
     if (standardHeaders !== false && !STANDARD_HEADERS.includes(standardHeaders)) {
       throw new TypeError(`standardHeaders is one of ${STANDARD_HEADERS.join(', ')} or false`);
     }
     Object.assign(this, {
-      cell, prefix, failOpen, standardHeaders, legacyHeaders, log,
+      cell, prefix, failOpen, standardHeaders, legacyHeaders, log, onDecision,
     });
     this.policies = new Map();
     this.onDenied = onDenied || ((req, res) => res.status(429).send('Too Many Requests'));
@@ -255,6 +262,11 @@ class RouteLimiter {
         return { status: 503, headers: {}, error };
       }
       group.forEach((limit, i) => decided.push([limit, replies[i]]));
+      if (this.onDecision) {
+        group.forEach((limit, i) => this.onDecision({
+          limiter: limit.name, key: identity, allowed: !replies[i].limited, reply: replies[i],
+        }));
+      }
       if (replies.some((reply) => reply.limited)) {
         await this.giveBack(charged);
         break;

@@ -135,6 +135,34 @@ for (const flavor of FLAVORS) describe(`Cell on a server, ${flavor}`, () => {
         await assert.rejects(cell.window(key('b'), 10, 60), /BUCKETS 6, not an exact one/);
       });
 
+      it('tells its hook of each decision and of nothing else', async () => {
+        n += 1;
+        const told = [];
+        const hooked = new Cell(client, { onDecision: (decided) => told.push(decided) });
+        const admitted = await hooked.fixed(key('h'), 1, 60);
+        const denied = await hooked.fixed(key('h'), 1, 60);
+        await hooked.fixed(key('h'), 1, 60, { dryRun: true });
+        await hooked.fixed(key('h'), 1, 60, { refund: true });
+        await hooked.lease(key('l'), 1, 60, 'x');
+        await hooked.release(key('l'), 'x');
+        await hooked.holders(key('l'));
+        const both = await hooked.all([throttle(key('t'), 0, 1, 60), fixed(key('h'), 1, 60)], { detail: true });
+        const again = await hooked.all([throttle(key('t'), 0, 1, 60), fixed(key('h'), 1, 60)]);
+        assert.ok(admitted.allowed && denied.limited && both.every((each) => each.allowed) && again.limited);
+        assert.deepEqual(told.slice(0, 2), [
+          { limiter: 'fixed', key: key('h'), allowed: true, reply: admitted },
+          { limiter: 'fixed', key: key('h'), allowed: false, reply: denied },
+        ]);
+        assert.deepEqual([told[2].limiter, told[2].key, told[2].allowed], ['lease', key('l'), true]);
+        assert.deepEqual(told.slice(3), [
+          { limiter: 'all', key: [key('t'), key('h')], allowed: true, reply: both },
+          { limiter: 'all', key: [key('t'), key('h')], allowed: false, reply: again },
+        ]);
+        const broken = new Cell(client, { onDecision: () => { throw new Error('metrics down'); } });
+        await assert.rejects(broken.throttle(key('b'), 1, 1, 60), /metrics down/);
+        assert.throws(() => new Cell(client, { onDecision: 'yes' }), TypeError);
+      });
+
       it('leases, lists and releases', async () => {
         n += 1;
         assert.deepEqual(await cell.lease(key('p'), 1, 60, 'job:1'), reply(false, 1, 0, null, 60));

@@ -1,8 +1,8 @@
 'use strict';
 
-// docs/clients.md's Express example (clients/examples/express_limits.js), served as the page
-// shows it: in a process of its own that resolves the package and its dependencies as an app
-// that installed them would.
+// docs/clients.md's Express examples (clients/examples/express_limits.js and
+// express_metrics.js), served as the page shows them: each in a process of its own that
+// resolves the package and its dependencies as an app that installed them would.
 
 const assert = require('node:assert/strict');
 const { spawn } = require('node:child_process');
@@ -14,7 +14,7 @@ const { after, before, describe, it } = require('node:test');
 const { startServer } = require('./server');
 
 const ROOT = process.env.REDIS_CELL_ROOT || path.join(__dirname, '..', '..', '..');
-const EXAMPLE = path.join(ROOT, 'clients', 'examples', 'express_limits.js');
+const EXAMPLES = path.join(ROOT, 'clients', 'examples');
 
 /** Where the example finds `redis-cell` (this package) and express and ioredis. */
 function nodePath() {
@@ -24,20 +24,22 @@ function nodePath() {
   return { linked, value: [linked, deps].join(path.delimiter) };
 }
 
-describe("docs/clients.md's Express example", () => {
+/** Serves an example on a loopback port, against a server of its own; stopped after the suite. */
+function served(example) {
+  const serving = { port: null };
   let server;
   let app;
   let paths;
   before(async () => {
     server = await startServer();
     paths = nodePath();
-    const serving = `const app = require(${JSON.stringify(EXAMPLE)});
+    const listening = `const app = require(${JSON.stringify(path.join(EXAMPLES, example))});
       const s = app.listen(0, '127.0.0.1', () => console.log(s.address().port));`;
-    app = spawn(process.execPath, ['-e', serving], {
+    app = spawn(process.execPath, ['-e', listening], {
       env: { ...process.env, NODE_PATH: paths.value, REDIS_URL: `redis://127.0.0.1:${server.port}` },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
-    app.port = await new Promise((resolve, reject) => {
+    serving.port = await new Promise((resolve, reject) => {
       app.stdout.once('data', (data) => resolve(Number(String(data).trim())));
       app.once('exit', (code) => reject(new Error(`the example exited with ${code}`)));
     });
@@ -47,6 +49,11 @@ describe("docs/clients.md's Express example", () => {
     if (paths) fs.rmSync(paths.linked, { recursive: true, force: true });
     await server.stop();
   });
+  return serving;
+}
+
+describe("docs/clients.md's Express example", () => {
+  const app = served('express_limits.js');
 
   it('admits 3, then answers 429 with Retry-After and the draft-11 fields', async () => {
     const statuses = [];
@@ -59,5 +66,18 @@ describe("docs/clients.md's Express example", () => {
     const retry = Number(last.headers.get('retry-after'));
     assert.ok(retry > 0 && retry <= 20, `Retry-After ${retry}`);
     assert.equal(last.headers.get('ratelimit-policy'), '"per-address";q=3;w=60');
+  });
+});
+
+describe("docs/clients.md's metrics example", () => {
+  const app = served('express_metrics.js');
+
+  it('counts each decision by policy and outcome at /metrics', async () => {
+    const statuses = [];
+    for (let i = 0; i < 5; i += 1) statuses.push((await fetch(`http://127.0.0.1:${app.port}/`)).status);
+    assert.deepEqual(statuses, [200, 200, 200, 429, 429]);
+    const metrics = await (await fetch(`http://127.0.0.1:${app.port}/metrics`)).text();
+    assert.match(metrics, /^ratelimit_decisions_total\{policy="per-address",outcome="allowed"\} 3$/m);
+    assert.match(metrics, /^ratelimit_decisions_total\{policy="per-address",outcome="denied"\} 2$/m);
   });
 });

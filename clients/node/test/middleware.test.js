@@ -118,6 +118,26 @@ for (const flavor of FLAVORS) describe(`RouteLimiter, ${flavor}`, () => {
         }
       });
 
+      it('tells its hook of each limit a request was decided on', async () => {
+        const told = [];
+        const app = await serve(
+          limiter({ prefix: 'hook', onDecision: (decided) => told.push(decided) }),
+          { limiter: fixed('per-address', 1, 60) },
+          { limiter: fixed('per-key', 5, 60), by: header('x-api-key') },
+        );
+        try {
+          assert.equal((await app.get({ 'x-api-key': 'k1' })).status, 200);
+          assert.equal((await app.get({ 'x-api-key': 'k1' })).status, 429);
+        } finally {
+          await app.close();
+        }
+        // The second request, denied on the address, asks nothing of the key.
+        assert.deepEqual(told.map(({ limiter, key, allowed }) => [limiter, key, allowed]), [
+          ['per-address', '127.0.0.1', true], ['per-key', 'k1', true], ['per-address', '127.0.0.1', false],
+        ]);
+        assert.ok(told[2].reply.limited && told[2].reply.limit === 1);
+      });
+
       it('sends the older forms when asked', async () => {
         const app = await serve(limiter({ prefix: 'old', standardHeaders: 'draft-6', legacyHeaders: true }),
           { limiter: fixed('old', 5, 60) });

@@ -3,12 +3,13 @@ frozen :class:`Reply` of the five integers every limiter answers, with the waits
 unit the call asked for (seconds, or milliseconds with ``ms=True``). Where the server has not
 loaded the module, the same limiters run in its Functions library (``FCALL``)."""
 
-from .client import AsyncClient, Client, Fixed, Lease, Reply, Throttle, Window
+from .client import AsyncClient, Client, Decided, Fixed, Lease, Reply, Throttle, Window
 from .errors import LibraryTooOldError, ModuleMissingError, NeedsModuleError
 
 __all__ = [
     "AsyncClient",
     "Client",
+    "Decided",
     "Fixed",
     "Lease",
     "LibraryTooOldError",

@@ -51,7 +51,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
-from .client import AsyncClient, Fixed, Reply, Throttle, Window
+from .client import AsyncClient, Decided, Fixed, OnDecision, Reply, Throttle, Window
 
 # The server did not decide: none of these is a denial.
 FAILURES: Tuple[Type[BaseException], ...] = (RedisError, OSError)
@@ -236,10 +236,15 @@ class RateLimiter:
     - ``standard_headers``: ``"draft-11"`` (the default: ``RateLimit-Policy`` and
       ``RateLimit``), ``"draft-7"``, ``"draft-6"``, or None for neither;
       ``legacy_headers``: the ``X-RateLimit-*`` triple too.
+    - ``on_decision``: called with a :class:`~redis_cell.Decided` for each limit a request
+      was decided on (the policy's name, the identity, admitted or not, its reply), for an
+      app's own metrics; a request denied by an earlier identity's limits is decided on no
+      later ones. What it raises, the request raises.
     """
 
     def __init__(self, cell: AsyncClient, *, prefix: str = "ratelimit:", fail_open: bool = False,
-                 standard_headers: Optional[str] = "draft-11", legacy_headers: bool = False):
+                 standard_headers: Optional[str] = "draft-11", legacy_headers: bool = False,
+                 on_decision: Optional[OnDecision] = None):
         if standard_headers is not None and standard_headers not in STANDARD_HEADERS:
             raise ValueError(f"standard_headers is one of {', '.join(STANDARD_HEADERS)} or "
                              f"None, not {standard_headers!r}")
@@ -248,6 +253,7 @@ class RateLimiter:
         self.fail_open = fail_open
         self.standard_headers = standard_headers
         self.legacy_headers = legacy_headers
+        self.on_decision = on_decision
         self._policies: Dict[str, Limit] = {}
 
     def limit(self, *limits: Limit) -> "RouteLimits":
@@ -305,6 +311,9 @@ class RateLimiter:
                 await self._give_back(charged)
                 return Decision(503, {})
             decided += zip(group, replies)
+            if self.on_decision is not None:
+                for limit, reply in zip(group, replies):
+                    self.on_decision(Decided(limit.name, identity, not reply.limited, reply))
             if any(reply.limited for reply in replies):
                 await self._give_back(charged)
                 break

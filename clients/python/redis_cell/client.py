@@ -11,7 +11,7 @@ Errors are redis-py's: a bad argument or a key of another type raises
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, List, Optional, Sequence, Tuple, Union
+from typing import Callable, ClassVar, List, Optional, Sequence, Tuple, TypeVar, Union
 
 from .routing import AsyncRouter, Router
 
@@ -215,6 +215,36 @@ def _top(raw) -> List[Denied]:
             for i in range(0, len(items) - 2, 3)]
 
 
+@dataclass(frozen=True)
+class Decided:
+    """One decision, as an ``on_decision`` hook is told of it.
+
+    From a client: ``limiter`` is the command's word (``"throttle"``, ``"fixed"``,
+    ``"window"``, ``"lease"``, ``"smooth"`` or ``"all"``), ``key`` the call's key (for
+    ``all``, the tuple of its limiters' keys), ``allowed`` whether the call was admitted, and
+    ``reply`` its :class:`Reply` (for ``all`` with ``detail=True``, the list of them). From
+    the ASGI middleware: one for each limit a request was decided on, ``limiter`` the
+    policy's name and ``key`` the identity it counted."""
+
+    limiter: str
+    key: Union[KeyT, Tuple[KeyT, ...]]
+    allowed: bool
+    reply: Union[Reply, List[Reply]]
+
+
+OnDecision = Callable[[Decided], None]
+R = TypeVar("R", Reply, List[Reply])
+
+
+def _told(hook: Optional[OnDecision], limiter: str, key, reply: R, options) -> R:
+    """Tells ``hook`` of a call that decided: not a refund, which gives units back, nor a dry
+    run, which takes none (as CL.TOP counts them)."""
+    if hook is not None and not options.get("refund") and not options.get("dry_run"):
+        replies = reply if isinstance(reply, list) else [reply]
+        hook(Decided(limiter, key, not any(each.limited for each in replies), reply))
+    return reply
+
+
 def _all_reply(raw, detail: bool):
     if detail:
         return [Reply.of(values) for values in raw]
@@ -233,27 +263,34 @@ class Client:
     library where it does not, loading the library (``FUNCTION LOAD REPLACE``) when it is
     missing or older than this client, unless ``load_library=False``; ``via="module"`` and
     ``via="library"`` force either. Waiting (``block=``) needs the module: the library refuses
-    it. A server with neither raises :class:`~redis_cell.errors.ModuleMissingError`."""
+    it. A server with neither raises :class:`~redis_cell.errors.ModuleMissingError`.
 
-    def __init__(self, redis, *, via: str = "auto", load_library: bool = True):
+    ``on_decision``, if given, is called with a :class:`Decided` after every call that
+    decides (every limiter's, not a refund nor a dry run), in the calling thread, before the
+    call returns: a place to count decisions in an app's own metrics. What it raises, the
+    call raises."""
+
+    def __init__(self, redis, *, via: str = "auto", load_library: bool = True,
+                 on_decision: Optional[OnDecision] = None):
         self.redis = redis
+        self.on_decision = on_decision
         self._call = Router(redis, via, load_library)
 
     def throttle(self, key, max_burst, count, period, quantity=1, **options) -> Reply:
-        return Reply.of(self._call(
-            *commands.throttle(key, max_burst, count, period, quantity, **options)))
+        return _told(self.on_decision, "throttle", key, Reply.of(self._call(
+            *commands.throttle(key, max_burst, count, period, quantity, **options))), options)
 
     def fixed(self, key, limit, period, quantity=1, **options) -> Reply:
-        return Reply.of(self._call(
-            *commands.fixed(key, limit, period, quantity, **options)))
+        return _told(self.on_decision, "fixed", key, Reply.of(self._call(
+            *commands.fixed(key, limit, period, quantity, **options))), options)
 
     def window(self, key, limit, period, quantity=1, **options) -> Reply:
-        return Reply.of(self._call(
-            *commands.window(key, limit, period, quantity, **options)))
+        return _told(self.on_decision, "window", key, Reply.of(self._call(
+            *commands.window(key, limit, period, quantity, **options))), options)
 
     def lease(self, key, limit, lease_time, holder, **options) -> Reply:
-        return Reply.of(self._call(
-            *commands.lease(key, limit, lease_time, holder, **options)))
+        return _told(self.on_decision, "lease", key, Reply.of(self._call(
+            *commands.lease(key, limit, lease_time, holder, **options))), options)
 
     def release(self, key, holder) -> bool:
         return int(self._call(*commands.release(key, holder))) == 1
@@ -266,12 +303,13 @@ class Client:
         every caller of ``key`` shares; ``block=ms`` is ``tryAcquire(quantity, ms)``, and
         ``block=0`` ``acquire(quantity)`` (the module holds the reply until the reserved
         instant; the library refuses it)."""
-        return Reply.of(self._call(
-            *commands.smooth(key, permits, period, quantity, **options)))
+        return _told(self.on_decision, "smooth", key, Reply.of(self._call(
+            *commands.smooth(key, permits, period, quantity, **options))), options)
 
     def all(self, limiters: Sequence[Limiter], quantity=1, *, detail=False, **options):
         raw = self._call(*commands.all(limiters, quantity, detail=detail, **options))
-        return _all_reply(raw, detail)
+        return _told(self.on_decision, "all", tuple(each.key for each in limiters),
+                     _all_reply(raw, detail), options)
 
     def top(self, *, count: Optional[int] = None) -> List[Denied]:
         """The keys this node denied most over this minute and the one before (``count``,
@@ -282,27 +320,29 @@ class Client:
 
 class AsyncClient:
     """The same commands over redis-py's asyncio client (``redis.asyncio.Redis``), with the
-    same options."""
+    same options; ``on_decision`` is a plain function here too, called as the call returns."""
 
-    def __init__(self, redis, *, via: str = "auto", load_library: bool = True):
+    def __init__(self, redis, *, via: str = "auto", load_library: bool = True,
+                 on_decision: Optional[OnDecision] = None):
         self.redis = redis
+        self.on_decision = on_decision
         self._call = AsyncRouter(redis, via, load_library)
 
     async def throttle(self, key, max_burst, count, period, quantity=1, **options) -> Reply:
-        return Reply.of(await self._call(
-            *commands.throttle(key, max_burst, count, period, quantity, **options)))
+        return _told(self.on_decision, "throttle", key, Reply.of(await self._call(
+            *commands.throttle(key, max_burst, count, period, quantity, **options))), options)
 
     async def fixed(self, key, limit, period, quantity=1, **options) -> Reply:
-        return Reply.of(await self._call(
-            *commands.fixed(key, limit, period, quantity, **options)))
+        return _told(self.on_decision, "fixed", key, Reply.of(await self._call(
+            *commands.fixed(key, limit, period, quantity, **options))), options)
 
     async def window(self, key, limit, period, quantity=1, **options) -> Reply:
-        return Reply.of(await self._call(
-            *commands.window(key, limit, period, quantity, **options)))
+        return _told(self.on_decision, "window", key, Reply.of(await self._call(
+            *commands.window(key, limit, period, quantity, **options))), options)
 
     async def lease(self, key, limit, lease_time, holder, **options) -> Reply:
-        return Reply.of(await self._call(
-            *commands.lease(key, limit, lease_time, holder, **options)))
+        return _told(self.on_decision, "lease", key, Reply.of(await self._call(
+            *commands.lease(key, limit, lease_time, holder, **options))), options)
 
     async def release(self, key, holder) -> bool:
         return int(await self._call(*commands.release(key, holder))) == 1
@@ -311,12 +351,13 @@ class AsyncClient:
         return _holders(await self._call(*commands.holders(key, ms=ms)))
 
     async def smooth(self, key, permits, period, quantity=1, **options) -> Reply:
-        return Reply.of(await self._call(
-            *commands.smooth(key, permits, period, quantity, **options)))
+        return _told(self.on_decision, "smooth", key, Reply.of(await self._call(
+            *commands.smooth(key, permits, period, quantity, **options))), options)
 
     async def all(self, limiters: Sequence[Limiter], quantity=1, *, detail=False, **options):
         raw = await self._call(*commands.all(limiters, quantity, detail=detail, **options))
-        return _all_reply(raw, detail)
+        return _told(self.on_decision, "all", tuple(each.key for each in limiters),
+                     _all_reply(raw, detail), options)
 
     async def top(self, *, count: Optional[int] = None) -> List[Denied]:
         return _top(await self._call(*commands.top(count=count)))

@@ -317,3 +317,17 @@ def test_a_policy_is_one_limiter_and_one_identity_across_routes():
 def test_numbers_the_server_would_refuse_are_refused_where_the_route_is_declared(limiter):
     with pytest.raises(ValueError):
         Limit(limiter)
+
+
+def test_the_hook_is_told_of_each_limit_a_request_was_decided_on(server):
+    told = []
+    app = fastapi_app(local(server), Limit(Fixed("per-address", 1, 60), by=client_address),
+                      Limit(Fixed("per-key", 5, 60), by=header("X-API-Key")),
+                      on_decision=told.append)
+    with served(app) as http:
+        assert http.get("/", headers={"X-API-Key": "k1"}).status_code == 200
+        assert http.get("/", headers={"X-API-Key": "k1"}).status_code == 429
+    # The first request, on both identities; the second, denied on the address, asks no more.
+    assert [(each.limiter, each.key, each.allowed) for each in told] == [
+        ("per-address", ADDRESS, True), ("per-key", "k1", True), ("per-address", ADDRESS, False)]
+    assert told[2].reply.limited and told[2].reply.limit == 1

@@ -6,7 +6,8 @@ import pytest
 import redis
 import redis.asyncio
 
-from redis_cell import AsyncClient, Client, Fixed, Lease, NeedsModuleError, Reply, Throttle, Window
+from redis_cell import (AsyncClient, Client, Decided, Fixed, Lease, NeedsModuleError, Reply, Throttle,
+                        Window)
 from redis_cell.client import commands
 
 
@@ -208,3 +209,46 @@ def test_the_package_version_is_the_module_s():
     cargo = (Path(__file__).resolve().parents[3] / "Cargo.toml").read_text()
     crate = re.search(r'^version = "([^"]+)"', cargo, re.MULTILINE).group(1)
     assert redis_cell.__version__ == crate
+
+
+def test_the_hook_is_told_of_each_decision_and_of_nothing_else(r):
+    told = []
+    cell = Client(r, on_decision=told.append)
+    admitted = cell.fixed("h", 1, 60)
+    denied = cell.fixed("h", 1, 60)
+    cell.fixed("h", 1, 60, dry_run=True)
+    cell.fixed("h", 1, 60, refund=True)
+    cell.lease("l", 1, 60, "x")
+    cell.release("l", "x")
+    cell.holders("l")
+    both = cell.all([Throttle("t", 0, 1, 60), Fixed("h", 1, 60)], detail=True)
+    again = cell.all([Throttle("t", 0, 1, 60), Fixed("h", 1, 60)])
+    assert admitted.allowed and denied.limited and not both[0].limited and again.limited
+    assert [told[0], told[1]] == [Decided("fixed", "h", True, admitted),
+                                  Decided("fixed", "h", False, denied)]
+    assert told[2].limiter == "lease" and told[2].key == "l" and told[2].allowed
+    assert told[3:] == [Decided("all", ("t", "h"), True, both),
+                        Decided("all", ("t", "h"), False, again)]
+
+
+def test_what_the_hook_raises_the_call_raises(r):
+    def broken(decided):
+        raise RuntimeError("metrics down")
+
+    cell = Client(r, on_decision=broken)
+    with pytest.raises(RuntimeError, match="metrics down"):
+        cell.throttle("k", 1, 1, 60)
+    assert Client(r).throttle("k", 1, 1, 60).remaining == 0  # the first call was decided
+
+
+async def test_the_asyncio_client_tells_its_hook_alike(server, r):
+    told = []
+    client = redis.asyncio.Redis(port=server)
+    try:
+        cell = AsyncClient(client, on_decision=told.append)
+        first = await cell.smooth("s", 1, 60)
+        second = await cell.smooth("s", 1, 60)
+        await cell.window("w", 1, 60, dry_run=True)
+        assert told == [Decided("smooth", "s", True, first), Decided("smooth", "s", False, second)]
+    finally:
+        await client.aclose()

@@ -15,9 +15,9 @@ from conftest import ROOT, refused_after, served
 EXAMPLES = ROOT / "clients" / "examples"
 # Served from a fresh virtualenv and a fresh npm project, installed as the page says.
 RUN_BY_THE_INSTALL_CHECK = {"flask_app.py", "express_app.ts"}
-RUN_HERE = {"fastapi_app.py", "slowapi_app.py", "typed_client.py"}
+RUN_HERE = {"fastapi_app.py", "fastapi_metrics.py", "slowapi_app.py", "typed_client.py"}
 # Served by clients/node/test/examples.test.js.
-RUN_BY_THE_NODE_TESTS = {"express_limits.js"}
+RUN_BY_THE_NODE_TESTS = {"express_limits.js", "express_metrics.js"}
 
 
 def test_every_block_of_the_page_is_an_example_that_runs():
@@ -54,6 +54,19 @@ def test_the_fastapi_app_admits_3_then_429(server, r, monkeypatch):
     # GCRA: the next unit is back within 20 s (a minute over 3 units).
     assert 0 < int(answers[3].headers["Retry-After"]) <= 20
     assert r.keys("ratelimit:per-address:*"), "the decisions were the server's"
+
+
+def test_the_metrics_example_counts_each_decision_by_policy(server, r, monkeypatch):
+    # The FastAPI example counts the same policy of the same address on this server.
+    for key in r.scan_iter("ratelimit:per-address:*"):
+        r.delete(key)
+    monkeypatch.setenv("REDIS_URL", f"redis://127.0.0.1:{server}")
+    app = runpy.run_path(str(EXAMPLES / "fastapi_metrics.py"))["app"]
+    with served(app) as http:
+        assert [http.get("/").status_code for _ in range(5)] == [200, 200, 200, 429, 429]
+        metrics = http.get("/metrics/").text
+    assert 'ratelimit_decisions_total{outcome="allowed",policy="per-address"} 3.0' in metrics
+    assert 'ratelimit_decisions_total{outcome="denied",policy="per-address"} 2.0' in metrics
 
 
 def test_the_typed_client_example_prints_its_reply_and_writes_its_keys(server, r):

@@ -146,7 +146,8 @@ fn under_fake_clock(command: &mut Command, dir: &Path, start_ms: i64) -> FakeClo
     clock
 }
 
-fn free_port() -> u16 {
+/// A free loopback port, for a server or for a process beside one.
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|listener| listener.local_addr())
         .map(|addr| addr.port())

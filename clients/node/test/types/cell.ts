@@ -5,7 +5,7 @@ import { rateLimit } from 'express-rate-limit';
 import Redis from 'ioredis';
 import { createClient } from 'redis';
 import {
-  Cell, CellStore, Reply, RateLimiterCell, RouteLimiter, ModuleMissingError, commands, header, throttle, fixed,
+  Cell, CellStore, Decided, Reply, RateLimiterCell, RouteLimiter, ModuleMissingError, commands, header, throttle, fixed,
   window, lease,
 } from 'redis-cell';
 import express from 'express';
@@ -13,6 +13,14 @@ import express from 'express';
 export async function calls(): Promise<void> {
   const cell = new Cell(new Redis(), { via: 'auto', loadLibrary: true });
   const byNodeRedis = new Cell(createClient(), { via: 'library' });
+  const counted = new Cell(new Redis(), {
+    onDecision: (decided: Decided) => {
+      const limiter: string = decided.limiter;
+      const outcome: 'allowed' | 'denied' = decided.allowed ? 'allowed' : 'denied';
+      void [limiter, outcome, decided.key, decided.reply];
+    },
+  });
+  void counted;
 
   const reply: Reply = await cell.throttle('user', 15, 30, 60, { quantity: 2, ms: true, block: 100 });
   const allowed: boolean = reply.allowed;
@@ -39,7 +47,9 @@ export async function calls(): Promise<void> {
   reply.remaining = 1;
 
   const app = express();
-  const routes = new RouteLimiter(cell, { failOpen: true, standardHeaders: 'draft-11', legacyHeaders: false });
+  const routes = new RouteLimiter(cell, {
+    failOpen: true, standardHeaders: 'draft-11', legacyHeaders: false, onDecision: (decided: Decided) => void decided.allowed,
+  });
   app.get('/', routes.limit({ limiter: throttle('burst', 9, 10, 1) }, { limiter: fixed('daily', 1000, 86400), by: header('x-api-key') }));
   // @ts-expect-error: no such draft.
   void new RouteLimiter(cell, { standardHeaders: 'draft-9' });

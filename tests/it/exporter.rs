@@ -1,0 +1,166 @@
+//! examples/prometheus/redis-cell.lua, run by the real Prometheus redis_exporter (Debian's
+//! prometheus-redis-exporter, which scripts/setup.sh installs) against a real server: its
+//! /metrics carries the module's counters and CL.TOP's list, bounded by the script's COUNT.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::harness::server::free_port;
+use crate::harness::{run, Flavor, Server};
+
+both_servers!(the_exporter_reads_the_counters_and_the_most_denied_keys);
+
+/// The exporter's binary: `REDIS_EXPORTER`, else Debian's.
+fn exporter_binary() -> PathBuf {
+    std::env::var_os("REDIS_EXPORTER")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/bin/prometheus-redis-exporter"))
+}
+
+fn script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/prometheus/redis-cell.lua")
+}
+
+/// The exporter process, stopped when dropped.
+struct Exporter {
+    child: Child,
+    port: u16,
+}
+
+impl Exporter {
+    fn start(server: &Server) -> Exporter {
+        let port = free_port();
+        let binary = exporter_binary();
+        let child = Command::new(&binary)
+            .arg("-redis.addr")
+            .arg(format!("redis://127.0.0.1:{}", server.port))
+            .arg("-script")
+            .arg(script())
+            .arg("-web.listen-address")
+            .arg(format!("127.0.0.1:{port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|error| {
+                panic!(
+                    "{}: {error} (scripts/setup.sh installs it)",
+                    binary.display()
+                )
+            });
+        Exporter { child, port }
+    }
+
+    /// One scrape's body, once the exporter answers (within 10 s).
+    fn metrics(&self) -> String {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Ok(body) = self.get("/metrics") {
+                return body;
+            }
+            assert!(Instant::now() < deadline, "the exporter never answered");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn get(&self, path: &str) -> std::io::Result<String> {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port))?;
+        stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+        write!(stream, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")?;
+        let mut response = String::new();
+        stream.read_to_string(&mut response)?;
+        match response.split_once("\r\n\r\n") {
+            Some((head, body))
+                if head.starts_with("HTTP/1.0 200") || head.starts_with("HTTP/1.1 200") =>
+            {
+                Ok(body.to_string())
+            }
+            _ => Err(std::io::Error::other(response)),
+        }
+    }
+}
+
+impl Drop for Exporter {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The value the exporter gives `name`, if it gives one.
+fn value(metrics: &str, name: &str) -> Option<f64> {
+    let prefix = format!("redis_script_values{{key=\"{name}\"}} ");
+    metrics
+        .lines()
+        .find_map(|line| line.strip_prefix(&prefix))
+        .and_then(|value| value.trim().parse().ok())
+}
+
+fn the_exporter_reads_the_counters_and_the_most_denied_keys(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut con = server.connection();
+    // Twelve keys denied, key i denied i times: the script's COUNT (10) keeps the ten most.
+    for i in 1..=12 {
+        let key = format!("login:10.0.0.{i}");
+        for _ in 0..=i {
+            let _: Vec<i64> = run(&mut con, ("CL.THROTTLE", &key, 0, 1, 3600));
+        }
+    }
+    let exporter = Exporter::start(&server);
+    let metrics = exporter.metrics();
+    let calls: i64 = (1..=12).map(|i| i + 1).sum();
+    assert_eq!(
+        value(&metrics, "cl_throttle_calls"),
+        Some(calls as f64),
+        "{metrics}"
+    );
+    assert_eq!(
+        value(&metrics, "cl_throttle_denied"),
+        Some(78.0),
+        "{metrics}"
+    );
+    assert_eq!(
+        value(&metrics, "cl_throttle_allowed"),
+        Some(12.0),
+        "{metrics}"
+    );
+    assert_eq!(value(&metrics, "cl_waiting_now"), Some(0.0), "{metrics}");
+    for i in 3..=12 {
+        let key = format!("login:10.0.0.{i}");
+        assert_eq!(
+            value(&metrics, &format!("denied:{key}")),
+            Some(i as f64),
+            "{metrics}"
+        );
+        assert_eq!(
+            value(&metrics, &format!("denied_error:{key}")),
+            Some(0.0),
+            "{metrics}"
+        );
+    }
+    for i in 1..=2 {
+        assert_eq!(
+            value(&metrics, &format!("denied:login:10.0.0.{i}")),
+            None,
+            "{metrics}"
+        );
+    }
+    let listed = metrics
+        .lines()
+        .filter(|line| line.starts_with("redis_script_values{key=\"denied:"))
+        .count();
+    assert_eq!(listed, 10, "{metrics}");
+    // The script's own calls count as CL.TOP's, never as a limiter's.
+    let after = exporter.metrics();
+    assert_eq!(
+        value(&after, "cl_throttle_calls"),
+        Some(calls as f64),
+        "{after}"
+    );
+    assert!(
+        value(&after, "cl_top_calls").is_some_and(|n| n >= 1.0),
+        "{after}"
+    );
+}
