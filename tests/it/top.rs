@@ -8,13 +8,14 @@ use std::collections::HashMap;
 use redis::Value;
 
 use crate::harness::query::ServerKind;
-use crate::harness::waiting::{connect, Waiter};
+use crate::harness::waiting::{connect, waiting_field, Waiter};
 use crate::harness::{error_of, info_field, run, Flavor, Options, Rng, Server};
 
 both_servers!(
     the_list_keeps_its_guarantee_over_zipf_distributed_denials,
     denials_count_and_nothing_else_does,
     it_is_an_operator_s_command_and_refuses_bad_arguments,
+    a_wait_that_client_unblock_ends_counts_once_or_not_at_all,
 );
 
 /// CL.TOP's triples.
@@ -355,4 +356,28 @@ fn it_is_an_operator_s_command_and_refuses_bad_arguments(flavor: Flavor) {
     } else {
         println!("skipped: this server puts module commands in no ACL category");
     }
+}
+
+/// A wait that CLIENT UNBLOCK … TIMEOUT ends is answered as a timeout: denied, counted once. One
+/// that CLIENT UNBLOCK … ERROR ends is answered with an error, and counts nothing.
+fn a_wait_that_client_unblock_ends_counts_once_or_not_at_all(flavor: Flavor) {
+    let server = Server::start(flavor);
+    let mut con = connect(&server);
+    if !ServerKind::of(&mut con).client_unblock_reaches_waiters() {
+        println!("skipped: this server keeps CLIENT UNBLOCK away from the module's waiters");
+        return;
+    }
+    run::<()>(&mut con, ("CL.FIXED", "held", 1, 60));
+    let args = ["held", "1", "60", "BLOCK", "0"];
+    let unblock = |con: &mut redis::Connection, waiter: &Waiter, how: &str| -> i64 {
+        run(con, ("CLIENT", &["UNBLOCK", &waiter.id.to_string(), how]))
+    };
+    let timeout = Waiter::parked(&server, &mut con, 1, "CL.FIXED", &args);
+    assert_eq!(unblock(&mut con, &timeout, "TIMEOUT"), 1);
+    assert_eq!(timeout.reply().0[0], 1);
+    let error = Waiter::parked(&server, &mut con, 1, "CL.FIXED", &args);
+    assert_eq!(unblock(&mut con, &error, "ERROR"), 1);
+    assert!(error.error().starts_with("UNBLOCKED"));
+    assert_eq!(waiting_field(&mut con, "now"), 0);
+    assert_eq!(top(&mut con, 10), [(b"held".to_vec(), 1, 0)]);
 }

@@ -9,7 +9,7 @@ import redis
 from redis._parsers import BaseParser
 from redis.exceptions import NoScriptError
 
-from redis_cell.errors import ModuleMissingError, explained
+from redis_cell.errors import ModuleMissingError, NeedsModuleError, explained
 from redis_cell.routing import _function_missing, _no_functions, _refused, fcall_words
 
 from conftest import ROOT
@@ -43,6 +43,10 @@ def test_each_reply_means_what_the_table_says(row):
 @pytest.mark.parametrize("command", sorted(PROTOCOL["commands"]))
 def test_each_command_goes_to_the_library_as_the_table_says(command):
     how = PROTOCOL["commands"][command]
+    if how["call"] == "none":
+        with pytest.raises(NeedsModuleError, match=command):
+            fcall_words([command, "COUNT", 5])
+        return
     if how["keys"] == "numkeys":
         words = [command, 2, "a", "b", "FIXED", 1, 1, "FIXED", 1, 1]
         keys, args = ["a", "b"], ["FIXED", 1, 1, "FIXED", 1, 1]
@@ -58,6 +62,9 @@ def test_each_command_goes_to_the_library_as_the_table_says(command):
 def test_the_table_s_commands_are_the_module_s(module_server):
     con = redis.Redis(port=module_server)
     try:
+        # Every command of the module is in the table, and the table has no other.
+        module = con.execute_command("COMMAND LIST FILTERBY MODULE redis-cell")
+        assert {name.decode().upper() for name in module} == set(PROTOCOL["commands"])
         for command, how in PROTOCOL["commands"].items():
             [entry] = con.execute_command("COMMAND INFO", command)
             _, _, flags, first_key = entry[:4]
