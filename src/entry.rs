@@ -83,7 +83,8 @@ pub unsafe extern "C" fn set_top_keys(
     raw::REDISMODULE_OK as c_int
 }
 
-/// A command call, guarded: its answer sent, or the call parked.
+/// A command call, guarded: its answer sent, or the call parked; then a denial counted against
+/// its keys (CL.TOP), under a guard of its own.
 #[inline(always)]
 fn command(
     ctx: *mut raw::RedisModuleCtx,
@@ -95,17 +96,45 @@ fn command(
     let point = Point::Command {
         in_transaction: flags & raw::REDISMODULE_CTX_FLAGS_MULTI != 0,
     };
-    guard(
+    let denied = guard(
         ctx,
         Some(point),
         || dispatch(ctx, argv, argc, command, flags),
-        || answer_now(ctx, command, flags, Err(Error::Internal), || &[]),
+        || answer_now(ctx, command, flags, Err(Error::Internal)),
     );
+    if denied != 0 {
+        record_denied(ctx, argv, argc, denied);
+    }
     raw::REDISMODULE_OK as c_int
 }
 
+/// Counts a denial against its keys: `denied` is where they start among the arguments, shifted
+/// up 16 bits, and a bit for each key whose limiter denied. Out of line and after the answer,
+/// so that the path admissions take holds nothing more across the call than before CL.TOP.
+#[cold]
+#[inline(never)]
+fn record_denied(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+    denied: usize,
+) {
+    let record = || {
+        if argv.is_null() {
+            return;
+        }
+        // SAFETY: the server passes argc live argument strings, live for the whole call.
+        unsafe {
+            let args = std::slice::from_raw_parts(argv, usize::try_from(argc).unwrap_or(0));
+            denied::record(args, denied >> 16, denied as u16);
+        }
+    };
+    guard(ctx, None, record, || {});
+}
+
 /// Runs a client's call (or a replayed one) and answers it, or parks it when it asked to
-/// wait, was denied, and may wait here.
+/// wait, was denied, and may wait here. Returns a denial answered now, packed as
+/// `record_denied` reads it, or 0.
 #[inline(always)]
 fn dispatch(
     ctx: *mut raw::RedisModuleCtx,
@@ -113,7 +142,7 @@ fn dispatch(
     argc: c_int,
     command: Command,
     flags: u32,
-) {
+) -> usize {
     // A replica or a restart replaying a call may carry the primary's instant, and does not
     // count it in the counters, which are the clients'.
     let replayed = flags & REPLAYED != 0;
@@ -140,7 +169,7 @@ fn dispatch(
         Ok(Answer {
             wait: Some(wait), ..
         }) if caller.may_wait && blocking::park(ctx, command, args(), wait, &CALLBACKS).is_ok() => {
-            return;
+            return 0;
         }
         // Counted as it is decided; the reply goes out at its instant, or at once when the
         // client cannot be blocked.
@@ -154,7 +183,7 @@ fn dispatch(
             if let Err(result) = delayed::delay(ctx, result, at_ns, &CALLBACKS) {
                 answer::send(ctx, result);
             }
-            return;
+            return 0;
         }
         Ok(Answer {
             frees: Some(keys), ..
@@ -165,33 +194,26 @@ fn dispatch(
         }
         _ => {}
     }
-    answer_now(ctx, command, flags, result, args);
+    answer_now(ctx, command, flags, result)
 }
 
-/// Counts a call's answer (unless replayed: the counters are the clients') and sends it;
-/// `args` gives its arguments, its name first. A denial is counted against its keys after the
-/// reply is on its way, out of the path that admissions take.
+/// Counts a call's answer (unless replayed: the counters are the clients') and sends it.
+/// Returns a denial to count against its keys once out of the call's guard, packed as
+/// `record_denied` reads it (the first key's place above a bit for each denying key), or 0.
 #[inline(always)]
-fn answer_now<'a>(
+fn answer_now(
     ctx: *mut raw::RedisModuleCtx,
     command: Command,
     flags: u32,
     result: Result<Answer, Error>,
-    args: impl FnOnce() -> &'a [*mut raw::RedisModuleString],
-) {
+) -> usize {
     let denied = if flags & REPLAYED == 0 {
         answer::count(command, &result)
     } else {
         None
     };
-    // Packed in one word: kept across the send, where every register held costs the calls
-    // that are admitted too.
-    let denied = denied.map_or(0, |(first, mask)| first << 16 | usize::from(mask));
     answer::send(ctx, result);
-    if denied != 0 {
-        // SAFETY: the caller passes the call's live arguments.
-        unsafe { denied::record(args(), denied >> 16, denied as u16) };
-    }
+    denied.map_or(0, |(first, mask)| first << 16 | usize::from(mask))
 }
 
 /// `CL.THROTTLE key max_burst count period [quantity] [MS] [REFUND] [DRYRUN] [BLOCK timeout]`

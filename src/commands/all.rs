@@ -104,23 +104,35 @@ pub fn run_all(call: &Call, turn: Turn) -> Result<Answer, Error> {
     let keys = 2..2 + args.limiters.len();
     let counted = Counted::of(request, combined.admitted);
     // The keys whose limiters denied, for CL.TOP: a bit each, in key order.
-    let mut denied_keys = 0u16;
-    if counted == Counted::Denied {
-        for (index, entry) in entries.iter().enumerate() {
-            if !entry.verdict.admitted() {
-                denied_keys |= 1u16.checked_shl(index as u32).unwrap_or(0);
-            }
-        }
-    }
+    let denied_keys = if counted == Counted::Denied {
+        denying(&entries)
+    } else {
+        0
+    };
     Ok(Answer {
+        reply,
+        counted,
         wait: Wait::of(args.block_ms, !combined.admitted, fits_in_ns, keys.clone()),
         frees: (request.refund && changed).then_some(keys),
+        reply_at_ns: None,
         granted: args
             .at_most
             .then(|| granted.filter(|_| combined.admitted).unwrap_or(0)),
         denied_keys,
-        ..Answer::of(reply, counted)
     })
+}
+
+/// A bit for each limiter that denied, in key order. Out of line: admissions never ask.
+#[cold]
+#[inline(never)]
+fn denying(entries: &[Entry]) -> u16 {
+    let mut mask = 0u16;
+    for (index, entry) in entries.iter().enumerate() {
+        if !entry.verdict.admitted() {
+            mask |= 1u16.checked_shl(index as u32).unwrap_or(0);
+        }
+    }
+    mask
 }
 
 /// Writes every key of a CL.ALL call that all its limiters admitted (nothing otherwise), then
