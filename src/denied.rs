@@ -8,6 +8,7 @@ use parking_lot::Mutex;
 use redis_module::raw;
 
 use crate::clock;
+use crate::fault::{self, Fault};
 use crate::ffi::StringReader;
 use crate::time::NANOS_PER_MILLI;
 use crate::top::{Listed, Top};
@@ -42,6 +43,7 @@ pub unsafe fn record(args: &[*mut raw::RedisModuleString], first: usize, mut mas
         mask &= mask - 1;
         let key = first.checked_add(bit).and_then(|at| args.get(at));
         if let Some(bytes) = key.and_then(|&key| reader.bytes(key)) {
+            fault::inject(Fault::Top, bytes);
             top.record(bytes, now_ms);
         }
     }

@@ -15,6 +15,8 @@ pub enum Fault {
     Timer,
     /// As an admitted waiter takes its units, in its reply callback.
     Reply,
+    /// As a denial is counted against its key for CL.TOP, after its reply was sent.
+    Top,
 }
 
 impl Fault {
@@ -27,6 +29,7 @@ impl Fault {
             Fault::Parked => b"redis-cell:test-panic:parked",
             Fault::Timer => b"redis-cell:test-panic:timer",
             Fault::Reply => b"redis-cell:test-panic:reply",
+            Fault::Top => b"redis-cell:test-panic:top",
         }
     }
 }

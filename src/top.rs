@@ -115,9 +115,10 @@ impl Summary {
             order: Vec::with_capacity(k),
             runs: Vec::with_capacity(k),
             spare: Vec::with_capacity(k),
-            // Twice the entries: replacing keys leaves tombstones, which a table this size
-            // clears in place, where a fuller one would grow.
-            index: HashTable::with_capacity(k.saturating_mul(2)),
+            // Replacing keys leaves tombstones; when they use up the table's room, it clears
+            // them in place if its entries and one more fill at most half its capacity, and
+            // grows otherwise. Twice the entries and one more keeps it from ever growing.
+            index: HashTable::with_capacity(k.saturating_mul(2).saturating_add(2)),
         }
     }
 

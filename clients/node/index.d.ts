@@ -131,7 +131,7 @@ export interface Denied {
  * One decision, as an `onDecision` hook is told of it. From a Cell: `limiter` is the
  * command's word and `key` the call's key (for 'all', its limiters' keys), `reply` its Reply
  * (for 'all' with `detail`, each limiter's). From a RouteLimiter: one for each limit a request
- * was decided on, `limiter` the policy's name and `key` the identity it counted.
+ * was charged on, or that denied it, `limiter` the policy's name and `key` the identity.
  */
 export interface Decided {
   readonly limiter: string;
@@ -142,8 +142,8 @@ export interface Decided {
 
 export interface CellOptions extends RoutingOptions {
   /**
-   * Called after every call that decides (not a refund nor a dry run), before its promise
-   * settles; what it throws, the call rejects with.
+   * Called after every call that decides (not a refund, a dry run or a peek), before its
+   * promise settles; not async. What it throws, the call rejects with.
    */
   onDecision?: (decided: Decided) => void;
 }
@@ -265,7 +265,10 @@ export interface RouteLimiterOptions {
   onFailed?: (req: any, res: any, next: (error?: unknown) => void, error: unknown) => void;
   /** Where an undecided request is told of (console.warn). */
   log?: (message: string, error: unknown) => void;
-  /** Called for each limit a request was decided on: the policy's name, the identity. */
+  /**
+   * Called once a request's outcome is settled: for each limit an admitted request was charged
+   * on, or each limit that denied a denied one; the policy's name, the identity. Not async.
+   */
   onDecision?: (decided: Decided) => void;
 }
 

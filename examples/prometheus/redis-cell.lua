@@ -10,9 +10,11 @@
 --   denied:<key>            the calls CL.TOP lists as denied for <key> over this minute and
 --                           the one before;
 --   denied_error:<key>      the most that figure may exceed the truth.
--- CL.TOP lists at most COUNT keys, so the script yields at most 2 * COUNT labels of keys,
--- whatever the traffic. Where CL.TOP is refused (a server without the module, a user not
--- granted it), the counters are still returned. docs/operations.md, "Who is being limited".
+-- In <key>, a byte that is not printable ASCII, and the backslash, are written \xNN: a label
+-- must be UTF-8, and the exporter drops a metric whose label is not.
+-- CL.TOP lists at most COUNT keys, so the script yields at most 2 * COUNT labels of keys at
+-- each scrape. Where CL.TOP is refused (a server without the module, a user not granted it),
+-- the counters are still returned. docs/operations.md, "Who is being limited".
 local COUNT = 10
 
 local values = {}
@@ -30,11 +32,21 @@ if type(info) == 'string' then
   end
 end
 
+local function printable(key)
+  return (string.gsub(key, '.', function(char)
+    local byte = string.byte(char)
+    if byte < 32 or byte > 126 or char == '\\' then
+      return string.format('\\x%02X', byte)
+    end
+  end))
+end
+
 local top = redis.pcall('CL.TOP', 'COUNT', COUNT)
 if type(top) == 'table' and top.err == nil then
   for at = 1, #top - 2, 3 do
-    add('denied:' .. top[at], top[at + 1])
-    add('denied_error:' .. top[at], top[at + 2])
+    local key = printable(top[at])
+    add('denied:' .. key, top[at + 1])
+    add('denied_error:' .. key, top[at + 2])
   end
 end
 

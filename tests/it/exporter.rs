@@ -89,28 +89,37 @@ impl Drop for Exporter {
     }
 }
 
-/// The value the exporter gives `name`, if it gives one.
+/// The value the exporter gives `name`, if it gives one: the `redis_script_values` line
+/// whose `key` label is `name` (with its backslashes doubled, as the text format writes them),
+/// whatever other labels it has (later exporters add `filename`).
 fn value(metrics: &str, name: &str) -> Option<f64> {
-    let prefix = format!("redis_script_values{{key=\"{name}\"}} ");
+    let label = format!("key=\"{}\"", name.replace('\\', "\\\\"));
     metrics
         .lines()
-        .find_map(|line| line.strip_prefix(&prefix))
-        .and_then(|value| value.trim().parse().ok())
+        .filter_map(|line| line.strip_prefix("redis_script_values{"))
+        .filter_map(|line| line.split_once("} "))
+        .find(|(labels, _)| labels.split(',').any(|each| each == label))
+        .and_then(|(_, value)| value.trim().parse().ok())
 }
 
 fn the_exporter_reads_the_counters_and_the_most_denied_keys(flavor: Flavor) {
     let server = Server::start(flavor);
     let mut con = server.connection();
-    // Twelve keys denied, key i denied i times: the script's COUNT (10) keeps the ten most.
+    // Twelve keys denied, key i denied i times, and one key more: the script's COUNT (10)
+    // keeps the ten most.
     for i in 1..=12 {
         let key = format!("login:10.0.0.{i}");
         for _ in 0..=i {
             let _: Vec<i64> = run(&mut con, ("CL.THROTTLE", &key, 0, 1, 3600));
         }
     }
+    // A key that is no UTF-8, denied once more than the most denied address: written \xNN.
+    for _ in 0..14 {
+        let _: Vec<i64> = run(&mut con, ("CL.THROTTLE", b"bin\xff\x01\\z", 0, 1, 3600));
+    }
     let exporter = Exporter::start(&server);
     let metrics = exporter.metrics();
-    let calls: i64 = (1..=12).map(|i| i + 1).sum();
+    let calls: i64 = (1..=12).map(|i| i + 1).sum::<i64>() + 14;
     assert_eq!(
         value(&metrics, "cl_throttle_calls"),
         Some(calls as f64),
@@ -118,16 +127,18 @@ fn the_exporter_reads_the_counters_and_the_most_denied_keys(flavor: Flavor) {
     );
     assert_eq!(
         value(&metrics, "cl_throttle_denied"),
-        Some(78.0),
+        Some(91.0),
         "{metrics}"
     );
     assert_eq!(
         value(&metrics, "cl_throttle_allowed"),
-        Some(12.0),
+        Some(13.0),
         "{metrics}"
     );
+    let odd = r"denied:bin\xFF\x01\x5Cz";
+    assert_eq!(value(&metrics, odd), Some(13.0), "{metrics}");
     assert_eq!(value(&metrics, "cl_waiting_now"), Some(0.0), "{metrics}");
-    for i in 3..=12 {
+    for i in 4..=12 {
         let key = format!("login:10.0.0.{i}");
         assert_eq!(
             value(&metrics, &format!("denied:{key}")),
@@ -140,7 +151,7 @@ fn the_exporter_reads_the_counters_and_the_most_denied_keys(flavor: Flavor) {
             "{metrics}"
         );
     }
-    for i in 1..=2 {
+    for i in 1..=3 {
         assert_eq!(
             value(&metrics, &format!("denied:login:10.0.0.{i}")),
             None,
@@ -149,7 +160,7 @@ fn the_exporter_reads_the_counters_and_the_most_denied_keys(flavor: Flavor) {
     }
     let listed = metrics
         .lines()
-        .filter(|line| line.starts_with("redis_script_values{key=\"denied:"))
+        .filter(|line| line.starts_with("redis_script_values{") && line.contains("key=\"denied:"))
         .count();
     assert_eq!(listed, 10, "{metrics}");
     // The script's own calls count as CL.TOP's, never as a limiter's.

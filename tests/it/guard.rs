@@ -1,8 +1,8 @@
 //! Every way in is guarded: a panic in the module becomes an error reply, and the server
 //! keeps serving. A debug build of the module (what `cargo test` loads) panics on purpose on
 //! test-only keys: in a command's body, while a call is being parked, as a waiter's timer
-//! looks at it, and as an admitted waiter takes its units; a release build has no such keys,
-//! so this module runs against the debug build only.
+//! looks at it, as an admitted waiter takes its units, and as a denial is counted for CL.TOP;
+//! a release build has no such keys, so this module runs against the debug build only.
 
 use crate::harness::run;
 use crate::harness::{error_of, limiter, log_lines, stats_line, Flavor, Server};
@@ -12,6 +12,7 @@ both_servers!(
     a_panic_while_parking_answers_an_error_and_the_server_serves_on,
     a_panic_while_a_waiter_is_tried_answers_it_an_error_and_its_line_moves_on,
     a_panic_after_a_client_was_blocked_answers_it_once_and_unblocks_it,
+    a_panic_while_a_denial_is_counted_leaves_its_reply_and_the_list_whole,
 );
 
 const BODY: &str = "redis-cell:test-panic:body";
@@ -19,6 +20,7 @@ const PARK: &str = "redis-cell:test-panic:park";
 const PARKED: &str = "redis-cell:test-panic:parked";
 const TIMER: &str = "redis-cell:test-panic:timer";
 const REPLY: &str = "redis-cell:test-panic:reply";
+const TOP: &str = "redis-cell:test-panic:top";
 const INTERNAL: &str = "ERR internal error in redis-cell; nothing was changed";
 
 fn error_for(con: &mut redis::Connection, command: &str, args: &[&str]) -> String {
@@ -168,5 +170,34 @@ fn a_panic_after_a_client_was_blocked_answers_it_once_and_unblocks_it(flavor: Fl
     );
     // Nothing waits in the key's line: the call is denied for the limiter's own reason.
     assert_eq!(limiter(&mut con, "CL.THROTTLE", &args)[..4], [1, 1, 0, 60]);
+    assert_serving(&mut server, &mut con);
+}
+
+/// The denial is counted after its reply went out, under a guard of its own: the client has
+/// its one reply (the denial), the call counts as denied, not as an error, and the list, whose
+/// lock the panic let go of, goes on counting.
+fn a_panic_while_a_denial_is_counted_leaves_its_reply_and_the_list_whole(flavor: Flavor) {
+    let mut server = Server::start(flavor);
+    let mut con = server.connection();
+    let args = [TOP, "0", "1", "60"];
+    assert_eq!(limiter(&mut con, "CL.THROTTLE", &args)[0], 0);
+    assert_eq!(limiter(&mut con, "CL.THROTTLE", &args)[..4], [1, 1, 0, 60]);
+    let pong: String = run(&mut con, &["PING"]);
+    assert_eq!(pong, "PONG");
+    assert_eq!(
+        stats_line(&mut con, "cl_throttle"),
+        "calls=2,allowed=1,denied=1,peeks=0,refunds=0,errors=0"
+    );
+    assert_eq!(
+        limiter(&mut con, "CL.THROTTLE", &["other", "0", "1", "60"])[0],
+        0
+    );
+    assert_eq!(
+        limiter(&mut con, "CL.THROTTLE", &["other", "0", "1", "60"])[0],
+        1
+    );
+    let listed: Vec<redis::Value> = run(&mut con, &["CL.TOP"]);
+    assert_eq!(listed.len(), 3, "{listed:?}");
+    assert_eq!(listed[0], redis::Value::BulkString(b"other".to_vec()));
     assert_serving(&mut server, &mut con);
 }

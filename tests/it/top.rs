@@ -9,13 +9,16 @@ use redis::Value;
 
 use crate::harness::query::ServerKind;
 use crate::harness::waiting::{connect, waiting_field, Waiter};
-use crate::harness::{error_of, info_field, run, Flavor, Options, Rng, Server};
+use crate::harness::{
+    error_of, info_field, replicate, run, wait_for_replica, Flavor, Options, Rng, Server,
+};
 
 both_servers!(
     the_list_keeps_its_guarantee_over_zipf_distributed_denials,
     denials_count_and_nothing_else_does,
     it_is_an_operator_s_command_and_refuses_bad_arguments,
     a_wait_that_client_unblock_ends_counts_once_or_not_at_all,
+    denials_in_transactions_scripts_and_cl_all_count_and_a_replica_counts_none,
 );
 
 /// CL.TOP's triples.
@@ -380,4 +383,51 @@ fn a_wait_that_client_unblock_ends_counts_once_or_not_at_all(flavor: Flavor) {
     assert!(error.error().starts_with("UNBLOCKED"));
     assert_eq!(waiting_field(&mut con, "now"), 0);
     assert_eq!(top(&mut con, 10), [(b"held".to_vec(), 1, 0)]);
+}
+
+/// A denial counts wherever the call came from (a transaction, a script), CL.ALL's against
+/// each key whose limiter denied, wherever it stands among the keys; a replica applying its
+/// primary's stream counts nothing.
+fn denials_in_transactions_scripts_and_cl_all_count_and_a_replica_counts_none(flavor: Flavor) {
+    let primary = Server::start(flavor);
+    let replica = Server::start(flavor);
+    replicate(&replica, &primary);
+    let mut con = connect(&primary);
+    let mut all = redis::cmd("CL.ALL");
+    all.arg(3).arg(&["all:a", "all:b", "all:c"]);
+    for limit in [5, 1, 1] {
+        all.arg("FIXED").arg(limit).arg(60);
+    }
+    let _: Value = all.arg("QUANTITY").arg(2).query(&mut con).unwrap();
+    let mut transaction = redis::pipe();
+    transaction
+        .atomic()
+        .cmd("CL.FIXED")
+        .arg("multi")
+        .arg(1)
+        .arg(60)
+        .arg(2)
+        .ignore();
+    transaction.query::<()>(&mut con).unwrap();
+    let script = "return redis.call('CL.FIXED', KEYS[1], 1, 60, 2)";
+    let reply: Vec<i64> = run(&mut con, ("EVAL", script, 1, "script"));
+    assert_eq!(reply[0], 1);
+    // Admissions the replica applies, then denials it never sees.
+    for _ in 0..3 {
+        let _: Vec<i64> = run(&mut con, ("CL.FIXED", "replicated", 1, 60));
+    }
+    wait_for_replica(&mut con);
+    let mut listed = top(&mut con, 10);
+    listed.sort();
+    let keys: Vec<&[u8]> = listed.iter().map(|(key, _, _)| key.as_slice()).collect();
+    assert_eq!(
+        keys,
+        [&b"all:b"[..], b"all:c", b"multi", b"replicated", b"script"],
+        "{listed:?}"
+    );
+    assert!(listed
+        .iter()
+        .all(|(key, denied, _)| *denied == if key == b"replicated" { 2 } else { 1 }));
+    let mut on_replica = connect(&replica);
+    assert!(top(&mut on_replica, 10).is_empty());
 }

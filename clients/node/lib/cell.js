@@ -168,29 +168,41 @@ function topOf(reply) {
  * that decides (each limiter's; not a refund nor a dry run), before the call's promise
  * settles: `limiter` is the command's word ('throttle', 'fixed', 'window', 'lease', 'smooth',
  * 'all'), `key` the call's key (for `all`, the array of its limiters' keys), `reply` its Reply
- * (for `all` with `detail`, the array of them). What it throws, the call rejects with.
+ * (for `all` with `detail`, the array of them); not for a refund, a dry run or a peek. A plain
+ * function, not an async one; what it throws, the call rejects with.
  *
  * A call that waits (`block`) holds its connection until it is answered: give waiting calls
  * a client of their own.
  */
+/**
+ * `onDecision` as given, once it is a plain function: an async one's rejection would go
+ * unhandled, which ends a Node process.
+ */
+function checkedHook(hook) {
+  if (hook === undefined) return undefined;
+  if (typeof hook !== 'function' || Object.prototype.toString.call(hook) === '[object AsyncFunction]') {
+    throw new TypeError('onDecision is a plain function of the decision, not an async one');
+  }
+  return hook;
+}
+
 class Cell {
   constructor(client, options = {}) {
     if (!client) throw new TypeError('Cell needs an ioredis or node-redis client');
     const { onDecision, ...routed } = options;
-    if (onDecision !== undefined && typeof onDecision !== 'function') {
-      throw new TypeError('onDecision is a function of the decision');
-    }
     this.client = client;
     this.routing = routing(routed);
-    this.onDecision = onDecision;
+    this.onDecision = checkedHook(onDecision);
   }
 
   /**
    * Tells `onDecision` of a call that decided (not a refund, which gives units back, nor a
-   * dry run, which takes none, as CL.TOP counts them), and answers its reply.
+   * dry run or a peek, quantity 0, which take none: the calls CL.TOP leaves out), and
+   * answers its reply.
    */
   told(limiter, key, reply, options = {}) {
-    if (this.onDecision && !options.refund && !options.dryRun) {
+    const decided = !options.refund && !options.dryRun && Number(options.quantity ?? 1) !== 0;
+    if (this.onDecision && decided) {
       const replies = Array.isArray(reply) ? reply : [reply];
       this.onDecision({
         limiter, key, allowed: replies.every((each) => !each.limited), reply,
@@ -254,4 +266,6 @@ class Cell {
   }
 }
 
-module.exports = { Cell, Reply, commands, throttle, fixed, window, lease };
+module.exports = {
+  Cell, Reply, checkedHook, commands, throttle, fixed, window, lease,
+};

@@ -10,6 +10,8 @@
 // no single call can take them: each identity's are decided in turn, in the order the route
 // first names it, and when one denies, what the earlier ones took is given back (REFUND).
 
+const { checkedHook } = require('./cell');
+
 const STANDARD_HEADERS = ['draft-6', 'draft-7', 'draft-11'];
 // A policy's name goes into keys and, as a Structured Field String, into headers: kept to
 // characters that need no escaping in either.
@@ -167,10 +169,11 @@ function checked({ limiter, by = clientAddress }) {
  *   `legacyHeaders`: the X-RateLimit-* triple too.
  * - `onDenied(req, res, next)` and `onFailed(req, res, next, error)`: what answers a 429 or a
  *   503 once its fields are set; by default a short text body.
- * - `onDecision({ limiter, key, allowed, reply })`: called for each limit a request was
- *   decided on, `limiter` the policy's name and `key` the identity it counted, for an app's own
- *   metrics; a request denied on an earlier identity's limits is decided on no later ones.
- *   What it throws goes to Express's error handling.
+ * - `onDecision({ limiter, key, allowed, reply })`: called once a request's outcome is
+ *   settled, for each limit an admitted request was charged on, or for each limit that denied
+ *   a denied one (the others took nothing, or gave it back); `limiter` is the policy's name and
+ *   `key` the identity it counted. A plain function, for an app's own metrics; what it throws
+ *   goes to Express's error handling, after any refund is done.
  * - `log(message, error)`: where an undecided request is told of (console.warn).
  */
 class RouteLimiter {
@@ -179,14 +182,11 @@ class RouteLimiter {
     onDenied, onFailed, onDecision, log = (message, error) => console.warn(message, error),
   } = {}) {
     if (!cell || typeof cell.all !== 'function') throw new TypeError('RouteLimiter takes a Cell');
-    if (onDecision !== undefined && typeof onDecision !== 'function') {
-      throw new TypeError('onDecision is a function of the decision');
-    }
     if (standardHeaders !== false && !STANDARD_HEADERS.includes(standardHeaders)) {
       throw new TypeError(`standardHeaders is one of ${STANDARD_HEADERS.join(', ')} or false`);
     }
     Object.assign(this, {
-      cell, prefix, failOpen, standardHeaders, legacyHeaders, log, onDecision,
+      cell, prefix, failOpen, standardHeaders, legacyHeaders, log, onDecision: checkedHook(onDecision),
     });
     this.policies = new Map();
     this.onDenied = onDenied || ((req, res) => res.status(429).send('Too Many Requests'));
@@ -261,21 +261,30 @@ class RouteLimiter {
         await this.giveBack(charged);
         return { status: 503, headers: {}, error };
       }
-      group.forEach((limit, i) => decided.push([limit, replies[i]]));
-      if (this.onDecision) {
-        group.forEach((limit, i) => this.onDecision({
-          limiter: limit.name, key: identity, allowed: !replies[i].limited, reply: replies[i],
-        }));
-      }
+      group.forEach((limit, i) => decided.push([limit, replies[i], identity]));
       if (replies.some((reply) => reply.limited)) {
         await this.giveBack(charged);
         break;
       }
       charged.push(keyed);
     }
+    this.tell(decided);
     const [bound, reply] = binding(decided);
     const headers = fields(applied, bound, reply, this.standardHeaders, this.legacyHeaders);
     return { status: reply.limited ? 429 : null, headers };
+  }
+
+  /** Tells `onDecision` of what a request was charged on, or of what denied it. */
+  tell(decided) {
+    if (!this.onDecision) return;
+    const denied = decided.some(([, reply]) => reply.limited);
+    for (const [limit, reply, identity] of decided) {
+      if (reply.limited || !denied) {
+        this.onDecision({
+          limiter: limit.name, key: identity, allowed: !reply.limited, reply,
+        });
+      }
+    }
   }
 
   /** Refunds what earlier identities' calls took; a refund that fails is logged. */

@@ -142,6 +142,7 @@ for (const flavor of FLAVORS) describe(`Cell on a server, ${flavor}`, () => {
         const admitted = await hooked.fixed(key('h'), 1, 60);
         const denied = await hooked.fixed(key('h'), 1, 60);
         await hooked.fixed(key('h'), 1, 60, { dryRun: true });
+        await hooked.fixed(key('h'), 1, 60, { quantity: 0 });
         await hooked.fixed(key('h'), 1, 60, { refund: true });
         await hooked.lease(key('l'), 1, 60, 'x');
         await hooked.release(key('l'), 'x');
@@ -161,6 +162,7 @@ for (const flavor of FLAVORS) describe(`Cell on a server, ${flavor}`, () => {
         const broken = new Cell(client, { onDecision: () => { throw new Error('metrics down'); } });
         await assert.rejects(broken.throttle(key('b'), 1, 1, 60), /metrics down/);
         assert.throws(() => new Cell(client, { onDecision: 'yes' }), TypeError);
+        assert.throws(() => new Cell(client, { onDecision: async () => {} }), TypeError);
       });
 
       it('leases, lists and releases', async () => {

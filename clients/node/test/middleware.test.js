@@ -118,24 +118,32 @@ for (const flavor of FLAVORS) describe(`RouteLimiter, ${flavor}`, () => {
         }
       });
 
-      it('tells its hook of each limit a request was decided on', async () => {
+      it('tells its hook what a request was charged on, or what denied it', async () => {
         const told = [];
         const app = await serve(
           limiter({ prefix: 'hook', onDecision: (decided) => told.push(decided) }),
-          { limiter: fixed('per-address', 1, 60) },
-          { limiter: fixed('per-key', 5, 60), by: header('x-api-key') },
+          { limiter: fixed('per-address', 5, 60) },
+          { limiter: fixed('burst', 2, 60) },
+          { limiter: fixed('per-key', 1, 60), by: header('x-api-key') },
         );
         try {
           assert.equal((await app.get({ 'x-api-key': 'k1' })).status, 200);
+          // Denied on the key, after the address's limits admitted and gave their units back.
           assert.equal((await app.get({ 'x-api-key': 'k1' })).status, 429);
+          // Denied on the burst, in one call with the address's limit, which took nothing.
+          assert.equal((await app.get()).status, 200);
+          assert.equal((await app.get()).status, 429);
         } finally {
           await app.close();
         }
-        // The second request, denied on the address, asks nothing of the key.
         assert.deepEqual(told.map(({ limiter, key, allowed }) => [limiter, key, allowed]), [
-          ['per-address', '127.0.0.1', true], ['per-key', 'k1', true], ['per-address', '127.0.0.1', false],
+          ['per-address', '127.0.0.1', true], ['burst', '127.0.0.1', true], ['per-key', 'k1', true],
+          ['per-key', 'k1', false],
+          ['per-address', '127.0.0.1', true], ['burst', '127.0.0.1', true],
+          ['burst', '127.0.0.1', false],
         ]);
-        assert.ok(told[2].reply.limited && told[2].reply.limit === 1);
+        assert.ok(told[6].reply.limited && told[6].reply.limit === 2);
+        assert.throws(() => limiter({ prefix: 'x', onDecision: async () => {} }), TypeError);
       });
 
       it('sends the older forms when asked', async () => {

@@ -51,7 +51,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
-from .client import AsyncClient, Decided, Fixed, OnDecision, Reply, Throttle, Window
+from .client import AsyncClient, Decided, Fixed, OnDecision, Reply, Throttle, Window, checked_hook
 
 # The server did not decide: none of these is a denial.
 FAILURES: Tuple[Type[BaseException], ...] = (RedisError, OSError)
@@ -236,10 +236,11 @@ class RateLimiter:
     - ``standard_headers``: ``"draft-11"`` (the default: ``RateLimit-Policy`` and
       ``RateLimit``), ``"draft-7"``, ``"draft-6"``, or None for neither;
       ``legacy_headers``: the ``X-RateLimit-*`` triple too.
-    - ``on_decision``: called with a :class:`~redis_cell.Decided` for each limit a request
-      was decided on (the policy's name, the identity, admitted or not, its reply), for an
-      app's own metrics; a request denied by an earlier identity's limits is decided on no
-      later ones. What it raises, the request raises.
+    - ``on_decision``: called with a :class:`~redis_cell.Decided` (the policy's name, the
+      identity, admitted or not, the limit's reply) once a request's outcome is settled: for
+      each limit an admitted request was charged on, or for each limit that denied a denied
+      one (the others took nothing, or gave it back). A plain function, for an app's own
+      metrics; what it raises, the request raises, after any refund is done.
     """
 
     def __init__(self, cell: AsyncClient, *, prefix: str = "ratelimit:", fail_open: bool = False,
@@ -253,7 +254,7 @@ class RateLimiter:
         self.fail_open = fail_open
         self.standard_headers = standard_headers
         self.legacy_headers = legacy_headers
-        self.on_decision = on_decision
+        self.on_decision = checked_hook(on_decision)
         self._policies: Dict[str, Limit] = {}
 
     def limit(self, *limits: Limit) -> "RouteLimits":
@@ -295,7 +296,7 @@ class RateLimiter:
         applied = [limit for group in groups.values() for limit in group]
         if not applied:
             return Decision(None, {})
-        decided: List[Tuple[Limit, Reply]] = []
+        decided: List[Tuple[Limit, str, Reply]] = []
         charged: List[List[RateLimiterKind]] = []
         for identity, group in groups.items():
             keyed = [dataclasses.replace(limit.limiter, key=self._key(limit, identity))
@@ -310,17 +311,24 @@ class RateLimiter:
                 logger.error("rate limits undecided, the request refused (503): %r", error)
                 await self._give_back(charged)
                 return Decision(503, {})
-            decided += zip(group, replies)
-            if self.on_decision is not None:
-                for limit, reply in zip(group, replies):
-                    self.on_decision(Decided(limit.name, identity, not reply.limited, reply))
+            decided += [(limit, identity, reply) for limit, reply in zip(group, replies)]
             if any(reply.limited for reply in replies):
                 await self._give_back(charged)
                 break
             charged.append(keyed)
-        bound, reply = binding(decided)
+        self._tell(decided)
+        bound, reply = binding([(limit, reply) for limit, _, reply in decided])
         headers = fields(applied, bound, reply, self.standard_headers, self.legacy_headers)
         return Decision(429 if reply.limited else None, headers)
+
+    def _tell(self, decided: Sequence[Tuple[Limit, str, Reply]]) -> None:
+        """Tells ``on_decision`` of what a request was charged on, or of what denied it."""
+        if self.on_decision is None:
+            return
+        denied = any(reply.limited for _, _, reply in decided)
+        for limit, identity, reply in decided:
+            if reply.limited or not denied:
+                self.on_decision(Decided(limit.name, identity, not reply.limited, reply))
 
     async def _give_back(self, charged: List[List[RateLimiterKind]]) -> None:
         """Refunds what the earlier identities' calls took, for a request that is not served. A

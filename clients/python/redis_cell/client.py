@@ -10,6 +10,7 @@ Errors are redis-py's: a bad argument or a key of another type raises
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from typing import Callable, ClassVar, List, Optional, Sequence, Tuple, TypeVar, Union
 
@@ -236,10 +237,19 @@ OnDecision = Callable[[Decided], None]
 R = TypeVar("R", Reply, List[Reply])
 
 
-def _told(hook: Optional[OnDecision], limiter: str, key, reply: R, options) -> R:
+def checked_hook(hook: Optional[OnDecision]) -> Optional[OnDecision]:
+    """``on_decision`` as given, once it is a plain function: an ``async def`` one would be
+    called and never awaited."""
+    if hook is not None and (not callable(hook) or inspect.iscoroutinefunction(hook)):
+        raise TypeError(f"on_decision is a plain function of a Decided, not {hook!r}")
+    return hook
+
+
+def _told(hook: Optional[OnDecision], limiter: str, key, reply: R, quantity, options) -> R:
     """Tells ``hook`` of a call that decided: not a refund, which gives units back, nor a dry
-    run, which takes none (as CL.TOP counts them)."""
-    if hook is not None and not options.get("refund") and not options.get("dry_run"):
+    run or a peek (quantity 0), which take none (the calls CL.TOP leaves out)."""
+    decided = not options.get("refund") and not options.get("dry_run") and quantity != 0
+    if hook is not None and decided:
         replies = reply if isinstance(reply, list) else [reply]
         hook(Decided(limiter, key, not any(each.limited for each in replies), reply))
     return reply
@@ -266,31 +276,31 @@ class Client:
     it. A server with neither raises :class:`~redis_cell.errors.ModuleMissingError`.
 
     ``on_decision``, if given, is called with a :class:`Decided` after every call that
-    decides (every limiter's, not a refund nor a dry run), in the calling thread, before the
-    call returns: a place to count decisions in an app's own metrics. What it raises, the
-    call raises."""
+    decides (every limiter's, not a refund, a dry run or a peek), in the calling thread,
+    before the call returns: a place to count decisions in an app's own metrics. It is a plain
+    function, not an ``async def`` one. What it raises, the call raises."""
 
     def __init__(self, redis, *, via: str = "auto", load_library: bool = True,
                  on_decision: Optional[OnDecision] = None):
         self.redis = redis
-        self.on_decision = on_decision
+        self.on_decision = checked_hook(on_decision)
         self._call = Router(redis, via, load_library)
 
     def throttle(self, key, max_burst, count, period, quantity=1, **options) -> Reply:
         return _told(self.on_decision, "throttle", key, Reply.of(self._call(
-            *commands.throttle(key, max_burst, count, period, quantity, **options))), options)
+            *commands.throttle(key, max_burst, count, period, quantity, **options))), quantity, options)
 
     def fixed(self, key, limit, period, quantity=1, **options) -> Reply:
         return _told(self.on_decision, "fixed", key, Reply.of(self._call(
-            *commands.fixed(key, limit, period, quantity, **options))), options)
+            *commands.fixed(key, limit, period, quantity, **options))), quantity, options)
 
     def window(self, key, limit, period, quantity=1, **options) -> Reply:
         return _told(self.on_decision, "window", key, Reply.of(self._call(
-            *commands.window(key, limit, period, quantity, **options))), options)
+            *commands.window(key, limit, period, quantity, **options))), quantity, options)
 
     def lease(self, key, limit, lease_time, holder, **options) -> Reply:
         return _told(self.on_decision, "lease", key, Reply.of(self._call(
-            *commands.lease(key, limit, lease_time, holder, **options))), options)
+            *commands.lease(key, limit, lease_time, holder, **options))), 1, options)
 
     def release(self, key, holder) -> bool:
         return int(self._call(*commands.release(key, holder))) == 1
@@ -304,12 +314,12 @@ class Client:
         ``block=0`` ``acquire(quantity)`` (the module holds the reply until the reserved
         instant; the library refuses it)."""
         return _told(self.on_decision, "smooth", key, Reply.of(self._call(
-            *commands.smooth(key, permits, period, quantity, **options))), options)
+            *commands.smooth(key, permits, period, quantity, **options))), quantity, options)
 
     def all(self, limiters: Sequence[Limiter], quantity=1, *, detail=False, **options):
         raw = self._call(*commands.all(limiters, quantity, detail=detail, **options))
         return _told(self.on_decision, "all", tuple(each.key for each in limiters),
-                     _all_reply(raw, detail), options)
+                     _all_reply(raw, detail), quantity, options)
 
     def top(self, *, count: Optional[int] = None) -> List[Denied]:
         """The keys this node denied most over this minute and the one before (``count``,
@@ -325,24 +335,24 @@ class AsyncClient:
     def __init__(self, redis, *, via: str = "auto", load_library: bool = True,
                  on_decision: Optional[OnDecision] = None):
         self.redis = redis
-        self.on_decision = on_decision
+        self.on_decision = checked_hook(on_decision)
         self._call = AsyncRouter(redis, via, load_library)
 
     async def throttle(self, key, max_burst, count, period, quantity=1, **options) -> Reply:
         return _told(self.on_decision, "throttle", key, Reply.of(await self._call(
-            *commands.throttle(key, max_burst, count, period, quantity, **options))), options)
+            *commands.throttle(key, max_burst, count, period, quantity, **options))), quantity, options)
 
     async def fixed(self, key, limit, period, quantity=1, **options) -> Reply:
         return _told(self.on_decision, "fixed", key, Reply.of(await self._call(
-            *commands.fixed(key, limit, period, quantity, **options))), options)
+            *commands.fixed(key, limit, period, quantity, **options))), quantity, options)
 
     async def window(self, key, limit, period, quantity=1, **options) -> Reply:
         return _told(self.on_decision, "window", key, Reply.of(await self._call(
-            *commands.window(key, limit, period, quantity, **options))), options)
+            *commands.window(key, limit, period, quantity, **options))), quantity, options)
 
     async def lease(self, key, limit, lease_time, holder, **options) -> Reply:
         return _told(self.on_decision, "lease", key, Reply.of(await self._call(
-            *commands.lease(key, limit, lease_time, holder, **options))), options)
+            *commands.lease(key, limit, lease_time, holder, **options))), 1, options)
 
     async def release(self, key, holder) -> bool:
         return int(await self._call(*commands.release(key, holder))) == 1
@@ -352,12 +362,12 @@ class AsyncClient:
 
     async def smooth(self, key, permits, period, quantity=1, **options) -> Reply:
         return _told(self.on_decision, "smooth", key, Reply.of(await self._call(
-            *commands.smooth(key, permits, period, quantity, **options))), options)
+            *commands.smooth(key, permits, period, quantity, **options))), quantity, options)
 
     async def all(self, limiters: Sequence[Limiter], quantity=1, *, detail=False, **options):
         raw = await self._call(*commands.all(limiters, quantity, detail=detail, **options))
         return _told(self.on_decision, "all", tuple(each.key for each in limiters),
-                     _all_reply(raw, detail), options)
+                     _all_reply(raw, detail), quantity, options)
 
     async def top(self, *, count: Optional[int] = None) -> List[Denied]:
         return _top(await self._call(*commands.top(count=count)))

@@ -319,15 +319,32 @@ def test_numbers_the_server_would_refuse_are_refused_where_the_route_is_declared
         Limit(limiter)
 
 
-def test_the_hook_is_told_of_each_limit_a_request_was_decided_on(server):
+def test_the_hook_is_told_what_a_request_was_charged_on_or_what_denied_it(server):
     told = []
-    app = fastapi_app(local(server), Limit(Fixed("per-address", 1, 60), by=client_address),
-                      Limit(Fixed("per-key", 5, 60), by=header("X-API-Key")),
+    app = fastapi_app(local(server), Limit(Fixed("per-address", 5, 60), by=client_address),
+                      Limit(Fixed("burst", 2, 60), by=client_address),
+                      Limit(Fixed("per-key", 1, 60), by=header("X-API-Key")),
                       on_decision=told.append)
     with served(app) as http:
         assert http.get("/", headers={"X-API-Key": "k1"}).status_code == 200
+        # Denied on the key, after the address's limits admitted and gave their units back.
         assert http.get("/", headers={"X-API-Key": "k1"}).status_code == 429
-    # The first request, on both identities; the second, denied on the address, asks no more.
+        # Denied on the burst, in one call with the address's limit, which took nothing.
+        assert http.get("/").status_code == 200
+        assert http.get("/").status_code == 429
     assert [(each.limiter, each.key, each.allowed) for each in told] == [
-        ("per-address", ADDRESS, True), ("per-key", "k1", True), ("per-address", ADDRESS, False)]
-    assert told[2].reply.limited and told[2].reply.limit == 1
+        ("per-address", ADDRESS, True), ("burst", ADDRESS, True), ("per-key", "k1", True),
+        ("per-key", "k1", False),
+        ("per-address", ADDRESS, True), ("burst", ADDRESS, True),
+        ("burst", ADDRESS, False)]
+    assert told[-1].reply.limited and told[-1].reply.limit == 2
+
+
+def test_a_coroutine_is_no_hook(server):
+    async def hook(decided):
+        pass
+
+    with pytest.raises(TypeError, match="plain function"):
+        RateLimiter(AsyncClient(local(server)), on_decision=hook)
+    with pytest.raises(TypeError, match="plain function"):
+        AsyncClient(local(server), on_decision=hook)

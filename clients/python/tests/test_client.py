@@ -217,6 +217,7 @@ def test_the_hook_is_told_of_each_decision_and_of_nothing_else(r):
     admitted = cell.fixed("h", 1, 60)
     denied = cell.fixed("h", 1, 60)
     cell.fixed("h", 1, 60, dry_run=True)
+    cell.fixed("h", 1, 60, 0)  # a peek
     cell.fixed("h", 1, 60, refund=True)
     cell.lease("l", 1, 60, "x")
     cell.release("l", "x")
@@ -239,6 +240,12 @@ def test_what_the_hook_raises_the_call_raises(r):
     with pytest.raises(RuntimeError, match="metrics down"):
         cell.throttle("k", 1, 1, 60)
     assert Client(r).throttle("k", 1, 1, 60).remaining == 0  # the first call was decided
+
+    async def later(decided):
+        pass
+
+    with pytest.raises(TypeError, match="plain function"):
+        Client(r, on_decision=later)
 
 
 async def test_the_asyncio_client_tells_its_hook_alike(server, r):
