@@ -17,6 +17,7 @@ pub mod time;
 // Pure cores.
 pub mod all;
 pub mod buckets;
+pub mod calendar;
 pub mod fixed;
 pub mod gcra;
 pub mod lease;
