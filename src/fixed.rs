@@ -1,12 +1,16 @@
 //! CL.FIXED's pure core: a fixed window counter, the INCR + EXPIRE recipe decided atomically.
 //!
 //! A window opens at the first admitted call on an empty limiter and covers
-//! `[start, start + period)`; it holds a count of admitted units. With `COUNTDENIED` a denied
+//! `[start, start + period)`, or, laid on the clock (`Grid`: aligned, or a calendar's unit),
+//! the grid's window that holds that call; it holds a count of admitted units. A window
+//! stored already keeps its end whatever form the call has, so a key opened under another
+//! period or grid counts on until that window ends. With `COUNTDENIED` a denied
 //! call's units count too, and open the window, as INCR-then-compare counts them (the
 //! fixed windows of `limits` and rate-limiter-flexible): the count may then pass the limit.
 //! Time is in integer milliseconds since the Unix epoch.
 
 use crate::args::WindowParams;
+use crate::calendar::Grid;
 use crate::outcome::Outcome;
 
 use crate::time::NANOS_PER_MILLI;
@@ -18,6 +22,8 @@ pub struct FixedWindow {
     period_ms: i64,
     quantity: i64,
     count_denied: bool,
+    /// Where windows lie on the clock; none when each opens at its first call.
+    grid: Option<Grid>,
 }
 
 /// The window open now: the units it admitted, and the instant it closes.
@@ -43,7 +49,24 @@ impl FixedWindow {
             period_ms: params.period_ms,
             quantity,
             count_denied,
+            grid: None,
         }
+    }
+
+    /// The same limiter, its windows laid on `grid`.
+    pub fn on(self, grid: Grid) -> FixedWindow {
+        FixedWindow {
+            grid: Some(grid),
+            ..self
+        }
+    }
+
+    /// Where a window opened at `now_ms` ends. A grid has an end for every instant a call
+    /// can come at; past that (an instant near the end of an `i64`), the period's.
+    fn end_of_new(&self, now_ms: i64) -> i64 {
+        self.grid
+            .and_then(|grid| grid.end_after(now_ms))
+            .unwrap_or_else(|| now_ms.saturating_add(self.period_ms))
     }
 
     /// Whether a denied call's units count too.
@@ -84,7 +107,7 @@ impl FixedWindow {
             Some(wanted) => {
                 let new_window = (self.quantity > 0).then(|| OpenWindow {
                     count: wanted,
-                    end_ms: open.map_or(now_ms + self.period_ms, |window| window.end_ms),
+                    end_ms: open.map_or_else(|| self.end_of_new(now_ms), |window| window.end_ms),
                 });
                 let after = new_window.or(open);
                 Decision {
@@ -100,7 +123,7 @@ impl FixedWindow {
                 // Saturating: a count past 2^63 - 1 denies as surely as one at it.
                 let new_window = (self.count_denied && self.quantity > 0).then(|| OpenWindow {
                     count: count.saturating_add(self.quantity),
-                    end_ms: open.map_or(now_ms + self.period_ms, |window| window.end_ms),
+                    end_ms: open.map_or_else(|| self.end_of_new(now_ms), |window| window.end_ms),
                 });
                 let after = new_window.or(open);
                 Decision {
@@ -533,6 +556,45 @@ mod tests {
         assert_eq!(
             decision.outcome.to_reply(TimeUnit::Seconds),
             [1, 1, 0, 2, 2]
+        );
+    }
+
+    #[test]
+    fn a_window_on_a_grid_ends_where_the_grid_says_and_a_stored_one_keeps_its_end() {
+        use crate::calendar::{day_of, Unit, DAY_MS};
+        // 2024-02-29 12:00:30 UTC, a minute and a month laid on the clock.
+        let now = day_of(2024, 2, 29).unwrap() * DAY_MS + DAY_MS / 2 + 30_000;
+        let minute = fixed(3, 60_000, 1).on(Grid::aligned(60_000, 0));
+        let opened = minute.decide(None, now);
+        assert_eq!(opened.new_window.map(|w| w.end_ms), Some(now + 30_000));
+        assert_eq!(
+            opened.outcome.to_reply(TimeUnit::Seconds),
+            [0, 3, 2, -1, 30]
+        );
+        let month = fixed(10_000, DAY_MS, 1).on(Grid::calendar(Unit::Month, 0));
+        let quota = month.decide(None, now).new_window;
+        assert_eq!(
+            quota.map(|w| w.end_ms),
+            Some(day_of(2024, 3, 1).unwrap() * DAY_MS)
+        );
+        // A key opened by the month keeps its count, and its end, under the minute's form.
+        let on = minute.decide(quota, now + 1_000).new_window;
+        assert_eq!(
+            on,
+            Some(OpenWindow {
+                count: 2,
+                end_ms: quota.unwrap().end_ms
+            })
+        );
+        // Its window over, the next call opens the grid's.
+        let end = quota.unwrap().end_ms;
+        let next = minute.decide(quota, end + 5_000).new_window;
+        assert_eq!(
+            next,
+            Some(OpenWindow {
+                count: 1,
+                end_ms: end + 60_000
+            })
         );
     }
 }
