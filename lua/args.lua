@@ -211,6 +211,7 @@ local function args_parsed(at)
   return { quantity = 1, quantity_exact = false, unit = ms and 'ms' or 's', ms = ms,
     refund = at ~= nil and at.REFUND ~= nil, dry_run = at ~= nil and at.DRYRUN ~= nil,
     count_denied = at ~= nil and at.COUNTDENIED ~= nil, at_most = at ~= nil and at.ATMOST ~= nil,
+    align = at ~= nil and at.ALIGN ~= nil,
     block = false, at = false, limit = false,
     period_ms = false, buckets = false, max_burst = false, max_burst_exact = false, count = false,
     count_exact = false, period = false, gcra = false }

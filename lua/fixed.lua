@@ -24,6 +24,14 @@ local function fixed_read(key, p, _, now_ms)
   return { count = count, end_ms = end_ms, k = k }
 end
 
+-- Where a window opened at now_ms ends: a period on, or with ALIGN at the next multiple of
+-- the period since the epoch (math.fmod is exact on integers below 2^53, where a division
+-- would round).
+local function fixed_end(p, now_ms)
+  if p.align then return now_ms - math.fmod(now_ms, p.period_ms) + p.period_ms end
+  return now_ms + p.period_ms
+end
+
 local function fixed_wait(window, now_ms)
   return window and window.end_ms - now_ms or 0
 end
@@ -36,7 +44,7 @@ local function fixed_decide_quantity(p, stored, now_ms, quantity)
   local open = nil
   if stored and now_ms < stored.end_ms then open = stored end
   local count = open and open.count or k.zero
-  local end_ms = open and open.end_ms or now_ms + p.period_ms
+  local end_ms = open and open.end_ms or fixed_end(p, now_ms)
   local limit = k.of(p.limit)
   local wanted = k.add(count, k.of(quantity))
   if k.cmp(wanted, limit) <= 0 then
@@ -103,7 +111,7 @@ local FIXED = {
 
 FIXED.take = function(p, quantity) p.quantity = quantity end
 
--- FCALL cl_fixed 1 key limit period [quantity] [MS] [REFUND] [DRYRUN] [COUNTDENIED]
+-- FCALL cl_fixed 1 key limit period [quantity] [MS] [REFUND] [DRYRUN] [COUNTDENIED] [ALIGN]
 local function cl_fixed(keys, args)
   if #keys ~= 1 then return redis.error_reply(ERRORS.wrong_arity('cl.fixed')) end
   local p, err = args_window(args, 'cl.fixed')

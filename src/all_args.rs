@@ -336,6 +336,7 @@ mod tests {
                 refund: false,
                 dry_run: false,
                 count_denied: false,
+                align: false,
                 at_ms: None,
                 buckets: None,
                 block_ms: None,

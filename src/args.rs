@@ -60,6 +60,9 @@ pub struct WindowArgs {
     /// A denied call's units count too, as the INCR recipe counts them (`COUNTDENIED`,
     /// CL.FIXED's alone).
     pub count_denied: bool,
+    /// The windows are the multiples of the period since the epoch (`ALIGN`, CL.FIXED's
+    /// alone).
+    pub align: bool,
     /// The instant to decide at instead of the server's clock (`AT`).
     pub at_ms: Option<i64>,
     /// CL.WINDOW's cells (`BUCKETS n`): the window of sub-windows instead of the exact one.
@@ -133,6 +136,7 @@ impl WindowArgs {
             refund: false,
             dry_run: false,
             count_denied: false,
+            align: false,
             at_ms: None,
             buckets: None,
             block_ms: None,
@@ -202,6 +206,7 @@ fn window_args(args: &[&[u8]], command: Command) -> Result<WindowArgs, Error> {
         refund: given.has(Opt::Refund),
         dry_run: given.has(Opt::DryRun),
         count_denied: given.has(Opt::CountDenied),
+        align: given.has(Opt::Align),
         at_ms: values.at_ms,
         buckets: values.cells,
         block_ms: values.block_ms,

@@ -10,7 +10,7 @@
 //! Time is in integer milliseconds since the Unix epoch.
 
 use crate::args::WindowParams;
-use crate::calendar::Grid;
+use crate::calendar::{Grid, Unit};
 use crate::outcome::Outcome;
 
 use crate::time::NANOS_PER_MILLI;
@@ -22,8 +22,21 @@ pub struct FixedWindow {
     period_ms: i64,
     quantity: i64,
     count_denied: bool,
-    /// Where windows lie on the clock; none when each opens at its first call.
-    grid: Option<Grid>,
+    /// Where windows lie on the clock, and in what local time (see calendar.rs): kept to a
+    /// few bytes, as every call moves its limiter by value.
+    laid: Laid,
+    offset_minutes: i16,
+}
+
+/// How a fixed window's windows lie.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Laid {
+    /// Each opens at its first call.
+    FromFirstCall,
+    /// On the multiples of the period since the epoch.
+    Aligned,
+    /// On the calendar's units.
+    Calendar(Unit),
 }
 
 /// The window open now: the units it admitted, and the instant it closes.
@@ -49,14 +62,26 @@ impl FixedWindow {
             period_ms: params.period_ms,
             quantity,
             count_denied,
-            grid: None,
+            laid: Laid::FromFirstCall,
+            offset_minutes: 0,
         }
     }
 
-    /// The same limiter, its windows laid on `grid`.
-    pub fn on(self, grid: Grid) -> FixedWindow {
+    /// The same limiter, its windows the multiples of its period in the local time
+    /// `offset_minutes` ahead of UTC (held to `calendar::MAX_OFFSET_MINUTES` by its caller).
+    pub fn aligned(self, offset_minutes: i16) -> FixedWindow {
         FixedWindow {
-            grid: Some(grid),
+            laid: Laid::Aligned,
+            offset_minutes,
+            ..self
+        }
+    }
+
+    /// The same limiter, its windows the calendar's `unit`s in that local time.
+    pub fn calendar(self, unit: Unit, offset_minutes: i16) -> FixedWindow {
+        FixedWindow {
+            laid: Laid::Calendar(unit),
+            offset_minutes,
             ..self
         }
     }
@@ -64,8 +89,13 @@ impl FixedWindow {
     /// Where a window opened at `now_ms` ends. A grid has an end for every instant a call
     /// can come at; past that (an instant near the end of an `i64`), the period's.
     fn end_of_new(&self, now_ms: i64) -> i64 {
-        self.grid
-            .and_then(|grid| grid.end_after(now_ms))
+        let offset = i64::from(self.offset_minutes);
+        let grid = match self.laid {
+            Laid::FromFirstCall => None,
+            Laid::Aligned => Some(Grid::aligned(self.period_ms, offset)),
+            Laid::Calendar(unit) => Some(Grid::calendar(unit, offset)),
+        };
+        grid.and_then(|grid| grid.end_after(now_ms))
             .unwrap_or_else(|| now_ms.saturating_add(self.period_ms))
     }
 
@@ -561,17 +591,17 @@ mod tests {
 
     #[test]
     fn a_window_on_a_grid_ends_where_the_grid_says_and_a_stored_one_keeps_its_end() {
-        use crate::calendar::{day_of, Unit, DAY_MS};
+        use crate::calendar::{day_of, DAY_MS};
         // 2024-02-29 12:00:30 UTC, a minute and a month laid on the clock.
         let now = day_of(2024, 2, 29).unwrap() * DAY_MS + DAY_MS / 2 + 30_000;
-        let minute = fixed(3, 60_000, 1).on(Grid::aligned(60_000, 0));
+        let minute = fixed(3, 60_000, 1).aligned(0);
         let opened = minute.decide(None, now);
         assert_eq!(opened.new_window.map(|w| w.end_ms), Some(now + 30_000));
         assert_eq!(
             opened.outcome.to_reply(TimeUnit::Seconds),
             [0, 3, 2, -1, 30]
         );
-        let month = fixed(10_000, DAY_MS, 1).on(Grid::calendar(Unit::Month, 0));
+        let month = fixed(10_000, DAY_MS, 1).calendar(Unit::Month, 0);
         let quota = month.decide(None, now).new_window;
         assert_eq!(
             quota.map(|w| w.end_ms),

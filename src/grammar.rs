@@ -37,6 +37,7 @@ pub enum Opt {
     Refund,
     DryRun,
     CountDenied,
+    Align,
     Detail,
     Holder,
     AtMost,
@@ -161,7 +162,7 @@ const fn row(
 }
 
 /// The table, indexed by `Opt`.
-pub const OPTIONS: [Row; 15] = [
+pub const OPTIONS: [Row; 16] = [
     Row {
         positional: Commands::of(&[Throttle, Fixed, Window, Smooth]),
         ..row(
@@ -225,6 +226,12 @@ pub const OPTIONS: [Row; 15] = [
             Commands::of(&[Fixed]),
         )
     },
+    row(
+        Opt::Align,
+        (c"ALIGN", c"align"),
+        Value::Flag,
+        Commands::of(&[Fixed]),
+    ),
     row(
         Opt::Detail,
         (c"DETAIL", c"detail"),

@@ -61,6 +61,8 @@ export interface ThrottleOptions extends Takes, InMilliseconds, Looks, Waits {}
 export interface FixedOptions extends ThrottleOptions {
   /** Count a denied call's units too, as INCR then compare does. */
   countDenied?: boolean;
+  /** Lay the windows on the clock: the multiples of the period since the Unix epoch. */
+  align?: boolean;
 }
 export interface WindowOptions extends ThrottleOptions {
   /** Count in this many cells of period / n (2 to 1024) instead of exactly. */

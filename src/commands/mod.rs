@@ -55,11 +55,8 @@ pub fn run(
     match command {
         Command::Throttle => run_throttle(&call, turn),
         Command::Fixed => run_window(&call, turn, args::fixed, |args| {
-            Limiter::Fixed(FixedWindow::new(
-                &args.params,
-                args.quantity,
-                args.count_denied,
-            ))
+            let fixed = FixedWindow::new(&args.params, args.quantity, args.count_denied);
+            Limiter::Fixed(if args.align { fixed.aligned(0) } else { fixed })
         }),
         Command::Window => run_window(&call, turn, args::window, Limiter::sliding),
         Command::Lease => run_lease(&call, turn),

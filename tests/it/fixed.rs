@@ -107,3 +107,36 @@ fn the_window_ends_exactly_one_period_after_it_opened_under_a_controlled_clock()
         (Some(b"1".to_vec()), BASE + 2_000)
     );
 }
+
+/// With ALIGN the windows are the multiples of the period since the epoch: a window opened
+/// mid-minute ends on the minute, the key expires there, and a key opened by the other form
+/// keeps its count and its end until that window is over.
+#[test]
+fn aligned_windows_end_on_the_multiples_of_the_period_under_a_controlled_clock() {
+    // A whole minute since the epoch, then 30.5 s into it.
+    const MINUTE: i64 = 31_666_666 * 60_000;
+    let server = Server::with_fake_clock(MINUTE + 30_500);
+    let mut con = server.connection();
+    let mut other = server.connection();
+    let mut at = |offset_ms: i64, key: &str, align: bool| {
+        server.set_clock_ms(MINUTE + offset_ms);
+        let mut args = vec![key, "2", "60000", "1", "MS"];
+        if align {
+            args.push("ALIGN");
+        }
+        limiter(&mut con, "CL.FIXED", &args)
+    };
+    assert_eq!(at(30_500, "aligned", true), [0, 2, 1, -1, 29_500]);
+    assert_eq!(at(59_999, "aligned", true), [0, 2, 0, -1, 1]);
+    assert_eq!(at(60_000, "aligned", true), [0, 2, 1, -1, 60_000]);
+    assert_eq!(
+        snapshot(&mut other, b"aligned"),
+        (Some(b"1".to_vec()), MINUTE + 120_000)
+    );
+    // Opened a period from its first call; ALIGN later keeps that window to its end.
+    assert_eq!(at(60_010, "opened", false), [0, 2, 1, -1, 60_000]);
+    assert_eq!(at(120_000, "opened", true), [0, 2, 0, -1, 10]);
+    assert_eq!(at(120_005, "opened", true), [1, 2, 0, 5, 5]);
+    // That window over, ALIGN opens the grid's.
+    assert_eq!(at(125_000, "opened", true), [0, 2, 1, -1, 55_000]);
+}

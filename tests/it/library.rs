@@ -381,7 +381,7 @@ fn cl_fixed_answers_and_writes_as_the_module_under_a_controlled_clock() {
             let mut args = with_tail(
                 rng,
                 head,
-                &["MS", "REFUND", "DRYRUN", "COUNTDENIED", "ATMOST"],
+                &["MS", "REFUND", "DRYRUN", "COUNTDENIED", "ATMOST", "ALIGN"],
             );
             if args.iter().any(|a| a == "MS") {
                 args[1] = (1 + rng.below(3000)).to_string();

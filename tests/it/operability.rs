@@ -138,6 +138,7 @@ fn command_docs_describe_every_argument(flavor: Flavor) {
                 "refund",
                 "dryrun",
                 "countdenied",
+                "align",
                 "atmost",
                 "timeout",
             ],

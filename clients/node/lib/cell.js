@@ -54,6 +54,7 @@ const OPTIONS = {
   refund: FLAG('REFUND'),
   dryRun: FLAG('DRYRUN'),
   countDenied: FLAG('COUNTDENIED'),
+  align: FLAG('ALIGN'),
   detail: FLAG('DETAIL'),
   holder: VALUED('HOLDER'),
   atMost: FLAG('ATMOST'),
@@ -64,7 +65,7 @@ const OPTIONS = {
 const QUANTITY = new Set(['CL.THROTTLE', 'CL.FIXED', 'CL.WINDOW', 'CL.SMOOTH', 'CL.ALL']);
 const TAKES = {
   'CL.THROTTLE': ['ms', 'refund', 'dryRun', 'atMost', 'block'],
-  'CL.FIXED': ['ms', 'refund', 'dryRun', 'countDenied', 'atMost', 'block'],
+  'CL.FIXED': ['ms', 'refund', 'dryRun', 'countDenied', 'align', 'atMost', 'block'],
   'CL.WINDOW': ['buckets', 'ms', 'refund', 'dryRun', 'atMost', 'block'],
   'CL.LEASE': ['ms', 'dryRun', 'block'],
   'CL.RELEASE': [],

@@ -142,10 +142,12 @@ class commands:
 
     @staticmethod
     def fixed(key, limit, period, quantity=1, *, ms=False, refund=False, dry_run=False,
-              count_denied=False, at_most=False, block=None) -> List[object]:
+              count_denied=False, align=False, at_most=False, block=None) -> List[object]:
         words = ["CL.FIXED", key, limit, period, quantity, *_flags(ms, refund, dry_run, None)]
         if count_denied:
             words.append("COUNTDENIED")
+        if align:
+            words.append("ALIGN")
         return words + _flags(False, False, False, block, at_most)
 
     @staticmethod

@@ -26,7 +26,7 @@ export async function calls(): Promise<void> {
   const allowed: boolean = reply.allowed;
   const retry: number | null = reply.retryAfter;
   const reset: number = reply.resetAfter;
-  await cell.fixed('f', 10, 60, { countDenied: true, refund: false, dryRun: true });
+  await cell.fixed('f', 10, 60, { countDenied: true, refund: false, dryRun: true, align: true });
   await byNodeRedis.window('w', 10, 60, { buckets: 6, quantity: 1n });
   await cell.lease('pool', 3, 60, 'job:1', { ms: true, block: 0 });
   const released: boolean = await cell.release('pool', 'job:1');

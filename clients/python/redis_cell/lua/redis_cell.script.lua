@@ -192,27 +192,31 @@ GRAMMAR_OPTIONS = {
     takers = { ['cl.fixed'] = true },
     positional = {},
     refused = false, rules = { { rule = 'excludes', other = 'BLOCK', error = 'ERR COUNTDENIED and BLOCK options at the same time are not compatible: a call with COUNTDENIED never waits' } } },
-  { index = 10, keyword = 'DETAIL', value = 'flag',
+  { index = 10, keyword = 'ALIGN', value = 'flag',
+    takers = { ['cl.fixed'] = true },
+    positional = {},
+    refused = false, rules = false },
+  { index = 11, keyword = 'DETAIL', value = 'flag',
     takers = { ['cl.all'] = true },
     positional = {},
     refused = false, rules = false },
-  { index = 11, keyword = 'HOLDER', value = 'holder',
+  { index = 12, keyword = 'HOLDER', value = 'holder',
     takers = { ['cl.all'] = true },
     positional = {},
     refused = false, rules = false },
-  { index = 12, keyword = 'ATMOST', value = 'flag',
+  { index = 13, keyword = 'ATMOST', value = 'flag',
     takers = { ['cl.throttle'] = true, ['cl.fixed'] = true, ['cl.window'] = true, ['cl.all'] = true },
     positional = {},
     refused = { ['cl.lease'] = 'ERR cl.lease grants no part of a call: ATMOST is not one of its arguments', ['cl.smooth'] = 'ERR cl.smooth grants no part of a call: ATMOST is not one of its arguments' }, rules = { { rule = 'excludes', other = 'REFUND', error = 'ERR ATMOST and REFUND options at the same time are not compatible' }, { rule = 'excludes', other = 'COUNTDENIED', error = 'ERR ATMOST and COUNTDENIED options at the same time are not compatible' } } },
-  { index = 13, keyword = 'COUNT', value = 'listed',
+  { index = 14, keyword = 'COUNT', value = 'listed',
     takers = { ['cl.top'] = true },
     positional = {},
     refused = false, rules = false },
-  { index = 14, keyword = 'AT', value = 'instant',
+  { index = 15, keyword = 'AT', value = 'instant',
     takers = { ['cl.fixed'] = true, ['cl.window'] = true, ['cl.lease'] = true, ['cl.release'] = true },
     positional = {},
     refused = false, rules = false },
-  { index = 15, keyword = 'BLOCK', value = 'timeout',
+  { index = 16, keyword = 'BLOCK', value = 'timeout',
     takers = { ['cl.throttle'] = true, ['cl.fixed'] = true, ['cl.window'] = true, ['cl.all'] = true, ['cl.lease'] = true, ['cl.smooth'] = true },
     positional = {},
     refused = { ['cl.release'] = 'ERR cl.release does not wait: BLOCK is not one of its arguments' }, rules = false },
@@ -960,6 +964,7 @@ local function args_parsed(at)
   return { quantity = 1, quantity_exact = false, unit = ms and 'ms' or 's', ms = ms,
     refund = at ~= nil and at.REFUND ~= nil, dry_run = at ~= nil and at.DRYRUN ~= nil,
     count_denied = at ~= nil and at.COUNTDENIED ~= nil, at_most = at ~= nil and at.ATMOST ~= nil,
+    align = at ~= nil and at.ALIGN ~= nil,
     block = false, at = false, limit = false,
     period_ms = false, buckets = false, max_burst = false, max_burst_exact = false, count = false,
     count_exact = false, period = false, gcra = false }
@@ -1307,6 +1312,14 @@ local function fixed_read(key, p, _, now_ms)
   return { count = count, end_ms = end_ms, k = k }
 end
 
+-- Where a window opened at now_ms ends: a period on, or with ALIGN at the next multiple of
+-- the period since the epoch (math.fmod is exact on integers below 2^53, where a division
+-- would round).
+local function fixed_end(p, now_ms)
+  if p.align then return now_ms - math.fmod(now_ms, p.period_ms) + p.period_ms end
+  return now_ms + p.period_ms
+end
+
 local function fixed_wait(window, now_ms)
   return window and window.end_ms - now_ms or 0
 end
@@ -1319,7 +1332,7 @@ local function fixed_decide_quantity(p, stored, now_ms, quantity)
   local open = nil
   if stored and now_ms < stored.end_ms then open = stored end
   local count = open and open.count or k.zero
-  local end_ms = open and open.end_ms or now_ms + p.period_ms
+  local end_ms = open and open.end_ms or fixed_end(p, now_ms)
   local limit = k.of(p.limit)
   local wanted = k.add(count, k.of(quantity))
   if k.cmp(wanted, limit) <= 0 then
@@ -1386,7 +1399,7 @@ FIXED = {
 
 FIXED.take = function(p, quantity) p.quantity = quantity end
 
--- FCALL cl_fixed 1 key limit period [quantity] [MS] [REFUND] [DRYRUN] [COUNTDENIED]
+-- FCALL cl_fixed 1 key limit period [quantity] [MS] [REFUND] [DRYRUN] [COUNTDENIED] [ALIGN]
 function cl_fixed(keys, args)
   if #keys ~= 1 then return redis.error_reply(ERRORS.wrong_arity('cl.fixed')) end
   local p, err = args_window(args, 'cl.fixed')
