@@ -26,10 +26,13 @@ end
 
 -- Where a window opened at now_ms ends: a period on, or with ALIGN at the next multiple of
 -- the period since the epoch (math.fmod is exact on integers below 2^53, where a division
--- would round).
+-- would round; it keeps the sign of now_ms, so a remainder below 0 is moved up a period,
+-- as the module's div_euclid counts it).
 local function fixed_end(p, now_ms)
-  if p.align then return now_ms - math.fmod(now_ms, p.period_ms) + p.period_ms end
-  return now_ms + p.period_ms
+  if not p.align then return now_ms + p.period_ms end
+  local into = math.fmod(now_ms, p.period_ms)
+  if into < 0 then into = into + p.period_ms end
+  return now_ms - into + p.period_ms
 end
 
 local function fixed_wait(window, now_ms)

@@ -115,7 +115,8 @@ fn end_day(unit: Unit, day: i64) -> Option<i64> {
     }
 }
 
-/// The date (year, month 1 to 12, day 1 to 31) of `day` days since the epoch.
+/// The date (year, month 1 to 12, day 1 to 31) of `day` days since the epoch, for any day
+/// an instant in milliseconds can fall on (within ±1.1·10^11 days; past that it saturates).
 pub fn date_of(day: i64) -> (i64, i64, i64) {
     let from_era_start = day.saturating_add(EPOCH_FROM_ERA_START);
     let era = from_era_start.div_euclid(ERA_DAYS);
@@ -145,8 +146,9 @@ pub fn day_of(year: i64, month: i64, day: i64) -> Option<i64> {
     let era = march_year.div_euclid(400);
     let year_of_era = march_year.rem_euclid(400);
     let month_from_march = (month + 9) % 12;
-    let day_of_year = (153 * month_from_march + 2) / 5 + day - 1;
-    let day_of_era = 365 * year_of_era + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    let day_of_year = ((153 * month_from_march + 2) / 5).checked_add(day)? - 1;
+    let day_of_era =
+        (365 * year_of_era + year_of_era / 4 - year_of_era / 100).checked_add(day_of_year)?;
     era.checked_mul(ERA_DAYS)?
         .checked_add(day_of_era)?
         .checked_sub(EPOCH_FROM_ERA_START)

@@ -443,6 +443,23 @@ const BAD_INPUT: &[(&str, &[&[u8]], &str)] = &[
         &[b"pool", b"1", b"60", b"a", b"COUNTDENIED"],
         "syntax error",
     ),
+    // ALIGN, CL.FIXED's alone, once.
+    (
+        "CL.FIXED",
+        &[b"k", b"1", b"60", b"ALIGN", b"ALIGN"],
+        "syntax error",
+    ),
+    ("CL.WINDOW", &[b"k", b"1", b"60", b"ALIGN"], "syntax error"),
+    (
+        "CL.THROTTLE",
+        &[b"k", b"0", b"1", b"60", b"ALIGN"],
+        "syntax error",
+    ),
+    (
+        "CL.ALL",
+        &[b"1", b"k", b"FIXED", b"1", b"60", b"ALIGN"],
+        "syntax error",
+    ),
     (
         "CL.LEASE",
         &[b"pool", b"1", b"60", b"a", b"DRYRUN", b"BLOCK", b"0"],
@@ -931,6 +948,9 @@ fn mixed_workload(con: &mut redis::Connection, seed: u64, calls: u64) -> (u64, u
                     flags.push("ATMOST");
                 } else if keyword == "FIXED" && rng.below(3) == 0 {
                     flags.push("COUNTDENIED");
+                }
+                if keyword == "FIXED" && rng.below(3) == 0 {
+                    flags.push("ALIGN");
                 }
                 // The quantity follows the limiter's numbers; BUCKETS n, the flags.
                 let numbers = if keyword == "THROTTLE" { 3 } else { 2 };

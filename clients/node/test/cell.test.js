@@ -135,6 +135,14 @@ for (const flavor of FLAVORS) describe(`Cell on a server, ${flavor}`, () => {
         await assert.rejects(cell.window(key('b'), 10, 60), /BUCKETS 6, not an exact one/);
       });
 
+      it('lays an aligned window on a multiple of its period', async () => {
+        n += 1;
+        const reply = await cell.fixed(key('aligned'), 2, 3600, { align: true });
+        assert.ok(reply.allowed && reply.resetAfter > 0 && reply.resetAfter <= 3600);
+        const raw = (words) => (typeof client.call === 'function' ? client.call(...words) : client.sendCommand(words.map(String)));
+        assert.equal(Number(await raw(['PEXPIRETIME', key('aligned')])) % 3600000, 0);
+      });
+
       it('tells its hook of each decision and of nothing else', async () => {
         n += 1;
         const told = [];

@@ -211,6 +211,13 @@ def test_the_package_version_is_the_module_s():
     assert redis_cell.__version__ == crate
 
 
+def test_an_aligned_window_ends_on_a_multiple_of_its_period(r):
+    cell = Client(r)
+    reply = cell.fixed("aligned", 2, 3600, align=True)
+    assert reply.allowed and 0 < reply.reset_after <= 3600
+    assert r.pexpiretime("aligned") % 3_600_000 == 0
+
+
 def test_the_hook_is_told_of_each_decision_and_of_nothing_else(r):
     told = []
     cell = Client(r, on_decision=told.append)
