@@ -172,6 +172,12 @@ local ARGS_VALUES = {
     p.block = timeout
     return err
   end,
+  offset = function(p, text)
+    local minutes, err = args_integer(text, 'OFFSET', -1439)
+    if minutes == nil then return err end
+    if minutes > 1439 then return ERRORS.above_maximum('OFFSET', 1439) end
+    p.offset = minutes
+  end,
 }
 
 -- The values, once the positional parameters are read (Given::read_values): the quantity, of
@@ -211,7 +217,7 @@ local function args_parsed(at)
   return { quantity = 1, quantity_exact = false, unit = ms and 'ms' or 's', ms = ms,
     refund = at ~= nil and at.REFUND ~= nil, dry_run = at ~= nil and at.DRYRUN ~= nil,
     count_denied = at ~= nil and at.COUNTDENIED ~= nil, at_most = at ~= nil and at.ATMOST ~= nil,
-    align = at ~= nil and at.ALIGN ~= nil,
+    align = at ~= nil and at.ALIGN ~= nil, offset = 0,
     block = false, at = false, limit = false,
     period_ms = false, buckets = false, max_burst = false, max_burst_exact = false, count = false,
     count_exact = false, period = false, gcra = false }

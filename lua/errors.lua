@@ -26,6 +26,7 @@ local ERRORS = {
   at_most_with = function(option) return 'ERR ATMOST and ' .. option .. ' options at the same time are not compatible' end,
   burst_and_warmup = 'ERR BURST and WARMUP options at the same time are not compatible',
   cold_without_warmup = 'ERR COLD is given, but no WARMUP for it to shape',
+  offset_without_align = 'ERR OFFSET is given, but no ALIGN for it to shift',
   smooth_warming = 'ERR the key holds a smooth limiter with WARMUP, not a bursty one',
   smooth_bursty = 'ERR the key holds a bursty smooth limiter, not one with WARMUP',
   smooth_in_all = function(position) return 'ERR limiter ' .. position .. ' is SMOOTH, which CL.ALL does not take: call CL.SMOOTH on its key alone' end,

@@ -25,14 +25,17 @@ local function fixed_read(key, p, _, now_ms)
 end
 
 -- Where a window opened at now_ms ends: a period on, or with ALIGN at the next multiple of
--- the period since the epoch (math.fmod is exact on integers below 2^53, where a division
--- would round; it keeps the sign of now_ms, so a remainder below 0 is moved up a period,
--- as the module's div_euclid counts it).
+-- the period since the epoch in the local time OFFSET minutes ahead of UTC (math.fmod is
+-- exact on integers below 2^53, where a division would round; it keeps the sign of the
+-- local instant, so a remainder below 0 is moved up a period, as the module's div_euclid
+-- counts it).
 local function fixed_end(p, now_ms)
   if not p.align then return now_ms + p.period_ms end
-  local into = math.fmod(now_ms, p.period_ms)
+  local offset_ms = p.offset * 60000
+  local local_ms = now_ms + offset_ms
+  local into = math.fmod(local_ms, p.period_ms)
   if into < 0 then into = into + p.period_ms end
-  return now_ms - into + p.period_ms
+  return local_ms - into + p.period_ms - offset_ms
 end
 
 local function fixed_wait(window, now_ms)

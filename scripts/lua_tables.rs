@@ -65,6 +65,7 @@ fn value(value: Value) -> &'static str {
         Value::Instant => "instant",
         Value::Timeout => "timeout",
         Value::Listed => "listed",
+        Value::Offset => "offset",
     }
 }
 
@@ -342,6 +343,7 @@ fn texts() -> Vec<(&'static str, String, Vec<Stand>)> {
         module("at_most_with", Error::AtMostWith(A), vec![word("option")]),
         module("burst_and_warmup", Error::BurstAndWarmup, vec![]),
         module("cold_without_warmup", Error::ColdWithoutWarmup, vec![]),
+        module("offset_without_align", Error::OffsetWithoutAlign, vec![]),
         module("smooth_warming", Error::SmoothShape(true), vec![]),
         module("smooth_bursty", Error::SmoothShape(false), vec![]),
         module(

@@ -337,6 +337,7 @@ mod tests {
                 dry_run: false,
                 count_denied: false,
                 align: false,
+                offset_minutes: 0,
                 at_ms: None,
                 buckets: None,
                 block_ms: None,

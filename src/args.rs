@@ -61,8 +61,9 @@ pub struct WindowArgs {
     /// CL.FIXED's alone).
     pub count_denied: bool,
     /// The windows are the multiples of the period since the epoch (`ALIGN`, CL.FIXED's
-    /// alone).
+    /// alone), in the local time this many minutes ahead of UTC (`OFFSET`).
     pub align: bool,
+    pub offset_minutes: i16,
     /// The instant to decide at instead of the server's clock (`AT`).
     pub at_ms: Option<i64>,
     /// CL.WINDOW's cells (`BUCKETS n`): the window of sub-windows instead of the exact one.
@@ -137,6 +138,7 @@ impl WindowArgs {
             dry_run: false,
             count_denied: false,
             align: false,
+            offset_minutes: 0,
             at_ms: None,
             buckets: None,
             block_ms: None,
@@ -207,6 +209,7 @@ fn window_args(args: &[&[u8]], command: Command) -> Result<WindowArgs, Error> {
         dry_run: given.has(Opt::DryRun),
         count_denied: given.has(Opt::CountDenied),
         align: given.has(Opt::Align),
+        offset_minutes: values.offset_minutes.unwrap_or(0),
         at_ms: values.at_ms,
         buckets: values.cells,
         block_ms: values.block_ms,

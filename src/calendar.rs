@@ -16,8 +16,8 @@ use crate::time::MILLIS_PER_SECOND;
 /// A day, in milliseconds.
 pub const DAY_MS: i64 = 86_400 * MILLIS_PER_SECOND;
 
-/// The farthest a local time may be from UTC, in minutes either way (ISO 8601's `±23:59`).
-pub const MAX_OFFSET_MINUTES: i64 = 1_439;
+/// The farthest a local time may be from UTC, in minutes either way (the grammar's bound).
+pub const MAX_OFFSET_MINUTES: i64 = crate::grammar::MAX_OFFSET_MINUTES as i64;
 
 /// A minute, in milliseconds.
 const MINUTE_MS: i64 = 60 * MILLIS_PER_SECOND;

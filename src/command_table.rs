@@ -384,6 +384,7 @@ const fn summary(opt: Opt, command: Name) -> &'static CStr {
         (Opt::DryRun, Name::Smooth) => c"Answer what the call would, and reserve nothing; never with BLOCK.",
         (Opt::DryRun, _) => c"Answer what the call would, behind the same waiters, and change nothing; never with BLOCK.",
         (Opt::CountDenied, _) => c"Count a denied call's units too, as INCR then compare does; never with BLOCK.",
+        (Opt::Offset, _) => c"With ALIGN, lay them in the local time this many minutes ahead of UTC (-1439 to 1439; 120 is UTC+02:00).",
         (Opt::Align, _) => c"Lay the windows on the clock: the multiples of period since the Unix epoch, in UTC, so that every key's minute starts on the minute.",
         (Opt::Detail, _) => c"Reply with every limiter's answer, in key order.",
         (Opt::AtMost, Name::All) => c"Take the most units, up to quantity, that every limiter admits now, and reply with that count sixth (granted); not with REFUND.",

@@ -58,6 +58,8 @@ pub enum Error {
     BurstAndWarmup,
     /// CL.SMOOTH: `COLD`, and no `WARMUP` for it to shape.
     ColdWithoutWarmup,
+    /// OFFSET without ALIGN: there is no grid for it to move.
+    OffsetWithoutAlign,
     /// CL.SMOOTH: the key holds a limiter of the other shape: warming up when `true`.
     SmoothShape(bool),
     /// CL.ALL: the limiter at this position (from 1) is SMOOTH, which it does not take.
@@ -150,6 +152,9 @@ impl Error {
             }
             Error::ColdWithoutWarmup => {
                 "ERR COLD is given, but no WARMUP for it to shape".to_owned()
+            }
+            Error::OffsetWithoutAlign => {
+                "ERR OFFSET is given, but no ALIGN for it to shift".to_owned()
             }
             Error::SmoothShape(true) => {
                 "ERR the key holds a smooth limiter with WARMUP, not a bursty one".to_owned()
@@ -264,6 +269,7 @@ mod tests {
             Error::AtMostWith(word),
             Error::BurstAndWarmup,
             Error::ColdWithoutWarmup,
+            Error::OffsetWithoutAlign,
             Error::SmoothShape(true),
             Error::SmoothShape(false),
             Error::SmoothInAll(number),

@@ -38,6 +38,7 @@ pub enum Opt {
     DryRun,
     CountDenied,
     Align,
+    Offset,
     Detail,
     Holder,
     AtMost,
@@ -67,6 +68,8 @@ pub enum Value {
     Timeout,
     /// How many to list: an integer of at least 1.
     Listed,
+    /// A local time's offset from UTC in minutes, as ISO 8601 writes it: -1439 to 1439.
+    Offset,
 }
 
 /// How an option constrains the others, checked once every value is read.
@@ -162,7 +165,7 @@ const fn row(
 }
 
 /// The table, indexed by `Opt`.
-pub const OPTIONS: [Row; 16] = [
+pub const OPTIONS: [Row; 17] = [
     Row {
         positional: Commands::of(&[Throttle, Fixed, Window, Smooth]),
         ..row(
@@ -232,6 +235,15 @@ pub const OPTIONS: [Row; 16] = [
         Value::Flag,
         Commands::of(&[Fixed]),
     ),
+    Row {
+        rules: &[Rule::Needs(Opt::Align, Error::OffsetWithoutAlign)],
+        ..row(
+            Opt::Offset,
+            (c"OFFSET", c"minutes"),
+            Value::Offset,
+            Commands::of(&[Fixed]),
+        )
+    },
     row(
         Opt::Detail,
         (c"DETAIL", c"detail"),
@@ -461,6 +473,7 @@ impl<'w, 'a> Given<'w, 'a> {
                 Opt::At => values.at_ms = Some(instant_ms(text)?),
                 Opt::Block => values.block_ms = Some(block_timeout(text)?),
                 Opt::Count => values.count = Some(integer(text, "COUNT", 1)?),
+                Opt::Offset => values.offset_minutes = Some(offset_minutes(text)?),
                 _ => return Err(Error::Internal),
             }
         }
@@ -512,6 +525,8 @@ pub struct Values<'a> {
     pub block_ms: Option<i64>,
     /// CL.TOP's `COUNT n`.
     pub count: Option<i64>,
+    /// CL.FIXED's `OFFSET minutes`.
+    pub offset_minutes: Option<i16>,
 }
 
 impl Values<'_> {
@@ -534,6 +549,7 @@ impl Values<'_> {
         at_ms: None,
         block_ms: None,
         count: None,
+        offset_minutes: None,
     };
 }
 
@@ -631,6 +647,23 @@ pub fn unit_of(ms: bool) -> TimeUnit {
     } else {
         TimeUnit::Seconds
     }
+}
+
+/// The most a local time's offset from UTC may be, in minutes either way (ISO 8601's
+/// `±23:59`).
+pub const MAX_OFFSET_MINUTES: i16 = 1_439;
+
+/// `OFFSET minutes`: -1439 to 1439.
+fn offset_minutes(text: &[u8]) -> Result<i16, Error> {
+    let min = -i64::from(MAX_OFFSET_MINUTES);
+    let minutes = integer(text, "OFFSET", min)?;
+    i16::try_from(minutes)
+        .ok()
+        .filter(|minutes| *minutes <= MAX_OFFSET_MINUTES)
+        .ok_or(Error::AboveMaximum {
+            arg: "OFFSET",
+            max: i64::from(MAX_OFFSET_MINUTES),
+        })
 }
 
 /// An integer argument no smaller than `min`.

@@ -63,6 +63,8 @@ export interface FixedOptions extends ThrottleOptions {
   countDenied?: boolean;
   /** Lay the windows on the clock: the multiples of the period since the Unix epoch. */
   align?: boolean;
+  /** With `align`, in the local time this many minutes ahead of UTC (-1439 to 1439). */
+  offset?: Integer;
 }
 export interface WindowOptions extends ThrottleOptions {
   /** Count in this many cells of period / n (2 to 1024) instead of exactly. */

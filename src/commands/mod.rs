@@ -56,7 +56,11 @@ pub fn run(
         Command::Throttle => run_throttle(&call, turn),
         Command::Fixed => run_window(&call, turn, args::fixed, |args| {
             let fixed = FixedWindow::new(&args.params, args.quantity, args.count_denied);
-            Limiter::Fixed(if args.align { fixed.aligned(0) } else { fixed })
+            Limiter::Fixed(if args.align {
+                fixed.aligned(args.offset_minutes)
+            } else {
+                fixed
+            })
         }),
         Command::Window => run_window(&call, turn, args::window, Limiter::sliding),
         Command::Lease => run_lease(&call, turn),

@@ -460,6 +460,27 @@ const BAD_INPUT: &[(&str, &[&[u8]], &str)] = &[
         &[b"1", b"k", b"FIXED", b"1", b"60", b"ALIGN"],
         "syntax error",
     ),
+    // OFFSET, which moves an aligned grid: -1439 to 1439 minutes.
+    (
+        "CL.FIXED",
+        &[b"k", b"1", b"60", b"OFFSET", b"60"],
+        "OFFSET is given, but no ALIGN",
+    ),
+    (
+        "CL.FIXED",
+        &[b"k", b"1", b"60", b"ALIGN", b"OFFSET", b"1440"],
+        "OFFSET must be <= 1439",
+    ),
+    (
+        "CL.FIXED",
+        &[b"k", b"1", b"60", b"ALIGN", b"OFFSET", b"-1440"],
+        "OFFSET must be >= -1439",
+    ),
+    (
+        "CL.FIXED",
+        &[b"k", b"1", b"60", b"ALIGN", b"OFFSET", b"x"],
+        "OFFSET",
+    ),
     (
         "CL.LEASE",
         &[b"pool", b"1", b"60", b"a", b"DRYRUN", b"BLOCK", b"0"],

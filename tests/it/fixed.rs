@@ -140,3 +140,30 @@ fn aligned_windows_end_on_the_multiples_of_the_period_under_a_controlled_clock()
     // That window over, ALIGN opens the grid's.
     assert_eq!(at(125_000, "opened", true), [0, 2, 1, -1, 55_000]);
 }
+
+/// OFFSET lays the aligned grid in a local time: at UTC+05:30 an hour's windows start at half
+/// past the hour (UTC), at UTC-05:00 on the hour again, and a key expires where the grid says.
+#[test]
+fn an_offset_moves_the_aligned_grid_under_a_controlled_clock() {
+    const HOUR: i64 = 527_777 * 3_600_000;
+    let server = Server::with_fake_clock(HOUR + 600_000);
+    let mut con = server.connection();
+    let mut other = server.connection();
+    let mut at = |offset_ms: i64, key: &str, minutes: &str| {
+        server.set_clock_ms(HOUR + offset_ms);
+        limiter(
+            &mut con,
+            "CL.FIXED",
+            &[key, "5", "3600", "1", "ALIGN", "OFFSET", minutes],
+        )
+    };
+    // 00:10 past the hour (UTC): at +05:30 the local hour ends at 00:30 UTC; at -05:00, at
+    // 01:00 UTC.
+    assert_eq!(at(600_000, "india", "330"), [0, 5, 4, -1, 1_200]);
+    assert_eq!(at(600_000, "east", "-300"), [0, 5, 4, -1, 3_000]);
+    assert_eq!(
+        snapshot(&mut other, b"india"),
+        (Some(b"1".to_vec()), HOUR + 1_800_000)
+    );
+    assert_eq!(at(1_800_000, "india", "330"), [0, 5, 4, -1, 3_600]);
+}

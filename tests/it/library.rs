@@ -383,6 +383,11 @@ fn cl_fixed_answers_and_writes_as_the_module_under_a_controlled_clock() {
                 head,
                 &["MS", "REFUND", "DRYRUN", "COUNTDENIED", "ATMOST", "ALIGN"],
             );
+            // An aligned grid, now and then in a local time off UTC either way.
+            if args.iter().any(|a| a == "ALIGN") && rng.below(2) == 0 {
+                let minutes = rng.below(2 * 1439 + 1) as i64 - 1439;
+                args.extend(["OFFSET".to_owned(), minutes.to_string()]);
+            }
             if args.iter().any(|a| a == "MS") {
                 args[1] = (1 + rng.below(3000)).to_string();
             }

@@ -139,6 +139,7 @@ fn command_docs_describe_every_argument(flavor: Flavor) {
                 "dryrun",
                 "countdenied",
                 "align",
+                "minutes",
                 "atmost",
                 "timeout",
             ],
@@ -166,16 +167,19 @@ fn command_docs_describe_every_argument(flavor: Flavor) {
         assert_eq!(text(field(&arguments[1], "type")), "integer");
         let quantity_at = names.iter().position(|name| name == "quantity").unwrap();
         // The flags, between the quantity and BLOCK's timeout: each its name as a token;
-        // CL.WINDOW's cells, an integer after theirs.
+        // CL.WINDOW's cells and CL.FIXED's offset, integers after theirs.
         for (flag, name) in arguments
             .iter()
             .zip(&names)
             .take(arguments.len() - 1)
             .skip(quantity_at + 1)
         {
-            if name == "n" {
+            if let Some(token) = [("n", "BUCKETS"), ("minutes", "OFFSET")]
+                .iter()
+                .find_map(|&(valued, token)| (name == valued).then_some(token))
+            {
                 assert_eq!(text(field(flag, "type")), "integer");
-                assert_eq!(text(field(flag, "token")), "BUCKETS");
+                assert_eq!(text(field(flag, "token")), token);
                 continue;
             }
             assert_eq!(text(field(flag, "type")), "pure-token");

@@ -55,6 +55,7 @@ const OPTIONS = {
   dryRun: FLAG('DRYRUN'),
   countDenied: FLAG('COUNTDENIED'),
   align: FLAG('ALIGN'),
+  offset: VALUED('OFFSET'),
   detail: FLAG('DETAIL'),
   holder: VALUED('HOLDER'),
   atMost: FLAG('ATMOST'),
@@ -65,7 +66,7 @@ const OPTIONS = {
 const QUANTITY = new Set(['CL.THROTTLE', 'CL.FIXED', 'CL.WINDOW', 'CL.SMOOTH', 'CL.ALL']);
 const TAKES = {
   'CL.THROTTLE': ['ms', 'refund', 'dryRun', 'atMost', 'block'],
-  'CL.FIXED': ['ms', 'refund', 'dryRun', 'countDenied', 'align', 'atMost', 'block'],
+  'CL.FIXED': ['ms', 'refund', 'dryRun', 'countDenied', 'align', 'offset', 'atMost', 'block'],
   'CL.WINDOW': ['buckets', 'ms', 'refund', 'dryRun', 'atMost', 'block'],
   'CL.LEASE': ['ms', 'dryRun', 'block'],
   'CL.RELEASE': [],

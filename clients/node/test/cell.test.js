@@ -35,7 +35,7 @@ const CALLS = {
 };
 // A right value of each kind of option (src/grammar.rs's Value).
 const VALUES = {
-  flag: true, quantity: 2, cells: 4, span: 1, factor: 2, holder: 'h', timeout: 10, listed: 3,
+  flag: true, quantity: 2, cells: 4, span: 1, factor: 2, holder: 'h', timeout: 10, listed: 3, offset: -300,
 };
 const camel = (name) => name.replace(/_(.)/g, (_, c) => c.toUpperCase());
 
@@ -52,6 +52,8 @@ function built(command, row) {
   const options = { [camel(row.name)]: VALUES[row.value] };
   // COLD shapes a warm-up; a holder holds a LEASE limiter's lease.
   if (row.keyword === 'COLD') options.warmup = VALUES.span;
+  // OFFSET moves an aligned grid.
+  if (row.keyword === 'OFFSET') options.align = true;
   const params = row.keyword === 'HOLDER' ? [[lease('a', 3, 60)]] : args;
   return commands[name](...params, options);
 }

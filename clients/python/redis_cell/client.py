@@ -142,12 +142,15 @@ class commands:
 
     @staticmethod
     def fixed(key, limit, period, quantity=1, *, ms=False, refund=False, dry_run=False,
-              count_denied=False, align=False, at_most=False, block=None) -> List[object]:
+              count_denied=False, align=False, offset: Optional[int] = None, at_most=False,
+              block=None) -> List[object]:
         words = ["CL.FIXED", key, limit, period, quantity, *_flags(ms, refund, dry_run, None)]
         if count_denied:
             words.append("COUNTDENIED")
         if align:
             words.append("ALIGN")
+        if offset is not None:
+            words += ["OFFSET", offset]
         return words + _flags(False, False, False, block, at_most)
 
     @staticmethod

@@ -34,7 +34,7 @@ CALLS = {
 
 # A right value of each kind of option (grammar.rs's Value), for a call on a fresh key.
 VALUES = {"flag": True, "quantity": 2, "cells": 4, "span": 1, "factor": 2, "holder": "h",
-          "timeout": 10, "listed": 3}
+          "timeout": 10, "listed": 3, "offset": -300}
 
 
 def _sendable():
@@ -58,6 +58,9 @@ def built(command, row):
     if row["keyword"] == "COLD":
         # COLD shapes a warm-up.
         options["warmup"] = VALUES["span"]
+    if row["keyword"] == "OFFSET":
+        # OFFSET moves an aligned grid.
+        options["align"] = True
     return getattr(commands, name)(*args, **options)
 
 

@@ -127,6 +127,7 @@ ERRORS = {
   at_most_with = function(option) return 'ERR ATMOST and ' .. option .. ' options at the same time are not compatible' end,
   burst_and_warmup = 'ERR BURST and WARMUP options at the same time are not compatible',
   cold_without_warmup = 'ERR COLD is given, but no WARMUP for it to shape',
+  offset_without_align = 'ERR OFFSET is given, but no ALIGN for it to shift',
   smooth_warming = 'ERR the key holds a smooth limiter with WARMUP, not a bursty one',
   smooth_bursty = 'ERR the key holds a bursty smooth limiter, not one with WARMUP',
   smooth_in_all = function(position) return 'ERR limiter ' .. position .. ' is SMOOTH, which CL.ALL does not take: call CL.SMOOTH on its key alone' end,
@@ -193,27 +194,31 @@ GRAMMAR_OPTIONS = {
     takers = { ['cl.fixed'] = true },
     positional = {},
     refused = false, rules = false },
-  { index = 11, keyword = 'DETAIL', value = 'flag',
+  { index = 11, keyword = 'OFFSET', value = 'offset',
+    takers = { ['cl.fixed'] = true },
+    positional = {},
+    refused = false, rules = { { rule = 'needs', other = 'ALIGN', error = 'ERR OFFSET is given, but no ALIGN for it to shift' } } },
+  { index = 12, keyword = 'DETAIL', value = 'flag',
     takers = { ['cl.all'] = true },
     positional = {},
     refused = false, rules = false },
-  { index = 12, keyword = 'HOLDER', value = 'holder',
+  { index = 13, keyword = 'HOLDER', value = 'holder',
     takers = { ['cl.all'] = true },
     positional = {},
     refused = false, rules = false },
-  { index = 13, keyword = 'ATMOST', value = 'flag',
+  { index = 14, keyword = 'ATMOST', value = 'flag',
     takers = { ['cl.throttle'] = true, ['cl.fixed'] = true, ['cl.window'] = true, ['cl.all'] = true },
     positional = {},
     refused = { ['cl.lease'] = 'ERR cl.lease grants no part of a call: ATMOST is not one of its arguments', ['cl.smooth'] = 'ERR cl.smooth grants no part of a call: ATMOST is not one of its arguments' }, rules = { { rule = 'excludes', other = 'REFUND', error = 'ERR ATMOST and REFUND options at the same time are not compatible' }, { rule = 'excludes', other = 'COUNTDENIED', error = 'ERR ATMOST and COUNTDENIED options at the same time are not compatible' } } },
-  { index = 14, keyword = 'COUNT', value = 'listed',
+  { index = 15, keyword = 'COUNT', value = 'listed',
     takers = { ['cl.top'] = true },
     positional = {},
     refused = false, rules = false },
-  { index = 15, keyword = 'AT', value = 'instant',
+  { index = 16, keyword = 'AT', value = 'instant',
     takers = { ['cl.fixed'] = true, ['cl.window'] = true, ['cl.lease'] = true, ['cl.release'] = true },
     positional = {},
     refused = false, rules = false },
-  { index = 16, keyword = 'BLOCK', value = 'timeout',
+  { index = 17, keyword = 'BLOCK', value = 'timeout',
     takers = { ['cl.throttle'] = true, ['cl.fixed'] = true, ['cl.window'] = true, ['cl.all'] = true, ['cl.lease'] = true, ['cl.smooth'] = true },
     positional = {},
     refused = { ['cl.release'] = 'ERR cl.release does not wait: BLOCK is not one of its arguments' }, rules = false },
@@ -922,6 +927,12 @@ local ARGS_VALUES = {
     p.block = timeout
     return err
   end,
+  offset = function(p, text)
+    local minutes, err = args_integer(text, 'OFFSET', -1439)
+    if minutes == nil then return err end
+    if minutes > 1439 then return ERRORS.above_maximum('OFFSET', 1439) end
+    p.offset = minutes
+  end,
 }
 
 -- The values, once the positional parameters are read (Given::read_values): the quantity, of
@@ -961,7 +972,7 @@ local function args_parsed(at)
   return { quantity = 1, quantity_exact = false, unit = ms and 'ms' or 's', ms = ms,
     refund = at ~= nil and at.REFUND ~= nil, dry_run = at ~= nil and at.DRYRUN ~= nil,
     count_denied = at ~= nil and at.COUNTDENIED ~= nil, at_most = at ~= nil and at.ATMOST ~= nil,
-    align = at ~= nil and at.ALIGN ~= nil,
+    align = at ~= nil and at.ALIGN ~= nil, offset = 0,
     block = false, at = false, limit = false,
     period_ms = false, buckets = false, max_burst = false, max_burst_exact = false, count = false,
     count_exact = false, period = false, gcra = false }
@@ -1310,14 +1321,17 @@ local function fixed_read(key, p, _, now_ms)
 end
 
 -- Where a window opened at now_ms ends: a period on, or with ALIGN at the next multiple of
--- the period since the epoch (math.fmod is exact on integers below 2^53, where a division
--- would round; it keeps the sign of now_ms, so a remainder below 0 is moved up a period,
--- as the module's div_euclid counts it).
+-- the period since the epoch in the local time OFFSET minutes ahead of UTC (math.fmod is
+-- exact on integers below 2^53, where a division would round; it keeps the sign of the
+-- local instant, so a remainder below 0 is moved up a period, as the module's div_euclid
+-- counts it).
 local function fixed_end(p, now_ms)
   if not p.align then return now_ms + p.period_ms end
-  local into = math.fmod(now_ms, p.period_ms)
+  local offset_ms = p.offset * 60000
+  local local_ms = now_ms + offset_ms
+  local into = math.fmod(local_ms, p.period_ms)
   if into < 0 then into = into + p.period_ms end
-  return now_ms - into + p.period_ms
+  return local_ms - into + p.period_ms - offset_ms
 end
 
 local function fixed_wait(window, now_ms)
