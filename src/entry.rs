@@ -119,17 +119,25 @@ fn record_denied(
     argc: c_int,
     denied: usize,
 ) {
-    let record = || {
-        if argv.is_null() {
-            return;
-        }
-        // SAFETY: the server passes argc live argument strings, live for the whole call.
-        unsafe {
-            let args = std::slice::from_raw_parts(argv, usize::try_from(argc).unwrap_or(0));
-            denied::record(args, denied >> 16, denied as u16);
-        }
-    };
+    // SAFETY: the server's arguments, live for the whole call.
+    let record = || unsafe { denied::record(arguments(argv, argc), denied >> 16, denied as u16) };
     guard(ctx, None, record, || {});
+}
+
+/// A call's arguments as the server passes them, its name first: `argc` live strings, or none
+/// where the array is null.
+///
+/// # Safety
+/// `argv` must hold `argc` live argument strings for as long as the slice is used.
+unsafe fn arguments<'a>(
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> &'a [*mut raw::RedisModuleString] {
+    if argv.is_null() {
+        return &[];
+    }
+    // SAFETY: as this function's.
+    unsafe { std::slice::from_raw_parts(argv, usize::try_from(argc).unwrap_or(0)) }
 }
 
 /// Runs a client's call (or a replayed one) and answers it, or parks it when it asked to
@@ -157,14 +165,8 @@ fn dispatch(
         may_wait: may_wait(flags),
     };
     let result = commands::run(command, ctx, argv, argc, caller, turn);
-    // SAFETY: the server passes argc live argument strings (never a null array; a null one
-    // is read as none).
-    let args = move || {
-        if argv.is_null() {
-            return &[][..];
-        }
-        unsafe { std::slice::from_raw_parts(argv, usize::try_from(argc).unwrap_or(0)) }
-    };
+    // SAFETY: the server passes argc live argument strings, live for the whole call.
+    let args = move || unsafe { arguments(argv, argc) };
     match &result {
         Ok(Answer {
             wait: Some(wait), ..
