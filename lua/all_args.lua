@@ -5,8 +5,45 @@
 
 local ALL_MAX_KEYS = GRAMMAR_NUMKEYS.max
 -- The most arguments the module reads, its name included: numkeys, 16 keys, 16 limiters of
--- up to five words and the options (src/commands/all.rs's MAX_ALL_ARGS).
-local ALL_MAX_ARGS = 2 + 16 * 6 + 11
+-- up to six words and the options (src/commands/all.rs's MAX_ALL_ARGS).
+local ALL_MAX_ARGS = 2 + 16 * 7 + 11
+
+-- How many words follow a limiter's numbers, from args[at] on: a WINDOW's `BUCKETS n`, a
+-- FIXED's `ALIGN` and `OFFSET minutes` in either order, each once (all_args::params_of).
+local function all_grid_words(kind, args, at)
+  local function is(i, word) return args[i] and string.upper(args[i]) == word end
+  if kind == 'window' then return is(at, 'BUCKETS') and 2 or 0 end
+  if kind ~= 'fixed' then return 0 end
+  local n, align, offset = 0, false, false
+  while true do
+    if not align and is(at + n, 'ALIGN') then
+      align, n = true, n + 1
+    elseif not offset and is(at + n, 'OFFSET') and args[at + n + 1] then
+      offset, n = true, n + 2
+    else
+      return n
+    end
+  end
+end
+
+-- A FIXED limiter's `ALIGN` and `OFFSET minutes` (from args[from] to args[to]) into p, with
+-- CL.FIXED's rules between them and the period; or the error.
+local function all_fixed_grid(p, args, from, to)
+  local i, offset = from, false
+  while i <= to do
+    if string.upper(args[i]) == 'ALIGN' then
+      p.align = true
+      i = i + 1
+    else
+      local err = ARGS_VALUES.offset(p, args[i + 1] or '')
+      if err then return err end
+      offset, i = true, i + 2
+    end
+  end
+  if p.align and p.calendar then return ERRORS.align_on_calendar end
+  if offset and not (p.align or p.calendar) then return ERRORS.offset_without_grid end
+  return nil
+end
 
 -- The call's limiters ({ kind, p }, in key order) and its options, or nil and the error. The
 -- library's own refusals (BLOCK, numbers past 2^53 − 1) are the caller's, once the module's
@@ -36,11 +73,7 @@ local function args_all(keys, args)
       if word == 'SMOOTH' then return nil, ERRORS.smooth_in_all(key) end
       return nil, ERRORS.unknown_limiter(key)
     end
-    local params = limiter.numbers
-    local after = args[at + limiter.numbers + 1]
-    if limiter.kind == 'window' and after and string.upper(after) == 'BUCKETS' then
-      params = params + 2
-    end
+    local params = limiter.numbers + all_grid_words(limiter.kind, args, at + limiter.numbers + 1)
     shapes[key] = { kind = limiter.kind, numbers = limiter.numbers, read = ARGS_READ[word], at = at + 1,
       params = params }
     at = at + 1 + params
@@ -61,17 +94,20 @@ local function args_all(keys, args)
   -- options', which every limiter then takes.
   for key, shape in ipairs(shapes) do
     local p = { quantity = 1, quantity_exact = false, unit = unit, refund = all.refund,
-      dry_run = all.dry_run, count_denied = false }
+      dry_run = all.dry_run, count_denied = false, align = false, offset = 0, calendar = false }
     err = shape.read(p, args, shape.at)
     if err then return nil, err end
     if shape.kind == 'lease' then
       p.lease_ms = p.lease_time * ARGS_MS_PER[unit]
     elseif shape.kind ~= 'throttle' then
-      p.period_ms = p.period * ARGS_MS_PER[unit]
-      if shape.params > shape.numbers then
-        p.buckets, err = args_bucket_count(args[shape.at + shape.numbers + 1] or '', p.period_ms)
-        if err then return nil, err end
+      p.period_ms = p.calendar and p.calendar.longest_ms or p.period * ARGS_MS_PER[unit]
+      local first, last = shape.at + shape.numbers, shape.at + shape.params - 1
+      if shape.kind == 'fixed' then
+        err = all_fixed_grid(p, args, first, last)
+      elseif last >= first then
+        p.buckets, err = args_bucket_count(args[first + 1] or '', p.period_ms)
       end
+      if err then return nil, err end
     end
     all.limiters[key] = { kind = shape.kind, p = p }
   end

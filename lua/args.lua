@@ -49,8 +49,8 @@ end
 
 -- The words from args[first] on, read for their shape (Given::read): the quantity's text,
 -- and where each option's keyword is, by keyword (nil when the call names none), with the
--- rows of the table whose values there are to read (`valued` to `valued_to`) and the error
--- of the first rule the options break (`broken`), reported once the values are read; or
+-- rows of the table whose values there are to read (`valued` to `valued_to`) and whose
+-- rules there are to check (`ruled` to `ruled_to`) once the values are read; or
 -- nil, nil, the error and, for a word out of place, its index. args[first] is the server's argument `position` (the name is 0). A
 -- limiter that takes its quantity first reads its first word as the quantity unless it
 -- names an option, its own or another command's.
@@ -88,21 +88,33 @@ local function args_given(command, args, first, position)
     i = i + (takes_value and 2 or 1)
   end
   if valued_to > 0 then at.valued, at.valued_to = valued, valued_to end
-  for r = ruled, ruled_to do
+  if ruled_to > 0 then at.ruled, at.ruled_to = ruled, ruled_to end
+  return quantity, at
+end
+
+-- Whether a rule (grammar::Rule) holds for the options named in `at`, with p's period a
+-- calendar's unit or not.
+local function args_rule_holds(rule, at, p)
+  local kind = rule.rule
+  if kind == 'excludes' then return at[rule.other] == nil end
+  if kind == 'needs' then return at[rule.other] ~= nil end
+  if kind == 'needs_grid' then return p.calendar or at.ALIGN ~= nil end
+  return not p.calendar
+end
+
+-- The error of the first rule the named options break, in the table's order; or nil.
+local function args_broken(p, at)
+  if at.ruled == nil then return nil end
+  for r = at.ruled, at.ruled_to do
     local row = GRAMMAR_OPTIONS[r]
     local rules = row.rules
     if rules and at[row.keyword] then
       for j = 1, #rules do
-        local rule = rules[j]
-        if (rule.rule == 'excludes') == (at[rule.other] ~= nil) then
-          at.broken = rule.error
-          break
-        end
+        if not args_rule_holds(rules[j], at, p) then return rules[j].error end
       end
-      if at.broken then break end
     end
   end
-  return quantity, at
+  return nil
 end
 
 -- `BUCKETS n`'s count of cells, which must cut the period into whole milliseconds.
@@ -182,8 +194,7 @@ local ARGS_VALUES = {
 
 -- The values, once the positional parameters are read (Given::read_values): the quantity, of
 -- at most max_quantity, then each option's, in the table's order, into p; then the rules
--- between the options, whose first broken one was found as their shape was read. Or the
--- error.
+-- between the options. Or the error.
 local function args_values(p, args, quantity, at, max_quantity)
   if quantity then
     local err = args_quantity(p, quantity, nil, max_quantity)
@@ -200,7 +211,7 @@ local function args_values(p, args, quantity, at, max_quantity)
       end
     end
   end
-  return at.broken
+  return args_broken(p, at)
 end
 
 -- Milliseconds in each unit.
@@ -217,7 +228,7 @@ local function args_parsed(at)
   return { quantity = 1, quantity_exact = false, unit = ms and 'ms' or 's', ms = ms,
     refund = at ~= nil and at.REFUND ~= nil, dry_run = at ~= nil and at.DRYRUN ~= nil,
     count_denied = at ~= nil and at.COUNTDENIED ~= nil, at_most = at ~= nil and at.ATMOST ~= nil,
-    align = at ~= nil and at.ALIGN ~= nil, offset = 0,
+    align = at ~= nil and at.ALIGN ~= nil, offset = 0, calendar = false,
     block = false, at = false, limit = false,
     period_ms = false, buckets = false, max_burst = false, max_burst_exact = false, count = false,
     count_exact = false, period = false, gcra = false }
@@ -245,8 +256,8 @@ local function args_window(args, command)
   local p = args_parsed(at)
   err = ARGS_READ[command](p, args, 1)
   if err then return nil, err end
-  -- Before the options: BUCKETS must cut it.
-  p.period_ms = p.period * ARGS_MS_PER[p.unit]
+  -- Before the options: BUCKETS must cut it. A calendar's unit stands for its longest.
+  p.period_ms = p.calendar and p.calendar.longest_ms or p.period * ARGS_MS_PER[p.unit]
   err = args_values(p, args, quantity, at, ARGS_ANY_QUANTITY)
   if err then return nil, err end
   if p.at then return nil, ERRORS.at_from_client end

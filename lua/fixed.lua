@@ -24,18 +24,11 @@ local function fixed_read(key, p, _, now_ms)
   return { count = count, end_ms = end_ms, k = k }
 end
 
--- Where a window opened at now_ms ends: a period on, or with ALIGN at the next multiple of
--- the period since the epoch in the local time OFFSET minutes ahead of UTC (math.fmod is
--- exact on integers below 2^53, where a division would round; it keeps the sign of the
--- local instant, so a remainder below 0 is moved up a period, as the module's div_euclid
--- counts it).
+-- Where a window opened at now_ms ends: a period on, or where its grid says (ALIGN, or a
+-- calendar's unit).
 local function fixed_end(p, now_ms)
-  if not p.align then return now_ms + p.period_ms end
-  local offset_ms = p.offset * 60000
-  local local_ms = now_ms + offset_ms
-  local into = math.fmod(local_ms, p.period_ms)
-  if into < 0 then into = into + p.period_ms end
-  return local_ms - into + p.period_ms - offset_ms
+  if not (p.align or p.calendar) then return now_ms + p.period_ms end
+  return calendar_end_after(p, now_ms)
 end
 
 local function fixed_wait(window, now_ms)
@@ -117,7 +110,8 @@ local FIXED = {
 
 FIXED.take = function(p, quantity) p.quantity = quantity end
 
--- FCALL cl_fixed 1 key limit period [quantity] [MS] [REFUND] [DRYRUN] [COUNTDENIED] [ALIGN]
+-- FCALL cl_fixed 1 key limit period|DAY|WEEK|MONTH|YEAR [quantity] [MS] [REFUND] [DRYRUN]
+-- [COUNTDENIED] [ALIGN] [OFFSET minutes]
 local function cl_fixed(keys, args)
   if #keys ~= 1 then return redis.error_reply(ERRORS.wrong_arity('cl.fixed')) end
   local p, err = args_window(args, 'cl.fixed')

@@ -43,11 +43,11 @@ local GRAMMAR_OPTIONS = {
   { index = 10, keyword = 'ALIGN', value = 'flag',
     takers = { ['cl.fixed'] = true },
     positional = {},
-    refused = false, rules = false },
+    refused = false, rules = { { rule = 'off_calendar', other = false, error = 'ERR ALIGN is for a period in seconds or ms: a calendar period keeps to the calendar already' } } },
   { index = 11, keyword = 'OFFSET', value = 'offset',
     takers = { ['cl.fixed'] = true },
     positional = {},
-    refused = false, rules = { { rule = 'needs', other = 'ALIGN', error = 'ERR OFFSET is given, but no ALIGN for it to shift' } } },
+    refused = false, rules = { { rule = 'needs_grid', other = false, error = 'ERR OFFSET is given, but no ALIGN or calendar period for it to shift' } } },
   { index = 12, keyword = 'DETAIL', value = 'flag',
     takers = { ['cl.all'] = true },
     positional = {},
@@ -81,6 +81,15 @@ for i = 1, #GRAMMAR_OPTIONS do GRAMMAR_ROWS[GRAMMAR_OPTIONS[i].keyword] = GRAMMA
 -- The commands that take a quantity first, with no keyword.
 local GRAMMAR_QUANTITY_FIRST = GRAMMAR_OPTIONS[1].positional
 
+-- The calendar's units CL.FIXED takes in its period's place, by word: each its name,
+-- and its longest length, the period it stands for where one is asked.
+local GRAMMAR_CALENDAR = {
+  DAY = { unit = 'day', longest_ms = 86400000 },
+  WEEK = { unit = 'week', longest_ms = 604800000 },
+  MONTH = { unit = 'month', longest_ms = 2678400000 },
+  YEAR = { unit = 'year', longest_ms = 31622400000 },
+}
+
 -- Each command's parameters after its key, and CL.ALL's limiters' numbers, by
 -- keyword: readers of args[first] on into p, by the parameters' names, a span in p's
 -- unit and a number past 2^53 - 1 exact too (`<name>_exact`), that answer the first
@@ -111,10 +120,13 @@ local function grammar_params(integer, holder)
     p.limit = value
     if exact then p.limit_exact = exact end
     value, exact = integer(args[first + 1] or '', 'period', 1)
-    if value == nil then return exact end
-    if value > (p.unit == 'ms' and 4611686018427 or 4611686018) then return ERRORS.too_large('period') end
-    p.period = value
-    if exact then p.period_exact = exact end
+    if value == nil then
+      p.calendar = GRAMMAR_CALENDAR[string.upper(args[first + 1] or '')]
+      if p.calendar == nil then return exact end
+    else
+      if value > (p.unit == 'ms' and 4611686018427 or 4611686018) then return ERRORS.too_large('period') end
+      p.period = value
+    end
   end
   readers['cl.window'] = function(p, args, first)
     local value, exact

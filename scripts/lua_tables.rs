@@ -6,7 +6,7 @@
 
 use redis_cell::command::Command;
 use redis_cell::error::{Error, LibraryError};
-use redis_cell::grammar::params::{self, Kind, LimiterKind, Max, Param};
+use redis_cell::grammar::params::{self, CalendarUnit, Kind, LimiterKind, Max, Param};
 use redis_cell::grammar::{Rule, Value, OPTIONS};
 use redis_cell::time::TimeUnit;
 
@@ -101,12 +101,14 @@ fn grammar() -> String {
             .iter()
             .map(|rule| {
                 let (kind, other, error) = match *rule {
-                    Rule::Excludes(other, error) => ("excludes", other, error),
-                    Rule::Needs(other, error) => ("needs", other, error),
+                    Rule::Excludes(other, error) => ("excludes", Some(other), error),
+                    Rule::Needs(other, error) => ("needs", Some(other), error),
+                    Rule::NeedsGrid(error) => ("needs_grid", None, error),
+                    Rule::OffCalendar(error) => ("off_calendar", None, error),
                 };
+                let other = other.map_or("false".to_owned(), |other| quoted(other.row().word()));
                 format!(
-                    "{{ rule = '{kind}', other = {}, error = {} }}",
-                    quoted(other.row().word()),
+                    "{{ rule = '{kind}', other = {other}, error = {} }}",
                     quoted(&error.message())
                 )
             })
@@ -160,6 +162,21 @@ fn lua_read(param: Param, offset: usize) -> String {
                     exact(max_ns / TimeUnit::Seconds.nanos())
                 ),
             };
+            if param.row().or_calendar {
+                // A calendar's word where the number fails to read; the number's error else.
+                let indented: String = bound.lines().map(|line| format!("  {line}\n")).collect();
+                return format!(
+                    "    value, exact = integer({text}, '{name}', {min})\n\
+                     \x20   if value == nil then\n\
+                     \x20     p.calendar = GRAMMAR_CALENDAR[string.upper({text})]\n\
+                     \x20     if p.calendar == nil then return exact end\n\
+                     \x20   else\n\
+                     {indented}\
+                     \x20     p.{name} = value\n\
+                     \x20   end\n",
+                    min = number.min,
+                );
+            }
             format!(
                 "    value, exact = integer({text}, '{name}', {min})\n\
                  \x20   if value == nil then return exact end\n\
@@ -193,7 +210,24 @@ fn lua_reader(name: &str, params: &[Param]) -> String {
 }
 
 fn lua_params() -> String {
-    let mut out = String::from(
+    let calendar: Vec<String> = CalendarUnit::ALL
+        .into_iter()
+        .map(|unit| {
+            let keyword = unit.keyword().to_string_lossy();
+            format!(
+                "  {keyword} = {{ unit = {}, longest_ms = {} }},\n",
+                quoted(&keyword.to_lowercase()),
+                unit.longest_ms()
+            )
+        })
+        .collect();
+    let mut out = format!(
+        "\n-- The calendar's units CL.FIXED takes in its period's place, by word: each its name,\n\
+         -- and its longest length, the period it stands for where one is asked.\n\
+         local GRAMMAR_CALENDAR = {{\n{}}}\n",
+        calendar.concat()
+    );
+    out.push_str(
         "\n-- Each command's parameters after its key, and CL.ALL's limiters' numbers, by\n\
          -- keyword: readers of args[first] on into p, by the parameters' names, a span in p's\n\
          -- unit and a number past 2^53 - 1 exact too (`<name>_exact`), that answer the first\n\
@@ -343,7 +377,8 @@ fn texts() -> Vec<(&'static str, String, Vec<Stand>)> {
         module("at_most_with", Error::AtMostWith(A), vec![word("option")]),
         module("burst_and_warmup", Error::BurstAndWarmup, vec![]),
         module("cold_without_warmup", Error::ColdWithoutWarmup, vec![]),
-        module("offset_without_align", Error::OffsetWithoutAlign, vec![]),
+        module("offset_without_grid", Error::OffsetWithoutGrid, vec![]),
+        module("align_on_calendar", Error::AlignOnCalendar, vec![]),
         module("smooth_warming", Error::SmoothShape(true), vec![]),
         module("smooth_bursty", Error::SmoothShape(false), vec![]),
         module(

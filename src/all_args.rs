@@ -2,12 +2,13 @@
 //! Each limiter's numbers are read by the same parsers as its own command's, in `args.rs`.
 
 use crate::args::{
-    lease_params, limit_and_period, throttle_params, LeaseParams, ThrottleArgs, WindowArgs,
+    laid, lease_params, limit_and_period, throttle_params, window_params, LeaseParams,
+    ThrottleArgs, WindowArgs,
 };
 use crate::command::Command;
 use crate::error::Error;
 use crate::grammar::params::{self, LimiterKind};
-use crate::grammar::{bucket_count, Given, Opt, ANY_QUANTITY};
+use crate::grammar::{bucket_count, offset_minutes, Given, Opt, ANY_QUANTITY};
 use crate::time::TimeUnit;
 
 /// The most keys, and so limiters, one CL.ALL call decides over.
@@ -54,26 +55,65 @@ pub struct AllArgs<'a> {
     pub block_ms: Option<i64>,
 }
 
-/// How many parameters follow a limiter's keyword at `at`: its command's numbers, and a
-/// WINDOW's go on with `BUCKETS n` when they name it.
+/// How many parameters follow a limiter's keyword at `at`: its command's numbers; a
+/// WINDOW's go on with `BUCKETS n` when they name it, a FIXED's with `ALIGN` and
+/// `OFFSET minutes`, in either order, each once.
 fn params_of(kind: LimiterKind, args: &[&[u8]], at: usize) -> usize {
+    let is = |offset: usize, opt: Opt| {
+        args.get(at + 1 + offset)
+            .is_some_and(|word| word.eq_ignore_ascii_case(opt.row().keyword.to_bytes()))
+    };
     match kind {
         LimiterKind::Throttle => THROTTLE_NUMBERS,
-        LimiterKind::Window
-            if args.get(at + 3).is_some_and(|word| {
-                word.eq_ignore_ascii_case(Opt::Buckets.row().keyword.to_bytes())
-            }) =>
-        {
-            WINDOW_NUMBERS + 2
+        LimiterKind::Window if is(WINDOW_NUMBERS, Opt::Buckets) => WINDOW_NUMBERS + 2,
+        LimiterKind::Window => WINDOW_NUMBERS,
+        LimiterKind::Fixed => {
+            let (mut params, mut align, mut offset) = (WINDOW_NUMBERS, false, false);
+            loop {
+                if !align && is(params, Opt::Align) {
+                    (align, params) = (true, params + 1);
+                } else if !offset && is(params, Opt::Offset) && args.len() > at + params + 2 {
+                    (offset, params) = (true, params + 2);
+                } else {
+                    return params;
+                }
+            }
         }
-        LimiterKind::Fixed | LimiterKind::Window => WINDOW_NUMBERS,
         LimiterKind::Lease => LEASE_NUMBERS,
     }
 }
 
+/// A FIXED limiter's arguments: its numbers, as CL.FIXED reads them, and the `ALIGN` and
+/// `OFFSET minutes` among `grid` (what follows them), with CL.FIXED's rules between them.
+fn fixed_limiter(numbers: [&[u8]; 2], grid: &[&[u8]], unit: TimeUnit) -> Result<WindowArgs, Error> {
+    let [limit, period] = numbers;
+    let (params, calendar) = window_params(Command::Fixed, limit, period, unit)?;
+    let mut align = false;
+    let mut offset = None;
+    let mut words = grid.iter();
+    while let Some(word) = words.next() {
+        if word.eq_ignore_ascii_case(Opt::Align.row().keyword.to_bytes()) {
+            align = true;
+        } else {
+            offset = Some(offset_minutes(words.next().copied().unwrap_or_default())?);
+        }
+    }
+    if align && calendar.is_some() {
+        return Err(Error::AlignOnCalendar);
+    }
+    if offset.is_some() && !align && calendar.is_none() {
+        return Err(Error::OffsetWithoutGrid);
+    }
+    Ok(WindowArgs {
+        laid: laid(calendar, align),
+        offset_minutes: offset.unwrap_or(0),
+        ..WindowArgs::plain(params, 1, unit)
+    })
+}
+
 /// How many numbers each limiter takes: its command's.
 const THROTTLE_NUMBERS: usize = params::number_count(Command::Throttle);
-const WINDOW_NUMBERS: usize = params::number_count(Command::Window);
+pub(crate) const WINDOW_NUMBERS: usize = params::number_count(Command::Window);
 const LEASE_NUMBERS: usize = params::number_count(Command::Lease);
 
 /// Parses CL.ALL's arguments: first their shape (keys, one limiter per key, options), then
@@ -146,9 +186,12 @@ pub fn all<'a>(args: &[&'a [u8]]) -> Result<AllArgs<'a>, Error> {
                 1,
                 unit,
             )),
-            LimiterKind::Fixed => {
-                LimiterArgs::Fixed(window(limit_and_period(param(0), param(1), unit)?, None))
-            }
+            LimiterKind::Fixed => LimiterArgs::Fixed(fixed_limiter(
+                [param(0), param(1)],
+                args.get(params_at + WINDOW_NUMBERS..params_at + params_len)
+                    .unwrap_or_default(),
+                unit,
+            )?),
             LimiterKind::Window => {
                 let params = limit_and_period(param(0), param(1), unit)?;
                 let cells = (params_len == 4)
@@ -336,7 +379,7 @@ mod tests {
                 refund: false,
                 dry_run: false,
                 count_denied: false,
-                align: false,
+                laid: crate::args::Laid::FromFirstCall,
                 offset_minutes: 0,
                 at_ms: None,
                 buckets: None,

@@ -4,7 +4,7 @@
 
 use crate::command::Command;
 use crate::error::Error;
-use crate::grammar::params::{self, Number};
+use crate::grammar::params::{self, CalendarUnit, Number};
 use crate::grammar::{Given, Opt, Plain, ANY_QUANTITY};
 use crate::time::{TimeUnit, MILLIS_PER_SECOND};
 
@@ -60,9 +60,9 @@ pub struct WindowArgs {
     /// A denied call's units count too, as the INCR recipe counts them (`COUNTDENIED`,
     /// CL.FIXED's alone).
     pub count_denied: bool,
-    /// The windows are the multiples of the period since the epoch (`ALIGN`, CL.FIXED's
-    /// alone), in the local time this many minutes ahead of UTC (`OFFSET`).
-    pub align: bool,
+    /// How CL.FIXED's windows lie on the clock, in the local time this many minutes ahead
+    /// of UTC (`OFFSET`).
+    pub laid: Laid,
     pub offset_minutes: i16,
     /// The instant to decide at instead of the server's clock (`AT`).
     pub at_ms: Option<i64>,
@@ -77,6 +77,17 @@ pub struct WindowArgs {
     pub at_most_at: Option<usize>,
     /// Whether the call gave its quantity (after the two parameters), or took the default 1.
     pub quantity_given: bool,
+}
+
+/// How a fixed window's windows lie on the clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Laid {
+    /// Each opens at its first call.
+    FromFirstCall,
+    /// On the multiples of the period since the epoch (`ALIGN`).
+    Aligned,
+    /// On a calendar's units, named in the period's place.
+    Calendar(CalendarUnit),
 }
 
 /// Positions are counted as the server counts arguments: the command's name is 0, the key 1.
@@ -137,7 +148,7 @@ impl WindowArgs {
             refund: false,
             dry_run: false,
             count_denied: false,
-            align: false,
+            laid: Laid::FromFirstCall,
             offset_minutes: 0,
             at_ms: None,
             buckets: None,
@@ -194,21 +205,23 @@ fn window_args(args: &[&[u8]], command: Command) -> Result<WindowArgs, Error> {
     // Most calls name no option: they are answered before the option loop.
     if let Some(plain) = Plain::of(command, words) {
         let unit = TimeUnit::Seconds;
-        let params = limit_and_period(limit, period, unit)?;
+        let (params, calendar) = window_params(command, limit, period, unit)?;
         return Ok(WindowArgs {
             quantity_given: !words.is_empty(),
+            laid: calendar.map_or(Laid::FromFirstCall, Laid::Calendar),
             ..WindowArgs::plain(params, plain.quantity(ANY_QUANTITY)?, unit)
         });
     }
     let given = Given::read(command, words, AFTER_KEY + 2)?;
     let unit = given.unit();
-    let params = limit_and_period(limit, period, unit)?;
+    let (params, calendar) = window_params(command, limit, period, unit)?;
+    let given = given.on_calendar(calendar.is_some());
     let values = given.read_values(ANY_QUANTITY, params.period_ms)?;
     Ok(WindowArgs {
         refund: given.has(Opt::Refund),
         dry_run: given.has(Opt::DryRun),
         count_denied: given.has(Opt::CountDenied),
-        align: given.has(Opt::Align),
+        laid: laid(calendar, given.has(Opt::Align)),
         offset_minutes: values.offset_minutes.unwrap_or(0),
         at_ms: values.at_ms,
         buckets: values.cells,
@@ -219,6 +232,59 @@ fn window_args(args: &[&[u8]], command: Command) -> Result<WindowArgs, Error> {
         quantity_given: given.gives_quantity(),
         ..WindowArgs::plain(params, values.quantity, unit)
     })
+}
+
+/// How a fixed window's windows lie, given its period's calendar unit, if it named one, and
+/// whether it names `ALIGN` (which the grammar refuses beside a calendar unit).
+pub(crate) fn laid(calendar: Option<CalendarUnit>, align: bool) -> Laid {
+    match (calendar, align) {
+        (Some(unit), _) => Laid::Calendar(unit),
+        (None, true) => Laid::Aligned,
+        (None, false) => Laid::FromFirstCall,
+    }
+}
+
+/// A window command's `limit period`, in this unit, and the calendar unit CL.FIXED's period
+/// names, if it is one: its window then stands for the unit's longest length.
+#[inline(always)]
+pub(crate) fn window_params(
+    command: Command,
+    limit: &[u8],
+    period: &[u8],
+    unit: TimeUnit,
+) -> Result<(WindowParams, Option<CalendarUnit>), Error> {
+    match limit_and_period(limit, period, unit) {
+        Ok(params) => Ok((params, None)),
+        // Most periods are numbers: a word is looked at only once one fails to read.
+        Err(error) => calendar_params(command, limit, period, error),
+    }
+}
+
+/// `limit` and the calendar unit `period` names, for CL.FIXED; else `error`, the number's.
+#[cold]
+#[inline(never)]
+fn calendar_params(
+    command: Command,
+    limit: &[u8],
+    period: &[u8],
+    error: Error,
+) -> Result<(WindowParams, Option<CalendarUnit>), Error> {
+    let calendar = params::params(command)
+        .iter()
+        .any(|param| param.row().or_calendar)
+        .then(|| CalendarUnit::of(period))
+        .flatten()
+        .ok_or(error)?;
+    // The limit's own error, if it was the one that failed.
+    let [limit_number, _] = WINDOW;
+    let limit = limit_number.read(limit, TimeUnit::Seconds)?;
+    Ok((
+        WindowParams {
+            limit,
+            period_ms: calendar.longest_ms(),
+        },
+        Some(calendar),
+    ))
 }
 
 /// `limit period`, in this unit.

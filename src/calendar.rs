@@ -11,10 +11,10 @@
 //! 146,097 days, and within such an era the day of a date follows from counting years that
 //! start on the 1st of March, which puts the leap day last.
 
+/// A calendar's unit of time, as CL.FIXED names it.
+pub use crate::grammar::params::CalendarUnit as Unit;
+pub use crate::time::DAY_MS;
 use crate::time::MILLIS_PER_SECOND;
-
-/// A day, in milliseconds.
-pub const DAY_MS: i64 = 86_400 * MILLIS_PER_SECOND;
 
 /// The farthest a local time may be from UTC, in minutes either way (the grammar's bound).
 pub const MAX_OFFSET_MINUTES: i64 = crate::grammar::MAX_OFFSET_MINUTES as i64;
@@ -27,16 +27,6 @@ const ERA_DAYS: i64 = 146_097;
 
 /// Days from 0000-03-01, the first day of era 0 counted from March, to 1970-01-01.
 const EPOCH_FROM_ERA_START: i64 = 719_468;
-
-/// A calendar's unit of time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unit {
-    Day,
-    /// An ISO week: Monday 00:00 to the next Monday.
-    Week,
-    Month,
-    Year,
-}
 
 /// How a fixed window is laid on the clock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -152,6 +152,7 @@ const fn scalar(param: Param, command: Name, limiters: ArgType) -> Arg {
     let row = param.row();
     let kind = match row.kind {
         Kind::Key => ArgType::Key,
+        Kind::Number(_) if row.or_calendar => ArgType::OneOf(&CALENDAR_PERIOD),
         Kind::Number(_) => ArgType::Integer,
         Kind::Holder => ArgType::String,
         Kind::Limiter => limiters,
@@ -175,8 +176,56 @@ const fn numbers<const N: usize>(command: Name) -> [Arg; N] {
     out
 }
 
+/// A period that a calendar's unit may stand in for: a span, or the unit's word.
+const CALENDAR_PERIOD: [Arg; 5] = [
+    required(
+        c"span",
+        ArgType::Integer,
+        c"The period, in seconds (milliseconds with MS).",
+    ),
+    calendar_unit(
+        params::CalendarUnit::Day,
+        c"day",
+        c"The calendar's days, from midnight.",
+    ),
+    calendar_unit(
+        params::CalendarUnit::Week,
+        c"week",
+        c"ISO weeks, from Monday 00:00.",
+    ),
+    calendar_unit(
+        params::CalendarUnit::Month,
+        c"month",
+        c"The calendar's months, from the 1st at 00:00.",
+    ),
+    calendar_unit(
+        params::CalendarUnit::Year,
+        c"year",
+        c"The calendar's years, from 1 January at 00:00.",
+    ),
+];
+
+const fn calendar_unit(
+    unit: params::CalendarUnit,
+    name: &'static CStr,
+    summary: &'static CStr,
+) -> Arg {
+    Arg {
+        token: Some(unit.keyword()),
+        ..required(name, ArgType::PureToken, summary)
+    }
+}
+
 const THROTTLE_NUMBERS: [Arg; 3] = numbers(Name::Throttle);
-const FIXED_NUMBERS: [Arg; 2] = numbers(Name::Fixed);
+const FIXED_NUMBERS: [Arg; 4] = {
+    let [limit, period] = numbers(Name::Fixed);
+    [
+        limit,
+        period,
+        option(Opt::Align, Name::All),
+        option(Opt::Offset, Name::All),
+    ]
+};
 const WINDOW_NUMBERS: [Arg; 3] = {
     let [limit, period] = numbers(Name::Window);
     [limit, period, option(Opt::Buckets, Name::All)]
@@ -201,6 +250,7 @@ const fn param_summary(param: Param, command: Name) -> &'static CStr {
         (Param::MaxBurst, _) => c"Units beyond the first that may arrive at once.",
         (Param::Count, _) => c"Units per period, sustained.",
         (Param::GcraPeriod | Param::Period, _) => c"The period, in seconds (milliseconds with MS).",
+        (Param::FixedPeriod, _) => c"The period, in seconds (milliseconds with MS), or a calendar's unit: DAY, WEEK, MONTH or YEAR, in UTC or the local time of OFFSET.",
         (Param::Limit, Name::Lease) => c"How many holders may hold a lease at once.",
         (Param::Limit, _) => c"Units allowed per period.",
         (Param::Permits, _) => c"Permits per period, at the stable rate.",
@@ -384,8 +434,8 @@ const fn summary(opt: Opt, command: Name) -> &'static CStr {
         (Opt::DryRun, Name::Smooth) => c"Answer what the call would, and reserve nothing; never with BLOCK.",
         (Opt::DryRun, _) => c"Answer what the call would, behind the same waiters, and change nothing; never with BLOCK.",
         (Opt::CountDenied, _) => c"Count a denied call's units too, as INCR then compare does; never with BLOCK.",
-        (Opt::Offset, _) => c"With ALIGN, lay them in the local time this many minutes ahead of UTC (-1439 to 1439; 120 is UTC+02:00).",
-        (Opt::Align, _) => c"Lay the windows on the clock: the multiples of period since the Unix epoch, in UTC, so that every key's minute starts on the minute.",
+        (Opt::Offset, _) => c"With ALIGN or a calendar period, lay the windows in the local time this many minutes ahead of UTC (-1439 to 1439; 120 is UTC+02:00).",
+        (Opt::Align, _) => c"Lay the windows on the clock: the multiples of period since the Unix epoch, in UTC, so that every key's minute starts on the minute; not with a calendar period, which keeps to the calendar already.",
         (Opt::Detail, _) => c"Reply with every limiter's answer, in key order.",
         (Opt::AtMost, Name::All) => c"Take the most units, up to quantity, that every limiter admits now, and reply with that count sixth (granted); not with REFUND.",
         (Opt::AtMost, _) => c"Take the most units, up to quantity, that fit now, and reply with that count sixth (granted); not with REFUND or COUNTDENIED.",
@@ -768,17 +818,20 @@ mod tests {
                 "README.md's table lacks the row {row}"
             );
         }
-        let limiter = COMMANDS
-            .iter()
-            .flat_map(|command| command.args())
-            .find_map(|arg| choices(&arg))
-            .unwrap();
-        assert!(
-            quotes
-                .iter()
-                .any(|quote| quote.text.strip_prefix("limiter := ") == Some(&limiter)),
-            "no page spells out CL.ALL's limiter: `{limiter}`"
-        );
+        // Each choice a command's grammar names: CL.FIXED's period, CL.ALL's limiter.
+        let mut spelled = 0;
+        for arg in COMMANDS.iter().flat_map(|command| command.args()) {
+            let Some(choice) = choices(&arg) else {
+                continue;
+            };
+            let line = format!("{} := {choice}", text(arg.name));
+            assert!(
+                quotes.iter().any(|quote| quote.text == line),
+                "no page spells out `{line}`"
+            );
+            spelled += 1;
+        }
+        assert_eq!(spelled, 2);
     }
 
     #[test]

@@ -58,8 +58,10 @@ pub enum Error {
     BurstAndWarmup,
     /// CL.SMOOTH: `COLD`, and no `WARMUP` for it to shape.
     ColdWithoutWarmup,
-    /// OFFSET without ALIGN: there is no grid for it to move.
-    OffsetWithoutAlign,
+    /// OFFSET with neither ALIGN nor a calendar period: there is no grid for it to move.
+    OffsetWithoutGrid,
+    /// ALIGN with a calendar period, which keeps to the calendar already.
+    AlignOnCalendar,
     /// CL.SMOOTH: the key holds a limiter of the other shape: warming up when `true`.
     SmoothShape(bool),
     /// CL.ALL: the limiter at this position (from 1) is SMOOTH, which it does not take.
@@ -153,8 +155,11 @@ impl Error {
             Error::ColdWithoutWarmup => {
                 "ERR COLD is given, but no WARMUP for it to shape".to_owned()
             }
-            Error::OffsetWithoutAlign => {
-                "ERR OFFSET is given, but no ALIGN for it to shift".to_owned()
+            Error::OffsetWithoutGrid => {
+                "ERR OFFSET is given, but no ALIGN or calendar period for it to shift".to_owned()
+            }
+            Error::AlignOnCalendar => {
+                "ERR ALIGN is for a period in seconds or ms: a calendar period keeps to the calendar already".to_owned()
             }
             Error::SmoothShape(true) => {
                 "ERR the key holds a smooth limiter with WARMUP, not a bursty one".to_owned()
@@ -269,7 +274,8 @@ mod tests {
             Error::AtMostWith(word),
             Error::BurstAndWarmup,
             Error::ColdWithoutWarmup,
-            Error::OffsetWithoutAlign,
+            Error::OffsetWithoutGrid,
+            Error::AlignOnCalendar,
             Error::SmoothShape(true),
             Error::SmoothShape(false),
             Error::SmoothInAll(number),

@@ -9,8 +9,8 @@
 //! fixed windows of `limits` and rate-limiter-flexible): the count may then pass the limit.
 //! Time is in integer milliseconds since the Unix epoch.
 
-use crate::args::WindowParams;
-use crate::calendar::{Grid, Unit};
+use crate::args::{Laid, WindowParams};
+use crate::calendar::Grid;
 use crate::outcome::Outcome;
 
 use crate::time::NANOS_PER_MILLI;
@@ -26,17 +26,6 @@ pub struct FixedWindow {
     /// few bytes, as every call moves its limiter by value.
     laid: Laid,
     offset_minutes: i16,
-}
-
-/// How a fixed window's windows lie.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Laid {
-    /// Each opens at its first call.
-    FromFirstCall,
-    /// On the multiples of the period since the epoch.
-    Aligned,
-    /// On the calendar's units.
-    Calendar(Unit),
 }
 
 /// The window open now: the units it admitted, and the instant it closes.
@@ -67,20 +56,13 @@ impl FixedWindow {
         }
     }
 
-    /// The same limiter, its windows the multiples of its period in the local time
-    /// `offset_minutes` ahead of UTC (held to `calendar::MAX_OFFSET_MINUTES` by its caller).
-    pub fn aligned(self, offset_minutes: i16) -> FixedWindow {
+    /// The same limiter, its windows laid so on the clock (`Laid::Aligned`: the multiples of
+    /// its period), in the local time `offset_minutes` ahead of UTC (held to
+    /// `calendar::MAX_OFFSET_MINUTES` by its caller).
+    #[inline(always)]
+    pub fn laid(self, laid: Laid, offset_minutes: i16) -> FixedWindow {
         FixedWindow {
-            laid: Laid::Aligned,
-            offset_minutes,
-            ..self
-        }
-    }
-
-    /// The same limiter, its windows the calendar's `unit`s in that local time.
-    pub fn calendar(self, unit: Unit, offset_minutes: i16) -> FixedWindow {
-        FixedWindow {
-            laid: Laid::Calendar(unit),
+            laid,
             offset_minutes,
             ..self
         }
@@ -591,17 +573,18 @@ mod tests {
 
     #[test]
     fn a_window_on_a_grid_ends_where_the_grid_says_and_a_stored_one_keeps_its_end() {
-        use crate::calendar::{day_of, DAY_MS};
+        use crate::args::Laid;
+        use crate::calendar::{day_of, Unit, DAY_MS};
         // 2024-02-29 12:00:30 UTC, a minute and a month laid on the clock.
         let now = day_of(2024, 2, 29).unwrap() * DAY_MS + DAY_MS / 2 + 30_000;
-        let minute = fixed(3, 60_000, 1).aligned(0);
+        let minute = fixed(3, 60_000, 1).laid(Laid::Aligned, 0);
         let opened = minute.decide(None, now);
         assert_eq!(opened.new_window.map(|w| w.end_ms), Some(now + 30_000));
         assert_eq!(
             opened.outcome.to_reply(TimeUnit::Seconds),
             [0, 3, 2, -1, 30]
         );
-        let month = fixed(10_000, DAY_MS, 1).calendar(Unit::Month, 0);
+        let month = fixed(10_000, DAY_MS, 1).laid(Laid::Calendar(Unit::Month), 0);
         let quota = month.decide(None, now).new_window;
         assert_eq!(
             quota.map(|w| w.end_ms),

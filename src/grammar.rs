@@ -79,6 +79,10 @@ pub enum Rule {
     Excludes(Opt, Error),
     /// Only with that option.
     Needs(Opt, Error),
+    /// Only where windows keep to a grid: with ALIGN, or a calendar period.
+    NeedsGrid(Error),
+    /// Not with a calendar period.
+    OffCalendar(Error),
 }
 
 /// Never with BLOCK: a call with this option never waits.
@@ -229,14 +233,17 @@ pub const OPTIONS: [Row; 17] = [
             Commands::of(&[Fixed]),
         )
     },
-    row(
-        Opt::Align,
-        (c"ALIGN", c"align"),
-        Value::Flag,
-        Commands::of(&[Fixed]),
-    ),
     Row {
-        rules: &[Rule::Needs(Opt::Align, Error::OffsetWithoutAlign)],
+        rules: &[Rule::OffCalendar(Error::AlignOnCalendar)],
+        ..row(
+            Opt::Align,
+            (c"ALIGN", c"align"),
+            Value::Flag,
+            Commands::of(&[Fixed]),
+        )
+    },
+    Row {
+        rules: &[Rule::NeedsGrid(Error::OffsetWithoutGrid)],
         ..row(
             Opt::Offset,
             (c"OFFSET", c"minutes"),
@@ -314,6 +321,9 @@ pub struct Given<'w, 'a> {
     named: bool,
     /// Each option's keyword's index in `words`, plus one; 0 when the call does not name it.
     at: [u8; OPTIONS.len()],
+    /// Whether the period is a calendar's unit, for the rules of the options that lay windows
+    /// on a grid (`on_calendar`).
+    calendar: bool,
 }
 
 /// Whether `command` reads `first`, the first word after its parameters, as its quantity: a
@@ -362,6 +372,7 @@ impl<'w, 'a> Given<'w, 'a> {
             quantity: None,
             named: false,
             at: [0; OPTIONS.len()],
+            calendar: false,
         };
         let start = match words {
             [] => return Ok(given),
@@ -403,6 +414,12 @@ impl<'w, 'a> Given<'w, 'a> {
             index += 1 + usize::from(takes_value);
         }
         Ok(given)
+    }
+
+    /// The same words, after a period that is a calendar's unit when `calendar` says so.
+    #[inline(always)]
+    pub fn on_calendar(self, calendar: bool) -> Given<'w, 'a> {
+        Given { calendar, ..self }
     }
 
     /// Whether the call gives its quantity first, with no keyword.
@@ -504,6 +521,10 @@ impl<'w, 'a> Given<'w, 'a> {
                 match rule {
                     Rule::Excludes(other, error) if self.has(other) => return Err(error),
                     Rule::Needs(other, error) if !self.has(other) => return Err(error),
+                    Rule::NeedsGrid(error) if !self.calendar && !self.has(Opt::Align) => {
+                        return Err(error)
+                    }
+                    Rule::OffCalendar(error) if self.calendar => return Err(error),
                     _ => {}
                 }
             }
@@ -654,7 +675,7 @@ pub fn unit_of(ms: bool) -> TimeUnit {
 pub const MAX_OFFSET_MINUTES: i16 = 1_439;
 
 /// `OFFSET minutes`: -1439 to 1439.
-fn offset_minutes(text: &[u8]) -> Result<i16, Error> {
+pub fn offset_minutes(text: &[u8]) -> Result<i16, Error> {
     let min = -i64::from(MAX_OFFSET_MINUTES);
     let minutes = integer(text, "OFFSET", min)?;
     i16::try_from(minutes)

@@ -6,6 +6,8 @@ pub const NANOS_PER_MICRO: i64 = 1_000;
 pub const NANOS_PER_SECOND: i64 = 1_000_000_000;
 pub const MILLIS_PER_SECOND: i64 = 1_000;
 pub const MICROS_PER_MILLI: i64 = 1_000;
+/// A day, in milliseconds.
+pub const DAY_MS: i64 = 86_400 * MILLIS_PER_SECOND;
 
 /// The longest span, in nanoseconds, that a limiter may look ahead: 2^62 ns, about 146 years.
 /// With the clock below 2^62 ns too (until 2116), every instant a limiter computes fits in an

@@ -7,6 +7,8 @@ import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 export type Key = string;
 /** A number the client sends as its decimal digits. */
 export type Integer = number | bigint;
+/** A fixed window's period: a span, or a calendar's unit (its windows the calendar's). */
+export type Period = Integer | 'DAY' | 'WEEK' | 'MONTH' | 'YEAR';
 
 /**
  * `[limited, limit, remaining, retry_after, reset_after]`, and with `atMost` `granted`: the
@@ -63,7 +65,8 @@ export interface FixedOptions extends ThrottleOptions {
   countDenied?: boolean;
   /** Lay the windows on the clock: the multiples of the period since the Unix epoch. */
   align?: boolean;
-  /** With `align`, in the local time this many minutes ahead of UTC (-1439 to 1439). */
+  /** With `align` or a calendar period, in the local time this many minutes ahead of UTC
+   * (-1439 to 1439). */
   offset?: Integer;
 }
 export interface WindowOptions extends ThrottleOptions {
@@ -93,7 +96,7 @@ export interface Limiter {
   readonly words: readonly (string | Integer)[];
 }
 export function throttle(key: Key, maxBurst: Integer, count: Integer, period: Integer): Limiter;
-export function fixed(key: Key, limit: Integer, period: Integer): Limiter;
+export function fixed(key: Key, limit: Integer, period: Period, options?: { align?: boolean; offset?: Integer }): Limiter;
 export function window(key: Key, limit: Integer, period: Integer, options?: { buckets?: Integer }): Limiter;
 export function lease(key: Key, limit: Integer, leaseTime: Integer): Limiter;
 
@@ -109,7 +112,7 @@ export type Words = (string | Integer | Key)[];
 /** Each command's words, as the client sends them. */
 export const commands: {
   throttle(key: Key, maxBurst: Integer, count: Integer, period: Integer, options?: ThrottleOptions): Words;
-  fixed(key: Key, limit: Integer, period: Integer, options?: FixedOptions): Words;
+  fixed(key: Key, limit: Integer, period: Period, options?: FixedOptions): Words;
   window(key: Key, limit: Integer, period: Integer, options?: WindowOptions): Words;
   lease(key: Key, limit: Integer, leaseTime: Integer, holder: Key, options?: LeaseOptions): Words;
   release(key: Key, holder: Key, options?: {}): Words;
@@ -160,7 +163,7 @@ export class Cell {
   constructor(client: object, options?: CellOptions);
   readonly client: object;
   throttle(key: Key, maxBurst: Integer, count: Integer, period: Integer, options?: ThrottleOptions): Promise<Reply>;
-  fixed(key: Key, limit: Integer, period: Integer, options?: FixedOptions): Promise<Reply>;
+  fixed(key: Key, limit: Integer, period: Period, options?: FixedOptions): Promise<Reply>;
   window(key: Key, limit: Integer, period: Integer, options?: WindowOptions): Promise<Reply>;
   lease(key: Key, limit: Integer, leaseTime: Integer, holder: Key, options?: LeaseOptions): Promise<Reply>;
   /** Whether the holder held a live lease, now given back. */

@@ -5,7 +5,7 @@ use redis_module::raw;
 
 use crate::all::{self, Combined};
 use crate::all_args::{self, LimiterArgs};
-use crate::args::{ThrottleArgs, WindowArgs};
+use crate::args::ThrottleArgs;
 use crate::commands::answer::{Answer, Reply, Wait};
 use crate::commands::call::Call;
 use crate::commands::single::gcra_quantity;
@@ -24,10 +24,10 @@ use crate::store::Key;
 use crate::strings::OwnedString;
 use crate::time::Instant;
 
-/// The most arguments CL.ALL takes: its name, numkeys, 16 keys, 16 limiters of up to five
-/// words (`WINDOW limit period BUCKETS n`), `QUANTITY quantity`, `MS`, `REFUND`, `DRYRUN`,
-/// `DETAIL`, `HOLDER holder`, `ATMOST` and `BLOCK timeout`.
-pub const MAX_ALL_ARGS: usize = 2 + all_args::MAX_KEYS * 6 + 11;
+/// The most arguments CL.ALL takes: its name, numkeys, 16 keys, 16 limiters of up to six
+/// words (`FIXED limit period ALIGN OFFSET minutes`), `QUANTITY quantity`, `MS`, `REFUND`,
+/// `DRYRUN`, `DETAIL`, `HOLDER holder`, `ATMOST` and `BLOCK timeout`.
+pub const MAX_ALL_ARGS: usize = 2 + all_args::MAX_KEYS * 7 + 11;
 
 /// CL.ALL's body. Every limiter is built, then every key read and decided, and what each
 /// write will propagate gathered, before any key is written: an error on any argument or
@@ -173,9 +173,9 @@ fn write_all(
     }
 }
 
-/// The most arguments a limiter's own command is propagated with: a WINDOW's key, two
-/// parameters, the quantity, `BUCKETS n`, MS and REFUND.
-const MAX_OWN_ARGS: usize = 8;
+/// The most arguments a limiter's own command is propagated with: a FIXED's key, two
+/// parameters, the quantity, `ALIGN`, `OFFSET minutes`, MS and REFUND.
+const MAX_OWN_ARGS: usize = 9;
 
 /// A limiter's own command, as it propagates: its arguments and how many there are.
 type OwnArgs = ([*mut raw::RedisModuleString; MAX_OWN_ARGS], usize);
@@ -234,17 +234,15 @@ impl<'a> Entry<'a> {
         let request = request_of(args);
         let verdict = decide_in_line(call.ctx, name, &key, &limiter, request, now, turn)?;
         // The key and the limiter's parameters as the client gave them, then the shared
-        // quantity (a lease: the holder), a WINDOW's `BUCKETS n`, MS and REFUND: the
-        // arguments of the limiter's own command. A refund changes no lease, so a LEASE
-        // limiter never propagates one.
+        // quantity (a lease: the holder), a WINDOW's `BUCKETS n` or a FIXED's `ALIGN` and
+        // `OFFSET minutes`, MS and REFUND: the arguments of the limiter's own command. A
+        // refund changes no lease, so a LEASE limiter never propagates one.
         let quantity_or_holder = match spec.args {
             LimiterArgs::Lease(_) => args.holder.map(|(_, at)| at),
             _ => args.quantity_at,
         };
         let numbers = match spec.args {
-            LimiterArgs::Window(WindowArgs {
-                buckets: Some(_), ..
-            }) => 2,
+            LimiterArgs::Fixed(_) | LimiterArgs::Window(_) => all_args::WINDOW_NUMBERS,
             _ => spec.params_len,
         };
         let own = match spec.args {
@@ -298,11 +296,10 @@ fn limiter_of<'a>(
             &args.params,
             gcra_quantity(&ThrottleArgs { at_most, ..args }),
         )?),
-        LimiterArgs::Fixed(args) => Limiter::Fixed(FixedWindow::new(
-            &args.params,
-            args.quantity,
-            args.count_denied,
-        )),
+        LimiterArgs::Fixed(args) => Limiter::Fixed(
+            FixedWindow::new(&args.params, args.quantity, args.count_denied)
+                .laid(args.laid, args.offset_minutes),
+        ),
         LimiterArgs::Window(ref args) => Limiter::sliding(args),
         LimiterArgs::Lease(ref params) => Limiter::Lease(Lease::new(params), holder),
     })

@@ -55,12 +55,10 @@ pub fn run(
     match command {
         Command::Throttle => run_throttle(&call, turn),
         Command::Fixed => run_window(&call, turn, args::fixed, |args| {
-            let fixed = FixedWindow::new(&args.params, args.quantity, args.count_denied);
-            Limiter::Fixed(if args.align {
-                fixed.aligned(args.offset_minutes)
-            } else {
-                fixed
-            })
+            Limiter::Fixed(
+                FixedWindow::new(&args.params, args.quantity, args.count_denied)
+                    .laid(args.laid, args.offset_minutes),
+            )
         }),
         Command::Window => run_window(&call, turn, args::window, Limiter::sliding),
         Command::Lease => run_lease(&call, turn),

@@ -8,7 +8,7 @@ use std::ffi::CStr;
 use crate::command::Command;
 use crate::error::Error;
 use crate::grammar::integer;
-use crate::time::{TimeUnit, MAX_SPAN_NS};
+use crate::time::{TimeUnit, DAY_MS, MAX_SPAN_NS};
 
 /// Every positional parameter of every command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,6 +23,8 @@ pub enum Param {
     Limit,
     /// The other limiters' period: within the span they look ahead.
     Period,
+    /// CL.FIXED's period: as `Period`, or a calendar's unit by its word.
+    FixedPeriod,
     Permits,
     LeaseTime,
     Holder,
@@ -64,6 +66,55 @@ pub enum Max {
 pub struct ParamRow {
     pub name: &'static CStr,
     pub kind: Kind,
+    /// A number that a calendar's unit may stand in for, by its word (`CalendarUnit`).
+    pub or_calendar: bool,
+}
+
+/// A calendar's unit, which CL.FIXED takes by its word in its period's place: its windows
+/// are then the calendar's days, ISO weeks, months or years (calendar.rs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CalendarUnit {
+    Day,
+    /// An ISO week: Monday 00:00 to the next Monday.
+    Week,
+    Month,
+    Year,
+}
+
+impl CalendarUnit {
+    pub const ALL: [CalendarUnit; 4] = [
+        CalendarUnit::Day,
+        CalendarUnit::Week,
+        CalendarUnit::Month,
+        CalendarUnit::Year,
+    ];
+
+    pub const fn keyword(self) -> &'static CStr {
+        match self {
+            CalendarUnit::Day => c"DAY",
+            CalendarUnit::Week => c"WEEK",
+            CalendarUnit::Month => c"MONTH",
+            CalendarUnit::Year => c"YEAR",
+        }
+    }
+
+    /// The unit's longest length, in milliseconds: the period its window stands for where a
+    /// length is asked of it.
+    pub const fn longest_ms(self) -> i64 {
+        match self {
+            CalendarUnit::Day => DAY_MS,
+            CalendarUnit::Week => 7 * DAY_MS,
+            CalendarUnit::Month => 31 * DAY_MS,
+            CalendarUnit::Year => 366 * DAY_MS,
+        }
+    }
+
+    /// The unit this word names, whatever its case.
+    pub fn of(word: &[u8]) -> Option<CalendarUnit> {
+        CalendarUnit::ALL
+            .into_iter()
+            .find(|unit| word.eq_ignore_ascii_case(unit.keyword().to_bytes()))
+    }
 }
 
 const fn number(name: &'static CStr, min: i64, max: Max) -> ParamRow {
@@ -77,6 +128,16 @@ const fn number(name: &'static CStr, min: i64, max: Max) -> ParamRow {
             min,
             max,
         }),
+        or_calendar: false,
+    }
+}
+
+/// A row that is no number.
+const fn other(name: &'static CStr, kind: Kind) -> ParamRow {
+    ParamRow {
+        name,
+        kind,
+        or_calendar: false,
     }
 }
 
@@ -87,26 +148,21 @@ impl Param {
     /// The parameter's row: a match, so that a new parameter asks for its row.
     pub const fn row(self) -> ParamRow {
         match self {
-            Param::Key => ParamRow {
-                name: c"key",
-                kind: Kind::Key,
-            },
+            Param::Key => other(c"key", Kind::Key),
             Param::Numkeys => number(c"numkeys", 1, Max::Count(MAX_KEYS)),
-            Param::Limiter => ParamRow {
-                name: c"limiter",
-                kind: Kind::Limiter,
-            },
+            Param::Limiter => other(c"limiter", Kind::Limiter),
             Param::MaxBurst => number(c"max_burst", 0, Max::Count(i64::MAX)),
             Param::Count => number(c"count", 1, Max::Count(i64::MAX)),
             Param::GcraPeriod => number(c"period", 1, Max::SpanNs(i64::MAX)),
             Param::Limit => number(c"limit", 1, Max::Count(i64::MAX)),
             Param::Period => number(c"period", 1, Max::SpanNs(MAX_SPAN_NS)),
+            Param::FixedPeriod => ParamRow {
+                or_calendar: true,
+                ..number(c"period", 1, Max::SpanNs(MAX_SPAN_NS))
+            },
             Param::Permits => number(c"permits", 1, Max::Count(i64::MAX)),
             Param::LeaseTime => number(c"lease_time", 1, Max::SpanNs(MAX_SPAN_NS)),
-            Param::Holder => ParamRow {
-                name: c"holder",
-                kind: Kind::Holder,
-            },
+            Param::Holder => other(c"holder", Kind::Holder),
         }
     }
 }
@@ -118,7 +174,8 @@ pub const NUMKEYS: Number = match Param::Numkeys.row().kind {
 };
 
 use Param::{
-    Count, GcraPeriod, Holder, Key, LeaseTime, Limit, Limiter, MaxBurst, Numkeys, Period, Permits,
+    Count, FixedPeriod, GcraPeriod, Holder, Key, LeaseTime, Limit, Limiter, MaxBurst, Numkeys,
+    Period, Permits,
 };
 
 /// A command's positional parameters, in order. CL.ALL's keys and limiters are one or more
@@ -126,7 +183,8 @@ use Param::{
 pub const fn params(command: Command) -> &'static [Param] {
     match command {
         Command::Throttle => &[Key, MaxBurst, Count, GcraPeriod],
-        Command::Fixed | Command::Window => &[Key, Limit, Period],
+        Command::Fixed => &[Key, Limit, FixedPeriod],
+        Command::Window => &[Key, Limit, Period],
         Command::All => &[Numkeys, Key, Limiter],
         Command::Lease => &[Key, Limit, LeaseTime, Holder],
         Command::Release => &[Key, Holder],

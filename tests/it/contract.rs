@@ -457,14 +457,62 @@ const BAD_INPUT: &[(&str, &[&[u8]], &str)] = &[
     ),
     (
         "CL.ALL",
-        &[b"1", b"k", b"FIXED", b"1", b"60", b"ALIGN"],
+        &[b"1", b"k", b"WINDOW", b"1", b"60", b"ALIGN"],
         "syntax error",
+    ),
+    (
+        "CL.ALL",
+        &[b"1", b"k", b"FIXED", b"1", b"60", b"ALIGN", b"ALIGN"],
+        "syntax error",
+    ),
+    // A calendar's unit, CL.FIXED's alone, in its period's place, which it aligns already.
+    (
+        "CL.FIXED",
+        &[b"k", b"1", b"MONTH", b"ALIGN"],
+        "ALIGN is for a period in seconds or ms",
+    ),
+    (
+        "CL.ALL",
+        &[b"1", b"k", b"FIXED", b"1", b"week", b"ALIGN"],
+        "ALIGN is for a period in seconds or ms",
+    ),
+    (
+        "CL.FIXED",
+        &[b"k", b"1", b"MONTHS"],
+        "period is not an integer",
+    ),
+    ("CL.FIXED", &[b"k", b"x", b"DAY"], "limit is not an integer"),
+    ("CL.FIXED", &[b"k", b"0", b"DAY"], "limit must be >= 1"),
+    (
+        "CL.WINDOW",
+        &[b"k", b"1", b"DAY"],
+        "period is not an integer",
+    ),
+    (
+        "CL.THROTTLE",
+        &[b"k", b"0", b"1", b"YEAR"],
+        "period is not an integer",
+    ),
+    (
+        "CL.ALL",
+        &[b"1", b"k", b"WINDOW", b"1", b"DAY"],
+        "period is not an integer",
     ),
     // OFFSET, which moves an aligned grid: -1439 to 1439 minutes.
     (
         "CL.FIXED",
         &[b"k", b"1", b"60", b"OFFSET", b"60"],
-        "OFFSET is given, but no ALIGN",
+        "OFFSET is given, but no ALIGN or calendar period",
+    ),
+    (
+        "CL.ALL",
+        &[b"1", b"k", b"FIXED", b"1", b"60", b"OFFSET", b"60"],
+        "OFFSET is given, but no ALIGN or calendar period",
+    ),
+    (
+        "CL.ALL",
+        &[b"1", b"k", b"FIXED", b"1", b"DAY", b"OFFSET", b"1440"],
+        "OFFSET must be <= 1439",
     ),
     (
         "CL.FIXED",
@@ -669,12 +717,13 @@ fn bad_arguments_get_errors_naming_them_and_change_nothing(flavor: Flavor) {
         }
         cases
     });
-    // One argument past the most a command reads (its name included: 13, CL.ALL's 109).
+    // One argument past the most a command reads (its name included: 13, CL.ALL's 125: 16
+    // limiters of six words, `FIXED limit period ALIGN OFFSET minutes`).
     let words = |count: usize| vec![b"1".to_vec(); count];
     let too_long = [
         ("CL.THROTTLE", words(13), "wrong number of arguments"),
         ("CL.LEASE", words(13), "wrong number of arguments"),
-        ("CL.ALL", words(109), "wrong number of arguments"),
+        ("CL.ALL", words(125), "wrong number of arguments"),
     ];
     for (command, args, named) in table
         .chain(windows)
@@ -891,7 +940,24 @@ fn mixed_workload(con: &mut redis::Connection, seed: u64, calls: u64) -> (u64, u
                         "THROTTLE",
                         vec![(limit - 1).to_string(), "10".into(), period.to_owned()],
                     ),
-                    1 => ("FIXED", vec![limit.to_string(), period.to_owned()]),
+                    1 => {
+                        // Windows on the clock now and then: aligned, or a calendar's, in a
+                        // local time or not, the form changing from call to call.
+                        let mut params = vec![limit.to_string(), period.to_owned()];
+                        match rng.below(6) {
+                            0 | 1 => params.push("ALIGN".into()),
+                            2 => {
+                                params[1] =
+                                    ["DAY", "WEEK", "MONTH", "YEAR"][rng.below(4) as usize].into()
+                            }
+                            _ => {}
+                        }
+                        if (params.len() > 2 || params[1] != period) && rng.below(2) == 0 {
+                            let minutes = rng.below(2 * 1439 + 1) as i64 - 1439;
+                            params.extend(["OFFSET".into(), minutes.to_string()]);
+                        }
+                        ("FIXED", params)
+                    }
                     // Half the sliding windows in cells, their number changing from call to
                     // call: each change moves the cells onto the new grid.
                     2 if id % 8 == 6 => {
@@ -969,9 +1035,6 @@ fn mixed_workload(con: &mut redis::Connection, seed: u64, calls: u64) -> (u64, u
                     flags.push("ATMOST");
                 } else if keyword == "FIXED" && rng.below(3) == 0 {
                     flags.push("COUNTDENIED");
-                }
-                if keyword == "FIXED" && rng.below(3) == 0 {
-                    flags.push("ALIGN");
                 }
                 // The quantity follows the limiter's numbers; BUCKETS n, the flags.
                 let numbers = if keyword == "THROTTLE" { 3 } else { 2 };

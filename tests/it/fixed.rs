@@ -167,3 +167,135 @@ fn an_offset_moves_the_aligned_grid_under_a_controlled_clock() {
     );
     assert_eq!(at(1_800_000, "india", "330"), [0, 5, 4, -1, 3_600]);
 }
+
+/// The model of a calendar window's end: days counted one by one from 1970, by the Gregorian
+/// rule as the calendar states it.
+mod model {
+    pub const DAY_MS: i64 = 86_400_000;
+
+    fn leap(year: i64) -> bool {
+        (year % 4 == 0 && year % 100 != 0) || year % 400 == 0
+    }
+
+    fn month_days(year: i64, month: i64) -> i64 {
+        match month {
+            2 if leap(year) => 29,
+            2 => 28,
+            4 | 6 | 9 | 11 => 30,
+            _ => 31,
+        }
+    }
+
+    /// The day since the epoch of the 1st of a month, from 1970 on.
+    fn first_of(year: i64, month: i64) -> i64 {
+        let years: i64 = (1970..year).map(|y| if leap(y) { 366 } else { 365 }).sum();
+        years + (1..month).map(|m| month_days(year, m)).sum::<i64>()
+    }
+
+    /// The year and month of a day since the epoch, from 1970 on.
+    fn month_of(day: i64) -> (i64, i64) {
+        let (mut year, mut month) = (1970, 1);
+        while first_of(year + 1, 1) <= day {
+            year += 1;
+        }
+        while month < 12 && first_of(year, month + 1) <= day {
+            month += 1;
+        }
+        (year, month)
+    }
+
+    /// Where the window of `unit` in the local time `offset` minutes ahead of UTC that holds
+    /// `now_ms` ends.
+    pub fn end(unit: &str, offset: i64, now_ms: i64) -> i64 {
+        let offset_ms = offset * 60_000;
+        let day = (now_ms + offset_ms).div_euclid(DAY_MS);
+        let (year, month) = month_of(day);
+        let next = match unit {
+            "DAY" => day + 1,
+            // 1970-01-01 was a Thursday, the 4th day of its ISO week (Monday the 1st).
+            "WEEK" => day + 7 - (day + 3).rem_euclid(7),
+            "MONTH" if month == 12 => first_of(year + 1, 1),
+            "MONTH" => first_of(year, month + 1),
+            _ => first_of(year + 1, 1),
+        };
+        next * DAY_MS - offset_ms
+    }
+}
+
+/// A calendar's word in the period's place: the window is the day, ISO week, month or year
+/// that holds the call, in UTC or a local time either side of it, on the module and the
+/// library alike. Each window holds through its end's last millisecond and is over at its
+/// end; every reply and the key's expiry are the model's, across months of 28, 29, 30 and 31
+/// days, a century that is no leap year, and year ends.
+#[test]
+fn calendar_windows_end_where_the_calendar_does_under_a_controlled_clock() {
+    const INSTANTS: [i64; 9] = [
+        1_799_019_000_000, // 2027-01-03 23:30, Sunday.
+        1_801_425_600_000, // 2027-01-31 20:00: 31 days.
+        1_803_859_199_000, // 2027-02-28 23:59:59, Sunday: February of 28 days.
+        1_809_086_400_000, // 2027-04-30 12:00: 30 days.
+        1_830_297_599_999, // 2027-12-31 23:59:59.999: a year's end.
+        1_835_388_000_000, // 2028-02-28 22:00, Monday: a leap year.
+        1_835_479_800_000, // 2028-02-29 23:30.
+        1_861_835_400_000, // 2028-12-31 00:30: a leap year's end.
+        4_107_499_200_000, // 2100-02-28 12:00: a century that is no leap year.
+    ];
+    const UNITS: [&str; 4] = ["DAY", "WEEK", "MONTH", "YEAR"];
+    const OFFSETS: [i64; 5] = [0, 330, -300, 1439, -1439];
+    let server = Server::with_fake_clock(INSTANTS[0]);
+    let mut module = server.connection();
+    let mut library = server.connection();
+    let _: () = run(&mut library, ("SELECT", 1));
+    crate::library::load_library(&mut library);
+    let mut call = |key: &str, unit: &str, offset: i64| -> Vec<i64> {
+        let mut args = vec![
+            key.to_owned(),
+            "10".into(),
+            unit.into(),
+            "1".into(),
+            "MS".into(),
+        ];
+        if offset != 0 {
+            args.extend(["OFFSET".to_owned(), offset.to_string()]);
+        }
+        let words: Vec<&str> = args.iter().map(String::as_str).collect();
+        let by_module = limiter(&mut module, "CL.FIXED", &words);
+        let fcall: Vec<&str> = ["FCALL", "cl_fixed", "1"]
+            .into_iter()
+            .chain(words.iter().copied())
+            .collect();
+        let by_library: Vec<i64> = run(&mut library, fcall);
+        assert_eq!(by_library, by_module, "{args:?}");
+        let expiry = snapshot(&mut module, key.as_bytes()).1;
+        assert_eq!(snapshot(&mut library, key.as_bytes()).1, expiry, "{args:?}");
+        by_module.into_iter().chain([expiry]).collect()
+    };
+    // Each key opens at its instant, is called again at its end's last millisecond and at its
+    // end. The clock only moves on, as a server expires a key whose end it has passed.
+    let mut calls = Vec::new();
+    for (i, &now) in INSTANTS.iter().enumerate() {
+        for unit in UNITS {
+            for offset in OFFSETS {
+                let key = format!("c{i}:{unit}:{offset}");
+                let end = model::end(unit, offset, now);
+                let next = model::end(unit, offset, end);
+                calls.push((
+                    now,
+                    key.clone(),
+                    unit,
+                    offset,
+                    [0, 10, 9, -1, end - now, end],
+                ));
+                calls.push((end - 1, key.clone(), unit, offset, [0, 10, 8, -1, 1, end]));
+                calls.push((end, key, unit, offset, [0, 10, 9, -1, next - end, next]));
+            }
+        }
+    }
+    calls.sort_by_key(|call| call.0);
+    for at_once in calls.chunk_by(|a, b| a.0 == b.0) {
+        server.set_clock_ms(at_once[0].0);
+        for (now, key, unit, offset, expected) in at_once {
+            assert_eq!(call(key, unit, *offset), expected, "{key} at {now}");
+        }
+    }
+}

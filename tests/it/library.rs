@@ -383,12 +383,17 @@ fn cl_fixed_answers_and_writes_as_the_module_under_a_controlled_clock() {
                 head,
                 &["MS", "REFUND", "DRYRUN", "COUNTDENIED", "ATMOST", "ALIGN"],
             );
-            // An aligned grid, now and then in a local time off UTC either way.
-            if args.iter().any(|a| a == "ALIGN") && rng.below(2) == 0 {
+            // Now and then a calendar's unit for the period (ALIGN beside it is refused).
+            if rng.below(4) == 0 {
+                args[1] = ["DAY", "week", "MONTH", "Year"][rng.below(4) as usize].to_owned();
+            }
+            // A grid, now and then in a local time off UTC either way.
+            let grid = args.iter().any(|a| a == "ALIGN") || args[1].parse::<i64>().is_err();
+            if grid && rng.below(2) == 0 {
                 let minutes = rng.below(2 * 1439 + 1) as i64 - 1439;
                 args.extend(["OFFSET".to_owned(), minutes.to_string()]);
             }
-            if args.iter().any(|a| a == "MS") {
+            if args.iter().any(|a| a == "MS") && args[1].parse::<i64>().is_ok() {
                 args[1] = (1 + rng.below(3000)).to_string();
             }
             // Now and then numbers whose sums pass 2^53, which the library decides in exact
@@ -696,6 +701,19 @@ fn all_limiter(rng: &mut Rng, key: &str, ms: bool) -> Vec<String> {
             "BUCKETS".to_owned(),
             ["2", "3", "4"][rng.below(3) as usize].to_owned(),
         ]);
+    }
+    if key == "k1" {
+        // Windows on the clock: aligned, or a calendar's unit, in a local time or not.
+        match rng.below(6) {
+            0 => words.push("ALIGN".to_owned()),
+            1 => words[2] = ["DAY", "WEEK", "MONTH", "YEAR"][rng.below(4) as usize].to_owned(),
+            _ => {}
+        }
+        let grid = words.len() > 3 || words[2].parse::<i64>().is_err();
+        if grid && rng.below(2) == 0 {
+            let minutes = rng.below(2 * 1439 + 1) as i64 - 1439;
+            words.extend(["OFFSET".to_owned(), minutes.to_string()]);
+        }
     }
     words
 }
@@ -1157,9 +1175,9 @@ fn exact_integers_are_read_as_the_module_reads_them(flavor: Flavor) {
 }
 
 /// Two replies to the same call on untouched keys, made microseconds apart on the real clock:
-/// equal, but for a bucketed window's waits, which count to its cells' edges on a grid drawn
-/// from the epoch: they may differ by the unit the two calls straddle, or, where the calls
-/// straddle a cell's edge, by a cell (within a unit).
+/// equal, but for the waits of a bucketed window or an aligned one, which count to edges on a
+/// grid drawn from the epoch: they may differ by the unit the two calls straddle, or, where
+/// the calls straddle an edge, by a cell or a period (within a unit).
 fn assert_alike(library: &redis::Value, module: &redis::Value, args: &[String]) {
     let cells = cell_widths(args);
     match (library, module) {
@@ -1185,7 +1203,7 @@ fn assert_alike(library: &redis::Value, module: &redis::Value, args: &[String]) 
 
 /// The width of a cell, in the call's unit, of each `BUCKETS n` among a call's words, its
 /// period taken as CL.WINDOW's (the second word) or as CL.ALL's (the word before BUCKETS),
-/// whichever the words hold.
+/// whichever the words hold; and each aligned window's period.
 fn cell_widths(args: &[String]) -> Vec<f64> {
     let number = |i: usize| args.get(i).and_then(|a| a.parse::<f64>().ok());
     let mut widths = Vec::new();
@@ -1203,12 +1221,27 @@ fn cell_widths(args: &[String]) -> Vec<f64> {
             widths.push(period / n);
         }
     }
+    // An aligned window's waits count to the edges of its period's grid alike: its period
+    // is CL.FIXED's second word, or the one after a FIXED limiter's limit.
+    if args.iter().any(|word| word.eq_ignore_ascii_case("ALIGN")) {
+        let fixed = args
+            .iter()
+            .enumerate()
+            .filter(|(_, w)| w.eq_ignore_ascii_case("FIXED"));
+        widths.extend(number(1));
+        widths.extend(fixed.filter_map(|(i, _)| number(i + 2)));
+    }
     widths
 }
 
 /// A word the commands' grammar has an opinion on.
 fn grammar_word(rng: &mut Rng) -> String {
-    const WORDS: [&str; 30] = [
+    const WORDS: [&str; 35] = [
+        "ALIGN",
+        "OFFSET",
+        "month",
+        "DAY",
+        "YEAR",
         "ATMOST",
         "COUNT",
         "BURST",
@@ -1248,8 +1281,8 @@ fn grammar_word(rng: &mut Rng) -> String {
 }
 
 /// The keywords that take a value.
-const VALUED: [&str; 7] = [
-    "QUANTITY", "BUCKETS", "BURST", "WARMUP", "COLD", "AT", "BLOCK",
+const VALUED: [&str; 8] = [
+    "QUANTITY", "BUCKETS", "BURST", "WARMUP", "COLD", "AT", "BLOCK", "OFFSET",
 ];
 
 /// A BLOCK the module would take, wherever it stands, waits at most 5 ms.
@@ -1351,9 +1384,12 @@ fn alike(
             let l = l.to_string();
             // Every limiter takes BLOCK among its options, anywhere.
             let blocks = args.iter().any(|a| a.eq_ignore_ascii_case("BLOCK"));
+            // A smooth limiter's reservation past 2^53 µs (docs/without-the-module.md).
+            let far = command == "CL.SMOOTH" && l.contains("quantity is too large for the library");
             assert!(
                 (blocks && l.contains("cannot wait in the library"))
-                    || (args.iter().any(too_large) && l.contains("is too large for the library")),
+                    || (args.iter().any(too_large) && l.contains("is too large for the library"))
+                    || far,
                 "{args:?}: {l}"
             );
             false
@@ -1427,6 +1463,24 @@ fn cl_all_reads_arguments_as_the_module_does(flavor: Flavor) {
                 }
                 if kind == "WINDOW" && rng.below(4) == 0 {
                     args.extend(["BUCKETS".to_owned(), (2 + rng.below(3)).to_string()]);
+                }
+                if kind == "FIXED" {
+                    // The grid's words, in either order, each once or not, right or wrong.
+                    if rng.below(4) == 0 {
+                        let at = args.len() - 1;
+                        args[at] =
+                            ["DAY", "week", "MONTH", "YEAR"][rng.below(4) as usize].to_owned();
+                    }
+                    for _ in 0..rng.below(3) {
+                        match rng.below(3) {
+                            0 => args.push("ALIGN".to_owned()),
+                            1 => args.extend([
+                                "OFFSET".to_owned(),
+                                (rng.below(3000) as i64 - 1500).to_string(),
+                            ]),
+                            _ => args.push("OFFSET".to_owned()),
+                        }
+                    }
                 }
             }
             for _ in 0..rng.below(4) {

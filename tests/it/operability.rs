@@ -185,6 +185,27 @@ fn command_docs_describe_every_argument(flavor: Flavor) {
             assert_eq!(text(field(flag, "type")), "pure-token");
             assert_eq!(text(field(flag, "token")), name.to_uppercase());
         }
+        // CL.FIXED's period is a span or a calendar's unit, by its word.
+        if command == "cl.fixed" {
+            assert_eq!(text(field(&arguments[2], "type")), "oneof");
+            let Value::Array(choices) = field(&arguments[2], "arguments") else {
+                panic!("no choices for CL.FIXED's period");
+            };
+            let choices: Vec<(String, String)> = choices
+                .iter()
+                .map(|c| (text(field(c, "name")), text(field(c, "type"))))
+                .collect();
+            let expected: Vec<(String, String)> = [
+                ("span", "integer"),
+                ("day", "pure-token"),
+                ("week", "pure-token"),
+                ("month", "pure-token"),
+                ("year", "pure-token"),
+            ]
+            .map(|(name, kind)| (name.to_owned(), kind.to_owned()))
+            .into();
+            assert_eq!(choices, expected);
+        }
         let block = arguments.last().unwrap();
         assert_eq!(text(field(block, "type")), "integer");
         assert_eq!(text(field(block, "token")), "BLOCK");
@@ -322,7 +343,7 @@ fn command_docs_give_cl_all_its_whole_grammar(flavor: Flavor) {
         blocks,
         [
             block("throttle", "THROTTLE", &["max_burst", "count", "period"]),
-            block("fixed", "FIXED", &["limit", "period"]),
+            block("fixed", "FIXED", &["limit", "period", "align", "minutes"]),
             block("window", "WINDOW", &["limit", "period", "n"]),
             block("lease", "LEASE", &["limit", "lease_time"]),
         ]

@@ -175,6 +175,11 @@ function callOf(limiter, ms) {
   if (!['throttle', 'fixed', 'window'].includes(kind)) {
     throw new TypeError('a batched limiter is a throttle, a fixed or a window');
   }
+  // The batch's windows are a period long from their first call: one on the clock ends
+  // elsewhere.
+  if (kind === 'fixed' && (rest.length > 2 || !Number.isFinite(period))) {
+    throw new TypeError('a batched fixed window has a period in seconds or ms, not laid on the clock or the calendar');
+  }
   return { kind, numbers, buckets, periodMs: numbers[numbers.length - 1] };
 }
 

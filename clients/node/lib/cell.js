@@ -105,9 +105,13 @@ function words(command, params, options) {
 const quantityOf = (options) => (options && options.quantity !== undefined ? options.quantity : 1);
 
 // CL.ALL's limiters, one per key, each with its command's numbers (clients/grammar.json's
-// params); a window may count in `buckets`.
+// params); a window may count in `buckets`, a fixed window lie on the clock (`align`) in a
+// local time (`offset`), its period a span or a calendar's unit ('DAY', 'WEEK', 'MONTH',
+// 'YEAR').
 const throttle = (key, maxBurst, count, period) => ({ key, words: ['THROTTLE', maxBurst, count, period] });
-const fixed = (key, limit, period) => ({ key, words: ['FIXED', limit, period] });
+const fixed = (key, limit, period, { align, offset } = {}) => ({
+  key, words: ['FIXED', limit, period, ...OPTIONS.align(align), ...OPTIONS.offset(offset)],
+});
 const window = (key, limit, period, { buckets } = {}) => ({
   key, words: ['WINDOW', limit, period, ...OPTIONS.buckets(buckets)],
 });

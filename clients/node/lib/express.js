@@ -59,8 +59,9 @@ const tag = (identity) => identity.replace(/%/g, '%25').replace(/\{/g, '%7B').re
 
 /**
  * The policy as the draft states one: `q` units in a window of `w` seconds. A window's are
- * its limit and period; GCRA's `maxBurst + 1` units come back one every `period / count`, so
- * the window is their whole return, rounded up (a rate stated under the true one, never over).
+ * its limit and period (a calendar's unit: its longest length); GCRA's `maxBurst + 1` units
+ * come back one every `period / count`, so the window is their whole return, rounded up (a
+ * rate stated under the true one, never over).
  */
 function quota([kind, ...numbers]) {
   const [first, second, third] = numbers.map(Number);
@@ -68,8 +69,13 @@ function quota([kind, ...numbers]) {
     const units = first + 1;
     return [units, Math.max(1, Math.ceil((units * third) / second))];
   }
-  return [first, second];
+  const calendar = CALENDAR_SECONDS[String(numbers[1]).toUpperCase()];
+  return [first, calendar === undefined ? second : calendar];
 }
+
+// A calendar window's `w`: its unit's longest length, in seconds (a month of 31 days, a year
+// of 366), so that the rate the policy states is never over the true one.
+const CALENDAR_SECONDS = { DAY: 86400, WEEK: 604800, MONTH: 2678400, YEAR: 31622400 };
 
 /**
  * The limit the fields describe. Denied: the denying limit with the longest wait (one that
@@ -129,9 +135,11 @@ function fields(applied, bound, reply, standard, legacy) {
  * or, failing open, let every one through.
  */
 function checkNumbers([kind, ...rest]) {
+  const calendar = kind === 'FIXED' && Object.hasOwn(CALENDAR_SECONDS, String(rest[1]).toUpperCase());
   const [names, least] = kind === 'THROTTLE'
     ? [['maxBurst', 'count', 'period'], [0, 1, 1]]
-    : [['limit', 'period'], [1, 1]];
+    : [calendar ? ['limit'] : ['limit', 'period'], [1, 1]];
+  if (kind === 'FIXED') checkGrid(rest.slice(2), calendar);
   names.forEach((name, i) => {
     if (!Number.isSafeInteger(rest[i]) || rest[i] < least[i]) {
       throw new TypeError(`${name} is an integer of at least ${least[i]}, not ${rest[i]}`);
@@ -141,6 +149,22 @@ function checkNumbers([kind, ...rest]) {
   if (rest[2] === 'BUCKETS' && (!Number.isSafeInteger(buckets) || buckets < 2 || buckets > 1024
     || (rest[1] * 1000) % buckets !== 0)) {
     throw new TypeError(`buckets is 2 to 1024 cells that cut the period into whole milliseconds, not ${buckets}`);
+  }
+}
+
+/** A fixed window's ALIGN and OFFSET words, as the module's rules hold them. */
+function checkGrid(words, calendar) {
+  const align = words.includes('ALIGN');
+  const at = words.indexOf('OFFSET');
+  if (align && calendar) {
+    throw new TypeError('align is for a period in seconds: a calendar period keeps to the calendar already');
+  }
+  if (at >= 0) {
+    const offset = words[at + 1];
+    if (!Number.isSafeInteger(offset) || offset < -1439 || offset > 1439) {
+      throw new TypeError(`offset is minutes ahead of UTC, -1439 to 1439, not ${offset}`);
+    }
+    if (!align && !calendar) throw new TypeError('offset moves a grid: give align or a calendar period');
   }
 }
 

@@ -48,6 +48,12 @@ describe('the rules of a batch, under a controlled clock', () => {
     assert.equal(c.close(3000), 0);
   });
 
+  it('refuses a fixed window on the clock or the calendar', () => {
+    for (const limiter of [fixed('m', 10, 'MONTH'), fixed('a', 10, 60, { align: true })]) {
+      assert.throws(() => new Batched(null, limiter), /not laid on the clock/);
+    }
+  });
+
   it('sizes a batch by the demand seen, within a share of what is left', () => {
     const c = core();
     assert.equal(c.ask(0, 1), 1);

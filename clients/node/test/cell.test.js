@@ -145,6 +145,20 @@ for (const flavor of FLAVORS) describe(`Cell on a server, ${flavor}`, () => {
         assert.equal(Number(await raw(['PEXPIRETIME', key('aligned')])) % 3600000, 0);
       });
 
+      it('lays a calendar window on its unit, in CL.FIXED and CL.ALL', async () => {
+        n += 1;
+        const raw = (words) => (typeof client.call === 'function' ? client.call(...words) : client.sendCommand(words.map(String)));
+        const monthly = await cell.fixed(key('monthly'), 10000, 'MONTH', { offset: 120 });
+        assert.ok(monthly.allowed && monthly.remaining === 9999 && monthly.resetAfter <= 31 * 86400);
+        // UTC+02:00's midnight is 22:00 UTC the day before: a 1st, shifted back two hours.
+        const end = new Date(Number(await raw(['PEXPIRETIME', key('monthly')])) + 2 * 3600000);
+        assert.deepEqual([end.getUTCDate(), end.getUTCHours(), end.getUTCMinutes()], [1, 0, 0]);
+        const both = await cell.all([fixed(key('daily'), 5, 'DAY'), fixed(key('hourly'), 2, 3600, { align: true, offset: -330 })], { detail: true });
+        assert.deepEqual(both.map((each) => each.remaining), [4, 1]);
+        assert.equal(Number(await raw(['PEXPIRETIME', key('daily')])) % 86400000, 0);
+        assert.equal((Number(await raw(['PEXPIRETIME', key('hourly')])) - 1800000) % 3600000, 0);
+      });
+
       it('tells its hook of each decision and of nothing else', async () => {
         n += 1;
         const told = [];

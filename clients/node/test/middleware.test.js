@@ -14,6 +14,7 @@ const { parseItem, parseList } = require('structured-headers');
 const {
   Cell, RouteLimiter, clientAddress, fixed, header, throttle, user, window,
 } = require('redis-cell');
+const { quota } = require('../lib/express');
 const { CLIENTS } = require('./clients');
 const { FLAVORS, startServer } = require('./server');
 
@@ -191,6 +192,14 @@ describe("RouteLimiter's identities and declarations", () => {
       window('w', 1, 60, { buckets: 7 }), window('w', 1, 60, { buckets: 1 }), fixed('f', '1', 60)]) {
       assert.throws(() => routes.limit({ limiter }), /integer|buckets/, JSON.stringify(limiter));
     }
+    // A calendar's unit in a fixed window's period, and the grid's words, as the module takes them.
+    routes.limit({ limiter: fixed('monthly', 10000, 'MONTH', { offset: 60 }) });
+    routes.limit({ limiter: fixed('hourly', 5, 3600, { align: true, offset: -300 }) });
+    assert.throws(() => routes.limit({ limiter: fixed('m', 1, 'MONTHS') }), /period is an integer/);
+    assert.throws(() => routes.limit({ limiter: fixed('m', 1, 'MONTH', { align: true }) }), /keeps to the calendar/);
+    assert.throws(() => routes.limit({ limiter: fixed('h', 1, 60, { offset: 60 }) }), /moves a grid/);
+    assert.throws(() => routes.limit({ limiter: fixed('h', 1, 60, { align: true, offset: 1440 }) }), /-1439 to 1439/);
+    assert.deepEqual(quota(fixed('m', 10000, 'month').words), [10000, 31 * 86400]);
     assert.throws(() => routes.limit(), TypeError);
   });
 

@@ -103,12 +103,33 @@ def user(request: Request) -> Optional[str]:
     return str(found.identity)
 
 
+# A calendar window's `w`: its unit's longest length, in seconds (a month of 31 days, a year
+# of 366), so that the rate the policy states is never over the true one.
+_CALENDAR_SECONDS = {"DAY": 86_400, "WEEK": 604_800, "MONTH": 2_678_400, "YEAR": 31_622_400}
+
+
+def _calendar(period: object) -> bool:
+    """Whether a fixed window's period is a calendar's unit, by its word."""
+    return isinstance(period, str) and period.upper() in _CALENDAR_SECONDS
+
+
 def _check_numbers(limiter: RateLimiterKind) -> None:
     """The limiter's numbers as the module bounds them (in seconds: the middleware never sends
     MS), checked where the route is declared: numbers the server refuses would refuse every
     request, or, failing open, let every one through."""
     least = {"max_burst": 0, "count": 1, "period": 1} if isinstance(limiter, Throttle) \
         else {"limit": 1, "period": 1}
+    if isinstance(limiter, Fixed) and _calendar(limiter.period):
+        del least["period"]
+        if limiter.align:
+            raise ValueError("align is for a period in seconds: a calendar period keeps to the "
+                             "calendar already")
+    if isinstance(limiter, Fixed) and limiter.offset is not None:
+        offset = limiter.offset
+        if isinstance(offset, bool) or not isinstance(offset, int) or not -1439 <= offset <= 1439:
+            raise ValueError(f"offset is minutes ahead of UTC, -1439 to 1439, not {offset!r}")
+        if not (limiter.align or _calendar(limiter.period)):
+            raise ValueError("offset moves a grid: give align=True or a calendar period")
     for name, low in least.items():
         value = getattr(limiter, name)
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
@@ -150,11 +171,15 @@ class Limit:
         A window's are its limit and period. GCRA has no window: its ``max_burst + 1`` units
         (the reply's ``limit``, which ``r`` counts down) come back one every ``period / count``,
         so an empty limiter is whole again after ``(max_burst + 1) · period / count``, rounded up
-        to whole seconds (a rate stated a little under the true one, never over)."""
+        to whole seconds (a rate stated a little under the true one, never over). A calendar
+        window's is its unit's longest: a month of 31 days, a year of 366."""
         if isinstance(self.limiter, Throttle):
             units = self.limiter.max_burst + 1
             return units, max(1, math.ceil(Fraction(units * self.limiter.period, self.limiter.count)))
-        return self.limiter.limit, self.limiter.period
+        period = self.limiter.period
+        if isinstance(period, str):
+            return self.limiter.limit, _CALENDAR_SECONDS[period.upper()]
+        return self.limiter.limit, period
 
 
 @dataclasses.dataclass(frozen=True)

@@ -201,6 +201,11 @@ def _words(spec: Spec, ms: bool):
     if isinstance(spec, Window):
         return "window", (spec.limit, _period_ms(spec, ms))
     if isinstance(spec, Fixed):
+        # The batch's windows are a period long from their first call: a window on the clock
+        # ends elsewhere.
+        if not isinstance(spec.period, int) or spec.align or spec.offset is not None:
+            raise TypeError("a batched Fixed has a period in seconds or ms, not laid on the "
+                            "clock or the calendar")
         return "fixed", (spec.limit, _period_ms(spec, ms))
     raise TypeError("a batched limiter is a Throttle, a Fixed or a Window")
 

@@ -17,6 +17,9 @@ from typing import Callable, ClassVar, List, Optional, Sequence, Tuple, TypeVar,
 from .routing import AsyncRouter, Router
 
 KeyT = Union[str, bytes]
+# A fixed window's period: a span, or a calendar's unit by its word (CALENDAR).
+Period = Union[int, str]
+CALENDAR = ("DAY", "WEEK", "MONTH", "YEAR")
 
 
 @dataclass(frozen=True)
@@ -77,10 +80,21 @@ class _Rate:
         return [self.KEYWORD, self.limit, self.period]
 
 
+@dataclass(frozen=True)
 class Fixed(_Rate):
-    """A CL.ALL limiter: at most ``limit`` per fixed window of ``period``."""
+    """A CL.ALL limiter: at most ``limit`` per fixed window of ``period``, or of a calendar's
+    unit, ``"DAY"``, ``"WEEK"``, ``"MONTH"`` or ``"YEAR"``, in ``period``'s place. ``align``
+    lays a period's windows on the clock; ``offset`` (minutes ahead of UTC) lays the clock's
+    or the calendar's in a local time."""
+
+    period: Period
+    align: bool = False
+    offset: Optional[int] = None
 
     KEYWORD = "FIXED"
+
+    def words(self) -> List[object]:
+        return super().words() + _grid(self.align, self.offset)
 
 
 @dataclass(frozen=True)
@@ -109,6 +123,11 @@ class Lease:
 
 
 Limiter = Union[Throttle, Fixed, Window, Lease]
+
+
+def _grid(align: bool, offset: Optional[int]) -> List[object]:
+    """A fixed window's ``ALIGN`` and ``OFFSET minutes``, as given."""
+    return (["ALIGN"] if align else []) + ([] if offset is None else ["OFFSET", offset])
 
 
 def _buckets(buckets: Optional[int]) -> List[object]:
@@ -147,11 +166,7 @@ class commands:
         words = ["CL.FIXED", key, limit, period, quantity, *_flags(ms, refund, dry_run, None)]
         if count_denied:
             words.append("COUNTDENIED")
-        if align:
-            words.append("ALIGN")
-        if offset is not None:
-            words += ["OFFSET", offset]
-        return words + _flags(False, False, False, block, at_most)
+        return words + _grid(align, offset) + _flags(False, False, False, block, at_most)
 
     @staticmethod
     def window(key, limit, period, quantity=1, *, ms=False, refund=False, dry_run=False,

@@ -143,6 +143,9 @@ def test_gcra_and_windows_as_quota_and_window():
     # 2 units, one every 1/3 s: 2/3 s, rounded up to a whole second.
     assert Limit(Throttle("t", 1, 3, 1)).quota == (2, 1)
     assert Limit(Window("w", 1000, 86400, buckets=24)).quota == (1000, 86400)
+    # A calendar's unit states its longest length: a month of 31 days.
+    assert Limit(Fixed("m", 10_000, "MONTH", offset=60)).quota == (10_000, 31 * 86400)
+    assert Limit(Fixed("d", 10, "day")).quota == (10, 86400)
 
 
 def test_a_route_s_limits_are_checked_when_declared():
@@ -154,6 +157,14 @@ def test_a_route_s_limits_are_checked_when_declared():
         Limit(Fixed("per minute", 3, 60))
     with pytest.raises(ValueError, match="each policy once"):
         limiter.limit(Limit(Fixed("a", 3, 60)), Limit(Window("a", 3, 60)))
+    with pytest.raises(ValueError, match="period is an integer"):
+        Limit(Fixed("monthly", 3, "MONTHS"))
+    with pytest.raises(ValueError, match="calendar period keeps to the calendar"):
+        Limit(Fixed("monthly", 3, "MONTH", align=True))
+    with pytest.raises(ValueError, match="offset moves a grid"):
+        Limit(Fixed("hourly", 3, 3600, offset=60))
+    with pytest.raises(ValueError, match="-1439 to 1439"):
+        Limit(Fixed("hourly", 3, 3600, align=True, offset=1440))
     with pytest.raises(ValueError, match="standard_headers"):
         RateLimiter(limiter.cell, standard_headers="draft-9")
 

@@ -49,6 +49,15 @@ def test_a_fixed_window_s_units_go_back_only_while_their_window_is_open():
     assert c.close(3.0) == 0
 
 
+def test_a_fixed_window_on_the_clock_or_the_calendar_is_refused():
+    """The batch's windows are a period long from their first call: it refuses what it cannot
+    follow, where the limiter is built."""
+    for fixed in (Fixed("m", 10, "MONTH"), Fixed("a", 10, 60, align=True),
+                  Fixed("o", 10, "DAY", offset=60)):
+        with pytest.raises(TypeError, match="not laid on the clock"):
+            Batched(None, fixed)
+
+
 def test_the_batch_follows_the_demand_and_never_takes_much_of_what_is_left():
     c = core()
     assert c.ask(0.0, 1) == 1

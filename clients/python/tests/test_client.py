@@ -218,6 +218,22 @@ def test_an_aligned_window_ends_on_a_multiple_of_its_period(r):
     assert r.pexpiretime("aligned") % 3_600_000 == 0
 
 
+def test_a_calendar_window_ends_where_its_unit_does_in_cl_fixed_and_cl_all(r):
+    """A month's window ends on a 1st at midnight in the local time OFFSET names; a day's
+    at UTC's midnight; CL.ALL's Fixed takes the word and the offset too."""
+    cell = Client(r)
+    reply = cell.fixed("monthly", 10_000, "MONTH", offset=120)
+    assert reply.allowed and reply.remaining == 9_999 and reply.reset_after <= 31 * 86_400
+    end = r.pexpiretime("monthly")
+    # UTC+02:00's midnight is 22:00 UTC the day before: a 1st, shifted back two hours.
+    assert time.gmtime((end + 2 * 3_600_000) / 1000)[2:6] == (1, 0, 0, 0)
+    both = cell.all([Fixed("daily", 5, "DAY"), Fixed("hourly", 2, 3600, align=True, offset=-330)],
+                    detail=True)
+    assert [each.remaining for each in both] == [4, 1]
+    assert r.pexpiretime("daily") % 86_400_000 == 0
+    assert (r.pexpiretime("hourly") - 1_800_000) % 3_600_000 == 0
+
+
 def test_the_hook_is_told_of_each_decision_and_of_nothing_else(r):
     told = []
     cell = Client(r, on_decision=told.append)

@@ -6,7 +6,7 @@ import Redis from 'ioredis';
 import { createClient } from 'redis';
 import {
   Cell, CellStore, Decided, Reply, RateLimiterCell, RouteLimiter, ModuleMissingError, commands, header, throttle, fixed,
-  window, lease,
+  window, lease, Period,
 } from 'redis-cell';
 import express from 'express';
 
@@ -27,6 +27,9 @@ export async function calls(): Promise<void> {
   const retry: number | null = reply.retryAfter;
   const reset: number = reply.resetAfter;
   await cell.fixed('f', 10, 60, { countDenied: true, refund: false, dryRun: true, align: true });
+  const month: Period = 'MONTH';
+  await cell.fixed('quota', 10000, month, { offset: -300 });
+  await cell.all([fixed('q', 5, 'DAY', { offset: 60 }), fixed('h', 2, 3600, { align: true })]);
   await byNodeRedis.window('w', 10, 60, { buckets: 6, quantity: 1n });
   await cell.lease('pool', 3, 60, 'job:1', { ms: true, block: 0 });
   const released: boolean = await cell.release('pool', 'job:1');

@@ -49,6 +49,7 @@ local ERRORS,
   ARGS_ANY_QUANTITY,
   args_given,
   args_bucket_count,
+  ARGS_VALUES,
   args_values,
   ARGS_MS_PER,
   ARGS_READ,
@@ -76,6 +77,7 @@ local ERRORS,
   reply_ms,
   single_grant,
   single_run,
+  calendar_end_after,
   FIXED,
   cl_fixed,
   THROTTLE,
@@ -127,7 +129,8 @@ ERRORS = {
   at_most_with = function(option) return 'ERR ATMOST and ' .. option .. ' options at the same time are not compatible' end,
   burst_and_warmup = 'ERR BURST and WARMUP options at the same time are not compatible',
   cold_without_warmup = 'ERR COLD is given, but no WARMUP for it to shape',
-  offset_without_align = 'ERR OFFSET is given, but no ALIGN for it to shift',
+  offset_without_grid = 'ERR OFFSET is given, but no ALIGN or calendar period for it to shift',
+  align_on_calendar = 'ERR ALIGN is for a period in seconds or ms: a calendar period keeps to the calendar already',
   smooth_warming = 'ERR the key holds a smooth limiter with WARMUP, not a bursty one',
   smooth_bursty = 'ERR the key holds a bursty smooth limiter, not one with WARMUP',
   smooth_in_all = function(position) return 'ERR limiter ' .. position .. ' is SMOOTH, which CL.ALL does not take: call CL.SMOOTH on its key alone' end,
@@ -193,11 +196,11 @@ GRAMMAR_OPTIONS = {
   { index = 10, keyword = 'ALIGN', value = 'flag',
     takers = { ['cl.fixed'] = true },
     positional = {},
-    refused = false, rules = false },
+    refused = false, rules = { { rule = 'off_calendar', other = false, error = 'ERR ALIGN is for a period in seconds or ms: a calendar period keeps to the calendar already' } } },
   { index = 11, keyword = 'OFFSET', value = 'offset',
     takers = { ['cl.fixed'] = true },
     positional = {},
-    refused = false, rules = { { rule = 'needs', other = 'ALIGN', error = 'ERR OFFSET is given, but no ALIGN for it to shift' } } },
+    refused = false, rules = { { rule = 'needs_grid', other = false, error = 'ERR OFFSET is given, but no ALIGN or calendar period for it to shift' } } },
   { index = 12, keyword = 'DETAIL', value = 'flag',
     takers = { ['cl.all'] = true },
     positional = {},
@@ -231,6 +234,15 @@ for i = 1, #GRAMMAR_OPTIONS do GRAMMAR_ROWS[GRAMMAR_OPTIONS[i].keyword] = GRAMMA
 -- The commands that take a quantity first, with no keyword.
 GRAMMAR_QUANTITY_FIRST = GRAMMAR_OPTIONS[1].positional
 
+-- The calendar's units CL.FIXED takes in its period's place, by word: each its name,
+-- and its longest length, the period it stands for where one is asked.
+local GRAMMAR_CALENDAR = {
+  DAY = { unit = 'day', longest_ms = 86400000 },
+  WEEK = { unit = 'week', longest_ms = 604800000 },
+  MONTH = { unit = 'month', longest_ms = 2678400000 },
+  YEAR = { unit = 'year', longest_ms = 31622400000 },
+}
+
 -- Each command's parameters after its key, and CL.ALL's limiters' numbers, by
 -- keyword: readers of args[first] on into p, by the parameters' names, a span in p's
 -- unit and a number past 2^53 - 1 exact too (`<name>_exact`), that answer the first
@@ -261,10 +273,13 @@ function grammar_params(integer, holder)
     p.limit = value
     if exact then p.limit_exact = exact end
     value, exact = integer(args[first + 1] or '', 'period', 1)
-    if value == nil then return exact end
-    if value > (p.unit == 'ms' and 4611686018427 or 4611686018) then return ERRORS.too_large('period') end
-    p.period = value
-    if exact then p.period_exact = exact end
+    if value == nil then
+      p.calendar = GRAMMAR_CALENDAR[string.upper(args[first + 1] or '')]
+      if p.calendar == nil then return exact end
+    else
+      if value > (p.unit == 'ms' and 4611686018427 or 4611686018) then return ERRORS.too_large('period') end
+      p.period = value
+    end
   end
   readers['cl.window'] = function(p, args, first)
     local value, exact
@@ -804,8 +819,8 @@ end
 
 -- The words from args[first] on, read for their shape (Given::read): the quantity's text,
 -- and where each option's keyword is, by keyword (nil when the call names none), with the
--- rows of the table whose values there are to read (`valued` to `valued_to`) and the error
--- of the first rule the options break (`broken`), reported once the values are read; or
+-- rows of the table whose values there are to read (`valued` to `valued_to`) and whose
+-- rules there are to check (`ruled` to `ruled_to`) once the values are read; or
 -- nil, nil, the error and, for a word out of place, its index. args[first] is the server's argument `position` (the name is 0). A
 -- limiter that takes its quantity first reads its first word as the quantity unless it
 -- names an option, its own or another command's.
@@ -843,21 +858,33 @@ function args_given(command, args, first, position)
     i = i + (takes_value and 2 or 1)
   end
   if valued_to > 0 then at.valued, at.valued_to = valued, valued_to end
-  for r = ruled, ruled_to do
+  if ruled_to > 0 then at.ruled, at.ruled_to = ruled, ruled_to end
+  return quantity, at
+end
+
+-- Whether a rule (grammar::Rule) holds for the options named in `at`, with p's period a
+-- calendar's unit or not.
+local function args_rule_holds(rule, at, p)
+  local kind = rule.rule
+  if kind == 'excludes' then return at[rule.other] == nil end
+  if kind == 'needs' then return at[rule.other] ~= nil end
+  if kind == 'needs_grid' then return p.calendar or at.ALIGN ~= nil end
+  return not p.calendar
+end
+
+-- The error of the first rule the named options break, in the table's order; or nil.
+local function args_broken(p, at)
+  if at.ruled == nil then return nil end
+  for r = at.ruled, at.ruled_to do
     local row = GRAMMAR_OPTIONS[r]
     local rules = row.rules
     if rules and at[row.keyword] then
       for j = 1, #rules do
-        local rule = rules[j]
-        if (rule.rule == 'excludes') == (at[rule.other] ~= nil) then
-          at.broken = rule.error
-          break
-        end
+        if not args_rule_holds(rules[j], at, p) then return rules[j].error end
       end
-      if at.broken then break end
     end
   end
-  return quantity, at
+  return nil
 end
 
 -- `BUCKETS n`'s count of cells, which must cut the period into whole milliseconds.
@@ -892,7 +919,7 @@ local function args_quantity(p, text, _, max)
 end
 
 -- Each kind of value (grammar::Value), read into p's field named after its keyword.
-local ARGS_VALUES = {
+ARGS_VALUES = {
   quantity = args_quantity,
   cells = function(p, text, row)
     local n, err = args_bucket_count(text, p.period_ms)
@@ -937,8 +964,7 @@ local ARGS_VALUES = {
 
 -- The values, once the positional parameters are read (Given::read_values): the quantity, of
 -- at most max_quantity, then each option's, in the table's order, into p; then the rules
--- between the options, whose first broken one was found as their shape was read. Or the
--- error.
+-- between the options. Or the error.
 function args_values(p, args, quantity, at, max_quantity)
   if quantity then
     local err = args_quantity(p, quantity, nil, max_quantity)
@@ -955,7 +981,7 @@ function args_values(p, args, quantity, at, max_quantity)
       end
     end
   end
-  return at.broken
+  return args_broken(p, at)
 end
 
 -- Milliseconds in each unit.
@@ -972,7 +998,7 @@ local function args_parsed(at)
   return { quantity = 1, quantity_exact = false, unit = ms and 'ms' or 's', ms = ms,
     refund = at ~= nil and at.REFUND ~= nil, dry_run = at ~= nil and at.DRYRUN ~= nil,
     count_denied = at ~= nil and at.COUNTDENIED ~= nil, at_most = at ~= nil and at.ATMOST ~= nil,
-    align = at ~= nil and at.ALIGN ~= nil, offset = 0,
+    align = at ~= nil and at.ALIGN ~= nil, offset = 0, calendar = false,
     block = false, at = false, limit = false,
     period_ms = false, buckets = false, max_burst = false, max_burst_exact = false, count = false,
     count_exact = false, period = false, gcra = false }
@@ -1000,8 +1026,8 @@ function args_window(args, command)
   local p = args_parsed(at)
   err = ARGS_READ[command](p, args, 1)
   if err then return nil, err end
-  -- Before the options: BUCKETS must cut it.
-  p.period_ms = p.period * ARGS_MS_PER[p.unit]
+  -- Before the options: BUCKETS must cut it. A calendar's unit stands for its longest.
+  p.period_ms = p.calendar and p.calendar.longest_ms or p.period * ARGS_MS_PER[p.unit]
   err = args_values(p, args, quantity, at, ARGS_ANY_QUANTITY)
   if err then return nil, err end
   if p.at then return nil, ERRORS.at_from_client end
@@ -1294,6 +1320,78 @@ end
 end
 
 do
+-- Where a fixed window that keeps to a clock ends (src/calendar.rs): the multiples of a
+-- period since the Unix epoch (ALIGN), or the calendar's days, ISO weeks, months and years,
+-- each in the local time OFFSET minutes ahead of UTC. Instants are numbers of ms, exact
+-- below 2^53; every division here is floored as the module's div_euclid floors it, and made
+-- exact by taking the remainder first (math.fmod is exact on integers below 2^53).
+
+local CALENDAR_DAY_MS = 86400000
+-- Days in a 400-year Gregorian era, and from 0000-03-01 (era 0's first day, counting years
+-- from March) to 1970-01-01.
+local CALENDAR_ERA_DAYS = 146097
+local CALENDAR_EPOCH_FROM_ERA_START = 719468
+
+-- a divided by b (b > 0), floored, and the remainder, from 0 to b - 1.
+local function calendar_div(a, b)
+  local r = math.fmod(a, b)
+  if r < 0 then r = r + b end
+  return (a - r) / b, r
+end
+
+-- The date (year, month 1 to 12) of a day since the epoch: the Gregorian rule, by counting
+-- years that start on the 1st of March, which puts the leap day last.
+local function calendar_date_of(day)
+  local era, day_of_era = calendar_div(day + CALENDAR_EPOCH_FROM_ERA_START, CALENDAR_ERA_DAYS)
+  local floor = math.floor
+  local year_of_era = floor((day_of_era - floor(day_of_era / 1460) + floor(day_of_era / 36524)
+    - floor(day_of_era / 146096)) / 365)
+  local day_of_year = day_of_era - (365 * year_of_era + floor(year_of_era / 4) - floor(year_of_era / 100))
+  local month_from_march = floor((5 * day_of_year + 2) / 153)
+  local month = month_from_march < 10 and month_from_march + 3 or month_from_march - 9
+  local year = era * 400 + year_of_era
+  if month <= 2 then year = year + 1 end
+  return year, month
+end
+
+-- The day since the epoch of the 1st of a month.
+local function calendar_first_of(year, month)
+  if month <= 2 then year = year - 1 end
+  local era, year_of_era = calendar_div(year, 400)
+  local day_of_year = math.floor((153 * ((month + 9) % 12) + 2) / 5)
+  local day_of_era = 365 * year_of_era + math.floor(year_of_era / 4) - math.floor(year_of_era / 100)
+    + day_of_year
+  return era * CALENDAR_ERA_DAYS + day_of_era - CALENDAR_EPOCH_FROM_ERA_START
+end
+
+-- The first day of the unit after the one that holds `day`.
+local CALENDAR_END_DAY = {
+  day = function(day) return day + 1 end,
+  -- 1970-01-01 was a Thursday: Mondays are the days 4 past a multiple of 7.
+  week = function(day) return calendar_div(day - 4, 7) * 7 + 4 + 7 end,
+  month = function(day)
+    local year, month = calendar_date_of(day)
+    if month == 12 then return calendar_first_of(year + 1, 1) end
+    return calendar_first_of(year, month + 1)
+  end,
+  year = function(day) return calendar_first_of(calendar_date_of(day) + 1, 1) end,
+}
+
+-- The end of the window that holds now_ms: p.calendar's unit, or with p.align the next
+-- multiple of p.period_ms, in the local time p.offset minutes ahead of UTC.
+function calendar_end_after(p, now_ms)
+  local offset_ms = p.offset * 60000
+  local local_ms = now_ms + offset_ms
+  if p.calendar then
+    local day = calendar_div(local_ms, CALENDAR_DAY_MS)
+    return CALENDAR_END_DAY[p.calendar.unit](day) * CALENDAR_DAY_MS - offset_ms
+  end
+  local _, into = calendar_div(local_ms, p.period_ms)
+  return local_ms - into + p.period_ms - offset_ms
+end
+end
+
+do
 -- CL.FIXED in the library: the module's fixed window (src/fixed.rs) on the same key, a
 -- decimal count whose expiry is the window's end, read, decided and written as the module
 -- does, so that a key carries over either way. Counts are exact (a key may hold any 64-bit
@@ -1320,18 +1418,11 @@ local function fixed_read(key, p, _, now_ms)
   return { count = count, end_ms = end_ms, k = k }
 end
 
--- Where a window opened at now_ms ends: a period on, or with ALIGN at the next multiple of
--- the period since the epoch in the local time OFFSET minutes ahead of UTC (math.fmod is
--- exact on integers below 2^53, where a division would round; it keeps the sign of the
--- local instant, so a remainder below 0 is moved up a period, as the module's div_euclid
--- counts it).
+-- Where a window opened at now_ms ends: a period on, or where its grid says (ALIGN, or a
+-- calendar's unit).
 local function fixed_end(p, now_ms)
-  if not p.align then return now_ms + p.period_ms end
-  local offset_ms = p.offset * 60000
-  local local_ms = now_ms + offset_ms
-  local into = math.fmod(local_ms, p.period_ms)
-  if into < 0 then into = into + p.period_ms end
-  return local_ms - into + p.period_ms - offset_ms
+  if not (p.align or p.calendar) then return now_ms + p.period_ms end
+  return calendar_end_after(p, now_ms)
 end
 
 local function fixed_wait(window, now_ms)
@@ -1413,7 +1504,8 @@ FIXED = {
 
 FIXED.take = function(p, quantity) p.quantity = quantity end
 
--- FCALL cl_fixed 1 key limit period [quantity] [MS] [REFUND] [DRYRUN] [COUNTDENIED] [ALIGN]
+-- FCALL cl_fixed 1 key limit period|DAY|WEEK|MONTH|YEAR [quantity] [MS] [REFUND] [DRYRUN]
+-- [COUNTDENIED] [ALIGN] [OFFSET minutes]
 function cl_fixed(keys, args)
   if #keys ~= 1 then return redis.error_reply(ERRORS.wrong_arity('cl.fixed')) end
   local p, err = args_window(args, 'cl.fixed')
@@ -3222,8 +3314,45 @@ do
 
 local ALL_MAX_KEYS = GRAMMAR_NUMKEYS.max
 -- The most arguments the module reads, its name included: numkeys, 16 keys, 16 limiters of
--- up to five words and the options (src/commands/all.rs's MAX_ALL_ARGS).
-local ALL_MAX_ARGS = 2 + 16 * 6 + 11
+-- up to six words and the options (src/commands/all.rs's MAX_ALL_ARGS).
+local ALL_MAX_ARGS = 2 + 16 * 7 + 11
+
+-- How many words follow a limiter's numbers, from args[at] on: a WINDOW's `BUCKETS n`, a
+-- FIXED's `ALIGN` and `OFFSET minutes` in either order, each once (all_args::params_of).
+local function all_grid_words(kind, args, at)
+  local function is(i, word) return args[i] and string.upper(args[i]) == word end
+  if kind == 'window' then return is(at, 'BUCKETS') and 2 or 0 end
+  if kind ~= 'fixed' then return 0 end
+  local n, align, offset = 0, false, false
+  while true do
+    if not align and is(at + n, 'ALIGN') then
+      align, n = true, n + 1
+    elseif not offset and is(at + n, 'OFFSET') and args[at + n + 1] then
+      offset, n = true, n + 2
+    else
+      return n
+    end
+  end
+end
+
+-- A FIXED limiter's `ALIGN` and `OFFSET minutes` (from args[from] to args[to]) into p, with
+-- CL.FIXED's rules between them and the period; or the error.
+local function all_fixed_grid(p, args, from, to)
+  local i, offset = from, false
+  while i <= to do
+    if string.upper(args[i]) == 'ALIGN' then
+      p.align = true
+      i = i + 1
+    else
+      local err = ARGS_VALUES.offset(p, args[i + 1] or '')
+      if err then return err end
+      offset, i = true, i + 2
+    end
+  end
+  if p.align and p.calendar then return ERRORS.align_on_calendar end
+  if offset and not (p.align or p.calendar) then return ERRORS.offset_without_grid end
+  return nil
+end
 
 -- The call's limiters ({ kind, p }, in key order) and its options, or nil and the error. The
 -- library's own refusals (BLOCK, numbers past 2^53 − 1) are the caller's, once the module's
@@ -3253,11 +3382,7 @@ function args_all(keys, args)
       if word == 'SMOOTH' then return nil, ERRORS.smooth_in_all(key) end
       return nil, ERRORS.unknown_limiter(key)
     end
-    local params = limiter.numbers
-    local after = args[at + limiter.numbers + 1]
-    if limiter.kind == 'window' and after and string.upper(after) == 'BUCKETS' then
-      params = params + 2
-    end
+    local params = limiter.numbers + all_grid_words(limiter.kind, args, at + limiter.numbers + 1)
     shapes[key] = { kind = limiter.kind, numbers = limiter.numbers, read = ARGS_READ[word], at = at + 1,
       params = params }
     at = at + 1 + params
@@ -3278,17 +3403,20 @@ function args_all(keys, args)
   -- options', which every limiter then takes.
   for key, shape in ipairs(shapes) do
     local p = { quantity = 1, quantity_exact = false, unit = unit, refund = all.refund,
-      dry_run = all.dry_run, count_denied = false }
+      dry_run = all.dry_run, count_denied = false, align = false, offset = 0, calendar = false }
     err = shape.read(p, args, shape.at)
     if err then return nil, err end
     if shape.kind == 'lease' then
       p.lease_ms = p.lease_time * ARGS_MS_PER[unit]
     elseif shape.kind ~= 'throttle' then
-      p.period_ms = p.period * ARGS_MS_PER[unit]
-      if shape.params > shape.numbers then
-        p.buckets, err = args_bucket_count(args[shape.at + shape.numbers + 1] or '', p.period_ms)
-        if err then return nil, err end
+      p.period_ms = p.calendar and p.calendar.longest_ms or p.period * ARGS_MS_PER[unit]
+      local first, last = shape.at + shape.numbers, shape.at + shape.params - 1
+      if shape.kind == 'fixed' then
+        err = all_fixed_grid(p, args, first, last)
+      elseif last >= first then
+        p.buckets, err = args_bucket_count(args[first + 1] or '', p.period_ms)
       end
+      if err then return nil, err end
     end
     all.limiters[key] = { kind = shape.kind, p = p }
   end
