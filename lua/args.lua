@@ -19,8 +19,8 @@ local ARGS_LIBRARY_MAX = 9007199254740991
 local ARGS_MAX_SPAN = { s = 4611686018, ms = 4611686018427 }
 -- 9223372036854775807, past which the module's 64-bit arithmetic overflows.
 local ARGS_I64_MAX = { neg = false, 4775807, 7203685, 92233 }
--- The module reads at most 13 arguments, the command's name and the key among them.
-local ARGS_MAX_AFTER_KEY = 11
+-- The module reads at most 14 arguments, the command's name and the key among them.
+local ARGS_MAX_AFTER_KEY = 12
 -- Every limiter but CL.SMOOTH takes any quantity.
 local ARGS_ANY_QUANTITY = 1e308
 
@@ -262,6 +262,7 @@ local function args_window(args, command)
   if err then return nil, err end
   if p.at then return nil, ERRORS.at_from_client end
   if p.block then return nil, ERRORS.cannot_wait(command) end
+  if p.ban then return nil, ERRORS.cannot_ban(command) end
   local inexact = args_exact_enough(p, ARGS_WINDOW_EXACT)
   if inexact then return nil, inexact end
   return p
@@ -348,6 +349,7 @@ local function args_smooth(args)
   if p.warmup == nil and p.burst == nil then p.burst = p.unit == 'ms' and 1000 or 1 end
   p.cold = p.cold or 3
   if p.block then return nil, ERRORS.cannot_wait(command) end
+  if p.ban then return nil, ERRORS.cannot_ban(command) end
   if p.permits > ARGS_LIBRARY_MAX then return nil, ERRORS.inexact('permits') end
   if p.cold > ARGS_LIBRARY_MAX then return nil, ERRORS.inexact('COLD') end
   return p

@@ -28,6 +28,9 @@ local ERRORS = {
   cold_without_warmup = 'ERR COLD is given, but no WARMUP for it to shape',
   offset_without_grid = 'ERR OFFSET is given, but no ALIGN or calendar period for it to shift',
   align_on_calendar = 'ERR ALIGN is for a period in seconds or ms: a calendar period keeps to the calendar already',
+  ban_with_refund = 'ERR BAN and REFUND options at the same time are not compatible: a refund is never denied',
+  no_ban = function(command) return 'ERR ' .. command .. ' takes no BAN: a lease set is never banned' end,
+  not_a_limiter = 'ERR the key holds no rate limiter\'s state: only those are banned',
   smooth_warming = 'ERR the key holds a smooth limiter with WARMUP, not a bursty one',
   smooth_bursty = 'ERR the key holds a bursty smooth limiter, not one with WARMUP',
   smooth_in_all = function(position) return 'ERR limiter ' .. position .. ' is SMOOTH, which CL.ALL does not take: call CL.SMOOTH on its key alone' end,
@@ -42,6 +45,7 @@ local ERRORS = {
   readonly = 'READONLY You can\'t write against a read only replica.',
   internal = 'ERR internal error in redis-cell; nothing was changed',
   cannot_wait = function(command) return 'ERR ' .. command .. ' cannot wait in the library: BLOCK needs the redis-cell module' end,
+  cannot_ban = function(command) return 'ERR ' .. command .. ' cannot ban in the library yet: BAN needs the redis-cell module' end,
   inexact = function(arg) return 'ERR ' .. arg .. ' is too large for the library' end,
   no_function = function(name) return 'ERR the library has no function ' .. name end,
 }

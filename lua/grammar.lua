@@ -13,7 +13,7 @@ local GRAMMAR_OPTIONS = {
     positional = {},
     refused = false, rules = false },
   { index = 3, keyword = 'MS', value = 'flag',
-    takers = { ['cl.throttle'] = true, ['cl.fixed'] = true, ['cl.window'] = true, ['cl.all'] = true, ['cl.lease'] = true, ['cl.holders'] = true, ['cl.smooth'] = true },
+    takers = { ['cl.throttle'] = true, ['cl.fixed'] = true, ['cl.window'] = true, ['cl.all'] = true, ['cl.lease'] = true, ['cl.holders'] = true, ['cl.smooth'] = true, ['cl.ban'] = true },
     positional = {},
     refused = false, rules = false },
   { index = 4, keyword = 'BURST', value = 'span',
@@ -48,27 +48,31 @@ local GRAMMAR_OPTIONS = {
     takers = { ['cl.fixed'] = true },
     positional = {},
     refused = false, rules = { { rule = 'needs_grid', other = false, error = 'ERR OFFSET is given, but no ALIGN or calendar period for it to shift' } } },
-  { index = 12, keyword = 'DETAIL', value = 'flag',
+  { index = 12, keyword = 'BAN', value = 'span',
+    takers = { ['cl.throttle'] = true, ['cl.fixed'] = true, ['cl.window'] = true, ['cl.smooth'] = true },
+    positional = {},
+    refused = { ['cl.lease'] = 'ERR cl.lease takes no BAN: a lease set is never banned' }, rules = { { rule = 'excludes', other = 'BLOCK', error = 'ERR BAN and BLOCK options at the same time are not compatible: a call with BAN never waits' }, { rule = 'excludes', other = 'REFUND', error = 'ERR BAN and REFUND options at the same time are not compatible: a refund is never denied' } } },
+  { index = 13, keyword = 'DETAIL', value = 'flag',
     takers = { ['cl.all'] = true },
     positional = {},
     refused = false, rules = false },
-  { index = 13, keyword = 'HOLDER', value = 'holder',
+  { index = 14, keyword = 'HOLDER', value = 'holder',
     takers = { ['cl.all'] = true },
     positional = {},
     refused = false, rules = false },
-  { index = 14, keyword = 'ATMOST', value = 'flag',
+  { index = 15, keyword = 'ATMOST', value = 'flag',
     takers = { ['cl.throttle'] = true, ['cl.fixed'] = true, ['cl.window'] = true, ['cl.all'] = true },
     positional = {},
     refused = { ['cl.lease'] = 'ERR cl.lease grants no part of a call: ATMOST is not one of its arguments', ['cl.smooth'] = 'ERR cl.smooth grants no part of a call: ATMOST is not one of its arguments' }, rules = { { rule = 'excludes', other = 'REFUND', error = 'ERR ATMOST and REFUND options at the same time are not compatible' }, { rule = 'excludes', other = 'COUNTDENIED', error = 'ERR ATMOST and COUNTDENIED options at the same time are not compatible' } } },
-  { index = 15, keyword = 'COUNT', value = 'listed',
+  { index = 16, keyword = 'COUNT', value = 'listed',
     takers = { ['cl.top'] = true },
     positional = {},
     refused = false, rules = false },
-  { index = 16, keyword = 'AT', value = 'instant',
+  { index = 17, keyword = 'AT', value = 'instant',
     takers = { ['cl.fixed'] = true, ['cl.window'] = true, ['cl.lease'] = true, ['cl.release'] = true },
     positional = {},
     refused = false, rules = false },
-  { index = 17, keyword = 'BLOCK', value = 'timeout',
+  { index = 18, keyword = 'BLOCK', value = 'timeout',
     takers = { ['cl.throttle'] = true, ['cl.fixed'] = true, ['cl.window'] = true, ['cl.all'] = true, ['cl.lease'] = true, ['cl.smooth'] = true },
     positional = {},
     refused = { ['cl.release'] = 'ERR cl.release does not wait: BLOCK is not one of its arguments' }, rules = false },
@@ -173,6 +177,14 @@ local function grammar_params(integer, holder)
     p.period = value
     if exact then p.period_exact = exact end
   end
+  readers['cl.ban'] = function(p, args, first)
+    local value, exact
+    value, exact = integer(args[first] or '', 'span', 1)
+    if value == nil then return exact end
+    if value > (p.unit == 'ms' and 4611686018427 or 4611686018) then return ERRORS.too_large('span') end
+    p.span = value
+    if exact then p.span_exact = exact end
+  end
   readers.THROTTLE = readers['cl.throttle']
   readers.FIXED = readers['cl.fixed']
   readers.WINDOW = readers['cl.window']
@@ -192,7 +204,7 @@ local function grammar_params(integer, holder)
 end
 
 -- How many parameters each command takes after its key.
-local GRAMMAR_PARAMS = { ['cl.throttle'] = 3, ['cl.fixed'] = 2, ['cl.window'] = 2, ['cl.lease'] = 3, ['cl.release'] = 1, ['cl.holders'] = 0, ['cl.smooth'] = 2, ['cl.top'] = 0 }
+local GRAMMAR_PARAMS = { ['cl.throttle'] = 3, ['cl.fixed'] = 2, ['cl.window'] = 2, ['cl.lease'] = 3, ['cl.release'] = 1, ['cl.holders'] = 0, ['cl.smooth'] = 2, ['cl.top'] = 0, ['cl.ban'] = 1, ['cl.unban'] = 0 }
 
 -- CL.ALL's count of keys.
 local GRAMMAR_NUMKEYS = { min = 1, max = 16 }

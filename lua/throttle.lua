@@ -219,6 +219,7 @@ local function cl_throttle(keys, args)
   local gcra_err = throttle_made(p, p.at_most)
   if gcra_err then return redis.error_reply(gcra_err) end
   if p.block then return redis.error_reply(ERRORS.cannot_wait('cl.throttle')) end
+  if p.ban then return redis.error_reply(ERRORS.cannot_ban('cl.throttle')) end
   local inexact = args_exact_enough(p, THROTTLE_EXACT)
   if inexact then return redis.error_reply(inexact) end
   return single_run(keys[1], THROTTLE, p)

@@ -379,6 +379,9 @@ fn texts() -> Vec<(&'static str, String, Vec<Stand>)> {
         module("cold_without_warmup", Error::ColdWithoutWarmup, vec![]),
         module("offset_without_grid", Error::OffsetWithoutGrid, vec![]),
         module("align_on_calendar", Error::AlignOnCalendar, vec![]),
+        module("ban_with_refund", Error::BanWithRefund, vec![]),
+        module("no_ban", Error::NoBan(A), vec![word("command")]),
+        module("not_a_limiter", Error::NotALimiter, vec![]),
         module("smooth_warming", Error::SmoothShape(true), vec![]),
         module("smooth_bursty", Error::SmoothShape(false), vec![]),
         module(
@@ -399,6 +402,11 @@ fn texts() -> Vec<(&'static str, String, Vec<Stand>)> {
         library(
             "cannot_wait",
             LibraryError::CannotWait(A),
+            vec![word("command")],
+        ),
+        library(
+            "cannot_ban",
+            LibraryError::CannotBan(A),
             vec![word("command")],
         ),
         library("inexact", LibraryError::Inexact(A), vec![word("arg")]),

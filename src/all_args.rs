@@ -362,6 +362,7 @@ mod tests {
                     dry_run: false,
                     at_most: false,
                     block_ms: None,
+                    ban_ms: None,
                 }),
                 params_at: 4,
                 params_len: 3,
@@ -387,6 +388,7 @@ mod tests {
                 block_at: None,
                 at_most_at: None,
                 quantity_given: false,
+                ban_ms: None,
             })
         );
         assert_eq!(limiters[1].params_at, 8);

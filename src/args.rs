@@ -42,6 +42,9 @@ pub struct ThrottleArgs {
     pub at_most: bool,
     /// BLOCK's timeout in milliseconds, when the call asked to wait.
     pub block_ms: Option<i64>,
+    /// `BAN lockout`, in milliseconds: the key is locked out that long when its limiter denies
+    /// the call.
+    pub ban_ms: Option<i64>,
 }
 
 /// `CL.FIXED` and `CL.WINDOW`: `key limit period [quantity] [BUCKETS n] [MS] [REFUND]
@@ -77,6 +80,8 @@ pub struct WindowArgs {
     pub at_most_at: Option<usize>,
     /// Whether the call gave its quantity (after the two parameters), or took the default 1.
     pub quantity_given: bool,
+    /// `BAN lockout`, in milliseconds.
+    pub ban_ms: Option<i64>,
 }
 
 /// How a fixed window's windows lie on the clock.
@@ -117,6 +122,7 @@ pub fn throttle(args: &[&[u8]]) -> Result<ThrottleArgs, Error> {
         dry_run: given.has(Opt::DryRun),
         at_most: given.has(Opt::AtMost),
         block_ms: values.block_ms,
+        ban_ms: values.ban_ms,
         ..ThrottleArgs::plain(params, values.quantity, unit)
     })
 }
@@ -133,6 +139,7 @@ impl ThrottleArgs {
             dry_run: false,
             at_most: false,
             block_ms: None,
+            ban_ms: None,
         }
     }
 }
@@ -156,6 +163,7 @@ impl WindowArgs {
             block_at: None,
             at_most_at: None,
             quantity_given: false,
+            ban_ms: None,
         }
     }
 }
@@ -165,6 +173,7 @@ const THROTTLE: [Number; 3] = params::numbers(Command::Throttle);
 const WINDOW: [Number; 2] = params::numbers(Command::Window);
 const LEASE: [Number; 2] = params::numbers(Command::Lease);
 const SMOOTH: [Number; 2] = params::numbers(Command::Smooth);
+const BAN: [Number; 1] = params::numbers(Command::Ban);
 
 /// `max_burst count period`, in this unit.
 #[inline(always)]
@@ -230,6 +239,7 @@ fn window_args(args: &[&[u8]], command: Command) -> Result<WindowArgs, Error> {
         block_at: given.position(Opt::Block).map(|at| at + 2),
         at_most_at: given.position(Opt::AtMost).map(|at| at + 2),
         quantity_given: given.gives_quantity(),
+        ban_ms: values.ban_ms,
         ..WindowArgs::plain(params, values.quantity, unit)
     })
 }
@@ -376,6 +386,8 @@ pub struct SmoothArgs {
     pub quantity: i64,
     pub dry_run: bool,
     pub block_ms: Option<i64>,
+    /// `BAN lockout`, in milliseconds.
+    pub ban_ms: Option<i64>,
 }
 
 /// The most permits one CL.SMOOTH call asks for: Guava's `int`.
@@ -418,6 +430,7 @@ pub fn smooth(args: &[&[u8]]) -> Result<SmoothArgs, Error> {
         quantity: values.quantity,
         dry_run: given.has(Opt::DryRun),
         block_ms: values.block_ms,
+        ban_ms: values.ban_ms,
     })
 }
 
@@ -436,6 +449,24 @@ pub fn release<'a>(args: &[&'a [u8]]) -> Result<(&'a [u8], Option<i64>), Error> 
     let holder = holder_name(holder)?;
     let values = given.read_values(ANY_QUANTITY, 0)?;
     Ok((holder, values.at_ms))
+}
+
+/// `CL.BAN key span [MS]`, after the key: the ban's span, in milliseconds, and the unit the
+/// call speaks in.
+pub fn ban(args: &[&[u8]]) -> Result<(i64, TimeUnit), Error> {
+    let [span, words @ ..] = args else {
+        return Err(Error::WrongArity("cl.ban"));
+    };
+    let given = Given::read(Command::Ban, words, AFTER_KEY + 1)?;
+    let unit = given.unit();
+    let [span] = params::read(&BAN, [span], unit)?;
+    given.read_values(ANY_QUANTITY, 0)?;
+    Ok((span.saturating_mul(unit.millis()), unit))
+}
+
+/// `CL.UNBAN key`, after the key: nothing.
+pub fn unban(args: &[&[u8]]) -> Result<(), Error> {
+    Given::read(Command::Unban, args, AFTER_KEY).map(|_| ())
 }
 
 /// `CL.HOLDERS key [MS]`, after the key: the unit of the times left.

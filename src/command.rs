@@ -11,11 +11,13 @@ pub enum Command {
     Holders,
     Smooth,
     Top,
+    Ban,
+    Unban,
 }
 
 impl Command {
     /// Every command, in the order INFO shows them.
-    pub const ALL: [Command; 9] = [
+    pub const ALL: [Command; 11] = [
         Command::Throttle,
         Command::Fixed,
         Command::Window,
@@ -25,6 +27,8 @@ impl Command {
         Command::Holders,
         Command::Smooth,
         Command::Top,
+        Command::Ban,
+        Command::Unban,
     ];
 
     /// The name as the server knows it, and as its errors quote it.
@@ -39,6 +43,8 @@ impl Command {
             Command::Holders => "cl.holders",
             Command::Smooth => "cl.smooth",
             Command::Top => "cl.top",
+            Command::Ban => "cl.ban",
+            Command::Unban => "cl.unban",
         }
     }
 }

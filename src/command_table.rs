@@ -32,6 +32,9 @@ enum Access {
     /// CL.TOP lists keys, which can be personal data, across the node: an operator's
     /// command, as SLOWLOG is, outside the category apps are granted.
     Admin,
+    /// CL.BAN and CL.UNBAN lock a key out and let it in again: writes, outside the category
+    /// apps are granted to limit themselves, so that `+@ratelimit` bans no one.
+    Bans,
 }
 
 impl Access {
@@ -42,6 +45,7 @@ impl Access {
             (Access::Decides, Keys::Counted) => c"write deny-oom fast blocking getkeys-api",
             (Access::Decides, _) => c"write deny-oom fast blocking",
             (Access::Frees, _) => c"write fast",
+            (Access::Bans, _) => c"write deny-oom fast",
             (Access::Reads, _) => c"readonly",
             // As SLOWLOG's; not readonly, which would put it in @read.
             (Access::Admin, _) => c"admin allow-loading allow-stale",
@@ -56,12 +60,13 @@ impl Access {
             Access::Frees => (c"write fast", c"write fast ratelimit"),
             Access::Reads => (c"read", c"read ratelimit"),
             Access::Admin => (c"admin dangerous", c"admin dangerous"),
+            Access::Bans => (c"write fast", c"write fast"),
         }
     }
 
     fn key_flags(self) -> KeySpecFlags {
         match self {
-            Access::Decides => {
+            Access::Decides | Access::Bans => {
                 KeySpecFlags::READ_WRITE | KeySpecFlags::ACCESS | KeySpecFlags::UPDATE
             }
             // As SREM's: it removes from what the key holds.
@@ -256,10 +261,11 @@ const fn param_summary(param: Param, command: Name) -> &'static CStr {
         (Param::Permits, _) => c"Permits per period, at the stable rate.",
         (Param::LeaseTime, _) => c"How long a lease lasts, in seconds (milliseconds with MS), renewed by each call of its holder.",
         (Param::Holder, _) => c"Who holds the lease: 1 to 255 bytes, chosen by the client.",
+        (Param::BanSpan, _) => c"How long the ban lasts from now, in seconds (milliseconds with MS).",
     }
 }
 
-const COMMANDS: [Command; 9] = [
+const COMMANDS: [Command; 11] = [
     Command {
         command: Name::Throttle,
         name: c"cl.throttle",
@@ -350,6 +356,26 @@ const COMMANDS: [Command; 9] = [
         summary: c"Lists the keys this node denied most over this minute and the one before: key, denied calls, the most that count may exceed the truth, key, ... the most denied first.",
         complexity: c"O(k log k) for the k entries of each minute's list (redis-cell.top-keys).",
     },
+    Command {
+        command: Name::Ban,
+        name: c"cl.ban",
+        handler: entry::ban,
+        access: Access::Bans,
+        keys: Keys::First,
+        arity: -3,
+        summary: c"Bans a rate limiter's key by hand from now for span: every call on it is denied until then, its limiter's state kept. Replies the ban's end, as EXPIRETIME (PEXPIRETIME with MS).",
+        complexity: c"O(N) in the bytes of the state it keeps beside the ban.",
+    },
+    Command {
+        command: Name::Unban,
+        name: c"cl.unban",
+        handler: entry::unban,
+        access: Access::Bans,
+        keys: Keys::First,
+        arity: -2,
+        summary: c"Lifts a key's ban, its limiter's state kept as it was. Replies 1 when it lifted one, else 0.",
+        complexity: c"O(N) in the bytes of the state it keeps.",
+    },
 ];
 
 impl Command {
@@ -436,6 +462,7 @@ const fn summary(opt: Opt, command: Name) -> &'static CStr {
         (Opt::CountDenied, _) => c"Count a denied call's units too, as INCR then compare does; never with BLOCK.",
         (Opt::Offset, _) => c"With ALIGN or a calendar period, lay the windows in the local time this many minutes ahead of UTC (-1439 to 1439; 120 is UTC+02:00).",
         (Opt::Align, _) => c"Lay the windows on the clock: the multiples of period since the Unix epoch, in UTC, so that every key's minute starts on the minute; not with a calendar period, which keeps to the calendar already.",
+        (Opt::Ban, _) => c"When the limiter itself denies this call, with units that could fit later, lock the key out for span (seconds, or ms with MS): every call on it is then denied until the ban ends, and the limiter's state is kept; not with REFUND or BLOCK.",
         (Opt::Detail, _) => c"Reply with every limiter's answer, in key order.",
         (Opt::AtMost, Name::All) => c"Take the most units, up to quantity, that every limiter admits now, and reply with that count sixth (granted); not with REFUND.",
         (Opt::AtMost, _) => c"Take the most units, up to quantity, that fit now, and reply with that count sixth (granted); not with REFUND or COUNTDENIED.",

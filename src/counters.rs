@@ -92,6 +92,8 @@ static RELEASE: Counters = Counters::new();
 static HOLDERS: Counters = Counters::new();
 static SMOOTH: Counters = Counters::new();
 static TOP: Counters = Counters::new();
+static BAN: Counters = Counters::new();
+static UNBAN: Counters = Counters::new();
 /// A command's counters.
 pub fn of(command: Command) -> &'static Counters {
     match command {
@@ -104,6 +106,8 @@ pub fn of(command: Command) -> &'static Counters {
         Command::Holders => &HOLDERS,
         Command::Smooth => &SMOOTH,
         Command::Top => &TOP,
+        Command::Ban => &BAN,
+        Command::Unban => &UNBAN,
     }
 }
 
@@ -191,14 +195,66 @@ pub static GRANTS: Grants = Grants {
     units: AtomicU64::new(0),
 };
 
+/// The lockouts, over all commands: the keys a denial banned (`BAN`), those banned by hand
+/// (`CL.BAN`), the bans lifted by hand (`CL.UNBAN`), and the calls a ban denied.
+pub struct Bans {
+    banned: AtomicU64,
+    by_hand: AtomicU64,
+    lifted: AtomicU64,
+    denied: AtomicU64,
+}
+
+/// A step in a key's lockout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Banning {
+    /// A denial with `BAN` locked the key out.
+    Banned,
+    /// `CL.BAN` locked it out.
+    ByHand,
+    /// `CL.UNBAN` let it in again.
+    Lifted,
+    /// A call on it was denied by its ban.
+    Denied,
+}
+
+impl Bans {
+    pub fn record(&self, step: Banning) {
+        let counter = match step {
+            Banning::Banned => &self.banned,
+            Banning::ByHand => &self.by_hand,
+            Banning::Lifted => &self.lifted,
+            Banning::Denied => &self.denied,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Each counter with its INFO label.
+    pub fn fields(&self) -> [(&'static str, &AtomicU64); 4] {
+        [
+            ("banned", &self.banned),
+            ("by_hand", &self.by_hand),
+            ("lifted", &self.lifted),
+            ("denied", &self.denied),
+        ]
+    }
+}
+
+pub static BANS: Bans = Bans {
+    banned: AtomicU64::new(0),
+    by_hand: AtomicU64::new(0),
+    lifted: AtomicU64::new(0),
+    denied: AtomicU64::new(0),
+};
+
 /// Zeroes every counter, as CONFIG RESETSTAT zeroes the server's.
 pub fn reset() {
     let waits = WAITS.fields();
     let grants = GRANTS.fields();
+    let bans = BANS.fields();
     let counters = Command::ALL
         .iter()
         .flat_map(|&command| of(command).fields());
-    for (_, counter) in counters.chain(waits).chain(grants) {
+    for (_, counter) in counters.chain(waits).chain(grants).chain(bans) {
         counter.store(0, Ordering::Relaxed);
     }
 }

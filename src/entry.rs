@@ -285,6 +285,24 @@ pub extern "C" fn holders(
     command(ctx, argv, argc, Command::Holders)
 }
 
+/// `CL.BAN key span [MS]`
+pub extern "C" fn ban(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> c_int {
+    command(ctx, argv, argc, Command::Ban)
+}
+
+/// `CL.UNBAN key`
+pub extern "C" fn unban(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> c_int {
+    command(ctx, argv, argc, Command::Unban)
+}
+
 /// `CL.TOP [COUNT n]`
 pub extern "C" fn top(
     ctx: *mut raw::RedisModuleCtx,

@@ -62,6 +62,12 @@ pub enum Error {
     OffsetWithoutGrid,
     /// ALIGN with a calendar period, which keeps to the calendar already.
     AlignOnCalendar,
+    /// BAN with REFUND: a refund is never denied, so it never bans.
+    BanWithRefund,
+    /// The command takes no BAN: a lease set is never banned.
+    NoBan(&'static str),
+    /// CL.BAN on a key that holds no rate limiter's state.
+    NotALimiter,
     /// CL.SMOOTH: the key holds a limiter of the other shape: warming up when `true`.
     SmoothShape(bool),
     /// CL.ALL: the limiter at this position (from 1) is SMOOTH, which it does not take.
@@ -158,6 +164,15 @@ impl Error {
             Error::OffsetWithoutGrid => {
                 "ERR OFFSET is given, but no ALIGN or calendar period for it to shift".to_owned()
             }
+            Error::BanWithRefund => {
+                "ERR BAN and REFUND options at the same time are not compatible: a refund is never denied".to_owned()
+            }
+            Error::NoBan(command) => {
+                format!("ERR {command} takes no BAN: a lease set is never banned")
+            }
+            Error::NotALimiter => {
+                "ERR the key holds no rate limiter's state: only those are banned".to_owned()
+            }
             Error::AlignOnCalendar => {
                 "ERR ALIGN is for a period in seconds or ms: a calendar period keeps to the calendar already".to_owned()
             }
@@ -213,6 +228,8 @@ impl Error {
 pub enum LibraryError {
     /// A BLOCK the module would take: a library call cannot wait.
     CannotWait(&'static str),
+    /// A BAN the module would take: the library cannot lock a key out yet.
+    CannotBan(&'static str),
     /// A number past 2^53 - 1, which the library's doubles cannot keep exact.
     Inexact(&'static str),
     /// The script form was called with a name it has no function for.
@@ -224,6 +241,9 @@ impl LibraryError {
         match self {
             LibraryError::CannotWait(command) => format!(
                 "ERR {command} cannot wait in the library: BLOCK needs the redis-cell module"
+            ),
+            LibraryError::CannotBan(command) => format!(
+                "ERR {command} cannot ban in the library yet: BAN needs the redis-cell module"
             ),
             LibraryError::Inexact(arg) => format!("ERR {arg} is too large for the library"),
             LibraryError::NoFunction(name) => format!("ERR the library has no function {name}"),
@@ -276,6 +296,9 @@ mod tests {
             Error::ColdWithoutWarmup,
             Error::OffsetWithoutGrid,
             Error::AlignOnCalendar,
+            Error::BanWithRefund,
+            Error::NoBan(word),
+            Error::NotALimiter,
             Error::SmoothShape(true),
             Error::SmoothShape(false),
             Error::SmoothInAll(number),
@@ -437,6 +460,7 @@ mod tests {
         templates.extend(
             [
                 LibraryError::CannotWait("\u{1}"),
+                LibraryError::CannotBan("\u{1}"),
                 LibraryError::Inexact("\u{1}"),
                 LibraryError::NoFunction("\u{1}"),
             ]

@@ -39,6 +39,7 @@ pub enum Opt {
     CountDenied,
     Align,
     Offset,
+    Ban,
     Detail,
     Holder,
     AtMost,
@@ -140,7 +141,7 @@ impl Commands {
     }
 }
 
-use Command::{All, Fixed, Holders, Lease, Release, Smooth, Throttle, Top, Window};
+use Command::{All, Ban, Fixed, Holders, Lease, Release, Smooth, Throttle, Top, Window};
 
 /// The limiters that take `MS`, `DRYRUN` and `BLOCK`.
 const WAITERS: Commands = Commands::of(&[Throttle, Fixed, Window, All, Lease, Smooth]);
@@ -169,7 +170,7 @@ const fn row(
 }
 
 /// The table, indexed by `Opt`.
-pub const OPTIONS: [Row; 17] = [
+pub const OPTIONS: [Row; 18] = [
     Row {
         positional: Commands::of(&[Throttle, Fixed, Window, Smooth]),
         ..row(
@@ -189,7 +190,7 @@ pub const OPTIONS: [Row; 17] = [
         Opt::Ms,
         (c"MS", c"ms"),
         Value::Flag,
-        Commands::of(&[Throttle, Fixed, Window, All, Lease, Holders, Smooth]),
+        Commands::of(&[Throttle, Fixed, Window, All, Lease, Holders, Smooth, Ban]),
     ),
     Row {
         rules: &[Rule::Excludes(Opt::Warmup, Error::BurstAndWarmup)],
@@ -249,6 +250,19 @@ pub const OPTIONS: [Row; 17] = [
             (c"OFFSET", c"minutes"),
             Value::Offset,
             Commands::of(&[Fixed]),
+        )
+    },
+    Row {
+        refusal: Some((Commands::of(&[Lease]), Error::NoBan)),
+        rules: &[
+            never_waits("BAN"),
+            Rule::Excludes(Opt::Refund, Error::BanWithRefund),
+        ],
+        ..row(
+            Opt::Ban,
+            (c"BAN", c"lockout"),
+            Value::Span,
+            Commands::of(&[Throttle, Fixed, Window, Smooth]),
         )
     },
     row(
@@ -490,6 +504,9 @@ impl<'w, 'a> Given<'w, 'a> {
                 Opt::At => values.at_ms = Some(instant_ms(text)?),
                 Opt::Block => values.block_ms = Some(block_timeout(text)?),
                 Opt::Count => values.count = Some(integer(text, "COUNT", 1)?),
+                Opt::Ban => {
+                    values.ban_ms = Some(span(text, "BAN", unit)?.saturating_mul(unit.millis()))
+                }
                 Opt::Offset => values.offset_minutes = Some(offset_minutes(text)?),
                 _ => return Err(Error::Internal),
             }
@@ -548,6 +565,8 @@ pub struct Values<'a> {
     pub count: Option<i64>,
     /// CL.FIXED's `OFFSET minutes`.
     pub offset_minutes: Option<i16>,
+    /// `BAN lockout`, in milliseconds.
+    pub ban_ms: Option<i64>,
 }
 
 impl Values<'_> {
@@ -571,6 +590,7 @@ impl Values<'_> {
         block_ms: None,
         count: None,
         offset_minutes: None,
+        ban_ms: None,
     };
 }
 

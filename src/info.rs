@@ -1,7 +1,8 @@
 //! The module's INFO section (`INFO redis-cell`, `INFO modules`, `INFO everything`): one line
 //! per command, `cl_throttle:calls=5,allowed=3,denied=1,peeks=1,errors=0`, and one for the
 //! waits, `cl_waiting:now=2,waited=9,admitted=6,timed_out=1,left=0` (`now` is not reset),
-//! and one for ATMOST's grants, `cl_atmost:calls=4,grants=3,units=120`.
+//! and one for ATMOST's grants, `cl_atmost:calls=4,grants=3,units=120`, and one for the
+//! lockouts, `cl_bans:banned=2,by_hand=1,lifted=1,denied=40`.
 
 use std::ffi::CString;
 use std::sync::atomic::Ordering;
@@ -9,7 +10,7 @@ use std::sync::atomic::Ordering;
 use redis_module::raw;
 
 use crate::command::Command;
-use crate::counters::{self, GRANTS, WAITS};
+use crate::counters::{self, BANS, GRANTS, WAITS};
 
 /// Adds the section to the INFO being built; `waiting_now` is how many calls wait now.
 pub fn add_section(ctx: *mut raw::RedisModuleInfoCtx, waiting_now: usize) {
@@ -42,6 +43,11 @@ pub fn add_section(ctx: *mut raw::RedisModuleInfoCtx, waiting_now: usize) {
         end(ctx);
         begin(ctx, c"cl_atmost".as_ptr());
         for (name, counter) in GRANTS.fields() {
+            field(ctx, label(name).as_ptr(), counter.load(Ordering::Relaxed));
+        }
+        end(ctx);
+        begin(ctx, c"cl_bans".as_ptr());
+        for (name, counter) in BANS.fields() {
             field(ctx, label(name).as_ptr(), counter.load(Ordering::Relaxed));
         }
         end(ctx);

@@ -16,6 +16,7 @@ pub mod time;
 
 // Pure cores.
 pub mod all;
+pub mod ban;
 pub mod buckets;
 pub mod calendar;
 pub mod fixed;

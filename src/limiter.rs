@@ -238,6 +238,12 @@ impl<'a> Limiter<'a> {
         !matches!(self, Limiter::Smooth(_))
     }
 
+    /// Whether its key may hold the banned form (`BAN`): every rate limiter's may, a lease
+    /// set's never.
+    pub fn may_be_banned(&self) -> bool {
+        !matches!(self, Limiter::Lease(..))
+    }
+
     /// Whether a denied call's units count too (CL.FIXED's `COUNTDENIED`).
     pub fn counts_denied(&self) -> bool {
         matches!(self, Limiter::Fixed(fixed) if fixed.counts_denied())

@@ -125,6 +125,16 @@ pub fn free_words() {
     }
 }
 
+/// A key deleted outright (a ban lifted from a key whose own state is gone), as `DEL`.
+pub fn replicate_del(
+    ctx: *mut raw::RedisModuleCtx,
+    name: *mut raw::RedisModuleString,
+) -> Result<(), Error> {
+    let replicate = api(unsafe { raw::RedisModule_Replicate })?;
+    // SAFETY: the format takes one RedisModuleString, the key's name, which is the command's.
+    succeeded(unsafe { replicate(ctx, c"DEL".as_ptr(), c"s".as_ptr(), name) })
+}
+
 /// Propagates CL.THROTTLE's write as the `SET key value PXAT expire_at_ms` it amounts to, so
 /// that replicas and the AOF hold identical bytes and expiry whatever their own clocks say.
 pub fn replicate_set_pxat(

@@ -224,6 +224,9 @@ pub enum Event {
     Release,
     /// `del`, as the server fires it for a container whose last element went.
     Del,
+    /// `cl.ban` and `cl.unban`, for a key locked out and let in again, named after ours.
+    Ban,
+    Unban,
 }
 
 impl Event {
@@ -237,6 +240,8 @@ impl Event {
             Event::Lease => (raw::REDISMODULE_NOTIFY_STRING, c"cl.lease"),
             Event::Release => (raw::REDISMODULE_NOTIFY_STRING, c"cl.release"),
             Event::Del => (raw::REDISMODULE_NOTIFY_GENERIC, c"del"),
+            Event::Ban => (raw::REDISMODULE_NOTIFY_STRING, c"cl.ban"),
+            Event::Unban => (raw::REDISMODULE_NOTIFY_STRING, c"cl.unban"),
         }
     }
 }

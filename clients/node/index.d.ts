@@ -46,6 +46,11 @@ interface Looks {
   /** Answer what the call would, and change nothing. */
   dryRun?: boolean;
 }
+interface Bans {
+  /** When the limiter itself denies the call, lock the key out this long (seconds, or ms
+   * with `ms`); the module only. */
+  ban?: Integer;
+}
 interface InMilliseconds {
   /** The period and the waits in the reply are in milliseconds. */
   ms?: boolean;
@@ -59,7 +64,7 @@ interface Takes {
   atMost?: boolean;
 }
 
-export interface ThrottleOptions extends Takes, InMilliseconds, Looks, Waits {}
+export interface ThrottleOptions extends Takes, InMilliseconds, Looks, Waits, Bans {}
 export interface FixedOptions extends ThrottleOptions {
   /** Count a denied call's units too, as INCR then compare does. */
   countDenied?: boolean;
@@ -75,7 +80,7 @@ export interface WindowOptions extends ThrottleOptions {
 }
 export interface LeaseOptions extends InMilliseconds, Looks, Waits {}
 export interface HoldersOptions extends InMilliseconds {}
-export interface SmoothOptions extends InMilliseconds, Looks, Waits {
+export interface SmoothOptions extends InMilliseconds, Looks, Waits, Bans {
   /** Permits this call takes (default 1, at most 2147483647); 0 only looks. */
   quantity?: Integer;
   /** Idle time stored as free permits, Guava's maxBurstSeconds (default 1 second). */

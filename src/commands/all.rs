@@ -9,7 +9,7 @@ use crate::args::ThrottleArgs;
 use crate::commands::answer::{Answer, Reply, Wait};
 use crate::commands::call::Call;
 use crate::commands::single::gcra_quantity;
-use crate::commands::state::{decide_in_line, grant, notify, open, peek, write};
+use crate::commands::state::{decide_in_line, grant, notify, open, peek, unwrap, write};
 use crate::counters::Counted;
 use crate::error::Error;
 use crate::ffi::log_warning;
@@ -154,7 +154,11 @@ fn write_all(
                 .as_ref()
                 .and_then(|(args, len)| args.get(..*len))
                 .map(Propagate::WithInstant);
-            match write(ctx, &mut entry.key, &change, own, now) {
+            let unwrapped = match entry.wrapped {
+                true => unwrap(ctx, &mut entry.key, now),
+                false => Ok(()),
+            };
+            match unwrapped.and_then(|()| write(ctx, &mut entry.key, &change, own, now)) {
                 Ok(()) => *written = true,
                 Err(error) => log_warning(
                     ctx,
@@ -187,6 +191,8 @@ struct Entry<'a> {
     limiter: Limiter<'a>,
     key: Key,
     verdict: Verdict<'a>,
+    /// The key holds a ban that is over, unwrapped before a change is written.
+    wrapped: bool,
     own: Option<OwnArgs>,
 }
 
@@ -232,7 +238,8 @@ impl<'a> Entry<'a> {
         } = at;
         let name = call.arg(index + 1)?;
         let request = request_of(args);
-        let verdict = decide_in_line(call.ctx, name, &key, &limiter, request, now, turn)?;
+        let decision = decide_in_line(call.ctx, name, &key, &limiter, request, now, turn, None)?;
+        let (verdict, wrapped) = (decision.verdict, decision.wrapped);
         // The key and the limiter's parameters as the client gave them, then the shared
         // quantity (a lease: the holder), a WINDOW's `BUCKETS n` or a FIXED's `ALIGN` and
         // `OFFSET minutes`, MS and REFUND: the arguments of the limiter's own command. A
@@ -267,6 +274,7 @@ impl<'a> Entry<'a> {
             limiter,
             key,
             verdict,
+            wrapped,
             own,
         })
     }

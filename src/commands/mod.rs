@@ -4,6 +4,7 @@
 
 pub mod all;
 pub mod answer;
+pub mod ban;
 pub mod call;
 pub mod holders;
 pub mod release;
@@ -19,6 +20,7 @@ use crate::args;
 use crate::command::Command;
 use crate::commands::all::{run_all, MAX_ALL_ARGS};
 use crate::commands::answer::Answer;
+use crate::commands::ban::{run_ban, run_unban};
 use crate::commands::call::{Call, Caller};
 use crate::commands::holders::run_holders;
 use crate::commands::release::run_release;
@@ -66,6 +68,8 @@ pub fn run(
         Command::Holders => run_holders(&call),
         Command::Smooth => run_smooth(&call, turn),
         Command::Top => run_top(&call),
+        Command::Ban => run_ban(&call),
+        Command::Unban => run_unban(&call),
         // Read above, with its own storage.
         Command::All => Err(Error::Internal),
     }

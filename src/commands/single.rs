@@ -4,7 +4,8 @@
 use crate::args::{self, ThrottleArgs, WindowArgs};
 use crate::commands::answer::Answer;
 use crate::commands::call::Call;
-use crate::commands::state::{decide_in_line, grant, notify, open, write};
+use crate::commands::state::{ban, decide_in_line, grant, notify, open, unwrap, write};
+use crate::counters::{Banning, BANS};
 use crate::error::Error;
 use crate::gcra::Gcra;
 use crate::lease::Lease;
@@ -12,15 +13,15 @@ use crate::limiter::{Change, Limiter, Request, Verdict};
 use crate::lines::Turn;
 use crate::propagate::Propagate;
 use crate::smooth::{Smooth, Timeout};
-use crate::store::Key;
+use crate::store::{Event, Key};
 use crate::strings::OwnedString;
 use crate::time::{Instant, TimeUnit, MICROS_PER_MILLI};
 
-/// The most arguments a single-key command takes, its name included
-/// (`CL.WINDOW key limit period quantity BUCKETS n MS REFUND DRYRUN ATMOST BLOCK timeout`,
-/// which is refused for what it says, not for its length; the replication form of the
-/// windows, with `AT unix-ms`, never has `BLOCK`).
-pub const MAX_ARGS: usize = 13;
+/// The most arguments a single-key command takes, its name included: the replication form
+/// `CL.FIXED key limit period quantity MS COUNTDENIED ALIGN OFFSET minutes BAN lockout AT <unix-ms>`
+/// (a client's call has no AT, and any longer one is refused for what it says, not for its
+/// length).
+pub const MAX_ARGS: usize = 14;
 
 /// A single-key command's call: its key, and the arguments after it.
 pub type SingleCall<'a> = Call<'a>;
@@ -42,7 +43,14 @@ pub fn run_throttle(call: &SingleCall, turn: Turn) -> Result<Answer, Error> {
         refund: args.refund,
         dry_run: args.dry_run,
     };
-    let mut decided = decide(call, limiter, request, args.at_most, now, turn)?;
+    let mut decided = decide(
+        call,
+        limiter,
+        (request, args.ban_ms),
+        args.at_most,
+        now,
+        turn,
+    )?;
     // Its changes go as the SET they amount to: it has no own form to pass.
     let change = commit(call, &mut decided, request, None, now, turn)?;
     Ok(answered(
@@ -83,7 +91,7 @@ pub fn run_smooth(call: &SingleCall, turn: Turn) -> Result<Answer, Error> {
         refund: false,
         dry_run: args.dry_run,
     };
-    let mut decided = decide(call, limiter, request, false, now, turn)?;
+    let mut decided = decide(call, limiter, (request, args.ban_ms), false, now, turn)?;
     let change = commit(call, &mut decided, request, None, now, turn)?;
     let reply_at_ns = match change {
         Some(Change::Smooth(write)) => write.reply_at_ns,
@@ -115,7 +123,14 @@ pub fn run_window(
         dry_run: args.dry_run,
     };
     let at_most = args.at_most_at.is_some();
-    let mut decided = decide(call, limiter(&args), request, at_most, now, turn)?;
+    let mut decided = decide(
+        call,
+        limiter(&args),
+        (request, args.ban_ms),
+        at_most,
+        now,
+        turn,
+    )?;
     // The made quantity of a grant, and the call's own arguments, live until the write.
     let granted_text;
     let own_args;
@@ -183,7 +198,7 @@ pub fn run_lease(call: &SingleCall, turn: Turn) -> Result<Answer, Error> {
         refund: false,
         dry_run: args.dry_run,
     };
-    let mut decided = decide(call, limiter, request, false, now, turn)?;
+    let mut decided = decide(call, limiter, (request, None), false, now, turn)?;
     let change = commit(call, &mut decided, request, Some(propagate), now, turn)?;
     Ok(answered(
         &decided,
@@ -200,6 +215,9 @@ struct Decided<'a> {
     verdict: Verdict<'a>,
     /// With ATMOST, the units the verdict takes: 0 when it takes none.
     granted: Option<i64>,
+    /// The key holds a ban that is over, and the ban this call makes (state::Decision).
+    wrapped: bool,
+    bans_until_ms: Option<i64>,
 }
 
 /// One limiter on the call's key: read, and answer the request, unless waiters who came
@@ -210,7 +228,7 @@ struct Decided<'a> {
 fn decide<'a>(
     call: &SingleCall,
     limiter: Limiter<'a>,
-    request: Request,
+    (request, ban_ms): (Request, Option<i64>),
     at_most: bool,
     now: Instant,
     turn: Turn,
@@ -224,16 +242,18 @@ fn decide<'a>(
     } else {
         (limiter, None)
     };
-    let verdict = decide_in_line(call.ctx, name, &key, &limiter, request, now, turn)?;
+    let decision = decide_in_line(call.ctx, name, &key, &limiter, request, now, turn, ban_ms)?;
     let granted = match most {
-        Some(granted) if verdict.admitted() => Some(granted),
+        Some(granted) if decision.verdict.admitted() => Some(granted),
         _ if at_most => Some(0),
         _ => None,
     };
     Ok(Decided {
         key,
-        verdict,
+        verdict: decision.verdict,
         granted,
+        wrapped: decision.wrapped,
+        bans_until_ms: decision.bans_until_ms,
     })
 }
 
@@ -266,8 +286,16 @@ fn commit<'a>(
     let writes = turn.writes() && request.writes();
     let change = decided.verdict.change.filter(|_| writes);
     if let Some(change) = change.as_ref() {
+        if decided.wrapped {
+            unwrap(call.ctx, &mut decided.key, now)?;
+        }
         write(call.ctx, &mut decided.key, change, own, now)?;
         notify(&decided.key, change);
+    }
+    if let Some(until_ms) = decided.bans_until_ms {
+        ban(call.ctx, &mut decided.key, until_ms, now)?;
+        decided.key.notify(Event::Ban);
+        BANS.record(Banning::Banned);
     }
     Ok(change)
 }

@@ -6,6 +6,8 @@ use std::ffi::CStr;
 
 use redis_module::raw;
 
+use crate::ban::{self, Banned};
+use crate::counters::{Banning, BANS};
 use crate::error::Error;
 use crate::fault::{self, Fault};
 use crate::ffi::string_bytes;
@@ -13,7 +15,7 @@ use crate::lease;
 use crate::limiter::{Change, Cleared, Limiter, Request, Source, Verdict};
 use crate::lines::{self, Turn};
 use crate::outcome::Outcome;
-use crate::propagate::{replicate_set_pxat, replicate_window, Propagate};
+use crate::propagate::{replicate_del, replicate_set_pxat, replicate_window, Propagate};
 use crate::store::{Access, Event, Expiry, Key, Written};
 use crate::time::Instant;
 
@@ -41,16 +43,41 @@ pub fn open(
     Key::open(ctx, name, access)
 }
 
-/// ATMOST's grant on an open key: the most units, up to `most`, that `limiter` admits now.
+/// ATMOST's grant on an open key: the most units, up to `most`, that `limiter` admits now;
+/// none while the key is banned.
 pub fn grant(limiter: &Limiter, key: &Key, most: i64, now: Instant) -> Result<i64, Error> {
-    limiter.read(key)?.grant(most, now)?.ok_or(Error::Internal)
+    let granted = match limiter
+        .read(key)
+        .and_then(|reading| reading.grant(most, now))
+    {
+        Err(Error::CorruptState) if limiter.may_be_banned() => match banned(key)? {
+            banned if banned.holds(now.ms) => Some(0),
+            banned => limiter.read(&banned.own_at(now.ms))?.grant(most, now)?,
+        },
+        granted => granted?,
+    };
+    granted.ok_or(Error::Internal)
+}
+
+/// A key's decision: the verdict, and what it does to the key's ban.
+#[derive(Debug, Clone, Copy)]
+pub struct Decision<'a> {
+    pub verdict: Verdict<'a>,
+    /// The key holds the banned form, its ban over: a change is written on the limiter's own
+    /// state, unwrapped first.
+    pub wrapped: bool,
+    /// The limiter denied the call, which asked to `BAN`: the key is banned until then (unix
+    /// ms), its state (with the call's change, if any) kept beside the ban.
+    pub bans_until_ms: Option<i64>,
 }
 
 /// Answers `request` with `limiter` on its open key, for a call at `turn` in the key's line:
 /// a call that waiters who came first hold back takes nothing, and a refund, which takes
 /// nothing of theirs, is never held back; a dry run is held back as its call would be. The
-/// one place both single-key calls and each key of CL.ALL decide.
+/// one place both single-key calls and each key of CL.ALL decide. A banned key denies every
+/// call until its ban ends; a denial by the limiter itself bans, with `ban_ms`.
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 pub fn decide_in_line<'a>(
     ctx: *mut raw::RedisModuleCtx,
     name: *mut raw::RedisModuleString,
@@ -59,22 +86,190 @@ pub fn decide_in_line<'a>(
     request: Request,
     now: Instant,
     turn: Turn,
-) -> Result<Verdict<'a>, Error> {
-    let reading = limiter.read(key)?;
-    let mut verdict = reading.answer(request, now)?;
-    if request.yields_to_waiters() && limiter.stands_in_line() {
-        if let Some(first_due_in) = lines::held_back(ctx, name, turn)? {
+    ban_ms: Option<i64>,
+) -> Result<Decision<'a>, Error> {
+    let at = Place {
+        ctx,
+        name,
+        request,
+        now,
+        turn,
+    };
+    match decide_on(&at, key, limiter) {
+        Err(Error::CorruptState) if limiter.may_be_banned() => {
+            decide_banned(&at, key, limiter, ban_ms)
+        }
+        decided => {
+            let (verdict, own_denial) = decided?;
+            Ok(Decision {
+                verdict,
+                wrapped: false,
+                bans_until_ms: ban_after(own_denial, request, turn, ban_ms, now)?,
+            })
+        }
+    }
+}
+
+/// Where and when a key is decided, for the steps that decide it.
+struct Place {
+    ctx: *mut raw::RedisModuleCtx,
+    name: *mut raw::RedisModuleString,
+    request: Request,
+    now: Instant,
+    turn: Turn,
+}
+
+/// The verdict of `limiter` on what `source` holds, held back by waiters who came first,
+/// and the limiter's own outcome (before waiters).
+#[inline(always)]
+fn decide_on<'a, S: Source>(
+    at: &Place,
+    source: &S,
+    limiter: &Limiter<'a>,
+) -> Result<(Verdict<'a>, Outcome), Error> {
+    let reading = limiter.read(source)?;
+    let mut verdict = reading.answer(at.request, at.now)?;
+    let own = verdict.outcome;
+    if at.request.yields_to_waiters() && limiter.stands_in_line() {
+        if let Some(first_due_in) = lines::held_back(at.ctx, at.name, at.turn)? {
             verdict = verdict.held_back(first_due_in, limiter.counts_denied(), || {
-                Ok(reading.peek().decide(now)?.outcome)
+                Ok(reading.peek().decide(at.now)?.outcome)
             })?;
         }
     }
-    Ok(verdict)
+    Ok((verdict, own))
 }
 
-/// What `limiter` answers about its key as it stands.
+/// Whether a call that asked to `BAN` for `ban_ms` bans its key: when its limiter itself
+/// denied it, a real call (not a look or a dry run, in a turn that writes), with units that
+/// could fit later.
+#[inline(always)]
+fn ban_after(
+    own: Outcome,
+    request: Request,
+    turn: Turn,
+    ban_ms: Option<i64>,
+    now: Instant,
+) -> Result<Option<i64>, Error> {
+    match ban_ms {
+        Some(span) if ban::bans(own, request.writes() && turn.writes()) => {
+            Ok(Some(ban::end(now.ms, span)?))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// A key that holds no limiter's state as it reads it: the banned form, or an error. While
+/// the ban holds, every call is denied and nothing changes; once it is over, the limiter
+/// decides on its own state as it was, which a change unwraps.
+#[cold]
+#[inline(never)]
+fn decide_banned<'a>(
+    at: &Place,
+    key: &Key,
+    limiter: &Limiter<'a>,
+    ban_ms: Option<i64>,
+) -> Result<Decision<'a>, Error> {
+    let banned = banned(key)?;
+    let own = banned.own_at(at.now.ms);
+    if banned.holds(at.now.ms) {
+        let look = limiter.read(&own)?.peek().decide(at.now)?.outcome;
+        if at.request.writes() {
+            BANS.record(Banning::Denied);
+        }
+        return Ok(Decision {
+            verdict: Verdict {
+                outcome: ban::denial(look, banned.until_ms, at.now.ms),
+                change: None,
+            },
+            wrapped: true,
+            bans_until_ms: None,
+        });
+    }
+    let (verdict, own_denial) = decide_on(at, &own, limiter)?;
+    Ok(Decision {
+        verdict,
+        wrapped: true,
+        bans_until_ms: ban_after(own_denial, at.request, at.turn, ban_ms, at.now)?,
+    })
+}
+
+/// The banned form the key holds, or the error of a key that holds no limiter's state.
+fn banned(key: &Key) -> Result<Banned<'_>, Error> {
+    key.read_bytes()?
+        .and_then(Banned::parse)
+        .ok_or(Error::CorruptState)
+}
+
+/// Rewrites a banned key whose ban is over as its limiter's own state, as `SET … PXAT` would
+/// (or `DEL`, when that state is gone), before a change is written on it.
+#[cold]
+#[inline(never)]
+pub fn unwrap(ctx: *mut raw::RedisModuleCtx, key: &mut Key, now: Instant) -> Result<(), Error> {
+    let own = banned(key)?
+        .own_at(now.ms)
+        .state()
+        .map(|(bytes, expire_at_ms)| (bytes.to_vec(), expire_at_ms));
+    match own {
+        Some((bytes, expire_at_ms)) => {
+            let written = key.set(&bytes, expire_at_ms)?;
+            replicate_set_pxat(ctx, key.name(), &written, expire_at_ms)
+        }
+        None => {
+            key.delete()?;
+            replicate_del(ctx, key.name())
+        }
+    }
+}
+
+/// Bans a key until `until_ms`, its limiter's state (as the key holds it now, or beside an
+/// ended ban) kept beside the ban, written and propagated as the `SET … PXAT` it amounts to:
+/// replicas and the AOF hold the same bytes whatever their clocks say. A state that never
+/// expires (set by hand) is kept until the ban ends.
+pub fn ban(
+    ctx: *mut raw::RedisModuleCtx,
+    key: &mut Key,
+    until_ms: i64,
+    now: Instant,
+) -> Result<(), Error> {
+    let mut value = Vec::new();
+    {
+        let expire_at_ms = key.expire_at_ms()?;
+        let own = match key.read_bytes()? {
+            None => None,
+            Some(raw) => match Banned::parse(raw) {
+                Some(banned) => banned.own_at(now.ms).state(),
+                None => Some((raw, expire_at_ms.unwrap_or(until_ms))),
+            },
+        };
+        ban::encode(until_ms, own, &mut value);
+    }
+    let expire_at_ms = Banned::parse(&value).ok_or(Error::Internal)?.expire_at_ms();
+    let written = key.set(&value, expire_at_ms)?;
+    replicate_set_pxat(ctx, key.name(), &written, expire_at_ms)
+}
+
+/// What `limiter` answers about its key as it stands: a banned key, its ban.
 pub fn peek(limiter: &Limiter, key: &Key, now: Instant) -> Result<Outcome, Error> {
-    Ok(limiter.read(key)?.peek().decide(now)?.outcome)
+    match limiter
+        .read(key)
+        .and_then(|reading| reading.peek().decide(now))
+    {
+        Err(Error::CorruptState) if limiter.may_be_banned() => {
+            let banned = banned(key)?;
+            let look = limiter
+                .read(&banned.own_at(now.ms))?
+                .peek()
+                .decide(now)?
+                .outcome;
+            Ok(if banned.holds(now.ms) {
+                ban::denial(look, banned.until_ms, now.ms)
+            } else {
+                look
+            })
+        }
+        verdict => Ok(verdict?.outcome),
+    }
 }
 
 /// A key is where the limiters read their state.

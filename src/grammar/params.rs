@@ -28,6 +28,8 @@ pub enum Param {
     Permits,
     LeaseTime,
     Holder,
+    /// How long CL.BAN locks a key out.
+    BanSpan,
 }
 
 /// What a parameter is.
@@ -163,6 +165,7 @@ impl Param {
             Param::Permits => number(c"permits", 1, Max::Count(i64::MAX)),
             Param::LeaseTime => number(c"lease_time", 1, Max::SpanNs(MAX_SPAN_NS)),
             Param::Holder => other(c"holder", Kind::Holder),
+            Param::BanSpan => number(c"span", 1, Max::SpanNs(MAX_SPAN_NS)),
         }
     }
 }
@@ -174,8 +177,8 @@ pub const NUMKEYS: Number = match Param::Numkeys.row().kind {
 };
 
 use Param::{
-    Count, FixedPeriod, GcraPeriod, Holder, Key, LeaseTime, Limit, Limiter, MaxBurst, Numkeys,
-    Period, Permits,
+    BanSpan, Count, FixedPeriod, GcraPeriod, Holder, Key, LeaseTime, Limit, Limiter, MaxBurst,
+    Numkeys, Period, Permits,
 };
 
 /// A command's positional parameters, in order. CL.ALL's keys and limiters are one or more
@@ -191,6 +194,8 @@ pub const fn params(command: Command) -> &'static [Param] {
         Command::Holders => &[Key],
         Command::Smooth => &[Key, Permits, Period],
         Command::Top => &[],
+        Command::Ban => &[Key, BanSpan],
+        Command::Unban => &[Key],
     }
 }
 

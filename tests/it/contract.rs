@@ -717,12 +717,12 @@ fn bad_arguments_get_errors_naming_them_and_change_nothing(flavor: Flavor) {
         }
         cases
     });
-    // One argument past the most a command reads (its name included: 13, CL.ALL's 125: 16
+    // One argument past the most a command reads (its name included: 14, CL.ALL's 125: 16
     // limiters of six words, `FIXED limit period ALIGN OFFSET minutes`).
     let words = |count: usize| vec![b"1".to_vec(); count];
     let too_long = [
-        ("CL.THROTTLE", words(13), "wrong number of arguments"),
-        ("CL.LEASE", words(13), "wrong number of arguments"),
+        ("CL.THROTTLE", words(14), "wrong number of arguments"),
+        ("CL.LEASE", words(14), "wrong number of arguments"),
         ("CL.ALL", words(125), "wrong number of arguments"),
     ];
     for (command, args, named) in table
@@ -1030,12 +1030,27 @@ fn mixed_workload(con: &mut redis::Connection, seed: u64, calls: u64) -> (u64, u
                             .arg(rng.shuffled(flags))
                     }
                 };
+            } else if rng.below(25) == 0 {
+                // A lockout by hand, and its lifting.
+                let span = if ms { "1500" } else { "2" };
+                pipe.cmd("CL.BAN")
+                    .arg(&key)
+                    .arg(span)
+                    .arg(ms.then_some("MS"));
+            } else if rng.below(25) == 0 {
+                pipe.cmd("CL.UNBAN").arg(&key);
             } else {
                 if at_most {
                     flags.push("ATMOST");
                 } else if keyword == "FIXED" && rng.below(3) == 0 {
                     flags.push("COUNTDENIED");
                 }
+                // Now and then a denial locks the key out, a second or so.
+                let ban: Vec<&str> = if !refund && rng.below(3) == 0 {
+                    vec!["BAN", if ms { "1200" } else { "1" }]
+                } else {
+                    vec![]
+                };
                 // The quantity follows the limiter's numbers; BUCKETS n, the flags.
                 let numbers = if keyword == "THROTTLE" { 3 } else { 2 };
                 pipe.cmd(Algorithm::of(keyword).command())
@@ -1043,7 +1058,8 @@ fn mixed_workload(con: &mut redis::Connection, seed: u64, calls: u64) -> (u64, u
                     .arg(&params[..numbers])
                     .arg(quantity)
                     .arg(&params[numbers..])
-                    .arg(rng.shuffled(flags));
+                    .arg(rng.shuffled(flags))
+                    .arg(ban);
             }
             taking.push(None);
             done += 1;
@@ -1109,8 +1125,19 @@ fn a_random_mix_of_every_call_is_identical_on_a_replica_and_after_a_crash_and_ao
     };
     let expected = lasting(keyspace(&mut con));
     assert!(expected.len() > 100, "{} keys", expected.len());
-    let on_replica = keyspace(&mut replica.connection());
-    assert_eq!(lasting(on_replica), expected, "replica");
+    let on_replica = lasting(keyspace(&mut replica.connection()));
+    let differing: Vec<_> = on_replica
+        .iter()
+        .zip(&expected)
+        .filter(|(replica, primary)| replica != primary)
+        .collect();
+    assert!(
+        differing.is_empty() && on_replica.len() == expected.len(),
+        "replica: {} keys against {}; the first that differ: {:?}",
+        on_replica.len(),
+        expected.len(),
+        &differing[..differing.len().min(2)]
+    );
     drop(replica);
     let dir = primary.kill();
     let restarted = Server::start_with(flavor, aof_options(Some(dir)));

@@ -1236,7 +1236,8 @@ fn cell_widths(args: &[String]) -> Vec<f64> {
 
 /// A word the commands' grammar has an opinion on.
 fn grammar_word(rng: &mut Rng) -> String {
-    const WORDS: [&str; 35] = [
+    const WORDS: [&str; 36] = [
+        "BAN",
         "ALIGN",
         "OFFSET",
         "month",
@@ -1281,8 +1282,8 @@ fn grammar_word(rng: &mut Rng) -> String {
 }
 
 /// The keywords that take a value.
-const VALUED: [&str; 8] = [
-    "QUANTITY", "BUCKETS", "BURST", "WARMUP", "COLD", "AT", "BLOCK", "OFFSET",
+const VALUED: [&str; 9] = [
+    "QUANTITY", "BUCKETS", "BURST", "WARMUP", "COLD", "AT", "BLOCK", "OFFSET", "BAN",
 ];
 
 /// A BLOCK the module would take, wherever it stands, waits at most 5 ms.
@@ -1386,10 +1387,14 @@ fn alike(
             let blocks = args.iter().any(|a| a.eq_ignore_ascii_case("BLOCK"));
             // A smooth limiter's reservation past 2^53 µs (docs/without-the-module.md).
             let far = command == "CL.SMOOTH" && l.contains("quantity is too large for the library");
+            // A lockout, which the library does not make yet.
+            let bans = args.iter().any(|a| a.eq_ignore_ascii_case("BAN"))
+                && l.contains("cannot ban in the library yet");
             assert!(
                 (blocks && l.contains("cannot wait in the library"))
                     || (args.iter().any(too_large) && l.contains("is too large for the library"))
-                    || far,
+                    || far
+                    || bans,
                 "{args:?}: {l}"
             );
             false

@@ -8,6 +8,7 @@ mod harness;
 
 mod all;
 mod atmost;
+mod ban;
 mod block;
 mod buckets;
 mod calls;

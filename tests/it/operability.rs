@@ -123,6 +123,7 @@ fn command_docs_describe_every_argument(flavor: Flavor) {
                 "ms",
                 "refund",
                 "dryrun",
+                "lockout",
                 "atmost",
                 "timeout",
             ][..],
@@ -140,6 +141,7 @@ fn command_docs_describe_every_argument(flavor: Flavor) {
                 "countdenied",
                 "align",
                 "minutes",
+                "lockout",
                 "atmost",
                 "timeout",
             ],
@@ -147,8 +149,8 @@ fn command_docs_describe_every_argument(flavor: Flavor) {
         (
             "cl.window",
             &[
-                "key", "limit", "period", "quantity", "n", "ms", "refund", "dryrun", "atmost",
-                "timeout",
+                "key", "limit", "period", "quantity", "n", "ms", "refund", "dryrun", "lockout",
+                "atmost", "timeout",
             ],
         ),
     ] {
@@ -167,14 +169,14 @@ fn command_docs_describe_every_argument(flavor: Flavor) {
         assert_eq!(text(field(&arguments[1], "type")), "integer");
         let quantity_at = names.iter().position(|name| name == "quantity").unwrap();
         // The flags, between the quantity and BLOCK's timeout: each its name as a token;
-        // CL.WINDOW's cells and CL.FIXED's offset, integers after theirs.
+        // CL.WINDOW's cells, CL.FIXED's offset and BAN's lockout, integers after theirs.
         for (flag, name) in arguments
             .iter()
             .zip(&names)
             .take(arguments.len() - 1)
             .skip(quantity_at + 1)
         {
-            if let Some(token) = [("n", "BUCKETS"), ("minutes", "OFFSET")]
+            if let Some(token) = [("n", "BUCKETS"), ("minutes", "OFFSET"), ("lockout", "BAN")]
                 .iter()
                 .find_map(|&(valued, token)| (name == valued).then_some(token))
             {
@@ -242,6 +244,7 @@ fn command_docs_describe_every_argument(flavor: Flavor) {
                 ("span", "integer"),
                 ("warmup", "block"),
                 ("dryrun", "pure-token"),
+                ("lockout", "integer"),
                 ("timeout", "integer"),
             ][..],
         ),

@@ -56,6 +56,7 @@ const OPTIONS = {
   countDenied: FLAG('COUNTDENIED'),
   align: FLAG('ALIGN'),
   offset: VALUED('OFFSET'),
+  ban: VALUED('BAN'),
   detail: FLAG('DETAIL'),
   holder: VALUED('HOLDER'),
   atMost: FLAG('ATMOST'),
@@ -65,13 +66,13 @@ const OPTIONS = {
 // The commands that take a quantity first (the limiters'), or, CL.ALL, as QUANTITY.
 const QUANTITY = new Set(['CL.THROTTLE', 'CL.FIXED', 'CL.WINDOW', 'CL.SMOOTH', 'CL.ALL']);
 const TAKES = {
-  'CL.THROTTLE': ['ms', 'refund', 'dryRun', 'atMost', 'block'],
-  'CL.FIXED': ['ms', 'refund', 'dryRun', 'countDenied', 'align', 'offset', 'atMost', 'block'],
-  'CL.WINDOW': ['buckets', 'ms', 'refund', 'dryRun', 'atMost', 'block'],
+  'CL.THROTTLE': ['ms', 'refund', 'dryRun', 'ban', 'atMost', 'block'],
+  'CL.FIXED': ['ms', 'refund', 'dryRun', 'countDenied', 'align', 'offset', 'ban', 'atMost', 'block'],
+  'CL.WINDOW': ['buckets', 'ms', 'refund', 'dryRun', 'ban', 'atMost', 'block'],
   'CL.LEASE': ['ms', 'dryRun', 'block'],
   'CL.RELEASE': [],
   'CL.HOLDERS': ['ms'],
-  'CL.SMOOTH': ['ms', 'burst', 'warmup', 'cold', 'dryRun', 'block'],
+  'CL.SMOOTH': ['ms', 'burst', 'warmup', 'cold', 'dryRun', 'ban', 'block'],
   'CL.ALL': ['ms', 'refund', 'dryRun', 'detail', 'holder', 'atMost', 'block'],
   'CL.TOP': ['count'],
 };

@@ -22,13 +22,14 @@ class ModuleMissingError extends Error {
 }
 
 /**
- * A command only the module answers (CL.TOP, which lists what the node has seen), called where
- * the calls go to the Functions library, which keeps no state across calls.
+ * A command only the module answers (CL.TOP, which lists what the node has seen; CL.BAN and
+ * CL.UNBAN, until the library locks keys out), called where the calls go to the Functions
+ * library.
  */
 class NeedsModuleError extends Error {
   constructor(command) {
-    super(`${command} needs the redis-cell module: the Functions library keeps nothing across `
-      + 'calls, so it has no list to give; load the module (MODULE LOAD /path/to/libredis_cell.so)');
+    super(`${command} needs the redis-cell module: the Functions library does not answer it; `
+      + 'load the module (MODULE LOAD /path/to/libredis_cell.so)');
     this.name = 'NeedsModuleError';
   }
 }

@@ -136,8 +136,10 @@ function forget(client, { via, loadLibrary }) {
 
 let sha;
 
-// The commands that only read, sent as FCALL_RO (clients/protocol.json).
+// The commands that only read, sent as FCALL_RO, and those only the module answers
+// (clients/protocol.json).
 const READ_ONLY = new Set(['cl_holders']);
+const MODULE_ONLY = new Set(['cl_top', 'cl_ban', 'cl_unban']);
 
 /**
  * A module command's words as the library's function: its name, its keys (CL.ALL's are its
@@ -145,7 +147,7 @@ const READ_ONLY = new Set(['cl_holders']);
  */
 function functionCall([command, ...words]) {
   const name = String(command).toLowerCase().replace('.', '_');
-  if (name === 'cl_top') throw new NeedsModuleError('CL.TOP');
+  if (MODULE_ONLY.has(name)) throw new NeedsModuleError(name.toUpperCase().replace('_', '.'));
   const count = name === 'cl_all' ? Number(words[0]) : 1;
   // As Python's int() refuses it: a count that lays out no keys is no call to send.
   if (!Number.isInteger(count) || count < 0) throw new TypeError(`numkeys must be a whole number, not ${words[0]}`);

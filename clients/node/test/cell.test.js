@@ -33,6 +33,9 @@ const CALLS = {
   'CL.ALL': ['all', [[fixed('a', 10, 60)]]],
   'CL.TOP': ['top', []],
 };
+// The commands this client does not offer yet, and the issue that adds them: the test fails
+// once one is offered, so that it is held to the table too.
+const NOT_YET = { 'CL.BAN': 'issue 46', 'CL.UNBAN': 'issue 46' };
 // A right value of each kind of option (src/grammar.rs's Value).
 const VALUES = {
   flag: true, quantity: 2, cells: 4, span: 1, factor: 2, holder: 'h', timeout: 10, listed: 3, offset: -300,
@@ -60,9 +63,12 @@ function built(command, row) {
 
 describe('the client is held to the grammar', () => {
   it('offers every command, with its parameters in order', () => {
-    assert.deepEqual(Object.keys(CALLS).sort(), [...GRAMMAR.commands].sort());
+    assert.deepEqual(Object.keys(CALLS).sort(), GRAMMAR.commands.filter((c) => !NOT_YET[c]).sort());
+    for (const command of Object.keys(NOT_YET)) {
+      assert.equal(commands[command.split('.')[1].toLowerCase()], undefined, `${command} is offered: hold it here`);
+    }
     for (const [command, params] of Object.entries(GRAMMAR.params)) {
-      if (command === 'CL.ALL') continue;
+      if (command === 'CL.ALL' || NOT_YET[command]) continue;
       const [name, args] = CALLS[command];
       const words = commands[name](...args);
       assert.equal(words[0], command);
@@ -72,6 +78,7 @@ describe('the client is held to the grammar', () => {
   });
 
   for (const [command, row] of sendable()) {
+    if (NOT_YET[command]) continue;
     it(`sends ${command}'s ${row.keyword}`, () => {
       const words = built(command, row);
       const value = VALUES[row.value];
@@ -280,7 +287,10 @@ for (const flavor of FLAVORS) describe(`Cell on a server, ${flavor}`, () => {
       });
 
       for (const [command, row] of sendable()) {
+        if (NOT_YET[command]) continue;
         if (row.keyword === 'BLOCK' && flavor === 'library') continue;
+        // The library refuses BAN by name: it locks no key out yet.
+        if (row.keyword === 'BAN' && flavor === 'library') continue;
         // CL.TOP is the module's (the library keeps nothing across calls): below.
         if (command === 'CL.TOP' && flavor === 'library') continue;
         it(`the server reads ${command}'s ${row.keyword} as the client sends it`, async () => {

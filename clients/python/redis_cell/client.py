@@ -135,7 +135,7 @@ def _buckets(buckets: Optional[int]) -> List[object]:
 
 
 def _flags(ms: bool, refund: bool, dry_run: bool, block: Optional[int],
-           at_most: bool = False) -> List[object]:
+           at_most: bool = False, ban: Optional[int] = None) -> List[object]:
     words: List[object] = []
     if ms:
         words.append("MS")
@@ -143,6 +143,8 @@ def _flags(ms: bool, refund: bool, dry_run: bool, block: Optional[int],
         words.append("REFUND")
     if dry_run:
         words.append("DRYRUN")
+    if ban is not None:
+        words += ["BAN", ban]
     if at_most:
         words.append("ATMOST")
     if block is not None:
@@ -155,24 +157,26 @@ class commands:
 
     @staticmethod
     def throttle(key, max_burst, count, period, quantity=1, *, ms=False, refund=False,
-                 dry_run=False, at_most=False, block=None) -> List[object]:
+                 dry_run=False, ban: Optional[int] = None, at_most=False,
+                 block=None) -> List[object]:
         return ["CL.THROTTLE", key, max_burst, count, period, quantity,
-                *_flags(ms, refund, dry_run, block, at_most)]
+                *_flags(ms, refund, dry_run, block, at_most, ban)]
 
     @staticmethod
     def fixed(key, limit, period, quantity=1, *, ms=False, refund=False, dry_run=False,
-              count_denied=False, align=False, offset: Optional[int] = None, at_most=False,
-              block=None) -> List[object]:
+              count_denied=False, align=False, offset: Optional[int] = None,
+              ban: Optional[int] = None, at_most=False, block=None) -> List[object]:
         words = ["CL.FIXED", key, limit, period, quantity, *_flags(ms, refund, dry_run, None)]
         if count_denied:
             words.append("COUNTDENIED")
-        return words + _grid(align, offset) + _flags(False, False, False, block, at_most)
+        return words + _grid(align, offset) + _flags(False, False, False, block, at_most, ban)
 
     @staticmethod
     def window(key, limit, period, quantity=1, *, ms=False, refund=False, dry_run=False,
-               buckets: Optional[int] = None, at_most=False, block=None) -> List[object]:
+               buckets: Optional[int] = None, ban: Optional[int] = None, at_most=False,
+               block=None) -> List[object]:
         return ["CL.WINDOW", key, limit, period, quantity, *_buckets(buckets),
-                *_flags(ms, refund, dry_run, block, at_most)]
+                *_flags(ms, refund, dry_run, block, at_most, ban)]
 
     @staticmethod
     def lease(key, limit, lease_time, holder, *, ms=False, dry_run=False,
@@ -191,14 +195,14 @@ class commands:
     @staticmethod
     def smooth(key, permits, period, quantity=1, *, ms=False, burst: Optional[int] = None,
                warmup: Optional[int] = None, cold: Optional[int] = None, dry_run=False,
-               block=None) -> List[object]:
+               ban: Optional[int] = None, block=None) -> List[object]:
         words: List[object] = ["CL.SMOOTH", key, permits, period, quantity]
         if ms:
             words.append("MS")
         for keyword, value in (("BURST", burst), ("WARMUP", warmup), ("COLD", cold)):
             if value is not None:
                 words += [keyword, value]
-        return words + _flags(False, False, dry_run, block)
+        return words + _flags(False, False, dry_run, block, False, ban)
 
     @staticmethod
     def all(limiters: Sequence[Limiter], quantity=1, *, ms=False, refund=False, dry_run=False,

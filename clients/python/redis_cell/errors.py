@@ -32,14 +32,14 @@ class ModuleMissingError(ResponseError):
 
 
 class NeedsModuleError(ResponseError):
-    """A command only the module answers (CL.TOP, which lists what the node has seen), called
-    where the calls go to the Functions library, which keeps nothing across calls."""
+    """A command only the module answers (CL.TOP, which lists what the node has seen; CL.BAN
+    and CL.UNBAN, until the library locks keys out), called where the calls go to the
+    Functions library."""
 
     def __init__(self, command: str) -> None:
         super().__init__(
-            f"{command} needs the redis-cell module: the Functions library keeps nothing across "
-            "calls, so it has no list to give; load the module (MODULE LOAD "
-            "/path/to/libredis_cell.so)"
+            f"{command} needs the redis-cell module: the Functions library does not answer it; "
+            "load the module (MODULE LOAD /path/to/libredis_cell.so)"
         )
 
 

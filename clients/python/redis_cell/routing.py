@@ -200,12 +200,16 @@ def _names_a_command(info) -> bool:
     return bool(info)
 
 
+# The commands only the module answers (clients/protocol.json).
+_MODULE_ONLY = frozenset({"cl_top", "cl_ban", "cl_unban"})
+
+
 def function_call(words: Sequence) -> Tuple[str, List, List]:
     """A module command's words as the library's ``(function, keys, args)``: CL.ALL's keys are
     its ``numkeys``, every other command's its one key."""
     name = str(words[0]).lower().replace(".", "_")
-    if name == "cl_top":
-        raise NeedsModuleError("CL.TOP")
+    if name in _MODULE_ONLY:
+        raise NeedsModuleError(name.upper().replace("_", "."))
     if name == "cl_all":
         count = int(words[1])
         return name, list(words[2:2 + count]), list(words[2 + count:])

@@ -134,6 +134,9 @@ ERRORS = {
   cold_without_warmup = 'ERR COLD is given, but no WARMUP for it to shape',
   offset_without_grid = 'ERR OFFSET is given, but no ALIGN or calendar period for it to shift',
   align_on_calendar = 'ERR ALIGN is for a period in seconds or ms: a calendar period keeps to the calendar already',
+  ban_with_refund = 'ERR BAN and REFUND options at the same time are not compatible: a refund is never denied',
+  no_ban = function(command) return 'ERR ' .. command .. ' takes no BAN: a lease set is never banned' end,
+  not_a_limiter = 'ERR the key holds no rate limiter\'s state: only those are banned',
   smooth_warming = 'ERR the key holds a smooth limiter with WARMUP, not a bursty one',
   smooth_bursty = 'ERR the key holds a bursty smooth limiter, not one with WARMUP',
   smooth_in_all = function(position) return 'ERR limiter ' .. position .. ' is SMOOTH, which CL.ALL does not take: call CL.SMOOTH on its key alone' end,
@@ -148,6 +151,7 @@ ERRORS = {
   readonly = 'READONLY You can\'t write against a read only replica.',
   internal = 'ERR internal error in redis-cell; nothing was changed',
   cannot_wait = function(command) return 'ERR ' .. command .. ' cannot wait in the library: BLOCK needs the redis-cell module' end,
+  cannot_ban = function(command) return 'ERR ' .. command .. ' cannot ban in the library yet: BAN needs the redis-cell module' end,
   inexact = function(arg) return 'ERR ' .. arg .. ' is too large for the library' end,
   no_function = function(name) return 'ERR the library has no function ' .. name end,
 }
@@ -169,7 +173,7 @@ GRAMMAR_OPTIONS = {
     positional = {},
     refused = false, rules = false },
   { index = 3, keyword = 'MS', value = 'flag',
-    takers = { ['cl.throttle'] = true, ['cl.fixed'] = true, ['cl.window'] = true, ['cl.all'] = true, ['cl.lease'] = true, ['cl.holders'] = true, ['cl.smooth'] = true },
+    takers = { ['cl.throttle'] = true, ['cl.fixed'] = true, ['cl.window'] = true, ['cl.all'] = true, ['cl.lease'] = true, ['cl.holders'] = true, ['cl.smooth'] = true, ['cl.ban'] = true },
     positional = {},
     refused = false, rules = false },
   { index = 4, keyword = 'BURST', value = 'span',
@@ -204,27 +208,31 @@ GRAMMAR_OPTIONS = {
     takers = { ['cl.fixed'] = true },
     positional = {},
     refused = false, rules = { { rule = 'needs_grid', other = false, error = 'ERR OFFSET is given, but no ALIGN or calendar period for it to shift' } } },
-  { index = 12, keyword = 'DETAIL', value = 'flag',
+  { index = 12, keyword = 'BAN', value = 'span',
+    takers = { ['cl.throttle'] = true, ['cl.fixed'] = true, ['cl.window'] = true, ['cl.smooth'] = true },
+    positional = {},
+    refused = { ['cl.lease'] = 'ERR cl.lease takes no BAN: a lease set is never banned' }, rules = { { rule = 'excludes', other = 'BLOCK', error = 'ERR BAN and BLOCK options at the same time are not compatible: a call with BAN never waits' }, { rule = 'excludes', other = 'REFUND', error = 'ERR BAN and REFUND options at the same time are not compatible: a refund is never denied' } } },
+  { index = 13, keyword = 'DETAIL', value = 'flag',
     takers = { ['cl.all'] = true },
     positional = {},
     refused = false, rules = false },
-  { index = 13, keyword = 'HOLDER', value = 'holder',
+  { index = 14, keyword = 'HOLDER', value = 'holder',
     takers = { ['cl.all'] = true },
     positional = {},
     refused = false, rules = false },
-  { index = 14, keyword = 'ATMOST', value = 'flag',
+  { index = 15, keyword = 'ATMOST', value = 'flag',
     takers = { ['cl.throttle'] = true, ['cl.fixed'] = true, ['cl.window'] = true, ['cl.all'] = true },
     positional = {},
     refused = { ['cl.lease'] = 'ERR cl.lease grants no part of a call: ATMOST is not one of its arguments', ['cl.smooth'] = 'ERR cl.smooth grants no part of a call: ATMOST is not one of its arguments' }, rules = { { rule = 'excludes', other = 'REFUND', error = 'ERR ATMOST and REFUND options at the same time are not compatible' }, { rule = 'excludes', other = 'COUNTDENIED', error = 'ERR ATMOST and COUNTDENIED options at the same time are not compatible' } } },
-  { index = 15, keyword = 'COUNT', value = 'listed',
+  { index = 16, keyword = 'COUNT', value = 'listed',
     takers = { ['cl.top'] = true },
     positional = {},
     refused = false, rules = false },
-  { index = 16, keyword = 'AT', value = 'instant',
+  { index = 17, keyword = 'AT', value = 'instant',
     takers = { ['cl.fixed'] = true, ['cl.window'] = true, ['cl.lease'] = true, ['cl.release'] = true },
     positional = {},
     refused = false, rules = false },
-  { index = 17, keyword = 'BLOCK', value = 'timeout',
+  { index = 18, keyword = 'BLOCK', value = 'timeout',
     takers = { ['cl.throttle'] = true, ['cl.fixed'] = true, ['cl.window'] = true, ['cl.all'] = true, ['cl.lease'] = true, ['cl.smooth'] = true },
     positional = {},
     refused = { ['cl.release'] = 'ERR cl.release does not wait: BLOCK is not one of its arguments' }, rules = false },
@@ -329,6 +337,14 @@ function grammar_params(integer, holder)
     p.period = value
     if exact then p.period_exact = exact end
   end
+  readers['cl.ban'] = function(p, args, first)
+    local value, exact
+    value, exact = integer(args[first] or '', 'span', 1)
+    if value == nil then return exact end
+    if value > (p.unit == 'ms' and 4611686018427 or 4611686018) then return ERRORS.too_large('span') end
+    p.span = value
+    if exact then p.span_exact = exact end
+  end
   readers.THROTTLE = readers['cl.throttle']
   readers.FIXED = readers['cl.fixed']
   readers.WINDOW = readers['cl.window']
@@ -348,7 +364,7 @@ function grammar_params(integer, holder)
 end
 
 -- How many parameters each command takes after its key.
-GRAMMAR_PARAMS = { ['cl.throttle'] = 3, ['cl.fixed'] = 2, ['cl.window'] = 2, ['cl.lease'] = 3, ['cl.release'] = 1, ['cl.holders'] = 0, ['cl.smooth'] = 2, ['cl.top'] = 0 }
+GRAMMAR_PARAMS = { ['cl.throttle'] = 3, ['cl.fixed'] = 2, ['cl.window'] = 2, ['cl.lease'] = 3, ['cl.release'] = 1, ['cl.holders'] = 0, ['cl.smooth'] = 2, ['cl.top'] = 0, ['cl.ban'] = 1, ['cl.unban'] = 0 }
 
 -- CL.ALL's count of keys.
 GRAMMAR_NUMKEYS = { min = 1, max = 16 }
@@ -792,8 +808,8 @@ ARGS_LIBRARY_MAX = 9007199254740991
 local ARGS_MAX_SPAN = { s = 4611686018, ms = 4611686018427 }
 -- 9223372036854775807, past which the module's 64-bit arithmetic overflows.
 ARGS_I64_MAX = { neg = false, 4775807, 7203685, 92233 }
--- The module reads at most 13 arguments, the command's name and the key among them.
-local ARGS_MAX_AFTER_KEY = 11
+-- The module reads at most 14 arguments, the command's name and the key among them.
+local ARGS_MAX_AFTER_KEY = 12
 -- Every limiter but CL.SMOOTH takes any quantity.
 ARGS_ANY_QUANTITY = 1e308
 
@@ -1035,6 +1051,7 @@ function args_window(args, command)
   if err then return nil, err end
   if p.at then return nil, ERRORS.at_from_client end
   if p.block then return nil, ERRORS.cannot_wait(command) end
+  if p.ban then return nil, ERRORS.cannot_ban(command) end
   local inexact = args_exact_enough(p, ARGS_WINDOW_EXACT)
   if inexact then return nil, inexact end
   return p
@@ -1121,6 +1138,7 @@ function args_smooth(args)
   if p.warmup == nil and p.burst == nil then p.burst = p.unit == 'ms' and 1000 or 1 end
   p.cold = p.cold or 3
   if p.block then return nil, ERRORS.cannot_wait(command) end
+  if p.ban then return nil, ERRORS.cannot_ban(command) end
   if p.permits > ARGS_LIBRARY_MAX then return nil, ERRORS.inexact('permits') end
   if p.cold > ARGS_LIBRARY_MAX then return nil, ERRORS.inexact('COLD') end
   return p
@@ -1739,6 +1757,7 @@ function cl_throttle(keys, args)
   local gcra_err = throttle_made(p, p.at_most)
   if gcra_err then return redis.error_reply(gcra_err) end
   if p.block then return redis.error_reply(ERRORS.cannot_wait('cl.throttle')) end
+  if p.ban then return redis.error_reply(ERRORS.cannot_ban('cl.throttle')) end
   local inexact = args_exact_enough(p, THROTTLE_EXACT)
   if inexact then return redis.error_reply(inexact) end
   return single_run(keys[1], THROTTLE, p)
