@@ -41,6 +41,7 @@ local function cl_all(keys, args)
     end
   end
   if all.block then return redis.error_reply(ERRORS.cannot_wait('cl.all')) end
+  if all.ban then return redis.error_reply(ERRORS.cannot_ban('cl.all')) end
   local kinds, ps = {}, {}
   for i, spec in ipairs(all.limiters) do
     local made = ALL_KIND[spec.kind]

@@ -49,7 +49,7 @@ local GRAMMAR_OPTIONS = {
     positional = {},
     refused = false, rules = { { rule = 'needs_grid', other = false, error = 'ERR OFFSET is given, but no ALIGN or calendar period for it to shift' } } },
   { index = 12, keyword = 'BAN', value = 'span',
-    takers = { ['cl.throttle'] = true, ['cl.fixed'] = true, ['cl.window'] = true, ['cl.smooth'] = true },
+    takers = { ['cl.throttle'] = true, ['cl.fixed'] = true, ['cl.window'] = true, ['cl.all'] = true, ['cl.smooth'] = true },
     positional = {},
     refused = { ['cl.lease'] = 'ERR cl.lease takes no BAN: a lease set is never banned' }, rules = { { rule = 'excludes', other = 'BLOCK', error = 'ERR BAN and BLOCK options at the same time are not compatible: a call with BAN never waits' }, { rule = 'excludes', other = 'REFUND', error = 'ERR BAN and REFUND options at the same time are not compatible: a refund is never denied' } } },
   { index = 13, keyword = 'DETAIL', value = 'flag',

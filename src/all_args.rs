@@ -53,6 +53,8 @@ pub struct AllArgs<'a> {
     pub at_most: bool,
     /// BLOCK's timeout in milliseconds, when the call asked to wait.
     pub block_ms: Option<i64>,
+    /// `BAN lockout`, in milliseconds: each key whose limiter denies the call is locked out.
+    pub ban_ms: Option<i64>,
 }
 
 /// How many parameters follow a limiter's keyword at `at`: its command's numbers; a
@@ -256,6 +258,7 @@ pub fn all<'a>(args: &[&'a [u8]]) -> Result<AllArgs<'a>, Error> {
         dry_run,
         at_most: given.has(Opt::AtMost),
         block_ms: values.block_ms,
+        ban_ms: values.ban_ms,
     })
 }
 

@@ -262,7 +262,7 @@ pub const OPTIONS: [Row; 18] = [
             Opt::Ban,
             (c"BAN", c"lockout"),
             Value::Span,
-            Commands::of(&[Throttle, Fixed, Window, Smooth]),
+            Commands::of(&[Throttle, Fixed, Window, Smooth, All]),
         )
     },
     row(

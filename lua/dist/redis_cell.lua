@@ -206,7 +206,7 @@ GRAMMAR_OPTIONS = {
     positional = {},
     refused = false, rules = { { rule = 'needs_grid', other = false, error = 'ERR OFFSET is given, but no ALIGN or calendar period for it to shift' } } },
   { index = 12, keyword = 'BAN', value = 'span',
-    takers = { ['cl.throttle'] = true, ['cl.fixed'] = true, ['cl.window'] = true, ['cl.smooth'] = true },
+    takers = { ['cl.throttle'] = true, ['cl.fixed'] = true, ['cl.window'] = true, ['cl.all'] = true, ['cl.smooth'] = true },
     positional = {},
     refused = { ['cl.lease'] = 'ERR cl.lease takes no BAN: a lease set is never banned' }, rules = { { rule = 'excludes', other = 'BLOCK', error = 'ERR BAN and BLOCK options at the same time are not compatible: a call with BAN never waits' }, { rule = 'excludes', other = 'REFUND', error = 'ERR BAN and REFUND options at the same time are not compatible: a refund is never denied' } } },
   { index = 13, keyword = 'DETAIL', value = 'flag',
@@ -3503,6 +3503,7 @@ function cl_all(keys, args)
     end
   end
   if all.block then return redis.error_reply(ERRORS.cannot_wait('cl.all')) end
+  if all.ban then return redis.error_reply(ERRORS.cannot_ban('cl.all')) end
   local kinds, ps = {}, {}
   for i, spec in ipairs(all.limiters) do
     local made = ALL_KIND[spec.kind]

@@ -9,8 +9,8 @@ use crate::args::ThrottleArgs;
 use crate::commands::answer::{Answer, Reply, Wait};
 use crate::commands::call::Call;
 use crate::commands::single::gcra_quantity;
-use crate::commands::state::{decide_in_line, grant, notify, open, peek, unwrap, write};
-use crate::counters::Counted;
+use crate::commands::state::{ban, decide_in_line, grant, notify, open, peek, unwrap, write};
+use crate::counters::{Banning, Counted, BANS};
 use crate::error::Error;
 use crate::ffi::log_warning;
 use crate::fixed::FixedWindow;
@@ -20,7 +20,7 @@ use crate::limiter::{Limiter, Request, Verdict};
 use crate::lines::Turn;
 use crate::outcome::Outcome;
 use crate::propagate::Propagate;
-use crate::store::Key;
+use crate::store::{Event, Key};
 use crate::strings::OwnedString;
 use crate::time::Instant;
 
@@ -98,6 +98,8 @@ pub fn run_all(call: &Call, turn: Turn) -> Result<Answer, Error> {
             .any(|entry| combined.change(&entry.verdict).is_some());
     if changed {
         write_all(call.ctx, &combined, &mut entries, now);
+    } else if !combined.admitted {
+        ban_denying(call.ctx, &mut entries, now);
     }
     let fits_in_ns = all::fits_in_ns(entries.iter().map(|entry| &entry.verdict));
     // The keys follow numkeys.
@@ -120,6 +122,32 @@ pub fn run_all(call: &Call, turn: Turn) -> Result<Answer, Error> {
             .then(|| granted.filter(|_| combined.admitted).unwrap_or(0)),
         denied_keys,
     })
+}
+
+/// With BAN, locks out each key whose limiter denied a call that could fit later (nothing is
+/// written on the others). As write_all's, a write that fails is a defect: logged, and the
+/// other keys banned still.
+#[cold]
+#[inline(never)]
+fn ban_denying(ctx: *mut raw::RedisModuleCtx, entries: &mut [Entry], now: Instant) {
+    for entry in entries.iter_mut() {
+        let Some(until_ms) = entry.bans_until_ms else {
+            continue;
+        };
+        match ban(ctx, &mut entry.key, until_ms, now) {
+            Ok(()) => {
+                entry.key.notify(Event::Ban);
+                BANS.record(Banning::Banned);
+            }
+            Err(error) => log_warning(
+                ctx,
+                &format!(
+                    "redis-cell: CL.ALL could not ban a key: {}",
+                    error.message()
+                ),
+            ),
+        }
+    }
 }
 
 /// A bit for each limiter that denied, in key order. Out of line: admissions never ask.
@@ -193,6 +221,8 @@ struct Entry<'a> {
     verdict: Verdict<'a>,
     /// The key holds a ban that is over, unwrapped before a change is written.
     wrapped: bool,
+    /// With BAN, the lockout this key's limiter's denial makes, if the call is denied.
+    bans_until_ms: Option<i64>,
     own: Option<OwnArgs>,
 }
 
@@ -238,7 +268,16 @@ impl<'a> Entry<'a> {
         } = at;
         let name = call.arg(index + 1)?;
         let request = request_of(args);
-        let decision = decide_in_line(call.ctx, name, &key, &limiter, request, now, turn, None)?;
+        let decision = decide_in_line(
+            call.ctx,
+            name,
+            &key,
+            &limiter,
+            request,
+            now,
+            turn,
+            args.ban_ms,
+        )?;
         let (verdict, wrapped) = (decision.verdict, decision.wrapped);
         // The key and the limiter's parameters as the client gave them, then the shared
         // quantity (a lease: the holder), a WINDOW's `BUCKETS n` or a FIXED's `ALIGN` and
@@ -275,6 +314,7 @@ impl<'a> Entry<'a> {
             key,
             verdict,
             wrapped,
+            bans_until_ms: decision.bans_until_ms,
             own,
         })
     }

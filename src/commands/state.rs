@@ -95,6 +95,8 @@ pub fn decide_in_line<'a>(
         now,
         turn,
     };
+    // A lease set is never banned.
+    let ban_ms = ban_ms.filter(|_| limiter.may_be_banned());
     match decide_on(&at, key, limiter) {
         Err(Error::CorruptState) if limiter.may_be_banned() => {
             decide_banned(&at, key, limiter, ban_ms)

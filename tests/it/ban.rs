@@ -302,3 +302,82 @@ fn the_login_lockout_recipe_under_a_controlled_clock() {
         [1, 20, 0, 1]
     );
 }
+
+/// A `BLOCK` call on a banned key waits for the ban's end when its timeout allows, and is
+/// admitted then, not a millisecond before; one whose timeout ends first is denied then.
+#[test]
+fn a_waiter_on_a_banned_key_waits_for_the_ban_s_end_under_a_controlled_clock() {
+    use crate::harness::waiting::{connect, waiting_field, Waiter};
+    let server = Server::with_exact_fake_clock(BASE);
+    let mut con = connect(&server);
+    let _: i64 = run(&mut con, ("CL.BAN", "user", "10000", "MS"));
+    let admitted = Waiter::parked(
+        &server,
+        &mut con,
+        1,
+        "CL.FIXED",
+        &["user", "5", "60", "1", "BLOCK", "20000"],
+    );
+    let timed_out = Waiter::parked(
+        &server,
+        &mut con,
+        2,
+        "CL.THROTTLE",
+        &["user", "5", "10", "60", "1", "BLOCK", "3000"],
+    );
+    server.set_clock_ms(BASE + 3_000);
+    assert_eq!(timed_out.reply().0, [1, 6, 0, 7, 7]);
+    server.set_clock_ms(BASE + 9_999);
+    std::thread::sleep(std::time::Duration::from_millis(150));
+    assert_eq!(waiting_field(&mut con, "now"), 1);
+    server.set_clock_ms(BASE + 10_000);
+    assert_eq!(admitted.reply().0, [0, 5, 4, -1, 60]);
+    assert_eq!(snapshot(&mut con, b"user").0, Some(b"1".to_vec()));
+}
+
+/// A denied CL.ALL with BAN locks out each key whose own limiter denied, and no other: the
+/// admitting limiter's key and a lease are left as they were.
+#[test]
+fn a_denied_cl_all_bans_the_keys_whose_limiters_denied_under_a_controlled_clock() {
+    let server = Server::with_exact_fake_clock(BASE);
+    let mut con = server.connection();
+    limiter(&mut con, "CL.FIXED", &["full", "1", "60"]);
+    let pool_before = {
+        limiter(&mut con, "CL.LEASE", &["pool", "1", "60", "other"]);
+        dump(&mut con, b"pool")
+    };
+    let roomy_before = dump(&mut con, b"roomy");
+    let reply: Vec<Vec<i64>> = redis::cmd("CL.ALL")
+        .arg(3)
+        .arg(&[
+            "full", "roomy", "pool", "FIXED", "1", "60", "FIXED", "5", "60",
+        ])
+        .arg(&["LEASE", "1", "60", "HOLDER", "me", "BAN", "30", "DETAIL"])
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(reply[0][..4], [1, 1, 0, 60]);
+    assert_eq!(reply[1][0], 0);
+    assert_eq!(reply[2][0], 1);
+    let (raw, expiry) = snapshot(&mut con, b"full");
+    assert!(raw.unwrap().starts_with(b"CLX"));
+    assert_eq!(expiry, BASE + 60_000);
+    assert_eq!(dump(&mut con, b"roomy"), roomy_before);
+    assert_eq!(dump(&mut con, b"pool"), pool_before);
+    // Banned for 30 s; then the window, full for its minute, as it was.
+    server.set_clock_ms(BASE + 29_999);
+    assert_eq!(
+        limiter(&mut con, "CL.FIXED", &["full", "1", "60", "0"]),
+        [1, 1, 0, 1, 31]
+    );
+    server.set_clock_ms(BASE + 30_000);
+    assert_eq!(
+        limiter(&mut con, "CL.FIXED", &["full", "1", "60", "0"]),
+        [0, 1, 0, -1, 30]
+    );
+    server.set_clock_ms(BASE + 60_000);
+    assert_eq!(
+        limiter(&mut con, "CL.FIXED", &["full", "1", "60"]),
+        [0, 1, 0, -1, 60]
+    );
+    assert_eq!(stats_field(&mut con, "cl_bans", "banned"), 1);
+}

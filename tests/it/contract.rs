@@ -465,6 +465,24 @@ const BAD_INPUT: &[(&str, &[&[u8]], &str)] = &[
         &[b"1", b"k", b"FIXED", b"1", b"60", b"ALIGN", b"ALIGN"],
         "syntax error",
     ),
+    // BAN, on a denial: never with REFUND nor BLOCK, in CL.ALL as in the single commands.
+    (
+        "CL.ALL",
+        &[b"1", b"k", b"FIXED", b"1", b"60", b"BAN", b"5", b"REFUND"],
+        "BAN and REFUND options at the same time",
+    ),
+    (
+        "CL.ALL",
+        &[
+            b"1", b"k", b"FIXED", b"1", b"60", b"BLOCK", b"5", b"BAN", b"5",
+        ],
+        "BAN and BLOCK options at the same time",
+    ),
+    (
+        "CL.WINDOW",
+        &[b"k", b"1", b"60", b"BAN", b"0"],
+        "BAN must be >= 1",
+    ),
     // A calendar's unit, CL.FIXED's alone, in its period's place, which it aligns already.
     (
         "CL.FIXED",

@@ -1535,7 +1535,9 @@ fn cl_all_reads_arguments_as_the_module_does(flavor: Flavor) {
                     (args.iter().any(|a| a.eq_ignore_ascii_case("BLOCK"))
                         && l.contains("cannot wait in the library"))
                         || (args.iter().any(too_large)
-                            && l.contains("is too large for the library")),
+                            && l.contains("is too large for the library"))
+                        || (args.iter().any(|a| a.eq_ignore_ascii_case("BAN"))
+                            && l.contains("cannot ban in the library yet")),
                     "{keys:?} {args:?}: {l}"
                 );
             }
