@@ -41,7 +41,6 @@ local function cl_all(keys, args)
     end
   end
   if all.block then return redis.error_reply(ERRORS.cannot_wait('cl.all')) end
-  if all.ban then return redis.error_reply(ERRORS.cannot_ban('cl.all')) end
   local kinds, ps = {}, {}
   for i, spec in ipairs(all.limiters) do
     local made = ALL_KIND[spec.kind]
@@ -50,7 +49,18 @@ local function cl_all(keys, args)
     kinds[i], ps[i] = made.kind, spec.p
   end
   local now_us, now_ms = clock_now()
+  state_begin()
   local stored, replies, changes = {}, {}, {}
+  -- The keys banned now (ban.lua), which deny whatever is asked.
+  local held = {}
+  local function ban_held(i, key)
+    local banned = STATE_BANNED[key]
+    if banned == nil or now_ms >= banned.until_ms then return false end
+    local ok, look = pcall(kinds[i].peek, ps[i], stored[i], now_us, now_ms)
+    if not ok then return nil, state_caught(look) end
+    held[i] = ban_denial(look, banned.until_ms, now_ms, all.unit)
+    return true
+  end
   -- Each key read in key order, its first error answered (src/commands/all.rs). With ATMOST
   -- each is asked its grant as it is read, and decides once the least of them is known. A
   -- look is granted nothing.
@@ -60,7 +70,12 @@ local function cl_all(keys, args)
     local value, read_err = kinds[i].read(key, ps[i], now_us, now_ms)
     if read_err then return redis.error_reply(read_err) end
     stored[i] = value
-    if at_most then
+    local banned, ban_err = ban_held(i, key)
+    if ban_err then return redis.error_reply(ban_err) end
+    if banned then
+      -- Nothing fits while the ban holds.
+      if at_most then granted = 0 else replies[i] = held[i] end
+    elseif at_most then
       local most, grant_err = single_grant(kinds[i], ps[i], value, now_us, now_ms)
       if most == nil then return redis.error_reply(grant_err) end
       if most < granted then granted = most end
@@ -74,9 +89,13 @@ local function cl_all(keys, args)
     for i = 1, #keys do
       -- None fits: asked for one unit, the denial says when one will.
       kinds[i].take(ps[i], granted > 0 and granted or 1)
-      local ok, reply, change = pcall(kinds[i].decide, ps[i], stored[i], now_us, now_ms)
-      if not ok then return redis.error_reply(state_caught(reply)) end
-      replies[i], changes[i] = reply, change
+      if held[i] then
+        replies[i] = held[i]
+      else
+        local ok, reply, change = pcall(kinds[i].decide, ps[i], stored[i], now_us, now_ms)
+        if not ok then return redis.error_reply(state_caught(reply)) end
+        replies[i], changes[i] = reply, change
+      end
     end
   end
   local admitted, binding = all_combine(replies)
@@ -96,7 +115,20 @@ local function cl_all(keys, args)
   end
   if admitted and not all.dry_run then
     for i, key in ipairs(keys) do
-      if changes[i] then kinds[i].write(key, ps[i], changes[i], stored[i], now_us, now_ms) end
+      if changes[i] then
+        local banned = STATE_BANNED[key]
+        if banned then ban_unwrap(key, banned, now_ms) end
+        kinds[i].write(key, ps[i], changes[i], stored[i], now_us, now_ms)
+      end
+    end
+  elseif not admitted and all.ban then
+    -- Each key whose own limiter denied is locked out; never a lease, nor a key banned now.
+    for i, key in ipairs(keys) do
+      local p = ps[i]
+      if not held[i] and all.limiters[i].kind ~= 'lease' then
+        p.ban = all.ban
+        if ban_bans(p, replies[i]) then ban_write(key, now_ms + ban_ms(p), now_ms) end
+      end
     end
   end
   if all.at_most then

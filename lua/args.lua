@@ -228,7 +228,7 @@ local function args_parsed(at)
   return { quantity = 1, quantity_exact = false, unit = ms and 'ms' or 's', ms = ms,
     refund = at ~= nil and at.REFUND ~= nil, dry_run = at ~= nil and at.DRYRUN ~= nil,
     count_denied = at ~= nil and at.COUNTDENIED ~= nil, at_most = at ~= nil and at.ATMOST ~= nil,
-    align = at ~= nil and at.ALIGN ~= nil, offset = 0, calendar = false,
+    align = at ~= nil and at.ALIGN ~= nil, offset = 0, calendar = false, ban = false,
     block = false, at = false, limit = false,
     period_ms = false, buckets = false, max_burst = false, max_burst_exact = false, count = false,
     count_exact = false, period = false, gcra = false }
@@ -262,7 +262,6 @@ local function args_window(args, command)
   if err then return nil, err end
   if p.at then return nil, ERRORS.at_from_client end
   if p.block then return nil, ERRORS.cannot_wait(command) end
-  if p.ban then return nil, ERRORS.cannot_ban(command) end
   local inexact = args_exact_enough(p, ARGS_WINDOW_EXACT)
   if inexact then return nil, inexact end
   return p
@@ -349,7 +348,6 @@ local function args_smooth(args)
   if p.warmup == nil and p.burst == nil then p.burst = p.unit == 'ms' and 1000 or 1 end
   p.cold = p.cold or 3
   if p.block then return nil, ERRORS.cannot_wait(command) end
-  if p.ban then return nil, ERRORS.cannot_ban(command) end
   if p.permits > ARGS_LIBRARY_MAX then return nil, ERRORS.inexact('permits') end
   if p.cold > ARGS_LIBRARY_MAX then return nil, ERRORS.inexact('COLD') end
   return p

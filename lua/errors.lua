@@ -45,7 +45,6 @@ local ERRORS = {
   readonly = 'READONLY You can\'t write against a read only replica.',
   internal = 'ERR internal error in redis-cell; nothing was changed',
   cannot_wait = function(command) return 'ERR ' .. command .. ' cannot wait in the library: BLOCK needs the redis-cell module' end,
-  cannot_ban = function(command) return 'ERR ' .. command .. ' cannot ban in the library yet: BAN needs the redis-cell module' end,
   inexact = function(arg) return 'ERR ' .. arg .. ' is too large for the library' end,
   no_function = function(name) return 'ERR the library has no function ' .. name end,
 }

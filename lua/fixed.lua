@@ -10,7 +10,7 @@ local FIXED_NUMBERS_BELOW = 4503599627370496
 -- The key's window, { count, end_ms, k } with k the count's form; nil when there is none,
 -- or the error the module answers: a count is never negative, and a window always ends.
 local function fixed_read(key, p, _, now_ms)
-  local text, err = state_bytes(key)
+  local text, err = state_bytes(key, now_ms)
   if text == nil then return nil, err end
   local k = INTEGERS_NUMBERS
   local count = exact_small(text)

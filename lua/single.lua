@@ -22,8 +22,18 @@ end
 
 local function single_run(key, kind, p)
   local now_us, now_ms = clock_now()
+  state_begin()
   local stored, err = kind.read(key, p, now_us, now_ms)
   if err then return redis.error_reply(err) end
+  -- A banned key denies every call while the ban holds (ban.lua).
+  local banned = STATE_BANNED[key]
+  if banned and now_ms < banned.until_ms then
+    local ok, look = pcall(kind.peek, p, stored, now_us, now_ms)
+    if not ok then return redis.error_reply(state_caught(look)) end
+    local reply = ban_denial(look, banned.until_ms, now_ms, p.unit)
+    if p.at_most then reply[6] = 0 end
+    return reply
+  end
   -- With ATMOST the limiter is asked for its grant, or for one unit when none fits, so that
   -- its denial says when one will. A look is granted nothing.
   local granted = 0
@@ -34,7 +44,11 @@ local function single_run(key, kind, p)
   end
   local ok, reply, change = pcall(kind.decide, p, stored, now_us, now_ms)
   if not ok then return redis.error_reply(state_caught(reply)) end
-  if change and not p.dry_run then kind.write(key, p, change, stored, now_us, now_ms) end
+  if change and not p.dry_run then
+    if banned then ban_unwrap(key, banned, now_ms) end
+    kind.write(key, p, change, stored, now_us, now_ms)
+  end
+  if ban_bans(p, reply) then ban_write(key, now_ms + ban_ms(p), now_ms) end
   if p.at_most then reply[6] = reply[1] == 0 and granted or 0 end
   return reply
 end

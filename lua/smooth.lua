@@ -210,7 +210,7 @@ end
 
 -- The kind (single.lua).
 local SMOOTH = {
-  read = function(key) return state_bytes(key) end,
+  read = function(key, _, _, now_ms) return state_bytes(key, now_ms) end,
   decide = function(p, v, now_us) return smooth_decide(p, smooth_rate(p), v, now_us) end,
   peek = function(p, v, now_us)
     return (smooth_decide({ quantity = 0, unit = p.unit }, smooth_rate(p), v, now_us))

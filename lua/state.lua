@@ -4,16 +4,53 @@
 local STATE_WRONGTYPE = ERRORS.wrong_type
 local STATE_CORRUPT = ERRORS.corrupt_state
 
+-- The banned form (src/ban.rs): "CLX", version 1, the ban's end and the limiter's own
+-- expiry (0: no state) as i64s, then the limiter's own bytes.
+local STATE_BAN_HEADER = 20
+
+-- The keys of the running call that hold the banned form, each as { until_ms, own,
+-- own_expire_at_ms } (own nil: no state): filled as they are read (state_bytes), emptied as
+-- each call begins (state_begin).
+local STATE_BANNED = {}
+
+local function state_begin()
+  STATE_BANNED = {}
+end
+
+-- The banned form in value, or nil (Banned::parse).
+local function state_banned(value)
+  if #value < STATE_BAN_HEADER or string.sub(value, 1, 4) ~= 'CLX\1' then return nil end
+  local until_ms, own_expire = bytes_i64(value, 4), bytes_i64(value, 12)
+  if until_ms == nil or own_expire == nil or until_ms <= 0 then return nil end
+  if #value == STATE_BAN_HEADER then
+    if own_expire ~= 0 then return nil end
+    return { until_ms = until_ms }
+  end
+  if own_expire <= 0 then return nil end
+  return { until_ms = until_ms, own = string.sub(value, STATE_BAN_HEADER + 1), own_expire_at_ms = own_expire }
+end
+
 -- The key's string, nil for no key, or nil and WRONGTYPE: one GET, whose refusal of another
 -- type is the module's error too. (GET copies the value: for a window's log, as a search
 -- over it reads it; a state that is a number is at most 20 bytes, and a longer one is damage.)
-local function state_bytes(key)
+-- A rate limiter reads at now_ms: a banned key reads as the limiter's own state beside the
+-- ban, gone once its own expiry has come, and is noted in STATE_BANNED.
+local function state_bytes(key, now_ms)
   local value = redis.pcall('GET', key)
   if type(value) == 'table' and value.err then
     if string.find(value.err, '^WRONGTYPE') then return nil, STATE_WRONGTYPE end
     error(value)
   end
   if not value then return nil end
+  -- Most states start otherwise: a digit, or a sliding window's "CLW" or "CLB".
+  if now_ms and string.byte(value, 3) == 88 then
+    local banned = state_banned(value)
+    if banned then
+      STATE_BANNED[key] = banned
+      if banned.own and now_ms < banned.own_expire_at_ms then return banned.own end
+      return nil
+    end
+  end
   return value
 end
 
@@ -29,6 +66,8 @@ end
 -- The key's absolute expiry in ms, or -1 for none. Redis 6.2 has no PEXPIRETIME: there it is
 -- now plus PTTL, which can read a millisecond off where the two straddle one.
 local function state_expire_at_ms(key, now_ms)
+  local banned = STATE_BANNED[key]
+  if banned then return banned.own_expire_at_ms or -2 end
   if redis.REDIS_VERSION_NUM then return redis.call('PEXPIRETIME', key) end
   local ttl = redis.call('PTTL', key)
   if ttl < 0 then return ttl end

@@ -82,8 +82,8 @@ end
 
 -- The stored TAT in the form of p.gcra, which turns exact where the TAT is out of the numbers'
 -- reach; nil for no key, or nil and the error.
-local function throttle_read(key, p, now_us)
-  local text, err = state_bytes(key)
+local function throttle_read(key, p, now_us, now_ms)
+  local text, err = state_bytes(key, now_ms)
   if text == nil then return nil, err end
   if p.gcra.k == INTEGERS_NUMBERS then
     local after = throttle_tat_number(text, now_us)
@@ -219,7 +219,6 @@ local function cl_throttle(keys, args)
   local gcra_err = throttle_made(p, p.at_most)
   if gcra_err then return redis.error_reply(gcra_err) end
   if p.block then return redis.error_reply(ERRORS.cannot_wait('cl.throttle')) end
-  if p.ban then return redis.error_reply(ERRORS.cannot_ban('cl.throttle')) end
   local inexact = args_exact_enough(p, THROTTLE_EXACT)
   if inexact then return redis.error_reply(inexact) end
   return single_run(keys[1], THROTTLE, p)

@@ -442,7 +442,7 @@ end
 
 -- The kind (single.lua).
 local WINDOW = {
-  read = function(key) return state_bytes(key) end,
+  read = function(key, _, _, now_ms) return state_bytes(key, now_ms) end,
   decide = function(p, v, _, now_ms) return window_call(p, v, now_ms) end,
   peek = function(p, v, _, now_ms)
     local peek = {}

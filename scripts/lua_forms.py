@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # grammar the clients' tests hold their builders to.
 TABLES = {ROOT / "lua" / "grammar.lua": "grammar", ROOT / "lua" / "errors.lua": "errors",
           ROOT / "clients" / "grammar.json": "json"}
-SOURCES = ["errors.lua", "grammar.lua", "exact.lua", "bytes.lua", "args.lua", "integers.lua", "clock.lua", "state.lua", "reply.lua", "single.lua", "calendar.lua", "fixed.lua",
+SOURCES = ["errors.lua", "grammar.lua", "exact.lua", "bytes.lua", "args.lua", "integers.lua", "clock.lua", "state.lua", "reply.lua", "ban.lua", "single.lua", "calendar.lua", "fixed.lua",
            "throttle.lua", "buckets.lua", "window.lua", "lease.lua", "smooth.lua", "all_args.lua",
            "all.lua", "library.lua"]
 LIBRARY = ROOT / "lua" / "dist" / "redis_cell.lua"

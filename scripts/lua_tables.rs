@@ -404,11 +404,6 @@ fn texts() -> Vec<(&'static str, String, Vec<Stand>)> {
             LibraryError::CannotWait(A),
             vec![word("command")],
         ),
-        library(
-            "cannot_ban",
-            LibraryError::CannotBan(A),
-            vec![word("command")],
-        ),
         library("inexact", LibraryError::Inexact(A), vec![word("arg")]),
         library(
             "no_function",

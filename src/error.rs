@@ -228,8 +228,6 @@ impl Error {
 pub enum LibraryError {
     /// A BLOCK the module would take: a library call cannot wait.
     CannotWait(&'static str),
-    /// A BAN the module would take: the library cannot lock a key out yet.
-    CannotBan(&'static str),
     /// A number past 2^53 - 1, which the library's doubles cannot keep exact.
     Inexact(&'static str),
     /// The script form was called with a name it has no function for.
@@ -241,9 +239,6 @@ impl LibraryError {
         match self {
             LibraryError::CannotWait(command) => format!(
                 "ERR {command} cannot wait in the library: BLOCK needs the redis-cell module"
-            ),
-            LibraryError::CannotBan(command) => format!(
-                "ERR {command} cannot ban in the library yet: BAN needs the redis-cell module"
             ),
             LibraryError::Inexact(arg) => format!("ERR {arg} is too large for the library"),
             LibraryError::NoFunction(name) => format!("ERR the library has no function {name}"),
@@ -460,7 +455,6 @@ mod tests {
         templates.extend(
             [
                 LibraryError::CannotWait("\u{1}"),
-                LibraryError::CannotBan("\u{1}"),
                 LibraryError::Inexact("\u{1}"),
                 LibraryError::NoFunction("\u{1}"),
             ]

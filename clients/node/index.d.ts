@@ -90,7 +90,7 @@ export interface SmoothOptions extends InMilliseconds, Looks, Waits, Bans {
   /** With warmup: how many times slower than stable a cold limiter starts (default 3). */
   cold?: Integer;
 }
-export interface AllOptions extends Takes, InMilliseconds, Looks, Waits {
+export interface AllOptions extends Takes, InMilliseconds, Looks, Waits, Bans {
   /** The LEASE limiters' holder. */
   holder?: Key;
 }

@@ -67,6 +67,9 @@ local ERRORS,
   clock_now,
   clock_ns,
   STATE_CORRUPT,
+  STATE_BANNED,
+  state_begin,
+  state_banned,
   state_bytes,
   state_exact,
   state_expire_at_ms,
@@ -75,6 +78,11 @@ local ERRORS,
   state_caught,
   reply_rounded,
   reply_ms,
+  ban_denial,
+  ban_bans,
+  ban_unwrap,
+  ban_write,
+  ban_ms,
   single_grant,
   single_run,
   calendar_end_after,
@@ -148,7 +156,6 @@ ERRORS = {
   readonly = 'READONLY You can\'t write against a read only replica.',
   internal = 'ERR internal error in redis-cell; nothing was changed',
   cannot_wait = function(command) return 'ERR ' .. command .. ' cannot wait in the library: BLOCK needs the redis-cell module' end,
-  cannot_ban = function(command) return 'ERR ' .. command .. ' cannot ban in the library yet: BAN needs the redis-cell module' end,
   inexact = function(arg) return 'ERR ' .. arg .. ' is too large for the library' end,
   no_function = function(name) return 'ERR the library has no function ' .. name end,
 }
@@ -1014,7 +1021,7 @@ local function args_parsed(at)
   return { quantity = 1, quantity_exact = false, unit = ms and 'ms' or 's', ms = ms,
     refund = at ~= nil and at.REFUND ~= nil, dry_run = at ~= nil and at.DRYRUN ~= nil,
     count_denied = at ~= nil and at.COUNTDENIED ~= nil, at_most = at ~= nil and at.ATMOST ~= nil,
-    align = at ~= nil and at.ALIGN ~= nil, offset = 0, calendar = false,
+    align = at ~= nil and at.ALIGN ~= nil, offset = 0, calendar = false, ban = false,
     block = false, at = false, limit = false,
     period_ms = false, buckets = false, max_burst = false, max_burst_exact = false, count = false,
     count_exact = false, period = false, gcra = false }
@@ -1048,7 +1055,6 @@ function args_window(args, command)
   if err then return nil, err end
   if p.at then return nil, ERRORS.at_from_client end
   if p.block then return nil, ERRORS.cannot_wait(command) end
-  if p.ban then return nil, ERRORS.cannot_ban(command) end
   local inexact = args_exact_enough(p, ARGS_WINDOW_EXACT)
   if inexact then return nil, inexact end
   return p
@@ -1135,7 +1141,6 @@ function args_smooth(args)
   if p.warmup == nil and p.burst == nil then p.burst = p.unit == 'ms' and 1000 or 1 end
   p.cold = p.cold or 3
   if p.block then return nil, ERRORS.cannot_wait(command) end
-  if p.ban then return nil, ERRORS.cannot_ban(command) end
   if p.permits > ARGS_LIBRARY_MAX then return nil, ERRORS.inexact('permits') end
   if p.cold > ARGS_LIBRARY_MAX then return nil, ERRORS.inexact('COLD') end
   return p
@@ -1221,16 +1226,53 @@ do
 local STATE_WRONGTYPE = ERRORS.wrong_type
 STATE_CORRUPT = ERRORS.corrupt_state
 
+-- The banned form (src/ban.rs): "CLX", version 1, the ban's end and the limiter's own
+-- expiry (0: no state) as i64s, then the limiter's own bytes.
+local STATE_BAN_HEADER = 20
+
+-- The keys of the running call that hold the banned form, each as { until_ms, own,
+-- own_expire_at_ms } (own nil: no state): filled as they are read (state_bytes), emptied as
+-- each call begins (state_begin).
+STATE_BANNED = {}
+
+function state_begin()
+  STATE_BANNED = {}
+end
+
+-- The banned form in value, or nil (Banned::parse).
+function state_banned(value)
+  if #value < STATE_BAN_HEADER or string.sub(value, 1, 4) ~= 'CLX\1' then return nil end
+  local until_ms, own_expire = bytes_i64(value, 4), bytes_i64(value, 12)
+  if until_ms == nil or own_expire == nil or until_ms <= 0 then return nil end
+  if #value == STATE_BAN_HEADER then
+    if own_expire ~= 0 then return nil end
+    return { until_ms = until_ms }
+  end
+  if own_expire <= 0 then return nil end
+  return { until_ms = until_ms, own = string.sub(value, STATE_BAN_HEADER + 1), own_expire_at_ms = own_expire }
+end
+
 -- The key's string, nil for no key, or nil and WRONGTYPE: one GET, whose refusal of another
 -- type is the module's error too. (GET copies the value: for a window's log, as a search
 -- over it reads it; a state that is a number is at most 20 bytes, and a longer one is damage.)
-function state_bytes(key)
+-- A rate limiter reads at now_ms: a banned key reads as the limiter's own state beside the
+-- ban, gone once its own expiry has come, and is noted in STATE_BANNED.
+function state_bytes(key, now_ms)
   local value = redis.pcall('GET', key)
   if type(value) == 'table' and value.err then
     if string.find(value.err, '^WRONGTYPE') then return nil, STATE_WRONGTYPE end
     error(value)
   end
   if not value then return nil end
+  -- Most states start otherwise: a digit, or a sliding window's "CLW" or "CLB".
+  if now_ms and string.byte(value, 3) == 88 then
+    local banned = state_banned(value)
+    if banned then
+      STATE_BANNED[key] = banned
+      if banned.own and now_ms < banned.own_expire_at_ms then return banned.own end
+      return nil
+    end
+  end
   return value
 end
 
@@ -1246,6 +1288,8 @@ end
 -- The key's absolute expiry in ms, or -1 for none. Redis 6.2 has no PEXPIRETIME: there it is
 -- now plus PTTL, which can read a millisecond off where the two straddle one.
 function state_expire_at_ms(key, now_ms)
+  local banned = STATE_BANNED[key]
+  if banned then return banned.own_expire_at_ms or -2 end
   if redis.REDIS_VERSION_NUM then return redis.call('PEXPIRETIME', key) end
   local ttl = redis.call('PTTL', key)
   if ttl < 0 then return ttl end
@@ -1295,6 +1339,75 @@ end
 end
 
 do
+-- Lockouts in the library (src/ban.rs, src/commands/state.rs): a banned key denies every call
+-- until its ban ends, then its limiter decides on its own state as it was, which a change
+-- unwraps first; a denial with BAN bans. The form is state.lua's; its keys, as they are read,
+-- are noted in STATE_BANNED.
+
+-- The banned form of a ban until until_ms beside own (the limiter's bytes, or nil) and its
+-- expiry (ban::encode).
+local function ban_encode(until_ms, own, own_expire_at_ms)
+  if own == nil then return 'CLX\1' .. bytes_of_i64(until_ms) .. bytes_of_i64(0) end
+  return 'CLX\1' .. bytes_of_i64(until_ms) .. bytes_of_i64(own_expire_at_ms) .. own
+end
+
+-- What a call on a key banned until until_ms answers at now_ms, given what its limiter
+-- answers a look at its own state (`look`, in the call's unit): denied, none remaining, to
+-- retry when the ban ends, whole at the later of that and the limiter's own reset.
+function ban_denial(look, until_ms, now_ms, unit)
+  local reply = reply_ms(true, look[2], 0, until_ms - now_ms, until_ms - now_ms, unit)
+  if look[5] > reply[5] then reply[5] = look[5] end
+  return reply
+end
+
+-- Whether a call's reply bans with BAN: a real call that its limiter denied, with units
+-- that could fit later.
+function ban_bans(p, reply)
+  return p.ban and p.quantity > 0 and not p.dry_run and reply[1] == 1 and reply[4] >= 0
+end
+
+-- A banned key whose ban is over, rewritten as its limiter's own state (or deleted, when
+-- that is gone) before a change is written on it (state::unwrap).
+function ban_unwrap(key, banned, now_ms)
+  STATE_BANNED[key] = nil
+  if banned.own and now_ms < banned.own_expire_at_ms then
+    redis.call('SET', key, banned.own, 'PXAT', banned.own_expire_at_ms)
+  else
+    redis.call('DEL', key)
+  end
+end
+
+-- Bans key until until_ms, its limiter's state (as the key holds it now, or beside an ended
+-- ban) kept beside the ban (state::ban). A state that never expires is kept until the ban
+-- ends.
+function ban_write(key, until_ms, now_ms)
+  local raw = redis.call('GET', key)
+  local own, own_expire = nil, 0
+  if raw then
+    local banned = state_banned(raw)
+    if banned then
+      if banned.own and now_ms < banned.own_expire_at_ms then
+        own, own_expire = banned.own, banned.own_expire_at_ms
+      end
+    else
+      STATE_BANNED[key] = nil
+      own = raw
+      own_expire = state_expire_at_ms(key, now_ms)
+      if own_expire < 0 then own_expire = until_ms end
+    end
+  end
+  local expire_at = until_ms
+  if own and own_expire > expire_at then expire_at = own_expire end
+  redis.call('SET', key, ban_encode(until_ms, own, own_expire), 'PXAT', expire_at)
+end
+
+-- The span BAN gives, in ms.
+function ban_ms(p)
+  return p.ban * ARGS_MS_PER[p.unit]
+end
+end
+
+do
 -- A single-key command's body, as src/commands/single.rs runs it: read the key, decide at
 -- one instant, write what changed unless the call is a dry run. A kind of limiter is a
 -- table of four steps (THROTTLE, FIXED, WINDOW, LEASE, SMOOTH), each given the call's
@@ -1319,8 +1432,18 @@ end
 
 function single_run(key, kind, p)
   local now_us, now_ms = clock_now()
+  state_begin()
   local stored, err = kind.read(key, p, now_us, now_ms)
   if err then return redis.error_reply(err) end
+  -- A banned key denies every call while the ban holds (ban.lua).
+  local banned = STATE_BANNED[key]
+  if banned and now_ms < banned.until_ms then
+    local ok, look = pcall(kind.peek, p, stored, now_us, now_ms)
+    if not ok then return redis.error_reply(state_caught(look)) end
+    local reply = ban_denial(look, banned.until_ms, now_ms, p.unit)
+    if p.at_most then reply[6] = 0 end
+    return reply
+  end
   -- With ATMOST the limiter is asked for its grant, or for one unit when none fits, so that
   -- its denial says when one will. A look is granted nothing.
   local granted = 0
@@ -1331,7 +1454,11 @@ function single_run(key, kind, p)
   end
   local ok, reply, change = pcall(kind.decide, p, stored, now_us, now_ms)
   if not ok then return redis.error_reply(state_caught(reply)) end
-  if change and not p.dry_run then kind.write(key, p, change, stored, now_us, now_ms) end
+  if change and not p.dry_run then
+    if banned then ban_unwrap(key, banned, now_ms) end
+    kind.write(key, p, change, stored, now_us, now_ms)
+  end
+  if ban_bans(p, reply) then ban_write(key, now_ms + ban_ms(p), now_ms) end
   if p.at_most then reply[6] = reply[1] == 0 and granted or 0 end
   return reply
 end
@@ -1422,7 +1549,7 @@ local FIXED_NUMBERS_BELOW = 4503599627370496
 -- The key's window, { count, end_ms, k } with k the count's form; nil when there is none,
 -- or the error the module answers: a count is never negative, and a window always ends.
 local function fixed_read(key, p, _, now_ms)
-  local text, err = state_bytes(key)
+  local text, err = state_bytes(key, now_ms)
   if text == nil then return nil, err end
   local k = INTEGERS_NUMBERS
   local count = exact_small(text)
@@ -1617,8 +1744,8 @@ end
 
 -- The stored TAT in the form of p.gcra, which turns exact where the TAT is out of the numbers'
 -- reach; nil for no key, or nil and the error.
-local function throttle_read(key, p, now_us)
-  local text, err = state_bytes(key)
+local function throttle_read(key, p, now_us, now_ms)
+  local text, err = state_bytes(key, now_ms)
   if text == nil then return nil, err end
   if p.gcra.k == INTEGERS_NUMBERS then
     local after = throttle_tat_number(text, now_us)
@@ -1754,7 +1881,6 @@ function cl_throttle(keys, args)
   local gcra_err = throttle_made(p, p.at_most)
   if gcra_err then return redis.error_reply(gcra_err) end
   if p.block then return redis.error_reply(ERRORS.cannot_wait('cl.throttle')) end
-  if p.ban then return redis.error_reply(ERRORS.cannot_ban('cl.throttle')) end
   local inexact = args_exact_enough(p, THROTTLE_EXACT)
   if inexact then return redis.error_reply(inexact) end
   return single_run(keys[1], THROTTLE, p)
@@ -2458,7 +2584,7 @@ end
 
 -- The kind (single.lua).
 WINDOW = {
-  read = function(key) return state_bytes(key) end,
+  read = function(key, _, _, now_ms) return state_bytes(key, now_ms) end,
   decide = function(p, v, _, now_ms) return window_call(p, v, now_ms) end,
   peek = function(p, v, _, now_ms)
     local peek = {}
@@ -3307,7 +3433,7 @@ end
 
 -- The kind (single.lua).
 SMOOTH = {
-  read = function(key) return state_bytes(key) end,
+  read = function(key, _, _, now_ms) return state_bytes(key, now_ms) end,
   decide = function(p, v, now_us) return smooth_decide(p, smooth_rate(p), v, now_us) end,
   peek = function(p, v, now_us)
     return (smooth_decide({ quantity = 0, unit = p.unit }, smooth_rate(p), v, now_us))
@@ -3503,7 +3629,6 @@ function cl_all(keys, args)
     end
   end
   if all.block then return redis.error_reply(ERRORS.cannot_wait('cl.all')) end
-  if all.ban then return redis.error_reply(ERRORS.cannot_ban('cl.all')) end
   local kinds, ps = {}, {}
   for i, spec in ipairs(all.limiters) do
     local made = ALL_KIND[spec.kind]
@@ -3512,7 +3637,18 @@ function cl_all(keys, args)
     kinds[i], ps[i] = made.kind, spec.p
   end
   local now_us, now_ms = clock_now()
+  state_begin()
   local stored, replies, changes = {}, {}, {}
+  -- The keys banned now (ban.lua), which deny whatever is asked.
+  local held = {}
+  local function ban_held(i, key)
+    local banned = STATE_BANNED[key]
+    if banned == nil or now_ms >= banned.until_ms then return false end
+    local ok, look = pcall(kinds[i].peek, ps[i], stored[i], now_us, now_ms)
+    if not ok then return nil, state_caught(look) end
+    held[i] = ban_denial(look, banned.until_ms, now_ms, all.unit)
+    return true
+  end
   -- Each key read in key order, its first error answered (src/commands/all.rs). With ATMOST
   -- each is asked its grant as it is read, and decides once the least of them is known. A
   -- look is granted nothing.
@@ -3522,7 +3658,12 @@ function cl_all(keys, args)
     local value, read_err = kinds[i].read(key, ps[i], now_us, now_ms)
     if read_err then return redis.error_reply(read_err) end
     stored[i] = value
-    if at_most then
+    local banned, ban_err = ban_held(i, key)
+    if ban_err then return redis.error_reply(ban_err) end
+    if banned then
+      -- Nothing fits while the ban holds.
+      if at_most then granted = 0 else replies[i] = held[i] end
+    elseif at_most then
       local most, grant_err = single_grant(kinds[i], ps[i], value, now_us, now_ms)
       if most == nil then return redis.error_reply(grant_err) end
       if most < granted then granted = most end
@@ -3536,9 +3677,13 @@ function cl_all(keys, args)
     for i = 1, #keys do
       -- None fits: asked for one unit, the denial says when one will.
       kinds[i].take(ps[i], granted > 0 and granted or 1)
-      local ok, reply, change = pcall(kinds[i].decide, ps[i], stored[i], now_us, now_ms)
-      if not ok then return redis.error_reply(state_caught(reply)) end
-      replies[i], changes[i] = reply, change
+      if held[i] then
+        replies[i] = held[i]
+      else
+        local ok, reply, change = pcall(kinds[i].decide, ps[i], stored[i], now_us, now_ms)
+        if not ok then return redis.error_reply(state_caught(reply)) end
+        replies[i], changes[i] = reply, change
+      end
     end
   end
   local admitted, binding = all_combine(replies)
@@ -3558,7 +3703,20 @@ function cl_all(keys, args)
   end
   if admitted and not all.dry_run then
     for i, key in ipairs(keys) do
-      if changes[i] then kinds[i].write(key, ps[i], changes[i], stored[i], now_us, now_ms) end
+      if changes[i] then
+        local banned = STATE_BANNED[key]
+        if banned then ban_unwrap(key, banned, now_ms) end
+        kinds[i].write(key, ps[i], changes[i], stored[i], now_us, now_ms)
+      end
+    end
+  elseif not admitted and all.ban then
+    -- Each key whose own limiter denied is locked out; never a lease, nor a key banned now.
+    for i, key in ipairs(keys) do
+      local p = ps[i]
+      if not held[i] and all.limiters[i].kind ~= 'lease' then
+        p.ban = all.ban
+        if ban_bans(p, replies[i]) then ban_write(key, now_ms + ban_ms(p), now_ms) end
+      end
     end
   end
   if all.at_most then

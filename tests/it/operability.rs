@@ -314,6 +314,7 @@ fn command_docs_give_cl_all_its_whole_grammar(flavor: Flavor) {
             owned("ms", "pure-token", Some("MS"), &["optional"]),
             owned("refund", "pure-token", Some("REFUND"), &["optional"]),
             owned("dryrun", "pure-token", Some("DRYRUN"), &["optional"]),
+            owned("lockout", "integer", Some("BAN"), &["optional"]),
             owned("detail", "pure-token", Some("DETAIL"), &["optional"]),
             owned("holder", "string", Some("HOLDER"), &["optional"]),
             owned("atmost", "pure-token", Some("ATMOST"), &["optional"]),

@@ -22,8 +22,10 @@ const NEVER_ENDING_WINDOW = /not a valid state/;
  * - `'gcra'` is `CL.THROTTLE` (bursts of `points`, a point back every `duration / points`),
  *   and `'window'` `CL.WINDOW` (at most `points` in any `duration`), each under a key prefix
  *   of its own. `msBeforeNext` is `retry_after` when denied and `reset_after` when admitted.
- *   A denied consume takes nothing; `reward` is a REFUND; `penalty`, `set`, `block` and
- *   `blockDuration` have no meaning there and throw.
+ *   A denied consume takes nothing; `reward` is a REFUND; `blockDuration` locks the key out
+ *   for that many seconds from a consume the limiter denies (BAN), keeping its state; a
+ *   consume with `waitMs` waits instead, and bans nothing. `penalty`, `set` and `block` have
+ *   no meaning there and throw.
  * - `consume(key, points, { waitMs })` waits in the server, first come first served, up to
  *   `waitMs` ms (0: as long as it takes) for the points to fit (`BLOCK`): it resolves when
  *   they are taken and rejects with the denial when the wait ends. A connection waits with
@@ -58,8 +60,8 @@ class RateLimiterCell extends RateLimiterRedis {
       if (!exact || this.duration * 1000 < 1) {
         throw new Error(`algorithm '${this.algorithm}' needs integer points ≥ 1 and a duration of at least 1 ms`);
       }
-      if (this.blockDuration > 0) {
-        throw new Error(`blockDuration has no meaning with algorithm '${this.algorithm}': a denied consume takes nothing`);
+      if (this.blockDuration > 0 && !Number.isSafeInteger(this.blockDuration * 1000)) {
+        throw new Error(`blockDuration must be whole milliseconds with algorithm '${this.algorithm}'`);
       }
     }
   }
@@ -126,6 +128,8 @@ class RateLimiterCell extends RateLimiterRedis {
     words.push(Math.abs(points), 'MS');
     if (points < 0) words.push('REFUND');
     if (waitMs !== undefined && points > 0) words.push('BLOCK', waitMs);
+    // A denial locks the key out for blockDuration, as RateLimiterRedis blocks it.
+    else if (points > 0 && this.blockDuration > 0) words.push('BAN', this.blockDuration * 1000);
     return { cell: await this._cell(rlKey, words) };
   }
 

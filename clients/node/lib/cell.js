@@ -73,7 +73,7 @@ const TAKES = {
   'CL.RELEASE': [],
   'CL.HOLDERS': ['ms'],
   'CL.SMOOTH': ['ms', 'burst', 'warmup', 'cold', 'dryRun', 'ban', 'block'],
-  'CL.ALL': ['ms', 'refund', 'dryRun', 'detail', 'holder', 'atMost', 'block'],
+  'CL.ALL': ['ms', 'refund', 'dryRun', 'ban', 'detail', 'holder', 'atMost', 'block'],
   'CL.TOP': ['count'],
 };
 

@@ -289,8 +289,6 @@ for (const flavor of FLAVORS) describe(`Cell on a server, ${flavor}`, () => {
       for (const [command, row] of sendable()) {
         if (NOT_YET[command]) continue;
         if (row.keyword === 'BLOCK' && flavor === 'library') continue;
-        // The library refuses BAN by name: it locks no key out yet.
-        if (row.keyword === 'BAN' && flavor === 'library') continue;
         // CL.TOP is the module's (the library keeps nothing across calls): below.
         if (command === 'CL.TOP' && flavor === 'library') continue;
         it(`the server reads ${command}'s ${row.keyword} as the client sends it`, async () => {

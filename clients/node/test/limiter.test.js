@@ -107,6 +107,23 @@ for (const flavor of FLAVORS) describe(`RateLimiterCell on a server, ${flavor}`,
         assert.ok(await raw(['PTTL', `${name}-carry:forever`]) > 0);
       });
 
+      for (const algorithm of ['gcra', 'window']) {
+        it(`${algorithm}: blockDuration locks the key out from the first denied consume`, async () => {
+          const cell = limiter({ algorithm, keyPrefix: `${name}-block-${algorithm}`, points: 2, duration: 60, blockDuration: 600 });
+          assert.equal((await outcome(cell.consume('b', 2))).ok, true);
+          const denied = await outcome(cell.consume('b'));
+          assert.equal(denied.ok, false);
+          // Banned from the denial: every consume denied until its end, a reward gives nothing.
+          const banned = await outcome(cell.consume('b'));
+          assert.equal(banned.ok, false);
+          assert.ok(banned.ms > 599000 && banned.ms <= 600000, `${banned.ms}`);
+          assert.equal((await outcome(cell.reward('b', 2))).remaining, 0);
+          const value = await raw(['GET', `${name}-block-${algorithm}:${algorithm}:b`]);
+          assert.equal(String(value).slice(0, 3), 'CLX');
+          assert.ok(await raw(['PTTL', `${name}-block-${algorithm}:${algorithm}:b`]) > 599000);
+        });
+      }
+
       it('gcra: bursts of points, then a point back every duration / points', async () => {
         const cell = limiter({ algorithm: 'gcra', keyPrefix: `${name}-gcra`, points: 3, duration: 60 });
         const burst = [];
@@ -206,7 +223,7 @@ for (const flavor of FLAVORS) describe(`RateLimiterCell on a server, ${flavor}`,
       it('refuses numbers it could not keep exact, and options it cannot read', () => {
         assert.throws(() => limiter({ algorithm: 'gcra', points: 2 ** 53, duration: 1 }), /integer points/);
         assert.throws(() => limiter({ algorithm: 'window', points: 1.5, duration: 1 }), /integer points/);
-        assert.throws(() => limiter({ algorithm: 'gcra', points: 1, duration: 1, blockDuration: 5 }), /blockDuration/);
+        assert.throws(() => limiter({ algorithm: 'gcra', points: 1, duration: 1, blockDuration: 0.0001 }), /blockDuration/);
         assert.throws(() => limiter({ algorithm: 'leaky', points: 1, duration: 1 }), /algorithm/);
         assert.throws(() => limiter({ points: 1, duration: 1, via: 'lua' }), /via must be one of/);
         assert.throws(() => limiter({ points: 1, duration: 1, loadLibrary: 'false' }), /loadLibrary must be true or false/);

@@ -206,7 +206,8 @@ class commands:
 
     @staticmethod
     def all(limiters: Sequence[Limiter], quantity=1, *, ms=False, refund=False, dry_run=False,
-            detail=False, holder=None, at_most=False, block=None) -> List[object]:
+            ban: Optional[int] = None, detail=False, holder=None, at_most=False,
+            block=None) -> List[object]:
         if not limiters:
             raise ValueError("CL.ALL takes at least one limiter")
         words: List[object] = ["CL.ALL", len(limiters), *(l.key for l in limiters)]
@@ -217,7 +218,7 @@ class commands:
             words.append("DETAIL")
         if holder is not None:
             words += ["HOLDER", holder]
-        return words + _flags(ms, refund, dry_run, block, at_most)
+        return words + _flags(ms, refund, dry_run, block, at_most, ban)
 
     @staticmethod
     def top(*, count: Optional[int] = None) -> List[object]:

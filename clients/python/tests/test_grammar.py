@@ -93,8 +93,6 @@ def test_the_server_reads_every_option_the_client_sends(flavor, r, command, row)
         pytest.skip(f"{command} comes with {NOT_YET[command]}")
     if row["keyword"] == "BLOCK" and flavor == "library":
         pytest.skip("the library refuses BLOCK by name: waiting needs the module")
-    if row["keyword"] == "BAN" and flavor == "library":
-        pytest.skip("the library refuses BAN by name: it locks no key out yet")
     if command == "CL.TOP" and flavor == "library":
         pytest.skip("CL.TOP is the module's: the library keeps nothing across calls")
     # Sent as the client sends its own calls: an option the server did not read as one would
