@@ -98,6 +98,21 @@ local function cl_all(keys, args)
       end
     end
   end
+  -- Each key whose own limiter denied is locked out, with BAN: never a lease, nor a key
+  -- banned now. Any such denial denies the call.
+  local bans = {}
+  if all.ban then
+    for i = 1, #keys do
+      local p = ps[i]
+      if not held[i] and all.limiters[i].kind ~= 'lease' then
+        p.ban = all.ban
+        if ban_bans(p, replies[i]) then
+          bans[i] = now_ms + ban_ms(p)
+          ban_banning(replies[i], bans[i], now_ms, all.unit)
+        end
+      end
+    end
+  end
   local admitted, binding = all_combine(replies)
   local reply = replies[binding]
   if all.detail then
@@ -121,14 +136,9 @@ local function cl_all(keys, args)
         kinds[i].write(key, ps[i], changes[i], stored[i], now_us, now_ms)
       end
     end
-  elseif not admitted and all.ban then
-    -- Each key whose own limiter denied is locked out; never a lease, nor a key banned now.
+  elseif not admitted then
     for i, key in ipairs(keys) do
-      local p = ps[i]
-      if not held[i] and all.limiters[i].kind ~= 'lease' then
-        p.ban = all.ban
-        if ban_bans(p, replies[i]) then ban_write(key, now_ms + ban_ms(p), now_ms) end
-      end
+      if bans[i] then ban_write(key, bans[i], now_ms) end
     end
   end
   if all.at_most then

@@ -6,8 +6,8 @@
 -- The banned form of a ban until until_ms beside own (the limiter's bytes, or nil) and its
 -- expiry (ban::encode).
 local function ban_encode(until_ms, own, own_expire_at_ms)
-  if own == nil then return 'CLX\1' .. bytes_of_i64(until_ms) .. bytes_of_i64(0) end
-  return 'CLX\1' .. bytes_of_i64(until_ms) .. bytes_of_i64(own_expire_at_ms) .. own
+  if own == nil then return STATE_BAN_MARK .. bytes_of_i64(until_ms) .. bytes_of_i64(0) end
+  return STATE_BAN_MARK .. bytes_of_i64(until_ms) .. bytes_of_i64(own_expire_at_ms) .. own
 end
 
 -- What a call on a key banned until until_ms answers at now_ms, given what its limiter
@@ -17,6 +17,14 @@ local function ban_denial(look, until_ms, now_ms, unit)
   local reply = reply_ms(true, look[2], 0, until_ms - now_ms, until_ms - now_ms, unit)
   if look[5] > reply[5] then reply[5] = look[5] end
   return reply
+end
+
+-- The reply of the call that bans until until_ms (ban::banning): to retry no sooner than the
+-- ban's end, and whole no sooner either.
+local function ban_banning(reply, until_ms, now_ms, unit)
+  local wait = reply_rounded(until_ms - now_ms, unit)
+  if reply[4] >= 0 and reply[4] < wait then reply[4] = wait end
+  if reply[5] < wait then reply[5] = wait end
 end
 
 -- Whether a call's reply bans with BAN: a real call that its limiter denied, with units

@@ -48,7 +48,11 @@ local function single_run(key, kind, p)
     if banned then ban_unwrap(key, banned, now_ms) end
     kind.write(key, p, change, stored, now_us, now_ms)
   end
-  if ban_bans(p, reply) then ban_write(key, now_ms + ban_ms(p), now_ms) end
+  if ban_bans(p, reply) then
+    local until_ms = now_ms + ban_ms(p)
+    ban_write(key, until_ms, now_ms)
+    ban_banning(reply, until_ms, now_ms, p.unit)
+  end
   if p.at_most then reply[6] = reply[1] == 0 and granted or 0 end
   return reply
 end

@@ -4,9 +4,11 @@
 local STATE_WRONGTYPE = ERRORS.wrong_type
 local STATE_CORRUPT = ERRORS.corrupt_state
 
--- The banned form (src/ban.rs): "CLX", version 1, the ban's end and the limiter's own
--- expiry (0: no state) as i64s, then the limiter's own bytes.
-local STATE_BAN_HEADER = 20
+-- The banned form (src/ban.rs): "CLX", version 1, four zeros and eight 0xff (a NaN where a
+-- smooth limiter keeps its stored permits), the ban's end and the limiter's own expiry (0: no
+-- state) as i64s, then the limiter's own bytes.
+local STATE_BAN_HEADER = 32
+local STATE_BAN_MARK = 'CLX\1\0\0\0\0\255\255\255\255\255\255\255\255'
 
 -- The keys of the running call that hold the banned form, each as { until_ms, own,
 -- own_expire_at_ms } (own nil: no state): filled as they are read (state_bytes), emptied as
@@ -19,8 +21,8 @@ end
 
 -- The banned form in value, or nil (Banned::parse).
 local function state_banned(value)
-  if #value < STATE_BAN_HEADER or string.sub(value, 1, 4) ~= 'CLX\1' then return nil end
-  local until_ms, own_expire = bytes_i64(value, 4), bytes_i64(value, 12)
+  if #value < STATE_BAN_HEADER or string.sub(value, 1, 16) ~= STATE_BAN_MARK then return nil end
+  local until_ms, own_expire = bytes_i64(value, 16), bytes_i64(value, 24)
   if until_ms == nil or own_expire == nil or until_ms <= 0 then return nil end
   if #value == STATE_BAN_HEADER then
     if own_expire ~= 0 then return nil end

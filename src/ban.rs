@@ -9,15 +9,17 @@
 //! ```text
 //! 0..3    "CLX"
 //! 3       version, 1
-//! 4..12   the ban's end, unix ms                      i64
-//! 12..20  the limiter's own expiry, unix ms; 0: none  i64
-//! 20..    the limiter's own bytes (none: no state)
+//! 4..8    0
+//! 8..16   0xff each: a NaN
+//! 16..24  the ban's end, unix ms                      i64
+//! 24..32  the limiter's own expiry, unix ms; 0: none  i64
+//! 32..    the limiter's own bytes (none: no state)
 //! ```
 //!
-//! No limiter's state starts so: GCRA's and the fixed window's are decimal integers, the
-//! sliding windows' and the leases' start with their own magic, and a smooth limiter's is
-//! exactly 32 bytes, where a banned one is 20 more. Its key expires at the later of the two
-//! ends.
+//! No limiter's state reads as it, nor it as one: GCRA's and the fixed window's are decimal
+//! integers, the sliding windows' and the leases' start with their own magic, and a smooth
+//! limiter's 32 bytes keep their stored permits where this form has its NaN, which no smooth
+//! state holds (smooth/state.rs refuses it). Its key expires at the later of the two ends.
 
 use crate::bytes::le_i64;
 use crate::error::Error;
@@ -25,10 +27,13 @@ use crate::limiter::Source;
 use crate::outcome::Outcome;
 use crate::time::NANOS_PER_MILLI;
 
-const MAGIC: &[u8; 3] = b"CLX";
-const VERSION: u8 = 1;
+/// The form's first 16 bytes: its magic, its version, and a NaN where a smooth limiter keeps
+/// its stored permits.
+const MARK: [u8; 16] = [
+    b'C', b'L', b'X', 1, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+];
 /// The bytes before the limiter's own.
-pub const HEADER_LEN: usize = 20;
+pub const HEADER_LEN: usize = 32;
 /// The own expiry of a key banned while it held no state.
 const NO_STATE: i64 = 0;
 
@@ -45,11 +50,11 @@ impl<'k> Banned<'k> {
     /// The banned form in `raw`, if that is what it holds.
     pub fn parse(raw: &'k [u8]) -> Option<Banned<'k>> {
         let (header, own) = raw.split_at_checked(HEADER_LEN)?;
-        if header.get(..3)? != MAGIC || header.get(3) != Some(&VERSION) {
+        if header.get(..MARK.len())? != MARK {
             return None;
         }
-        let until_ms = le_i64(header, 4);
-        let own_expire_at_ms = le_i64(header, 12);
+        let until_ms = le_i64(header, 16);
+        let own_expire_at_ms = le_i64(header, 24);
         let own = match (own.is_empty(), own_expire_at_ms) {
             (true, NO_STATE) => None,
             // A state always expires, and an expiry is a state's.
@@ -81,8 +86,7 @@ impl<'k> Banned<'k> {
 /// and its key's expiry), into `out`.
 pub fn encode(until_ms: i64, own: Option<(&[u8], i64)>, out: &mut Vec<u8>) {
     out.clear();
-    out.extend_from_slice(MAGIC);
-    out.push(VERSION);
+    out.extend_from_slice(&MARK);
     out.extend_from_slice(&until_ms.to_le_bytes());
     let (bytes, expire_at_ms) = own.unwrap_or((&[], NO_STATE));
     out.extend_from_slice(&expire_at_ms.to_le_bytes());
@@ -137,15 +141,29 @@ pub fn denial(own: Outcome, until_ms: i64, now_ms: i64) -> Outcome {
     Outcome::denied(own.limit, 0, Some(wait_ns), wait_ns.max(own.reset_after_ns))
 }
 
+/// The denial of the call that bans until `until_ms`: to retry no sooner than the ban's end,
+/// as every call until then will be told, and whole no sooner either.
+pub fn banning(denial: Outcome, until_ms: i64, now_ms: i64) -> Outcome {
+    let wait_ns = until_ms
+        .saturating_sub(now_ms)
+        .saturating_mul(NANOS_PER_MILLI);
+    Outcome {
+        retry_after_ns: denial.retry_after_ns.map(|retry| retry.max(wait_ns)),
+        reset_after_ns: denial.reset_after_ns.max(wait_ns),
+        ..denial
+    }
+}
+
 /// Whether a denial bans, with `BAN`: a real call (not a look, not a dry run) that its own
 /// limiter denied, not waiters who came first, with units that could fit later.
-pub fn bans(own_denial: Outcome, writes: bool) -> bool {
+pub fn bans(own_denial: &Outcome, writes: bool) -> bool {
     writes && own_denial.limited && own_denial.retry_after_ns.is_some()
 }
 
-/// The end of a ban of `span_ms` from `now_ms`; `None` past what an instant holds.
-pub fn end(now_ms: i64, span_ms: i64) -> Result<i64, Error> {
-    now_ms.checked_add(span_ms).ok_or(Error::ClockOutOfRange)
+/// The end of a ban of `span_ms` from `now_ms` (both far within an `i64`: an instant of the
+/// clock, and a span of at most 2^62 ns).
+pub fn end(now_ms: i64, span_ms: i64) -> i64 {
+    now_ms.saturating_add(span_ms)
 }
 
 #[cfg(test)]
@@ -183,6 +201,24 @@ mod tests {
         ] {
             assert_eq!(Banned::parse(raw), None);
         }
+        // A smooth limiter's state whose first bytes happen to be the mark's is no ban, and
+        // no ban is a smooth state.
+        let mut smooth = crate::smooth::state::KeyState {
+            next_free: i64::from_le_bytes(*b"CLX\x01\0\0\0\0"),
+            stored: 0.5,
+            max_permits: 1.0,
+            cool_down: 1_000.0,
+            warming_up: false,
+        }
+        .encode();
+        assert!(crate::smooth::state::KeyState::decode(&smooth).is_ok());
+        assert_eq!(Banned::parse(&smooth), None);
+        smooth[8..16].fill(0xff);
+        assert!(crate::smooth::state::KeyState::decode(&smooth).is_err());
+        let mut banned = Vec::new();
+        encode(5_000, None, &mut banned);
+        assert_eq!(banned.len(), 32);
+        assert!(crate::smooth::state::KeyState::decode(&banned).is_err());
         let mut out = Vec::new();
         encode(5_000, Some((b"", 9_000)), &mut out);
         // An expiry without a state, or a state without one, is no ban's.
@@ -200,10 +236,10 @@ mod tests {
             denied.to_reply(crate::time::TimeUnit::Milliseconds),
             [1, 10, 0, 4_000, 7_000]
         );
-        assert!(bans(Outcome::denied(1, 0, Some(1), 1), true));
-        assert!(!bans(Outcome::denied(1, 0, None, 1), true));
-        assert!(!bans(Outcome::denied(1, 0, Some(1), 1), false));
-        assert!(!bans(own, true));
+        assert!(bans(&Outcome::denied(1, 0, Some(1), 1), true));
+        assert!(!bans(&Outcome::denied(1, 0, None, 1), true));
+        assert!(!bans(&Outcome::denied(1, 0, Some(1), 1), false));
+        assert!(!bans(&own, true));
     }
 
     proptest! {

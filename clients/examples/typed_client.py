@@ -11,3 +11,4 @@ print(cell.fixed("login:alice", 3, 60))            # Reply(limited=False, limit=
 cell.fixed("api:bob", 100, 60, count_denied=True)  # count denials too, as INCR does
 cell.window("api:key42", 100, 60, dry_run=True)    # would it fit? changes nothing
 cell.window("quota:key42", 10000, 2592000, buckets=30)  # BUCKETS 30: a month in days
+cell.fixed("plan:key42", 10000, "MONTH", offset=60)     # a calendar month, from the 1st in UTC+01:00

@@ -22,7 +22,7 @@ pub fn run_ban(call: &SingleCall) -> Result<Answer, Error> {
     if key.read_bytes()?.is_some_and(|raw| !ban::guards(raw)) {
         return Err(Error::NotALimiter);
     }
-    let until_ms = ban::end(now.ms, span_ms)?;
+    let until_ms = ban::end(now.ms, span_ms);
     state::ban(call.ctx, &mut key, until_ms, now)?;
     key.notify(Event::Ban);
     BANS.record(Banning::ByHand);
@@ -34,20 +34,28 @@ pub fn run_ban(call: &SingleCall) -> Result<Answer, Error> {
 }
 
 /// `CL.UNBAN key`: lifts the key's ban, its limiter's state as it was (gone, if it ended
-/// while banned). Replies 1 when it lifted a ban, 0 when the key held none, as PERSIST
-/// answers for an expiry.
+/// while banned), and wakes the first call waiting on it. Replies 1 when it lifted a ban
+/// that held, 0 when the key held none, as PERSIST answers for an expiry; a ban that has
+/// ended is taken off all the same.
 pub fn run_unban(call: &SingleCall) -> Result<Answer, Error> {
     args::unban(call.params())?;
     let now = call.instant(None)?;
     let mut key = Key::open(call.ctx, call.arg(0)?, Access::Write)?;
-    let banned = key.read_bytes()?.and_then(Banned::parse).is_some();
-    if banned {
-        state::unwrap(call.ctx, &mut key, now)?;
-        key.notify(Event::Unban);
+    let Some(holds) = key
+        .read_bytes()?
+        .and_then(Banned::parse)
+        .map(|banned| banned.holds(now.ms))
+    else {
+        return Ok(Answer::of(Reply::Integer(0), Counted::Allowed));
+    };
+    state::unwrap(call.ctx, &mut key, now)?;
+    key.notify(Event::Unban);
+    if holds {
         BANS.record(Banning::Lifted);
     }
-    Ok(Answer::of(
-        Reply::Integer(i64::from(banned)),
-        Counted::Allowed,
-    ))
+    Ok(Answer {
+        // The key, after the command's name: its first waiter may go now.
+        frees: holds.then_some(1..2),
+        ..Answer::of(Reply::Integer(i64::from(holds)), Counted::Allowed)
+    })
 }

@@ -50,10 +50,16 @@ pub fn grant(limiter: &Limiter, key: &Key, most: i64, now: Instant) -> Result<i6
         .read(key)
         .and_then(|reading| reading.grant(most, now))
     {
-        Err(Error::CorruptState) if limiter.may_be_banned() => match banned(key)? {
-            banned if banned.holds(now.ms) => Some(0),
-            banned => limiter.read(&banned.own_at(now.ms))?.grant(most, now)?,
-        },
+        Err(Error::CorruptState) if limiter.may_be_banned() => {
+            let banned = banned(key)?;
+            // The own state is read either way, so that its error comes where it would.
+            let own = limiter.read(&banned.own_at(now.ms))?.grant(most, now)?;
+            if banned.holds(now.ms) {
+                Some(0)
+            } else {
+                own
+            }
+        }
         granted => granted?,
     };
     granted.ok_or(Error::Internal)
@@ -88,28 +94,58 @@ pub fn decide_in_line<'a>(
     turn: Turn,
     ban_ms: Option<i64>,
 ) -> Result<Decision<'a>, Error> {
-    let at = Place {
-        ctx,
-        name,
-        request,
-        now,
-        turn,
-    };
     // A lease set is never banned.
     let ban_ms = ban_ms.filter(|_| limiter.may_be_banned());
-    match decide_on(&at, key, limiter) {
+    // Most keys read as their limiter's state; one that does not may be banned, which is
+    // looked at out of line.
+    match decide_read(ctx, name, key, limiter, (request, ban_ms), now, turn) {
         Err(Error::CorruptState) if limiter.may_be_banned() => {
+            let at = Place {
+                ctx,
+                name,
+                request,
+                now,
+                turn,
+            };
             decide_banned(&at, key, limiter, ban_ms)
         }
-        decided => {
-            let (verdict, own_denial) = decided?;
-            Ok(Decision {
-                verdict,
-                wrapped: false,
-                bans_until_ms: ban_after(own_denial, request, turn, ban_ms, now)?,
-            })
+        decided => decided,
+    }
+}
+
+/// `decide_in_line` on a key that reads as its limiter's state.
+#[inline(always)]
+fn decide_read<'a>(
+    ctx: *mut raw::RedisModuleCtx,
+    name: *mut raw::RedisModuleString,
+    key: &Key,
+    limiter: &Limiter<'a>,
+    (request, ban_ms): (Request, Option<i64>),
+    now: Instant,
+    turn: Turn,
+) -> Result<Decision<'a>, Error> {
+    let reading = limiter.read(key)?;
+    let mut verdict = reading.answer(request, now)?;
+    // The limiter's own denial bans, whoever waits before the call.
+    let bans_until_ms = match ban_ms {
+        None => None,
+        ban_ms => ban_after(&verdict.outcome, request, turn, ban_ms, now),
+    };
+    if request.yields_to_waiters() && limiter.stands_in_line() {
+        if let Some(first_due_in) = lines::held_back(ctx, name, turn)? {
+            verdict = verdict.held_back(first_due_in, limiter.counts_denied(), || {
+                Ok(reading.peek().decide(now)?.outcome)
+            })?;
         }
     }
+    if let Some(until_ms) = bans_until_ms {
+        verdict.outcome = ban::banning(verdict.outcome, until_ms, now.ms);
+    }
+    Ok(Decision {
+        verdict,
+        wrapped: false,
+        bans_until_ms,
+    })
 }
 
 /// Where and when a key is decided, for the steps that decide it.
@@ -142,23 +178,19 @@ fn decide_on<'a, S: Source>(
     Ok((verdict, own))
 }
 
-/// Whether a call that asked to `BAN` for `ban_ms` bans its key: when its limiter itself
+/// Until when a call that asked to `BAN` for `ban_ms` bans its key: when its limiter itself
 /// denied it, a real call (not a look or a dry run, in a turn that writes), with units that
-/// could fit later.
-#[inline(always)]
+/// could fit later. Out of line: most calls ask for no ban.
+#[inline(never)]
 fn ban_after(
-    own: Outcome,
+    own: &Outcome,
     request: Request,
     turn: Turn,
     ban_ms: Option<i64>,
     now: Instant,
-) -> Result<Option<i64>, Error> {
-    match ban_ms {
-        Some(span) if ban::bans(own, request.writes() && turn.writes()) => {
-            Ok(Some(ban::end(now.ms, span)?))
-        }
-        _ => Ok(None),
-    }
+) -> Option<i64> {
+    let span = ban_ms?;
+    ban::bans(own, request.writes() && turn.writes()).then(|| ban::end(now.ms, span))
 }
 
 /// A key that holds no limiter's state as it reads it: the banned form, or an error. While
@@ -188,11 +220,15 @@ fn decide_banned<'a>(
             bans_until_ms: None,
         });
     }
-    let (verdict, own_denial) = decide_on(at, &own, limiter)?;
+    let (mut verdict, own_denial) = decide_on(at, &own, limiter)?;
+    let bans_until_ms = ban_after(&own_denial, at.request, at.turn, ban_ms, at.now);
+    if let Some(until_ms) = bans_until_ms {
+        verdict.outcome = ban::banning(verdict.outcome, until_ms, at.now.ms);
+    }
     Ok(Decision {
         verdict,
         wrapped: true,
-        bans_until_ms: ban_after(own_denial, at.request, at.turn, ban_ms, at.now)?,
+        bans_until_ms,
     })
 }
 

@@ -52,11 +52,15 @@ fn a_ban_holds_until_its_end_and_leaves_the_limiter_as_it_was_under_a_controlled
         // Filled: the limit admits its calls, with BAN or not.
         loop {
             let reply = call(&mut con, command, &banned, &ban);
-            assert_eq!(call(&mut con, command, &twin, &plain), reply, "{command}");
+            let twin_reply = call(&mut con, command, &twin, &plain);
             if reply[0] == 1 {
-                assert!(reply[3] >= 0, "{command}: {reply:?}");
+                // The denial that bans waits for the ban's end at least.
+                assert_eq!(reply[..3], twin_reply[..3], "{command}");
+                assert_eq!(reply[3], twin_reply[3].max(5000), "{command}");
+                assert_eq!(reply[4], twin_reply[4].max(5000), "{command}");
                 break;
             }
+            assert_eq!(twin_reply, reply, "{command}");
         }
         let value = dump(&mut con, banned.as_bytes());
         let (raw, expiry) = snapshot(&mut con, banned.as_bytes());
@@ -91,7 +95,7 @@ fn a_ban_holds_until_its_end_and_leaves_the_limiter_as_it_was_under_a_controlled
         server.set_clock_us((start + 5000) * 1000);
         let twin_state = snapshot(&mut con, twin.as_bytes());
         assert_eq!(
-            raw.as_ref().map(|raw| raw[20..].to_vec()),
+            raw.as_ref().map(|raw| raw[32..].to_vec()),
             twin_state.0,
             "{command}"
         );
@@ -153,7 +157,7 @@ fn only_a_denial_that_could_fit_later_bans_under_a_controlled_clock() {
     let (raw, expiry) = snapshot(&mut con, b"f");
     let raw = raw.unwrap();
     assert_eq!(&raw[..3], b"CLX");
-    assert_eq!(&raw[20..], b"3");
+    assert_eq!(&raw[32..], b"3");
     assert_eq!(expiry, BASE + 60_000);
     assert_eq!(fixed(&mut con, "f", &["0", "MS"]), [1, 2, 0, 100, 60_000]);
     // Over: the window, fuller than its limit, as it was.
@@ -278,7 +282,7 @@ fn the_login_lockout_recipe_under_a_controlled_clock() {
         assert_eq!(at(seconds, &failure), [0, 4, left, -1, 900 - seconds]);
     }
     assert_eq!(at(88, &peek), [0, 4, 0, -1, 812]);
-    assert_eq!(at(88, &failure), [1, 4, 0, 812, 812]);
+    assert_eq!(at(88, &failure), [1, 4, 0, 900, 900]);
     assert_eq!(at(88, &peek), [1, 4, 0, 900, 900]);
     // Locked out past the window's end, which no longer counts the failures.
     assert_eq!(at(900, &peek), [1, 4, 0, 88, 88]);
@@ -289,7 +293,7 @@ fn the_login_lockout_recipe_under_a_controlled_clock() {
     for _ in 0..20 {
         assert_eq!(at(1000, &address)[0], 0);
     }
-    assert_eq!(at(1000, &address), [1, 20, 0, 900, 900]);
+    assert_eq!(at(1000, &address), [1, 20, 0, 3600, 3600]);
     assert_eq!(
         at(
             4599,
@@ -380,4 +384,27 @@ fn a_denied_cl_all_bans_the_keys_whose_limiters_denied_under_a_controlled_clock(
         [0, 1, 0, -1, 60]
     );
     assert_eq!(stats_field(&mut con, "cl_bans", "banned"), 1);
+}
+
+/// CL.UNBAN lets the key in again at once: the first call waiting on it is admitted then; a
+/// ban that has ended is taken off and answered 0.
+#[test]
+fn cl_unban_wakes_the_first_waiter_under_a_controlled_clock() {
+    use crate::harness::waiting::{connect, Waiter};
+    let server = Server::with_exact_fake_clock(BASE);
+    let mut con = connect(&server);
+    let _: i64 = run(&mut con, ("CL.BAN", "door", "60"));
+    let waiter = Waiter::parked(
+        &server,
+        &mut con,
+        1,
+        "CL.FIXED",
+        &["door", "5", "60", "1", "BLOCK", "0"],
+    );
+    assert_eq!(run::<i64>(&mut con, ("CL.UNBAN", "door")), 1);
+    assert_eq!(waiter.reply().0, [0, 5, 4, -1, 60]);
+    let _: i64 = run(&mut con, ("CL.BAN", "gate", "1"));
+    server.set_clock_ms(BASE + 1_000);
+    assert_eq!(run::<i64>(&mut con, ("CL.UNBAN", "gate")), 0);
+    assert_eq!(run::<i64>(&mut con, ("EXISTS", "gate")), 0);
 }

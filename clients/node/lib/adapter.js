@@ -13,6 +13,16 @@ const ALGORITHMS = ['fixed', 'gcra', 'window'];
 const NEVER_ENDING_WINDOW = /not a valid state/;
 
 /**
+ * A fixed window's count as GET reads it beside the call: 0 for no key, and none for a key
+ * the count is not (a banned one, whose count is beside the ban): the reply tells then.
+ */
+function countOf(value) {
+  if (value === null) return 0;
+  const count = Number(value);
+  return Number.isSafeInteger(count) ? count : undefined;
+}
+
+/**
  * RateLimiterRedis with each decision made by the redis-cell module inside Redis.
  *
  * - `algorithm: 'fixed'` (the default) is RateLimiterRedis itself, on the same keys: a consume
@@ -153,7 +163,7 @@ class RateLimiterCell extends RateLimiterRedis {
     try {
       const [reply, count] = await this._cell(rlKey, [...words, 'COUNTDENIED'], { how: sendThenGet });
       // No key: a call held back by waiters on an empty limiter took nothing.
-      return { cell: reply, count: count === null ? 0 : Number(count) };
+      return { cell: reply, count: countOf(count) };
     } catch (error) {
       if (!NEVER_ENDING_WINDOW.test(String(error && error.message))) throw error;
       return super._upsert(rlKey, points, msDuration, forceExpire);
@@ -181,9 +191,37 @@ class RateLimiterCell extends RateLimiterRedis {
     return res;
   }
 
+  /**
+   * With blockDuration, 'gcra' and 'window' are locked out in the server (BAN) by the consume
+   * that was denied: RateLimiterRedis's own block, which would overwrite the server's wait and
+   * send a call of its own, is left out.
+   */
+  _afterConsume(resolve, reject, rlKey, changedPoints, storeResult, options = {}) {
+    if (this.algorithm === 'fixed' || !(this.blockDuration > 0)) {
+      return super._afterConsume(resolve, reject, rlKey, changedPoints, storeResult, options);
+    }
+    const blockDuration = this.blockDuration;
+    // Read synchronously by the call below, and restored at once.
+    this.blockDuration = 0;
+    try {
+      return super._afterConsume(resolve, reject, rlKey, changedPoints, storeResult, options);
+    } finally {
+      this.blockDuration = blockDuration;
+    }
+  }
+
   async _get(rlKey) {
     if (this.algorithm === 'fixed') {
-      return super._get(rlKey);
+      if (!this._decidedInCell) return super._get(rlKey);
+      // A look at the window in the module, which reads a banned key as the ban answers.
+      const words = ['CL.FIXED', rlKey, this.points, Math.floor(this.duration) * 1000, 0, 'MS'];
+      try {
+        const [reply, count] = await this._cell(rlKey, words, { readonly: true, how: sendThenGet });
+        return count === null ? null : { cell: reply, count: countOf(count) };
+      } catch (error) {
+        if (!NEVER_ENDING_WINDOW.test(String(error && error.message))) throw error;
+        return super._get(rlKey);
+      }
     }
     const words = [...this._rateWords(rlKey, this.duration * 1000), 0, 'MS'];
     const reply = await this._cell(rlKey, words, { readonly: true });

@@ -121,8 +121,29 @@ for (const flavor of FLAVORS) describe(`RateLimiterCell on a server, ${flavor}`,
           const value = await raw(['GET', `${name}-block-${algorithm}:${algorithm}:b`]);
           assert.equal(String(value).slice(0, 3), 'CLX');
           assert.ok(await raw(['PTTL', `${name}-block-${algorithm}:${algorithm}:b`]) > 599000);
+          // The wait is the server's: a ban shortened by hand is reported as it stands.
+          if (flavor === 'module') {
+            await raw(['CL.BAN', `${name}-block-${algorithm}:${algorithm}:b`, '5']);
+            const shorter = await outcome(cell.consume('b'));
+            assert.ok(shorter.ms > 4000 && shorter.ms <= 5000, `${shorter.ms}`);
+          }
         });
       }
+
+      it('fixed: a banned key is denied, and get reports it full', async () => {
+        if (flavor !== 'module') return;
+        const cell = limiter({ keyPrefix: `${name}-banned`, points: 5, duration: 60 });
+        assert.equal((await outcome(cell.consume('alice'))).ok, true);
+        await raw(['CL.BAN', `${name}-banned:alice`, '600']);
+        for (let i = 0; i < 3; i += 1) {
+          const denied = await outcome(cell.consume('alice'));
+          assert.equal(denied.ok, false);
+          assert.ok(denied.consumed > 5 && denied.ms > 599000, JSON.stringify(denied));
+        }
+        const got = await cell.get('alice');
+        assert.equal(got.remainingPoints, 0);
+        assert.ok(got.msBeforeNext > 599000, `${got.msBeforeNext}`);
+      });
 
       it('gcra: bursts of points, then a point back every duration / points', async () => {
         const cell = limiter({ algorithm: 'gcra', keyPrefix: `${name}-gcra`, points: 3, duration: 60 });

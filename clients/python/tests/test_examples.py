@@ -7,6 +7,7 @@ import re
 import runpy
 import subprocess
 import sys
+import time
 
 from starlette.testclient import TestClient
 
@@ -74,6 +75,10 @@ def test_the_typed_client_example_prints_its_reply_and_writes_its_keys(server, r
                           capture_output=True, text=True, timeout=60,
                           env={**os.environ, "REDIS_URL": f"redis://127.0.0.1:{server}"})
     assert done.stdout.startswith("Reply(limited=False, limit=3, remaining=2, retry_after=None,")
-    assert sorted(r.keys()) == [b"api:bob", b"login:alice", b"quota:key42"]  # the dry run wrote nothing
+    assert sorted(r.keys()) == [b"api:bob", b"login:alice", b"plan:key42",
+                                b"quota:key42"]  # the dry run wrote nothing
     # Kept for the month, less the part of today's cell gone by.
     assert 2592000 - 86400 < r.ttl("quota:key42") <= 2592000
+    # The calendar month ends at 00:00 of a 1st in UTC+01:00, 23:00 UTC the day before.
+    end = time.gmtime((r.pexpiretime("plan:key42") + 3_600_000) / 1000)
+    assert (end.tm_mday, end.tm_hour, end.tm_min) == (1, 0, 0)

@@ -70,6 +70,7 @@ local ERRORS,
   clock_now,
   clock_ns,
   STATE_CORRUPT,
+  STATE_BAN_MARK,
   STATE_BANNED,
   state_begin,
   state_banned,
@@ -82,6 +83,7 @@ local ERRORS,
   reply_rounded,
   reply_ms,
   ban_denial,
+  ban_banning,
   ban_bans,
   ban_unwrap,
   ban_write,
@@ -1229,9 +1231,11 @@ do
 local STATE_WRONGTYPE = ERRORS.wrong_type
 STATE_CORRUPT = ERRORS.corrupt_state
 
--- The banned form (src/ban.rs): "CLX", version 1, the ban's end and the limiter's own
--- expiry (0: no state) as i64s, then the limiter's own bytes.
-local STATE_BAN_HEADER = 20
+-- The banned form (src/ban.rs): "CLX", version 1, four zeros and eight 0xff (a NaN where a
+-- smooth limiter keeps its stored permits), the ban's end and the limiter's own expiry (0: no
+-- state) as i64s, then the limiter's own bytes.
+local STATE_BAN_HEADER = 32
+STATE_BAN_MARK = 'CLX\1\0\0\0\0\255\255\255\255\255\255\255\255'
 
 -- The keys of the running call that hold the banned form, each as { until_ms, own,
 -- own_expire_at_ms } (own nil: no state): filled as they are read (state_bytes), emptied as
@@ -1244,8 +1248,8 @@ end
 
 -- The banned form in value, or nil (Banned::parse).
 function state_banned(value)
-  if #value < STATE_BAN_HEADER or string.sub(value, 1, 4) ~= 'CLX\1' then return nil end
-  local until_ms, own_expire = bytes_i64(value, 4), bytes_i64(value, 12)
+  if #value < STATE_BAN_HEADER or string.sub(value, 1, 16) ~= STATE_BAN_MARK then return nil end
+  local until_ms, own_expire = bytes_i64(value, 16), bytes_i64(value, 24)
   if until_ms == nil or own_expire == nil or until_ms <= 0 then return nil end
   if #value == STATE_BAN_HEADER then
     if own_expire ~= 0 then return nil end
@@ -1350,8 +1354,8 @@ do
 -- The banned form of a ban until until_ms beside own (the limiter's bytes, or nil) and its
 -- expiry (ban::encode).
 local function ban_encode(until_ms, own, own_expire_at_ms)
-  if own == nil then return 'CLX\1' .. bytes_of_i64(until_ms) .. bytes_of_i64(0) end
-  return 'CLX\1' .. bytes_of_i64(until_ms) .. bytes_of_i64(own_expire_at_ms) .. own
+  if own == nil then return STATE_BAN_MARK .. bytes_of_i64(until_ms) .. bytes_of_i64(0) end
+  return STATE_BAN_MARK .. bytes_of_i64(until_ms) .. bytes_of_i64(own_expire_at_ms) .. own
 end
 
 -- What a call on a key banned until until_ms answers at now_ms, given what its limiter
@@ -1361,6 +1365,14 @@ function ban_denial(look, until_ms, now_ms, unit)
   local reply = reply_ms(true, look[2], 0, until_ms - now_ms, until_ms - now_ms, unit)
   if look[5] > reply[5] then reply[5] = look[5] end
   return reply
+end
+
+-- The reply of the call that bans until until_ms (ban::banning): to retry no sooner than the
+-- ban's end, and whole no sooner either.
+function ban_banning(reply, until_ms, now_ms, unit)
+  local wait = reply_rounded(until_ms - now_ms, unit)
+  if reply[4] >= 0 and reply[4] < wait then reply[4] = wait end
+  if reply[5] < wait then reply[5] = wait end
 end
 
 -- Whether a call's reply bans with BAN: a real call that its limiter denied, with units
@@ -1461,7 +1473,11 @@ function single_run(key, kind, p)
     if banned then ban_unwrap(key, banned, now_ms) end
     kind.write(key, p, change, stored, now_us, now_ms)
   end
-  if ban_bans(p, reply) then ban_write(key, now_ms + ban_ms(p), now_ms) end
+  if ban_bans(p, reply) then
+    local until_ms = now_ms + ban_ms(p)
+    ban_write(key, until_ms, now_ms)
+    ban_banning(reply, until_ms, now_ms, p.unit)
+  end
   if p.at_most then reply[6] = reply[1] == 0 and granted or 0 end
   return reply
 end
@@ -3689,6 +3705,21 @@ function cl_all(keys, args)
       end
     end
   end
+  -- Each key whose own limiter denied is locked out, with BAN: never a lease, nor a key
+  -- banned now. Any such denial denies the call.
+  local bans = {}
+  if all.ban then
+    for i = 1, #keys do
+      local p = ps[i]
+      if not held[i] and all.limiters[i].kind ~= 'lease' then
+        p.ban = all.ban
+        if ban_bans(p, replies[i]) then
+          bans[i] = now_ms + ban_ms(p)
+          ban_banning(replies[i], bans[i], now_ms, all.unit)
+        end
+      end
+    end
+  end
   local admitted, binding = all_combine(replies)
   local reply = replies[binding]
   if all.detail then
@@ -3712,14 +3743,9 @@ function cl_all(keys, args)
         kinds[i].write(key, ps[i], changes[i], stored[i], now_us, now_ms)
       end
     end
-  elseif not admitted and all.ban then
-    -- Each key whose own limiter denied is locked out; never a lease, nor a key banned now.
+  elseif not admitted then
     for i, key in ipairs(keys) do
-      local p = ps[i]
-      if not held[i] and all.limiters[i].kind ~= 'lease' then
-        p.ban = all.ban
-        if ban_bans(p, replies[i]) then ban_write(key, now_ms + ban_ms(p), now_ms) end
-      end
+      if bans[i] then ban_write(key, bans[i], now_ms) end
     end
   end
   if all.at_most then
