@@ -125,6 +125,8 @@ export const commands: {
   smooth(key: Key, permits: Integer, period: Integer, options?: SmoothOptions): Words;
   all(limiters: readonly Limiter[], options?: AllOptions & { detail?: boolean }): Words;
   top(options?: TopOptions): Words;
+  ban(key: Key, span: Integer, options?: InMilliseconds): Words;
+  unban(key: Key): Words;
 };
 
 export interface TopOptions {
@@ -181,6 +183,10 @@ export class Cell {
   all(limiters: readonly Limiter[], options?: AllOptions & { detail?: boolean }): Promise<Reply | Reply[]>;
   /** The keys this node denied most over this minute and the one before: the module's alone. */
   top(options?: TopOptions): Promise<Denied[]>;
+  /** Lock `key` out for `span` (seconds, or ms with `ms`); the ban's end. The module only. */
+  ban(key: Key, span: Integer, options?: InMilliseconds): Promise<number>;
+  /** Lift `key`'s ban; whether one held. The module only. */
+  unban(key: Key): Promise<boolean>;
   /** A command's words, sent as routed; its raw reply. */
   command(words: Words): Promise<unknown>;
 }

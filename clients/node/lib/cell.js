@@ -75,6 +75,8 @@ const TAKES = {
   'CL.SMOOTH': ['ms', 'burst', 'warmup', 'cold', 'dryRun', 'ban', 'block'],
   'CL.ALL': ['ms', 'refund', 'dryRun', 'ban', 'detail', 'holder', 'atMost', 'block'],
   'CL.TOP': ['count'],
+  'CL.BAN': ['ms'],
+  'CL.UNBAN': [],
 };
 
 /**
@@ -129,6 +131,8 @@ const commands = {
   holders: (key, options = {}) => words('CL.HOLDERS', [key], options),
   smooth: (key, permits, period, options = {}) => words('CL.SMOOTH', [key, permits, period, quantityOf(options)], options),
   top: (options = {}) => words('CL.TOP', [], options),
+  ban: (key, span, options = {}) => words('CL.BAN', [key, span], options),
+  unban: (key) => words('CL.UNBAN', [key], {}),
   all(limiters, options) {
     if (!Array.isArray(limiters) || limiters.length === 0) {
       throw new TypeError('CL.ALL takes at least one limiter');
@@ -263,6 +267,19 @@ class Cell {
    */
   async top(options) {
     return topOf(await this.command(commands.top(options)));
+  }
+
+  /**
+   * Locks `key` out for `span` from now (seconds, or ms with `ms`), its limiter's state kept:
+   * the ban's end, unix seconds rounded up (or ms). The module's alone, as `top`.
+   */
+  async ban(key, span, options) {
+    return Number(await this.command(commands.ban(key, span, options)));
+  }
+
+  /** Lifts `key`'s ban, its limiter's state as it was: whether a ban held. */
+  async unban(key) {
+    return Number(await this.command(commands.unban(key))) === 1;
   }
 
   /** All of `limiters` or none; the binding limiter's reply, or each one's with `detail`. */

@@ -224,6 +224,14 @@ class commands:
     def top(*, count: Optional[int] = None) -> List[object]:
         return ["CL.TOP", *([] if count is None else ["COUNT", count])]
 
+    @staticmethod
+    def ban(key, span, *, ms=False) -> List[object]:
+        return ["CL.BAN", key, span, *_flags(ms, False, False, None)]
+
+    @staticmethod
+    def unban(key) -> List[object]:
+        return ["CL.UNBAN", key]
+
 
 @dataclass(frozen=True)
 class Denied:
@@ -352,6 +360,16 @@ class Client:
         :class:`~redis_cell.errors.NeedsModuleError`."""
         return _top(self._call(*commands.top(count=count)))
 
+    def ban(self, key, span, *, ms=False) -> int:
+        """Locks ``key`` out for ``span`` from now (seconds, or ms with ``ms=True``), its
+        limiter's state kept: the ban's end, unix seconds rounded up (or ms). The module's
+        alone, as :meth:`top`."""
+        return int(self._call(*commands.ban(key, span, ms=ms)))
+
+    def unban(self, key) -> bool:
+        """Lifts ``key``'s ban, its limiter's state as it was: whether a ban held."""
+        return int(self._call(*commands.unban(key))) == 1
+
 
 class AsyncClient:
     """The same commands over redis-py's asyncio client (``redis.asyncio.Redis``), with the
@@ -396,3 +414,9 @@ class AsyncClient:
 
     async def top(self, *, count: Optional[int] = None) -> List[Denied]:
         return _top(await self._call(*commands.top(count=count)))
+
+    async def ban(self, key, span, *, ms=False) -> int:
+        return int(await self._call(*commands.ban(key, span, ms=ms)))
+
+    async def unban(self, key) -> bool:
+        return int(await self._call(*commands.unban(key))) == 1

@@ -234,6 +234,24 @@ def test_a_calendar_window_ends_where_its_unit_does_in_cl_fixed_and_cl_all(r):
     assert (r.pexpiretime("hourly") - 1_800_000) % 3_600_000 == 0
 
 
+def test_a_ban_locks_a_key_out_by_hand_and_by_a_denial(flavor, r):
+    cell = Client(r)
+    # A denial with ban= locks the key out beside its count, in the module and the library.
+    assert cell.fixed("tries", 1, 60).allowed
+    assert cell.fixed("tries", 1, 60, ban=600).retry_after == 600
+    assert r.get("tries").startswith(b"CLX")
+    if flavor == "library":
+        with pytest.raises(NeedsModuleError, match="CL.BAN needs the redis-cell module"):
+            cell.ban("locked", 60)
+        return
+    end = cell.ban("locked", 60)
+    assert end * 1000 >= r.pexpiretime("locked")
+    denied = cell.fixed("locked", 5, 60)
+    assert denied.limited and denied.remaining == 0 and denied.retry_after == 60
+    assert cell.unban("locked") and not cell.unban("locked")
+    assert cell.fixed("locked", 5, 60).allowed
+
+
 def test_the_hook_is_told_of_each_decision_and_of_nothing_else(r):
     told = []
     cell = Client(r, on_decision=told.append)
