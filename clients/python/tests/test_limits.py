@@ -76,3 +76,19 @@ def test_a_key_of_another_type_raises_the_module_error(storage, r):
 def test_other_storages_are_refused():
     with pytest.raises(NotImplementedError, match="cell\\+redis"):
         GCRARateLimiter(object())
+
+
+@pytest.mark.parametrize("strategy", ["gcra", "fixed-window", "moving-window",
+                                      "sliding-window-buckets"])
+def test_the_ban_option_locks_a_key_out_from_the_hit_its_limit_denies(server, r, strategy):
+    storage = storage_from_string(f"cell+redis://127.0.0.1:{server}", ban=600)
+    limiter = STRATEGIES[strategy](storage)
+    two = RateLimitItemPerSecond(2)
+    assert [limiter.hit(two, "mallory") for _ in range(3)] == [True, True, False]
+    assert not limiter.hit(two, "mallory")
+    assert limiter.hit(two, "someone else")
+    # The window is a second; the key is kept, banned, for ten minutes.
+    [key] = r.keys("*mallory*")
+    assert r.get(key).startswith(b"CLX") and r.pttl(key) > 590_000
+    with pytest.raises(ValueError, match="ban is a whole number of seconds"):
+        storage_from_string(f"cell+redis://127.0.0.1:{server}", ban=0)

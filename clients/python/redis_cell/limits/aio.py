@@ -4,7 +4,7 @@ strategies that decide in the module, as the sync half does."""
 
 from __future__ import annotations
 
-from typing import Tuple
+from typing import Optional, Tuple
 
 from limits.aio import strategies
 from limits.aio.storage import MemoryStorage, RedisStorage
@@ -22,8 +22,9 @@ class CellAsyncRedisStorage(RedisStorage):
     STORAGE_SCHEME = ["async+cell+redis", "async+cell+rediss", "async+cell+redis+unix"]
 
     def __init__(self, uri: str, buckets: int = core.MOST_BUCKETS, via: str = "auto",
-                 load_library: bool = True, **options) -> None:
+                 load_library: bool = True, ban: Optional[int] = None, **options) -> None:
         self.buckets = core.check_buckets(buckets)
+        self.ban = core.check_ban(ban)
         routing.check_options(via, load_library)
         options["implementation"] = "redispy"
         super().__init__("async+" + uri.removeprefix("async+cell+"), **options)
@@ -70,7 +71,7 @@ class CellAsyncRedisStorage(RedisStorage):
             # limits acquires nothing, and says it did, even when the window is over-full.
             return True
         return core.admitted(await self.cell(core.window_words(self.key_prefix, key, limit,
-                                                               expiry, amount)))
+                                                               expiry, amount, self.ban)))
 
     async def get_moving_window(self, key: str, limit: int, expiry: int) -> Tuple[float, int]:
         reply = await self.moving_window(core.window_key(self.key_prefix, key), limit,
@@ -116,7 +117,7 @@ class FixedWindowRateLimiter(_DecidedByTheModule, strategies.FixedWindowRateLimi
     async def _cell(self, item, identifiers, cost: int, dry_run: bool):
         return core.decision(await self.storage.cell(core.fixed_words(
             self.storage.key_prefix, item.key_for(*identifiers), item.amount,
-            item.get_expiry(), cost, dry_run)), unit_ms=1000)
+            item.get_expiry(), cost, dry_run, self.storage.ban)), unit_ms=1000)
 
     async def get_window_stats(self, item, *identifiers) -> WindowStats:
         if not isinstance(self.storage, CellAsyncRedisStorage):
@@ -135,7 +136,8 @@ class SlidingWindowBucketsRateLimiter(_DecidedByTheModule,
     async def _cell(self, item, identifiers, cost: int, dry_run: bool):
         return core.decision(await self.storage.cell(core.buckets_words(
             self.storage.key_prefix, item.key_for(*identifiers), item.amount,
-            item.get_expiry(), self.storage.buckets, cost, dry_run)))
+            item.get_expiry(), self.storage.buckets, cost, dry_run,
+            self.storage.ban)))
 
     async def get_window_stats(self, item, *identifiers) -> WindowStats:
         if not isinstance(self.storage, CellAsyncRedisStorage):
@@ -162,7 +164,8 @@ class GCRARateLimiter(strategies.RateLimiter):
         key = item.key_for(*identifiers)
         if isinstance(self.storage, CellAsyncRedisStorage):
             return core.decision(await self.storage.cell(core.gcra_words(
-                self.storage.key_prefix, key, item.amount, item.get_expiry(), cost, dry_run)))
+                self.storage.key_prefix, key, item.amount, item.get_expiry(), cost, dry_run,
+                self.storage.ban)))
         return core.in_memory(self.storage).decide(key, item.amount, item.get_expiry(), cost,
                                                    dry_run)
 

@@ -108,6 +108,20 @@ def check_buckets(most: int) -> int:
     return most
 
 
+def check_ban(seconds: Optional[int]) -> Optional[int]:
+    """The storage option ``ban``: a lockout of that many seconds from each hit its limit
+    denies (``BAN``), or none."""
+    if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, int)
+                                or seconds < 1):
+        raise ValueError(f"ban is a whole number of seconds of at least 1, not {seconds!r}")
+    return seconds
+
+
+def ban_words(seconds: Optional[int], dry_run: bool) -> List[object]:
+    """``BAN`` for a hit that counts (a test only looks, and bans nothing), in ms."""
+    return [] if seconds is None or dry_run else ["BAN", seconds * 1000]
+
+
 def buckets_for(period_ms: int, most: int) -> Optional[int]:
     """The largest n, 2 to ``most``, that divides the period, as the module requires; None
     when there is none (a period of 1 ms, or a prime number of ms above ``most``), which
@@ -126,34 +140,37 @@ def buckets_option(period_ms: int, most: int) -> List[object]:
 
 
 def gcra_words(prefix: str, key: str, amount: int, expiry: int, cost: int,
-               dry_run: bool) -> List[object]:
+               dry_run: bool, ban: Optional[int] = None) -> List[object]:
     """``CL.THROTTLE`` with a burst of ``amount``, refilling ``amount`` per ``expiry`` s."""
     words = ["CL.THROTTLE", gcra_key(prefix, key), amount - 1, amount, expiry * 1000, cost,
              "MS"]
-    return words + (["DRYRUN"] if dry_run else [])
+    return words + (["DRYRUN"] if dry_run else []) + ban_words(ban, dry_run)
 
 
 def fixed_words(prefix: str, key: str, amount: int, expiry: int, cost: int,
-                dry_run: bool) -> List[object]:
+                dry_run: bool, ban: Optional[int] = None) -> List[object]:
     """``CL.FIXED`` counting denied hits, as limits' ``incr`` then compare does. In seconds,
     as limits' ``EXPIRE`` is: one argument fewer to read and to propagate on every hit."""
     words = ["CL.FIXED", fixed_key(prefix, key), amount, expiry, cost, "COUNTDENIED"]
-    return words + (["DRYRUN"] if dry_run else [])
+    # In seconds, as the call's own period.
+    lockout = [] if ban is None or dry_run else ["BAN", ban]
+    return words + (["DRYRUN"] if dry_run else []) + lockout
 
 
 def window_words(prefix: str, key: str, limit: int, expiry: int,
-                 amount: int) -> List[object]:
+                 amount: int, ban: Optional[int] = None) -> List[object]:
     """``CL.WINDOW``: ``amount`` entries, admitted only if all fit, as limits acquires them."""
-    return ["CL.WINDOW", window_key(prefix, key), limit, expiry * 1000, amount, "MS"]
+    return ["CL.WINDOW", window_key(prefix, key), limit, expiry * 1000, amount, "MS",
+            *ban_words(ban, False)]
 
 
 def buckets_words(prefix: str, key: str, limit: int, expiry: int, most: int, cost: int,
-                  dry_run: bool) -> List[object]:
+                  dry_run: bool, ban: Optional[int] = None) -> List[object]:
     """``CL.WINDOW … BUCKETS n``, with n from ``buckets_for``."""
     period_ms = expiry * 1000
     words = ["CL.WINDOW", buckets_key(prefix, key), limit, period_ms, cost, "MS",
              *buckets_option(period_ms, most)]
-    return words + (["DRYRUN"] if dry_run else [])
+    return words + (["DRYRUN"] if dry_run else []) + ban_words(ban, dry_run)
 
 
 def admitted(reply: Sequence) -> bool:

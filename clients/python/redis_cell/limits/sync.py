@@ -3,7 +3,7 @@ that decide in it."""
 
 from __future__ import annotations
 
-from typing import Tuple
+from typing import Optional, Tuple
 
 from limits import strategies
 from limits.storage import (
@@ -27,8 +27,9 @@ class CellStorage:
     ``load_library`` are :class:`~redis_cell.Client`'s."""
 
     def __init__(self, uri: str, buckets: int = core.MOST_BUCKETS, via: str = "auto",
-                 load_library: bool = True, **options) -> None:
+                 load_library: bool = True, ban: Optional[int] = None, **options) -> None:
         self.buckets = core.check_buckets(buckets)
+        self.ban = core.check_ban(ban)
         routing.check_options(via, load_library)
         super().__init__(uri.removeprefix("cell+"), **options)
         self.lua_cell_moving_window = self.storage.register_script(core.MOVING_WINDOW_SCRIPT)
@@ -69,7 +70,7 @@ class CellStorage:
             # limits acquires nothing, and says it did, even when the window is over-full.
             return True
         return core.admitted(self.cell(core.window_words(self.key_prefix, key, limit, expiry,
-                                                         amount)))
+                                                         amount, self.ban)))
 
     def get_moving_window(self, key: str, limit: int, expiry: int) -> Tuple[float, int]:
         reply = self.moving_window(core.window_key(self.key_prefix, key), limit, expiry * 1000)
@@ -143,7 +144,7 @@ class FixedWindowRateLimiter(_DecidedByTheModule, strategies.FixedWindowRateLimi
     def _cell(self, item, identifiers, cost: int, dry_run: bool):
         return core.decision(self.storage.cell(core.fixed_words(
             self.storage.key_prefix, item.key_for(*identifiers), item.amount,
-            item.get_expiry(), cost, dry_run)), unit_ms=1000)
+            item.get_expiry(), cost, dry_run, self.storage.ban)), unit_ms=1000)
 
     def get_window_stats(self, item, *identifiers) -> WindowStats:
         if not isinstance(self.storage, CellStorage):
@@ -162,7 +163,8 @@ class SlidingWindowBucketsRateLimiter(_DecidedByTheModule,
     def _cell(self, item, identifiers, cost: int, dry_run: bool):
         return core.decision(self.storage.cell(core.buckets_words(
             self.storage.key_prefix, item.key_for(*identifiers), item.amount,
-            item.get_expiry(), self.storage.buckets, cost, dry_run)))
+            item.get_expiry(), self.storage.buckets, cost, dry_run,
+            self.storage.ban)))
 
     def get_window_stats(self, item, *identifiers) -> WindowStats:
         """As the moving window's: the reset is when the oldest unit's cell leaves."""
@@ -189,7 +191,8 @@ class GCRARateLimiter(strategies.RateLimiter):
         key = item.key_for(*identifiers)
         if isinstance(self.storage, CellStorage):
             return core.decision(self.storage.cell(core.gcra_words(
-                self.storage.key_prefix, key, item.amount, item.get_expiry(), cost, dry_run)))
+                self.storage.key_prefix, key, item.amount, item.get_expiry(), cost, dry_run,
+                self.storage.ban)))
         return core.in_memory(self.storage).decide(key, item.amount, item.get_expiry(), cost,
                                                    dry_run)
 
