@@ -373,7 +373,7 @@ const COMMANDS: [Command; 11] = [
         access: Access::Bans,
         keys: Keys::First,
         arity: -2,
-        summary: c"Lifts a key's ban, its limiter's state kept as it was. Replies 1 when it lifted one, else 0.",
+        summary: c"Lifts a key's ban, its limiter's state kept as it was, and wakes the first call waiting on it. Replies 1 when a ban held, else 0.",
         complexity: c"O(N) in the bytes of the state it keeps.",
     },
 ];

@@ -179,8 +179,9 @@ class RateLimiterCell extends RateLimiterRedis {
     // denied, which is how RateLimiterRedis's callers (and _afterConsume) tell a denial. A
     // counted denial's count is past it already; a call held back by waiters took nothing.
     const taken = result.count !== undefined ? result.count : this.points - remaining;
+    // A denied look (get) is a ban's: past `points`, as a blocked key is to RateLimiterRedis.
     const consumed = limited === 1 && taken <= this.points
-      ? this.points - remaining + Math.abs(changedPoints)
+      ? this.points - remaining + Math.max(Math.abs(changedPoints), 1)
       : taken;
     const msBeforeNext = limited === 1 && retryAfter >= 0 ? retryAfter : resetAfter;
     const res = new RateLimiterRes();
@@ -197,7 +198,11 @@ class RateLimiterCell extends RateLimiterRedis {
    * send a call of its own, is left out.
    */
   _afterConsume(resolve, reject, rlKey, changedPoints, storeResult, options = {}) {
-    if (this.algorithm === 'fixed' || !(this.blockDuration > 0)) {
+    // A fixed window blocks as RateLimiterRedis does, but never over a ban the module keeps
+    // (a count GET could not read): RateLimiterRedis's block would overwrite it.
+    const banned = this.algorithm === 'fixed' && storeResult && storeResult.cell
+      && storeResult.count === undefined;
+    if (!(this.blockDuration > 0) || (this.algorithm === 'fixed' && !banned)) {
       return super._afterConsume(resolve, reject, rlKey, changedPoints, storeResult, options);
     }
     const blockDuration = this.blockDuration;

@@ -130,9 +130,9 @@ for (const flavor of FLAVORS) describe(`RateLimiterCell on a server, ${flavor}`,
         });
       }
 
-      it('fixed: a banned key is denied, and get reports it full', async () => {
+      it('fixed: a banned key is denied, and get reports it past its points', async () => {
         if (flavor !== 'module') return;
-        const cell = limiter({ keyPrefix: `${name}-banned`, points: 5, duration: 60 });
+        const cell = limiter({ keyPrefix: `${name}-banned`, points: 5, duration: 60, blockDuration: 10 });
         assert.equal((await outcome(cell.consume('alice'))).ok, true);
         await raw(['CL.BAN', `${name}-banned:alice`, '600']);
         for (let i = 0; i < 3; i += 1) {
@@ -142,7 +142,11 @@ for (const flavor of FLAVORS) describe(`RateLimiterCell on a server, ${flavor}`,
         }
         const got = await cell.get('alice');
         assert.equal(got.remainingPoints, 0);
+        assert.ok(got.consumedPoints > 5, `${got.consumedPoints}`);
         assert.ok(got.msBeforeNext > 599000, `${got.msBeforeNext}`);
+        // blockDuration never shortens the ban the module keeps.
+        assert.ok(await raw(['PTTL', `${name}-banned:alice`]) > 599000);
+        assert.equal(String(await raw(['GET', `${name}-banned:alice`])).slice(0, 3), 'CLX');
       });
 
       it('gcra: bursts of points, then a point back every duration / points', async () => {

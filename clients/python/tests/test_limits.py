@@ -90,5 +90,7 @@ def test_the_ban_option_locks_a_key_out_from_the_hit_its_limit_denies(server, r,
     # The window is a second; the key is kept, banned, for ten minutes.
     [key] = r.keys("*mallory*")
     assert r.get(key).startswith(b"CLX") and r.pttl(key) > 590_000
+    # The stats tell the ban's wait: a Retry-After that comes no sooner.
+    assert limiter.get_window_stats(two, "mallory").reset_time - time.time() > 590
     with pytest.raises(ValueError, match="ban is a whole number of seconds"):
         storage_from_string(f"cell+redis://127.0.0.1:{server}", ban=0)

@@ -176,9 +176,11 @@ class GCRARateLimiter(strategies.RateLimiter):
         return (await self._decide(item, identifiers, cost, dry_run=True))[0]
 
     async def get_window_stats(self, item, *identifiers) -> WindowStats:
-        _, remaining, reset_after_ms = await self._decide(item, identifiers, 0, dry_run=True)
-        next_unit_ms = core.gcra_next_unit_ms(item.amount, item.get_expiry(), remaining,
-                                              reset_after_ms)
+        admitted, remaining, reset_after_ms = await self._decide(item, identifiers, 0,
+                                                                 dry_run=True)
+        # A look is denied only by a ban: nothing comes back before it ends.
+        next_unit_ms = reset_after_ms if not admitted else core.gcra_next_unit_ms(
+            item.amount, item.get_expiry(), remaining, reset_after_ms)
         return WindowStats(core.window_stats_reset(next_unit_ms), remaining)
 
     async def clear(self, item, *identifiers) -> None:

@@ -205,9 +205,10 @@ class GCRARateLimiter(strategies.RateLimiter):
     def get_window_stats(self, item, *identifiers) -> WindowStats:
         """What remains, and when the next unit comes back (now, when none is taken):
         Flask-Limiter's Retry-After is then the wait for one more request."""
-        _, remaining, reset_after_ms = self._decide(item, identifiers, 0, dry_run=True)
-        next_unit_ms = core.gcra_next_unit_ms(item.amount, item.get_expiry(), remaining,
-                                              reset_after_ms)
+        admitted, remaining, reset_after_ms = self._decide(item, identifiers, 0, dry_run=True)
+        # A look is denied only by a ban: nothing comes back before it ends.
+        next_unit_ms = reset_after_ms if not admitted else core.gcra_next_unit_ms(
+            item.amount, item.get_expiry(), remaining, reset_after_ms)
         return WindowStats(core.window_stats_reset(next_unit_ms), remaining)
 
     def clear(self, item, *identifiers) -> None:
