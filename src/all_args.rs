@@ -8,7 +8,7 @@ use crate::args::{
 use crate::command::Command;
 use crate::error::Error;
 use crate::grammar::params::{self, LimiterKind};
-use crate::grammar::{bucket_count, offset_minutes, Given, Opt, ANY_QUANTITY};
+use crate::grammar::{bucket_count, Given, Opt, ANY_QUANTITY};
 use crate::time::TimeUnit;
 
 /// The most keys, and so limiters, one CL.ALL call decides over.
@@ -90,25 +90,13 @@ fn params_of(kind: LimiterKind, args: &[&[u8]], at: usize) -> usize {
 fn fixed_limiter(numbers: [&[u8]; 2], grid: &[&[u8]], unit: TimeUnit) -> Result<WindowArgs, Error> {
     let [limit, period] = numbers;
     let (params, calendar) = window_params(Command::Fixed, limit, period, unit)?;
-    let mut align = false;
-    let mut offset = None;
-    let mut words = grid.iter();
-    while let Some(word) = words.next() {
-        if word.eq_ignore_ascii_case(Opt::Align.row().keyword.to_bytes()) {
-            align = true;
-        } else {
-            offset = Some(offset_minutes(words.next().copied().unwrap_or_default())?);
-        }
-    }
-    if align && calendar.is_some() {
-        return Err(Error::AlignOnCalendar);
-    }
-    if offset.is_some() && !align && calendar.is_none() {
-        return Err(Error::OffsetWithoutGrid);
-    }
+    // Read as CL.FIXED reads its options, with its rules between them (params_of took only
+    // ALIGN and OFFSET's words, so no other option nor a quantity is among them).
+    let given = Given::read(Command::Fixed, grid, 0)?.on_calendar(calendar.is_some());
+    let values = given.read_values(ANY_QUANTITY, params.period_ms)?;
     Ok(WindowArgs {
-        laid: laid(calendar, align),
-        offset_minutes: offset.unwrap_or(0),
+        laid: laid(calendar, given.has(Opt::Align)),
+        offset_minutes: values.offset_minutes.unwrap_or(0),
         ..WindowArgs::plain(params, 1, unit)
     })
 }
