@@ -70,15 +70,25 @@ impl FixedWindow {
 
     /// Where a window opened at `now_ms` ends. A grid has an end for every instant a call
     /// can come at; past that (an instant near the end of an `i64`), the period's.
+    #[inline(always)]
     fn end_of_new(&self, now_ms: i64) -> i64 {
-        let offset = i64::from(self.offset_minutes);
-        let grid = match self.laid {
+        let on_grid = match self.laid {
             Laid::FromFirstCall => None,
-            Laid::Aligned => Some(Grid::aligned(self.period_ms, offset)),
-            Laid::Calendar(unit) => Some(Grid::calendar(unit, offset)),
+            // Out of line: most windows open at their first call.
+            laid => self.end_on_grid(laid, now_ms),
         };
-        grid.and_then(|grid| grid.end_after(now_ms))
-            .unwrap_or_else(|| now_ms.saturating_add(self.period_ms))
+        on_grid.unwrap_or_else(|| now_ms.saturating_add(self.period_ms))
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn end_on_grid(&self, laid: Laid, now_ms: i64) -> Option<i64> {
+        let offset = i64::from(self.offset_minutes);
+        match laid {
+            Laid::FromFirstCall => None,
+            Laid::Aligned => Grid::aligned(self.period_ms, offset).end_after(now_ms),
+            Laid::Calendar(unit) => Grid::calendar(unit, offset).end_after(now_ms),
+        }
     }
 
     /// Whether a denied call's units count too.
@@ -101,6 +111,7 @@ impl FixedWindow {
 
     /// Decides a request at `now_ms` against the stored window, if any. A stored window whose
     /// end has come is over, even though the server keeps its key through that millisecond.
+    #[inline(always)]
     pub fn decide(&self, stored: Option<OpenWindow>, now_ms: i64) -> Decision {
         let open = stored.filter(|window| now_ms < window.end_ms);
         let count = open.map_or(0, |window| window.count);

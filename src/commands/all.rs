@@ -9,7 +9,9 @@ use crate::args::ThrottleArgs;
 use crate::commands::answer::{Answer, Reply, Wait};
 use crate::commands::call::Call;
 use crate::commands::single::gcra_quantity;
-use crate::commands::state::{ban, decide_in_line, grant, notify, open, peek, unwrap, write};
+use crate::commands::state::{
+    ban, decide_in_line, grant, notify, open, peek, unwrap, write, BanStep,
+};
 use crate::counters::{Banning, Counted, BANS};
 use crate::error::Error;
 use crate::ffi::log_warning;
@@ -56,7 +58,7 @@ pub fn run_all(call: &Call, turn: Turn) -> Result<Answer, Error> {
         let limiter = limiter.ok_or(Error::Internal)?;
         let key = open(call.ctx, call.arg(index + 1)?, request)?;
         if at_most {
-            most = most.min(grant(&limiter, &key, most, now)?);
+            most = most.min(grant(limiter, &key, most, now)?);
             opened.push(key);
         } else {
             let at = Decide::plain(index, key, now, turn);
@@ -131,7 +133,7 @@ pub fn run_all(call: &Call, turn: Turn) -> Result<Answer, Error> {
 #[inline(never)]
 fn ban_denying(ctx: *mut raw::RedisModuleCtx, entries: &mut [Entry], now: Instant) {
     for entry in entries.iter_mut() {
-        let Some(until_ms) = entry.bans_until_ms else {
+        let Some(until_ms) = entry.ban.bans_until_ms else {
             continue;
         };
         match ban(ctx, &mut entry.key, until_ms, now) {
@@ -182,7 +184,7 @@ fn write_all(
                 .as_ref()
                 .and_then(|(args, len)| args.get(..*len))
                 .map(Propagate::WithInstant);
-            let unwrapped = match entry.wrapped {
+            let unwrapped = match entry.ban.wrapped {
                 true => unwrap(ctx, &mut entry.key, now),
                 false => Ok(()),
             };
@@ -219,10 +221,9 @@ struct Entry<'a> {
     limiter: Limiter<'a>,
     key: Key,
     verdict: Verdict<'a>,
-    /// The key holds a ban that is over, unwrapped before a change is written.
-    wrapped: bool,
-    /// With BAN, the lockout this key's limiter's denial makes, if the call is denied.
-    bans_until_ms: Option<i64>,
+    /// The key holds a ban that is over, unwrapped before a change is written; with BAN, the
+    /// lockout this key's limiter's denial makes, if the call is denied.
+    ban: BanStep,
     own: Option<OwnArgs>,
 }
 
@@ -268,7 +269,8 @@ impl<'a> Entry<'a> {
         } = at;
         let name = call.arg(index + 1)?;
         let request = request_of(args);
-        let decision = decide_in_line(
+        let mut ban = BanStep::default();
+        let verdict = decide_in_line(
             call.ctx,
             name,
             &key,
@@ -277,8 +279,8 @@ impl<'a> Entry<'a> {
             now,
             turn,
             args.ban_ms,
+            &mut ban,
         )?;
-        let (verdict, wrapped) = (decision.verdict, decision.wrapped);
         // The key and the limiter's parameters as the client gave them, then the shared
         // quantity (a lease: the holder), a WINDOW's `BUCKETS n` or a FIXED's `ALIGN` and
         // `OFFSET minutes`, MS and REFUND: the arguments of the limiter's own command. A
@@ -313,8 +315,7 @@ impl<'a> Entry<'a> {
             limiter,
             key,
             verdict,
-            wrapped,
-            bans_until_ms: decision.bans_until_ms,
+            ban,
             own,
         })
     }

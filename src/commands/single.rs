@@ -4,7 +4,7 @@
 use crate::args::{self, ThrottleArgs, WindowArgs};
 use crate::commands::answer::Answer;
 use crate::commands::call::Call;
-use crate::commands::state::{ban, decide_in_line, grant, notify, open, unwrap, write};
+use crate::commands::state::{ban, decide_in_line, grant, notify, open, unwrap, write, BanStep};
 use crate::counters::{Banning, BANS};
 use crate::error::Error;
 use crate::gcra::Gcra;
@@ -215,9 +215,8 @@ struct Decided<'a> {
     verdict: Verdict<'a>,
     /// With ATMOST, the units the verdict takes: 0 when it takes none.
     granted: Option<i64>,
-    /// The key holds a ban that is over, and the ban this call makes (state::Decision).
-    wrapped: bool,
-    bans_until_ms: Option<i64>,
+    /// The key holds a ban that is over, and the ban this call makes.
+    ban: BanStep,
 }
 
 /// One limiter on the call's key: read, and answer the request, unless waiters who came
@@ -237,23 +236,25 @@ fn decide<'a>(
     let key = open(call.ctx, name, request)?;
     // A look with ATMOST is a look, granted nothing.
     let (limiter, most) = if at_most && !request.peeks() {
-        let granted = grant(&limiter, &key, request.quantity, now)?;
+        let granted = grant(limiter, &key, request.quantity, now)?;
         (limiter.taking(granted.max(1))?, Some(granted))
     } else {
         (limiter, None)
     };
-    let decision = decide_in_line(call.ctx, name, &key, &limiter, request, now, turn, ban_ms)?;
+    let mut ban = BanStep::default();
+    let verdict = decide_in_line(
+        call.ctx, name, &key, &limiter, request, now, turn, ban_ms, &mut ban,
+    )?;
     let granted = match most {
-        Some(granted) if decision.verdict.admitted() => Some(granted),
+        Some(granted) if verdict.admitted() => Some(granted),
         _ if at_most => Some(0),
         _ => None,
     };
     Ok(Decided {
         key,
-        verdict: decision.verdict,
+        verdict,
         granted,
-        wrapped: decision.wrapped,
-        bans_until_ms: decision.bans_until_ms,
+        ban,
     })
 }
 
@@ -286,13 +287,13 @@ fn commit<'a>(
     let writes = turn.writes() && request.writes();
     let change = decided.verdict.change.filter(|_| writes);
     if let Some(change) = change.as_ref() {
-        if decided.wrapped {
+        if decided.ban.wrapped {
             unwrap(call.ctx, &mut decided.key, now)?;
         }
         write(call.ctx, &mut decided.key, change, own, now)?;
         notify(&decided.key, change);
     }
-    if let Some(until_ms) = decided.bans_until_ms {
+    if let Some(until_ms) = decided.ban.bans_until_ms {
         ban(call.ctx, &mut decided.key, until_ms, now)?;
         decided.key.notify(Event::Ban);
         BANS.record(Banning::Banned);

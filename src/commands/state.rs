@@ -45,7 +45,7 @@ pub fn open(
 
 /// ATMOST's grant on an open key: the most units, up to `most`, that `limiter` admits now;
 /// none while the key is banned.
-pub fn grant(limiter: &Limiter, key: &Key, most: i64, now: Instant) -> Result<i64, Error> {
+pub fn grant(limiter: Limiter, key: &Key, most: i64, now: Instant) -> Result<i64, Error> {
     let granted = match limiter
         .read(key)
         .and_then(|reading| reading.grant(most, now))
@@ -65,10 +65,9 @@ pub fn grant(limiter: &Limiter, key: &Key, most: i64, now: Instant) -> Result<i6
     granted.ok_or(Error::Internal)
 }
 
-/// A key's decision: the verdict, and what it does to the key's ban.
-#[derive(Debug, Clone, Copy)]
-pub struct Decision<'a> {
-    pub verdict: Verdict<'a>,
+/// What a key's decision does to its ban, beside its verdict.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BanStep {
     /// The key holds the banned form, its ban over: a change is written on the limiter's own
     /// state, unwrapped first.
     pub wrapped: bool,
@@ -81,7 +80,8 @@ pub struct Decision<'a> {
 /// a call that waiters who came first hold back takes nothing, and a refund, which takes
 /// nothing of theirs, is never held back; a dry run is held back as its call would be. The
 /// one place both single-key calls and each key of CL.ALL decide. A banned key denies every
-/// call until its ban ends; a denial by the limiter itself bans, with `ban_ms`.
+/// call until its ban ends; a denial by the limiter itself bans, with `ban_ms`. What it does
+/// to the ban goes into `step`, apart from the verdict, which the hot path returns as it is.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub fn decide_in_line<'a>(
@@ -93,12 +93,13 @@ pub fn decide_in_line<'a>(
     now: Instant,
     turn: Turn,
     ban_ms: Option<i64>,
-) -> Result<Decision<'a>, Error> {
+    step: &mut BanStep,
+) -> Result<Verdict<'a>, Error> {
     // A lease set is never banned.
     let ban_ms = ban_ms.filter(|_| limiter.may_be_banned());
     // Most keys read as their limiter's state; one that does not may be banned, which is
     // looked at out of line.
-    match decide_read(ctx, name, key, limiter, (request, ban_ms), now, turn) {
+    match decide_read(ctx, name, key, limiter, (request, ban_ms), now, turn, step) {
         Err(Error::CorruptState) if limiter.may_be_banned() => {
             let at = Place {
                 ctx,
@@ -107,7 +108,7 @@ pub fn decide_in_line<'a>(
                 now,
                 turn,
             };
-            decide_banned(&at, key, limiter, ban_ms)
+            decide_banned(&at, key, *limiter, ban_ms, step)
         }
         decided => decided,
     }
@@ -115,6 +116,7 @@ pub fn decide_in_line<'a>(
 
 /// `decide_in_line` on a key that reads as its limiter's state.
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 fn decide_read<'a>(
     ctx: *mut raw::RedisModuleCtx,
     name: *mut raw::RedisModuleString,
@@ -123,7 +125,8 @@ fn decide_read<'a>(
     (request, ban_ms): (Request, Option<i64>),
     now: Instant,
     turn: Turn,
-) -> Result<Decision<'a>, Error> {
+    step: &mut BanStep,
+) -> Result<Verdict<'a>, Error> {
     let reading = limiter.read(key)?;
     let mut verdict = reading.answer(request, now)?;
     // The limiter's own denial bans, whoever waits before the call.
@@ -140,12 +143,9 @@ fn decide_read<'a>(
     }
     if let Some(until_ms) = bans_until_ms {
         verdict.outcome = ban::banning(verdict.outcome, until_ms, now.ms);
+        step.bans_until_ms = Some(until_ms);
     }
-    Ok(Decision {
-        verdict,
-        wrapped: false,
-        bans_until_ms,
-    })
+    Ok(verdict)
 }
 
 /// Where and when a key is decided, for the steps that decide it.
@@ -201,9 +201,10 @@ fn ban_after(
 fn decide_banned<'a>(
     at: &Place,
     key: &Key,
-    limiter: &Limiter<'a>,
+    limiter: Limiter<'a>,
     ban_ms: Option<i64>,
-) -> Result<Decision<'a>, Error> {
+    step: &mut BanStep,
+) -> Result<Verdict<'a>, Error> {
     let banned = banned(key)?;
     let own = banned.own_at(at.now.ms);
     if banned.holds(at.now.ms) {
@@ -211,25 +212,22 @@ fn decide_banned<'a>(
         if at.request.writes() {
             BANS.record(Banning::Denied);
         }
-        return Ok(Decision {
-            verdict: Verdict {
-                outcome: ban::denial(look, banned.until_ms, at.now.ms),
-                change: None,
-            },
-            wrapped: true,
-            bans_until_ms: None,
+        step.wrapped = true;
+        return Ok(Verdict {
+            outcome: ban::denial(look, banned.until_ms, at.now.ms),
+            change: None,
         });
     }
-    let (mut verdict, own_denial) = decide_on(at, &own, limiter)?;
+    let (mut verdict, own_denial) = decide_on(at, &own, &limiter)?;
     let bans_until_ms = ban_after(&own_denial, at.request, at.turn, ban_ms, at.now);
     if let Some(until_ms) = bans_until_ms {
         verdict.outcome = ban::banning(verdict.outcome, until_ms, at.now.ms);
     }
-    Ok(Decision {
-        verdict,
+    *step = BanStep {
         wrapped: true,
         bans_until_ms,
-    })
+    };
+    Ok(verdict)
 }
 
 /// The banned form the key holds, or the error of a key that holds no limiter's state.
