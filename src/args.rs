@@ -194,27 +194,30 @@ pub(crate) fn throttle_params(
 }
 
 /// Parses the arguments of `CL.FIXED` that follow the key.
-#[inline(always)]
 pub fn fixed(args: &[&[u8]]) -> Result<WindowArgs, Error> {
-    window_args(args, Command::Fixed)
+    window_args::<true>(args, Command::Fixed)
 }
 
 /// Parses the arguments of `CL.WINDOW` that follow the key.
-#[inline(always)]
 pub fn window(args: &[&[u8]]) -> Result<WindowArgs, Error> {
-    window_args(args, Command::Window)
+    window_args::<true>(args, Command::Window)
 }
 
-/// A window command's arguments.
+/// A window command's arguments, by a parser that looks for a calendar unit in the period's
+/// place (`THOROUGH`), or one that takes every period to be a number: a plain call's body
+/// (commands::run), whose error on a word there has the call run again by a thorough one.
 #[inline(always)]
-fn window_args(args: &[&[u8]], command: Command) -> Result<WindowArgs, Error> {
+pub fn window_args<const THOROUGH: bool>(
+    args: &[&[u8]],
+    command: Command,
+) -> Result<WindowArgs, Error> {
     let [limit, period, words @ ..] = args else {
         return Err(Error::WrongArity(command.name()));
     };
     // Most calls name no option: they are answered before the option loop.
     if let Some(plain) = Plain::of(command, words) {
         let unit = TimeUnit::Seconds;
-        let (params, calendar) = window_params(command, limit, period, unit)?;
+        let (params, calendar) = periods::<THOROUGH>(command, limit, period, unit)?;
         return Ok(WindowArgs {
             quantity_given: !words.is_empty(),
             laid: calendar.map_or(Laid::FromFirstCall, Laid::Calendar),
@@ -223,7 +226,7 @@ fn window_args(args: &[&[u8]], command: Command) -> Result<WindowArgs, Error> {
     }
     let given = Given::read(command, words, AFTER_KEY + 2)?;
     let unit = given.unit();
-    let (params, calendar) = window_params(command, limit, period, unit)?;
+    let (params, calendar) = periods::<THOROUGH>(command, limit, period, unit)?;
     let given = given.on_calendar(calendar.is_some());
     let values = given.read_values(ANY_QUANTITY, params.period_ms)?;
     Ok(WindowArgs {
@@ -242,6 +245,22 @@ fn window_args(args: &[&[u8]], command: Command) -> Result<WindowArgs, Error> {
         ban_ms: values.ban_ms,
         ..WindowArgs::plain(params, values.quantity, unit)
     })
+}
+
+/// `limit period` and the calendar unit the period names, if it names one and the parser
+/// looks for one (`THOROUGH`).
+#[inline(always)]
+fn periods<const THOROUGH: bool>(
+    command: Command,
+    limit: &[u8],
+    period: &[u8],
+    unit: TimeUnit,
+) -> Result<(WindowParams, Option<CalendarUnit>), Error> {
+    if THOROUGH {
+        window_params(command, limit, period, unit)
+    } else {
+        Ok((limit_and_period(limit, period, unit)?, None))
+    }
 }
 
 /// How a fixed window's windows lie, given its period's calendar unit, if it named one, and

@@ -17,7 +17,7 @@ use redis_module::raw;
 use crate::blocked::{self, ClientCallbacks};
 use crate::clock;
 use crate::command::Command;
-use crate::commands;
+use crate::commands::Run;
 use crate::commands::answer::{self, Answer, Wait};
 use crate::commands::call::Caller;
 use crate::counters::{self, Counted, Waited, WAITS};
@@ -230,14 +230,15 @@ fn rerun(
             Turn::Waiting(_) => inject(Fault::Reply, argv, keys),
             _ => {}
         }
-        commands::run(
+        Run {
             command,
             ctx,
-            argv.as_ptr(),
-            argv.argc(),
-            Caller::RERUN,
+            argv: argv.as_ptr(),
+            argc: argv.argc(),
+            caller: Caller::RERUN,
             turn,
-        )
+        }
+        .answer()
     })
     .unwrap_or(Err(Error::Internal))
 }

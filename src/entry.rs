@@ -17,7 +17,7 @@ use redis_module::raw;
 use crate::all_args::MAX_KEYS;
 use crate::blocking::{self, Callbacks, Pending};
 use crate::command::Command;
-use crate::commands;
+use crate::commands::{self, Run};
 use crate::commands::answer::{self, Answer};
 use crate::commands::call::Caller;
 use crate::decimal::parse_i64;
@@ -164,10 +164,36 @@ fn dispatch(
         replayed,
         may_wait: may_wait(flags),
     };
-    let result = commands::run(command, ctx, argv, argc, caller, turn);
+    let run = Run {
+        command,
+        ctx,
+        argv,
+        argc,
+        caller,
+        turn,
+    };
+    settle::<true>(run, flags, run.plain())
+}
+
+/// A call plain bodies refused for what a thorough body looks further at runs again by that
+/// body (commands::Run::answer), and is settled as the first run would have been.
+#[cold]
+#[inline(never)]
+fn settle_thorough(run: Run, flags: u32) -> usize {
+    settle::<false>(run, flags, run.thorough())
+}
+
+/// Answers a call's result, or parks it when it asked to wait, was denied, and may wait here;
+/// `FIRST` when it comes from plain bodies.
+#[inline(always)]
+fn settle<const FIRST: bool>(run: Run, flags: u32, result: Result<Answer, Error>) -> usize {
+    let (command, ctx, caller) = (run.command, run.ctx, run.caller);
     // SAFETY: the server passes argc live argument strings, live for the whole call.
-    let args = move || unsafe { arguments(argv, argc) };
+    let args = move || unsafe { arguments(run.argv, run.argc) };
     match &result {
+        Err(error) if FIRST && commands::state::looks_further(error) => {
+            return settle_thorough(run, flags);
+        }
         Ok(Answer {
             wait: Some(wait), ..
         }) if caller.may_wait && blocking::park(ctx, command, args(), wait, &CALLBACKS).is_ok() => {

@@ -34,7 +34,7 @@ pub const MAX_ALL_ARGS: usize = 2 + all_args::MAX_KEYS * 7 + 11;
 /// CL.ALL's body. Every limiter is built, then every key read and decided, and what each
 /// write will propagate gathered, before any key is written: an error on any argument or
 /// key stops the call with nothing changed, and nothing after the first write can.
-pub fn run_all(call: &Call, turn: Turn) -> Result<Answer, Error> {
+pub fn run_all<const THOROUGH: bool>(call: &Call, turn: Turn) -> Result<Answer, Error> {
     let args = all_args::all(call.args())?;
     // A lease is held by the call's holder; asked for nothing, it only looks.
     let holder = args
@@ -62,7 +62,7 @@ pub fn run_all(call: &Call, turn: Turn) -> Result<Answer, Error> {
             opened.push(key);
         } else {
             let at = Decide::plain(index, key, now, turn);
-            entries.push(Entry::decide(call, &args, spec, limiter, at)?);
+            entries.push(Entry::decide::<THOROUGH>(call, &args, spec, limiter, at)?);
         }
     }
     let granted = at_most.then_some(most);
@@ -79,7 +79,7 @@ pub fn run_all(call: &Call, turn: Turn) -> Result<Answer, Error> {
             quantity: granted_text.as_ref().map(OwnedString::as_ptr),
             ..Decide::plain(index, key, now, turn)
         };
-        entries.push(Entry::decide(call, &args, spec, limiter, at)?);
+        entries.push(Entry::decide::<THOROUGH>(call, &args, spec, limiter, at)?);
     }
     let combined = all::combine(entries.iter().map(|entry| &entry.verdict), args.unit);
     let reply = if args.detail {
@@ -170,6 +170,7 @@ fn denying(entries: &[Entry]) -> u16 {
 /// fails after it (a defect: every failure on what the keys hold was decided before) does not
 /// stop the others, is logged, and the client gets the decided reply. The events come after
 /// every write, so that no listener runs while keys of the call are still to be written.
+#[inline(always)]
 fn write_all(
     ctx: *mut raw::RedisModuleCtx,
     combined: &Combined,
@@ -184,19 +185,15 @@ fn write_all(
                 .as_ref()
                 .and_then(|(args, len)| args.get(..*len))
                 .map(Propagate::WithInstant);
-            let unwrapped = match entry.ban.wrapped {
-                true => unwrap(ctx, &mut entry.key, now),
-                false => Ok(()),
-            };
-            match unwrapped.and_then(|()| write(ctx, &mut entry.key, &change, own, now)) {
+            if entry.ban.wrapped {
+                if let Err(error) = unwrap(ctx, &mut entry.key, now) {
+                    log_unwritten(ctx, error);
+                    continue;
+                }
+            }
+            match write(ctx, &mut entry.key, &change, own, now) {
                 Ok(()) => *written = true,
-                Err(error) => log_warning(
-                    ctx,
-                    &format!(
-                        "redis-cell: CL.ALL wrote some keys but not all: {}",
-                        error.message()
-                    ),
-                ),
+                Err(error) => log_unwritten(ctx, error),
             }
         }
     }
@@ -205,6 +202,18 @@ fn write_all(
             notify(&entry.key, change);
         }
     }
+}
+
+#[cold]
+#[inline(never)]
+fn log_unwritten(ctx: *mut raw::RedisModuleCtx, error: Error) {
+    log_warning(
+        ctx,
+        &format!(
+            "redis-cell: CL.ALL wrote some keys but not all: {}",
+            error.message()
+        ),
+    );
 }
 
 /// The most arguments a limiter's own command is propagated with: a FIXED's key, two
@@ -253,7 +262,7 @@ impl Decide {
 
 impl<'a> Entry<'a> {
     /// Answers the call's request with `limiter`, built from `spec`, on its open key.
-    fn decide(
+    fn decide<const THOROUGH: bool>(
         call: &Call,
         args: &all_args::AllArgs,
         spec: &all_args::LimiterSpec,
@@ -270,7 +279,7 @@ impl<'a> Entry<'a> {
         let name = call.arg(index + 1)?;
         let request = request_of(args);
         let mut ban = BanStep::default();
-        let verdict = decide_in_line(
+        let verdict = decide_in_line::<THOROUGH>(
             call.ctx,
             name,
             &key,
@@ -335,6 +344,7 @@ fn request_of(args: &all_args::AllArgs) -> Request {
     }
 }
 
+#[inline(always)]
 fn limiter_of<'a>(
     args: &LimiterArgs,
     holder: Option<&'a [u8]>,

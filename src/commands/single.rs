@@ -4,7 +4,9 @@
 use crate::args::{self, ThrottleArgs, WindowArgs};
 use crate::commands::answer::Answer;
 use crate::commands::call::Call;
-use crate::commands::state::{ban, decide_in_line, grant, notify, open, unwrap, write, BanStep};
+use crate::commands::state::{
+    ban, decide_in_line, grant, looks_further, notify, open, unwrap, write, BanStep,
+};
 use crate::counters::{Banning, BANS};
 use crate::error::Error;
 use crate::gcra::Gcra;
@@ -34,7 +36,7 @@ impl SingleCall<'_> {
 
 /// `CL.THROTTLE key max_burst count period [quantity] [MS] [REFUND] [DRYRUN]
 /// [BLOCK timeout]`
-pub fn run_throttle(call: &SingleCall, turn: Turn) -> Result<Answer, Error> {
+pub fn run_throttle<const THOROUGH: bool>(call: &SingleCall, turn: Turn) -> Result<Answer, Error> {
     let args = args::throttle(call.params())?;
     let limiter = Limiter::Throttle(Gcra::new(&args.params, gcra_quantity(&args))?);
     let now = call.instant(None)?;
@@ -43,7 +45,7 @@ pub fn run_throttle(call: &SingleCall, turn: Turn) -> Result<Answer, Error> {
         refund: args.refund,
         dry_run: args.dry_run,
     };
-    let mut decided = decide(
+    let mut decided = decide::<THOROUGH>(
         call,
         limiter,
         (request, args.ban_ms),
@@ -77,7 +79,7 @@ pub fn gcra_quantity(args: &ThrottleArgs) -> i64 {
 /// at once, and is propagated as the SET it amounts to; with BLOCK, one that reserved a later
 /// instant has its reply held until then. Where a call may not wait (a transaction, a script,
 /// a replica), BLOCK is ignored: the call is `tryAcquire(quantity, 0)`. It stands in no line.
-pub fn run_smooth(call: &SingleCall, turn: Turn) -> Result<Answer, Error> {
+pub fn run_smooth<const THOROUGH: bool>(call: &SingleCall, turn: Turn) -> Result<Answer, Error> {
     let args = args::smooth(call.params())?;
     let timeout = match args.block_ms.filter(|_| call.caller.may_wait) {
         None => Timeout::Micros(0),
@@ -91,7 +93,7 @@ pub fn run_smooth(call: &SingleCall, turn: Turn) -> Result<Answer, Error> {
         refund: false,
         dry_run: args.dry_run,
     };
-    let mut decided = decide(call, limiter, (request, args.ban_ms), false, now, turn)?;
+    let mut decided = decide::<THOROUGH>(call, limiter, (request, args.ban_ms), false, now, turn)?;
     let change = commit(call, &mut decided, request, None, now, turn)?;
     let reply_at_ns = match change {
         Some(Change::Smooth(write)) => write.reply_at_ns,
@@ -109,7 +111,7 @@ pub fn run_smooth(call: &SingleCall, turn: Turn) -> Result<Answer, Error> {
 /// with ATMOST as the plain admission of what it was granted; or, replayed with an instant
 /// already (`AT unix-ms`), as it came.
 #[inline(always)]
-pub fn run_window(
+pub fn run_window<const THOROUGH: bool>(
     call: &SingleCall,
     turn: Turn,
     parse: fn(&[&[u8]]) -> Result<WindowArgs, Error>,
@@ -123,7 +125,7 @@ pub fn run_window(
         dry_run: args.dry_run,
     };
     let at_most = args.at_most_at.is_some();
-    let mut decided = decide(
+    let mut decided = decide::<THOROUGH>(
         call,
         limiter(&args),
         (request, args.ban_ms),
@@ -198,7 +200,7 @@ pub fn run_lease(call: &SingleCall, turn: Turn) -> Result<Answer, Error> {
         refund: false,
         dry_run: args.dry_run,
     };
-    let mut decided = decide(call, limiter, (request, None), false, now, turn)?;
+    let mut decided = decide::<false>(call, limiter, (request, None), false, now, turn)?;
     let change = commit(call, &mut decided, request, Some(propagate), now, turn)?;
     Ok(answered(
         &decided,
@@ -224,7 +226,7 @@ struct Decided<'a> {
 /// most it admits now up to the call's quantity, or for one unit when none fits, so that its
 /// denial says when one will.
 #[inline(always)]
-fn decide<'a>(
+fn decide<'a, const THOROUGH: bool>(
     call: &SingleCall,
     limiter: Limiter<'a>,
     (request, ban_ms): (Request, Option<i64>),
@@ -242,7 +244,7 @@ fn decide<'a>(
         (limiter, None)
     };
     let mut ban = BanStep::default();
-    let verdict = decide_in_line(
+    let verdict = decide_in_line::<THOROUGH>(
         call.ctx, name, &key, &limiter, request, now, turn, ban_ms, &mut ban,
     )?;
     let granted = match most {
@@ -288,15 +290,27 @@ fn commit<'a>(
     let change = decided.verdict.change.filter(|_| writes);
     if let Some(change) = change.as_ref() {
         if decided.ban.wrapped {
-            unwrap(call.ctx, &mut decided.key, now)?;
+            unwrap(call.ctx, &mut decided.key, now).map_err(defect)?;
         }
-        write(call.ctx, &mut decided.key, change, own, now)?;
+        write(call.ctx, &mut decided.key, change, own, now).map_err(defect)?;
         notify(&decided.key, change);
     }
     if let Some(until_ms) = decided.ban.bans_until_ms {
-        ban(call.ctx, &mut decided.key, until_ms, now)?;
+        ban(call.ctx, &mut decided.key, until_ms, now).map_err(defect)?;
         decided.key.notify(Event::Ban);
         BANS.record(Banning::Banned);
     }
     Ok(change)
+}
+
+/// A write's error: a defect, as everything that can fail on what the key held was decided
+/// before, and never one that has the call run again (state::looks_further), which would
+/// write twice.
+#[cold]
+fn defect(error: Error) -> Error {
+    if looks_further(&error) {
+        Error::Internal
+    } else {
+        error
+    }
 }

@@ -84,7 +84,7 @@ pub struct BanStep {
 /// to the ban goes into `step`, apart from the verdict, which the hot path returns as it is.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-pub fn decide_in_line<'a>(
+pub fn decide_in_line<'a, const THOROUGH: bool>(
     ctx: *mut raw::RedisModuleCtx,
     name: *mut raw::RedisModuleString,
     key: &Key,
@@ -97,9 +97,11 @@ pub fn decide_in_line<'a>(
 ) -> Result<Verdict<'a>, Error> {
     // A lease set is never banned.
     let ban_ms = ban_ms.filter(|_| limiter.may_be_banned());
-    // Most keys read as their limiter's state; one that does not may be banned, which is
-    // looked at out of line.
-    match decide_read(ctx, name, key, limiter, (request, ban_ms), now, turn, step) {
+    let decided = decide_read(ctx, name, key, limiter, (request, ban_ms), now, turn, step);
+    if !THOROUGH {
+        return decided;
+    }
+    match decided {
         Err(Error::CorruptState) if limiter.may_be_banned() => {
             let at = Place {
                 ctx,
@@ -146,6 +148,14 @@ fn decide_read<'a>(
         step.bans_until_ms = Some(until_ms);
     }
     Ok(verdict)
+}
+
+/// Whether a plain body's error may be one a thorough body would not answer: a key that
+/// reads as no limiter's state (it may be banned) or a word where a number goes (a calendar
+/// unit). Nothing was written: a write fails only by a defect, never with these.
+#[inline(always)]
+pub fn looks_further(error: &Error) -> bool {
+    matches!(error, Error::CorruptState | Error::NotAnInteger(_))
 }
 
 /// Where and when a key is decided, for the steps that decide it.
