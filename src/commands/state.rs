@@ -116,13 +116,14 @@ pub fn decide_in_line<'a, const THOROUGH: bool>(
     }
 }
 
-/// `decide_in_line` on a key that reads as its limiter's state.
+/// `decide_in_line` on what reads as its limiter's state: the key, or the state beside an
+/// ended ban.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn decide_read<'a>(
+fn decide_read<'a, S: Source>(
     ctx: *mut raw::RedisModuleCtx,
     name: *mut raw::RedisModuleString,
-    key: &Key,
+    key: &S,
     limiter: &Limiter<'a>,
     (request, ban_ms): (Request, Option<i64>),
     now: Instant,
@@ -167,27 +168,6 @@ struct Place {
     turn: Turn,
 }
 
-/// The verdict of `limiter` on what `source` holds, held back by waiters who came first,
-/// and the limiter's own outcome (before waiters).
-#[inline(always)]
-fn decide_on<'a, S: Source>(
-    at: &Place,
-    source: &S,
-    limiter: &Limiter<'a>,
-) -> Result<(Verdict<'a>, Outcome), Error> {
-    let reading = limiter.read(source)?;
-    let mut verdict = reading.answer(at.request, at.now)?;
-    let own = verdict.outcome;
-    if at.request.yields_to_waiters() && limiter.stands_in_line() {
-        if let Some(first_due_in) = lines::held_back(at.ctx, at.name, at.turn)? {
-            verdict = verdict.held_back(first_due_in, limiter.counts_denied(), || {
-                Ok(reading.peek().decide(at.now)?.outcome)
-            })?;
-        }
-    }
-    Ok((verdict, own))
-}
-
 /// Until when a call that asked to `BAN` for `ban_ms` bans its key: when its limiter itself
 /// denied it, a real call (not a look or a dry run, in a turn that writes), with units that
 /// could fit later. Out of line: most calls ask for no ban.
@@ -228,16 +208,17 @@ fn decide_banned<'a>(
             change: None,
         });
     }
-    let (mut verdict, own_denial) = decide_on(at, &own, &limiter)?;
-    let bans_until_ms = ban_after(&own_denial, at.request, at.turn, ban_ms, at.now);
-    if let Some(until_ms) = bans_until_ms {
-        verdict.outcome = ban::banning(verdict.outcome, until_ms, at.now.ms);
-    }
-    *step = BanStep {
-        wrapped: true,
-        bans_until_ms,
-    };
-    Ok(verdict)
+    step.wrapped = true;
+    decide_read(
+        at.ctx,
+        at.name,
+        &own,
+        &limiter,
+        (at.request, ban_ms),
+        at.now,
+        at.turn,
+        step,
+    )
 }
 
 /// The banned form the key holds, or the error of a key that holds no limiter's state.
