@@ -205,7 +205,7 @@ pub fn window(args: &[&[u8]]) -> Result<WindowArgs, Error> {
 
 /// A window command's arguments, by a parser that looks for a calendar unit in the period's
 /// place (`THOROUGH`), or one that takes every period to be a number: a plain call's body
-/// (commands::run), whose error on a word there has the call run again by a thorough one.
+/// (commands::Run), whose error on a word there has the call run again by a thorough one.
 #[inline(always)]
 pub fn window_args<const THOROUGH: bool>(
     args: &[&[u8]],
@@ -1022,5 +1022,38 @@ mod tests {
         );
         assert_eq!(release(&[b""]), Err(Error::HolderLength));
         assert_eq!(release(&[]), Err(Error::WrongArity("cl.release")));
+    }
+
+    mod plain_and_thorough {
+        use super::*;
+        use proptest::prelude::*;
+
+        const WORDS: [&str; 24] = [
+            "0", "1", "5", "60", "-1", "x", "99999999999999999999", "120", "-300", "1440",
+            "DAY", "week", "MONTH", "YEAR", "ALIGN", "OFFSET", "MS", "REFUND", "DRYRUN",
+            "COUNTDENIED", "BLOCK", "BAN", "BUCKETS", "ATMOST",
+        ];
+
+        proptest! {
+            /// The plain parser, which answers almost every call, answers as the thorough one
+            /// does, unless it hands the call over (a word where a number goes), which the
+            /// thorough one then answers.
+            #[test]
+            fn the_plain_parser_answers_as_the_thorough_one(
+                picks in proptest::collection::vec(0..WORDS.len(), 2..9),
+                fixed in any::<bool>(),
+            ) {
+                let words: Vec<&[u8]> = picks
+                    .iter()
+                    .filter_map(|&pick| WORDS.get(pick))
+                    .map(|word| word.as_bytes())
+                    .collect();
+                let command = if fixed { Command::Fixed } else { Command::Window };
+                let plain = window_args::<false>(&words, command);
+                if !matches!(plain, Err(Error::NotAnInteger(_))) {
+                    prop_assert_eq!(plain, window_args::<true>(&words, command));
+                }
+            }
+        }
     }
 }

@@ -17,9 +17,9 @@ use redis_module::raw;
 use crate::all_args::MAX_KEYS;
 use crate::blocking::{self, Callbacks, Pending};
 use crate::command::Command;
-use crate::commands::{self, Run};
 use crate::commands::answer::{self, Answer};
 use crate::commands::call::Caller;
+use crate::commands::{self, Run};
 use crate::decimal::parse_i64;
 use crate::delayed;
 use crate::denied;
@@ -191,7 +191,7 @@ fn settle<const FIRST: bool>(run: Run, flags: u32, result: Result<Answer, Error>
     // SAFETY: the server passes argc live argument strings, live for the whole call.
     let args = move || unsafe { arguments(run.argv, run.argc) };
     match &result {
-        Err(error) if FIRST && commands::state::looks_further(error) => {
+        Err(error) if FIRST && commands::state::looks_further(command, error) => {
             return settle_thorough(run, flags);
         }
         Ok(Answer {

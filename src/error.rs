@@ -83,6 +83,12 @@ pub enum Error {
     WrongType,
     /// The key holds a string this command cannot read as its state.
     CorruptState,
+    /// The key's state, found damaged only as the call's change was written: the same reply
+    /// as `CorruptState`, from a step that must not have the call run again.
+    CorruptOnWrite,
+    /// A plain body met what only a thorough one answers (commands::Run): never a reply, as
+    /// the call runs again by a thorough body, which never returns it.
+    Thorough,
     /// An admitted call would grow a sliding window log past the longest string the server
     /// stores (512 MB): a period far longer than the traffic it logs.
     LogTooLong,
@@ -198,7 +204,7 @@ impl Error {
             Error::WrongType => {
                 "WRONGTYPE Operation against a key holding the wrong kind of value".to_owned()
             }
-            Error::CorruptState => {
+            Error::CorruptState | Error::CorruptOnWrite => {
                 "ERR the value at this key is not a valid state for this command".to_owned()
             }
             Error::LogTooLong => {
@@ -209,7 +215,9 @@ impl Error {
             }
             Error::ClockOutOfRange => "ERR the server clock is out of range".to_owned(),
             Error::Readonly => "READONLY You can't write against a read only replica.".to_owned(),
-            Error::Internal => "ERR internal error in redis-cell; nothing was changed".to_owned(),
+            Error::Internal | Error::Thorough => {
+                "ERR internal error in redis-cell; nothing was changed".to_owned()
+            }
         }
     }
 
@@ -302,6 +310,8 @@ mod tests {
             Error::AtFromClient,
             Error::WrongType,
             Error::CorruptState,
+            Error::CorruptOnWrite,
+            Error::Thorough,
             Error::LogTooLong,
             Error::LeaseSetTooLong,
             Error::ClockOutOfRange,

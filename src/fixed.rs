@@ -80,7 +80,7 @@ impl FixedWindow {
         on_grid.unwrap_or_else(|| now_ms.saturating_add(self.period_ms))
     }
 
-    #[cold]
+    /// The end of the grid's window that holds `now_ms`, on ALIGN's grid or a calendar's.
     #[inline(never)]
     fn end_on_grid(&self, laid: Laid, now_ms: i64) -> Option<i64> {
         let offset = i64::from(self.offset_minutes);

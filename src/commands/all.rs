@@ -10,7 +10,7 @@ use crate::commands::answer::{Answer, Reply, Wait};
 use crate::commands::call::Call;
 use crate::commands::single::gcra_quantity;
 use crate::commands::state::{
-    ban, decide_in_line, grant, notify, open, peek, unwrap, write, BanStep,
+    ban, decide_in_line, grant, hand_over_looks, notify, open, peek, unwrap, write, BanStep,
 };
 use crate::counters::{Banning, Counted, BANS};
 use crate::error::Error;
@@ -47,6 +47,7 @@ pub fn run_all<const THOROUGH: bool>(call: &Call, turn: Turn) -> Result<Answer, 
     }
     let now = call.instant(None)?;
     let request = request_of(&args);
+    hand_over_looks::<THOROUGH>(request)?;
     // Each key is opened and read in key order, so that the first key's error is the one
     // answered. With ATMOST each is asked its grant as it is read, and decides once the least
     // of them is known: the most units every limiter admits now. A look is granted nothing.

@@ -50,14 +50,14 @@ impl Run {
     /// their last step, so an error leaves the keys as they were.
     ///
     /// A call runs first by plain bodies, which take every key to hold its limiter's state
-    /// and every period to be a number. One they refuse for what a thorough body looks
-    /// further at (state::looks_further: a banned key, a calendar unit) is run again by that
-    /// body, whose answer is the call's. Plain calls pay nothing for what they do not use.
-    /// The entry layer takes the two steps itself, so that the answer is not moved between
-    /// them.
+    /// and every period to be a number, and hand looks over. One they refuse for what a
+    /// thorough body looks further at (state::looks_further: a banned key, a calendar unit,
+    /// a look) is run again by that body, whose answer is the call's. Plain calls pay
+    /// nothing for what they do not use. The entry layer takes the two steps itself, so that
+    /// the answer is not moved between them.
     pub fn answer(self) -> Result<Answer, Error> {
         match self.plain() {
-            Err(error) if looks_further(&error) => self.thorough(),
+            Err(error) if looks_further(self.command, &error) => self.thorough(),
             answered => answered,
         }
     }

@@ -5,7 +5,7 @@ use crate::args::{self, ThrottleArgs, WindowArgs};
 use crate::commands::answer::Answer;
 use crate::commands::call::Call;
 use crate::commands::state::{
-    ban, decide_in_line, grant, looks_further, notify, open, unwrap, write, BanStep,
+    ban, decide_in_line, grant, hand_over_looks, notify, open, unwrap, write, written, BanStep,
 };
 use crate::counters::{Banning, BANS};
 use crate::error::Error;
@@ -235,6 +235,7 @@ fn decide<'a, const THOROUGH: bool>(
     turn: Turn,
 ) -> Result<Decided<'a>, Error> {
     let name = call.arg(0)?;
+    hand_over_looks::<THOROUGH>(request)?;
     let key = open(call.ctx, name, request)?;
     // A look with ATMOST is a look, granted nothing.
     let (limiter, most) = if at_most && !request.peeks() {
@@ -290,27 +291,15 @@ fn commit<'a>(
     let change = decided.verdict.change.filter(|_| writes);
     if let Some(change) = change.as_ref() {
         if decided.ban.wrapped {
-            unwrap(call.ctx, &mut decided.key, now).map_err(defect)?;
+            unwrap(call.ctx, &mut decided.key, now).map_err(written)?;
         }
-        write(call.ctx, &mut decided.key, change, own, now).map_err(defect)?;
+        write(call.ctx, &mut decided.key, change, own, now).map_err(written)?;
         notify(&decided.key, change);
     }
     if let Some(until_ms) = decided.ban.bans_until_ms {
-        ban(call.ctx, &mut decided.key, until_ms, now).map_err(defect)?;
+        ban(call.ctx, &mut decided.key, until_ms, now).map_err(written)?;
         decided.key.notify(Event::Ban);
         BANS.record(Banning::Banned);
     }
     Ok(change)
-}
-
-/// A write's error: a defect, as everything that can fail on what the key held was decided
-/// before, and never one that has the call run again (state::looks_further), which would
-/// write twice.
-#[cold]
-fn defect(error: Error) -> Error {
-    if looks_further(&error) {
-        Error::Internal
-    } else {
-        error
-    }
 }

@@ -7,6 +7,7 @@ use std::ffi::CStr;
 use redis_module::raw;
 
 use crate::ban::{self, Banned};
+use crate::command::Command;
 use crate::counters::{Banning, BANS};
 use crate::error::Error;
 use crate::fault::{self, Fault};
@@ -151,12 +152,44 @@ fn decide_read<'a, S: Source>(
     Ok(verdict)
 }
 
-/// Whether a plain body's error may be one a thorough body would not answer: a key that
-/// reads as no limiter's state (it may be banned) or a word where a number goes (a calendar
-/// unit). Nothing was written: a write fails only by a defect, never with these.
+/// Whether a plain body's error has `command`'s call run again by a thorough body
+/// (commands::Run): a key that reads as no limiter's state (it may be banned), a word where a
+/// number goes (a calendar unit), or a look handed over. Only the commands with thorough
+/// bodies run again, and their plain bodies open keys only to write, so a plain run has
+/// done nothing before these: parsing, and reading keys opened for writing, which counts no
+/// keyspace hit or miss. A write's own failure is never one of them (`written`).
 #[inline(always)]
-pub fn looks_further(error: &Error) -> bool {
-    matches!(error, Error::CorruptState | Error::NotAnInteger(_))
+pub fn looks_further(command: Command, error: &Error) -> bool {
+    matches!(
+        command,
+        Command::Throttle | Command::Fixed | Command::Window | Command::Smooth | Command::All
+    ) && matches!(
+        error,
+        Error::CorruptState | Error::NotAnInteger(_) | Error::Thorough
+    )
+}
+
+/// A look opens its key read-only, which counts a keyspace hit or miss (and fires `keymiss`)
+/// as it opens: a plain body hands it to a thorough one before it opens anything, so that no
+/// key is looked at twice.
+#[inline(always)]
+pub fn hand_over_looks<const THOROUGH: bool>(request: Request) -> Result<(), Error> {
+    if !THOROUGH && request.peeks() {
+        return Err(Error::Thorough);
+    }
+    Ok(())
+}
+
+/// A write's error: everything that can fail on what the key held was decided before, so a
+/// damaged state found now is told apart from one found as the key was read, which would run
+/// the call again and write twice.
+#[cold]
+pub fn written(error: Error) -> Error {
+    match error {
+        Error::CorruptState => Error::CorruptOnWrite,
+        Error::NotAnInteger(_) | Error::Thorough => Error::Internal,
+        error => error,
+    }
 }
 
 /// Where and when a key is decided, for the steps that decide it.
