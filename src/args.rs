@@ -214,6 +214,12 @@ pub fn window_args<const THOROUGH: bool>(
     let [limit, period, words @ ..] = args else {
         return Err(Error::WrongArity(command.name()));
     };
+    // A calendar unit is a word: the plain parser hands it over before reading options that
+    // the thorough one would read again.
+    if !THOROUGH && command == Command::Fixed && period.first().is_some_and(u8::is_ascii_alphabetic)
+    {
+        return Err(Error::Thorough);
+    }
     // Most calls name no option: they are answered before the option loop.
     if let Some(plain) = Plain::of(command, words) {
         let unit = TimeUnit::Seconds;
@@ -298,9 +304,7 @@ fn calendar_params(
     period: &[u8],
     error: Error,
 ) -> Result<(WindowParams, Option<CalendarUnit>), Error> {
-    let calendar = params::params(command)
-        .iter()
-        .any(|param| param.row().or_calendar)
+    let calendar = params::takes_calendar(command)
         .then(|| CalendarUnit::of(period))
         .flatten()
         .ok_or(error)?;
@@ -1029,9 +1033,30 @@ mod tests {
         use proptest::prelude::*;
 
         const WORDS: [&str; 24] = [
-            "0", "1", "5", "60", "-1", "x", "99999999999999999999", "120", "-300", "1440",
-            "DAY", "week", "MONTH", "YEAR", "ALIGN", "OFFSET", "MS", "REFUND", "DRYRUN",
-            "COUNTDENIED", "BLOCK", "BAN", "BUCKETS", "ATMOST",
+            "0",
+            "1",
+            "5",
+            "60",
+            "-1",
+            "x",
+            "99999999999999999999",
+            "120",
+            "-300",
+            "1440",
+            "DAY",
+            "week",
+            "MONTH",
+            "YEAR",
+            "ALIGN",
+            "OFFSET",
+            "MS",
+            "REFUND",
+            "DRYRUN",
+            "COUNTDENIED",
+            "BLOCK",
+            "BAN",
+            "BUCKETS",
+            "ATMOST",
         ];
 
         proptest! {
@@ -1050,7 +1075,7 @@ mod tests {
                     .collect();
                 let command = if fixed { Command::Fixed } else { Command::Window };
                 let plain = window_args::<false>(&words, command);
-                if !matches!(plain, Err(Error::NotAnInteger(_))) {
+                if !matches!(plain, Err(Error::NotAnInteger(_) | Error::Thorough)) {
                     prop_assert_eq!(plain, window_args::<true>(&words, command));
                 }
             }

@@ -339,6 +339,9 @@ pub struct Given<'w, 'a> {
     quantity: Option<&'a [u8]>,
     /// Whether the call names any option: most name none, and pay nothing more.
     named: bool,
+    /// Whether it names an option that takes a value: a call that names flags alone reads
+    /// no values.
+    valued: bool,
     /// Each option's keyword's index in `words`, plus one; 0 when the call does not name it.
     at: [u8; OPTIONS.len()],
     /// Whether the period is a calendar's unit, for the rules of the options that lay windows
@@ -391,6 +394,7 @@ impl<'w, 'a> Given<'w, 'a> {
             words,
             quantity: None,
             named: false,
+            valued: false,
             at: [0; OPTIONS.len()],
             calendar: false,
         };
@@ -431,6 +435,7 @@ impl<'w, 'a> Given<'w, 'a> {
             }
             *seen = u8::try_from(index + 1).map_err(|_| Error::WrongArity(command.name()))?;
             given.named = true;
+            given.valued |= takes_value;
             index += 1 + usize::from(takes_value);
         }
         Ok(given)
@@ -495,6 +500,9 @@ impl<'w, 'a> Given<'w, 'a> {
             quantity: quantity_first,
             ..Values::PLAIN
         };
+        if !self.valued {
+            return Ok(values);
+        }
         let unit = self.unit();
         for row in &OPTIONS {
             let Some(text) = self.text(row.opt).filter(|_| row.value != Value::Flag) else {

@@ -244,6 +244,28 @@ impl LimiterKind {
     }
 }
 
+/// Whether a command's period may be a calendar's unit (its row is `or_calendar`), read off
+/// the table once, as the server loads the module, rather than each time a word is met.
+pub fn takes_calendar(command: Command) -> bool {
+    const TAKERS: [bool; Command::ALL.len()] = {
+        let mut takers = [false; Command::ALL.len()];
+        let mut c = 0;
+        while c < Command::ALL.len() {
+            let params = params(Command::ALL[c]);
+            let mut i = 0;
+            while i < params.len() {
+                if params[i].row().or_calendar {
+                    takers[Command::ALL[c] as usize] = true;
+                }
+                i += 1;
+            }
+            c += 1;
+        }
+        takers
+    };
+    TAKERS.get(command as usize).copied().unwrap_or(false)
+}
+
 /// How many of a command's parameters are numbers: what follows its keyword as a limiter of
 /// CL.ALL.
 pub const fn number_count(command: Command) -> usize {
