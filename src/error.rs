@@ -86,8 +86,9 @@ pub enum Error {
     /// The key's state, found damaged only as the call's change was written: the same reply
     /// as `CorruptState`, from a step that must not have the call run again.
     CorruptOnWrite,
-    /// A plain body met what only a thorough one answers (commands::Run): never a reply, as
-    /// the call runs again by a thorough body, which never returns it.
+    /// A plain body hands the call to a thorough one (commands::Run): a look, which opens its
+    /// key read-only, or a word in CL.FIXED's period. Never a reply, as the call runs again by
+    /// a thorough body, which never returns it.
     Thorough,
     /// An admitted call would grow a sliding window log past the longest string the server
     /// stores (512 MB): a period far longer than the traffic it logs.

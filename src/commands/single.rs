@@ -200,6 +200,8 @@ pub fn run_lease(call: &SingleCall, turn: Turn) -> Result<Answer, Error> {
         refund: false,
         dry_run: args.dry_run,
     };
+    // Plain, and never handed over (state::looks_further leaves CL.LEASE out): its request
+    // takes one slot, never a look, and a lease set is never banned.
     let mut decided = decide::<false>(call, limiter, (request, None), false, now, turn)?;
     let change = commit(call, &mut decided, request, Some(propagate), now, turn)?;
     Ok(answered(

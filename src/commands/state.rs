@@ -20,9 +20,9 @@ use crate::propagate::{replicate_del, replicate_set_pxat, replicate_window, Prop
 use crate::store::{Access, Event, Expiry, Key, Written};
 use crate::time::Instant;
 
-/// Opens the key a call with `request` decides on. A look and a dry run open it as their
-/// call would: a read-only open of a missing key fires `keymiss` and counts a keyspace miss,
-/// which the call never does.
+/// Opens the key a call with `request` decides on: a look read-only, as a read would (a
+/// keyspace hit or miss counted, `keymiss` fired on a missing key); a dry run for writing,
+/// as its call would, which counts neither.
 #[inline(always)]
 pub fn open(
     ctx: *mut raw::RedisModuleCtx,
@@ -154,10 +154,12 @@ fn decide_read<'a, S: Source>(
 
 /// Whether a plain body's error has `command`'s call run again by a thorough body
 /// (commands::Run): a key that reads as no limiter's state (it may be banned), a word where a
-/// number goes (a calendar unit), or a look handed over. Only the commands with thorough
-/// bodies run again, and their plain bodies open keys only to write, so a plain run has
-/// done nothing before these: parsing, and reading keys opened for writing, which counts no
-/// keyspace hit or miss. A write's own failure is never one of them (`written`).
+/// number goes (a calendar unit), or a call handed over (`Error::Thorough`: a look, a
+/// calendar word). Only the commands with thorough bodies run again, and their plain bodies
+/// open keys only to write, before these errors: a plain run has only parsed and read keys
+/// opened for writing, which counts no keyspace hit or miss (the server's LRU or LFU clock of
+/// such a key is touched again, as by any access). A write's own failure is never one of
+/// them (`written`).
 #[inline(always)]
 pub fn looks_further(command: Command, error: &Error) -> bool {
     matches!(

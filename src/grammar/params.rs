@@ -245,7 +245,7 @@ impl LimiterKind {
 }
 
 /// Whether a command's period may be a calendar's unit (its row is `or_calendar`), read off
-/// the table once, as the server loads the module, rather than each time a word is met.
+/// the table at compile time rather than each time a word is met.
 pub fn takes_calendar(command: Command) -> bool {
     const TAKERS: [bool; Command::ALL.len()] = {
         let mut takers = [false; Command::ALL.len()];
