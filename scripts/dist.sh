@@ -14,32 +14,46 @@ bash scripts/setup.sh
 # The oldest glibc the binaries load on: manylinux2014's floor (RHEL 7; Amazon Linux 2 has
 # 2.26, Ubuntu 20.04 and Debian 11 2.31). docs/operations.md ("Installing") says the same.
 GLIBC_FLOOR=2.17
+# The toolchain that makes the release, held so that two machines make the same one.
+ZIG=0.17.1
+ZIGBUILD=0.24.1
 targets=(x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu)
 
-if ! dpkg-query -W -f='${Status}' libc6-dev-arm64-cross 2>/dev/null | grep -q "install ok installed"; then
+command -v rustup >/dev/null || {
+  echo "dist: the cross builds need rustup (https://rustup.rs) for the aarch64 standard library" >&2
+  exit 1
+}
+missing=()
+for pkg in libc6-dev-arm64-cross binutils; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" -ne 0 ] && sudo="sudo"
-  echo "dist: installing libc6-dev-arm64-cross" >&2
+  echo "dist: installing ${missing[*]}" >&2
   $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq libc6-dev-arm64-cross >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 # Zig and cargo-zigbuild live in a virtualenv of their own, outside the checkout: zig names
 # its library by a path relative to the directory it runs in when it lies below it, and
 # bindgen, which runs in the dependency's directory, would not find Zig's C headers there.
-tools=${REDIS_CELL_DIST_TOOLS:-${XDG_CACHE_HOME:-$HOME/.cache}/redis-cell/dist-tools}
+tools=${REDIS_CELL_DIST_TOOLS:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/redis-cell/zig-$ZIG-zigbuild-$ZIGBUILD}
 if ! "$tools/bin/python3" -c "import ziglang" 2>/dev/null || [ ! -x "$tools/bin/cargo-zigbuild" ]; then
-  echo "dist: installing ziglang and cargo-zigbuild into $tools" >&2
+  echo "dist: installing ziglang $ZIG and cargo-zigbuild $ZIGBUILD into $tools" >&2
   python3 -m venv "$tools"
-  "$tools/bin/pip" install -q --disable-pip-version-check ziglang cargo-zigbuild
+  "$tools/bin/pip" install -q --disable-pip-version-check "ziglang==$ZIG" "cargo-zigbuild==$ZIGBUILD"
 fi
 for target in "${targets[@]}"; do
-  rustup target list --installed | grep -qx "$target" || rustup target add "$target"
+  rustup target list --installed | grep -x "$target" >/dev/null || rustup target add "$target"
 done
+# The library's files are generated: they must be what lua/ gives before they ship.
+python3 scripts/lua_forms.py --check
 
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 target_dir=${CARGO_TARGET_DIR:-$PWD/target}
-rm -rf dist
-mkdir -p dist
+# Made aside and moved into place whole: a build that fails leaves no half a bundle.
+rm -rf dist.new
+mkdir -p dist.new
 manifest=()
 for target in "${targets[@]}"; do
   arch=${target%%-*}
@@ -49,20 +63,43 @@ for target in "${targets[@]}"; do
     BINDGEN_EXTRA_CLANG_ARGS_aarch64_unknown_linux_gnu="--sysroot=/usr/aarch64-linux-gnu -isystem /usr/aarch64-linux-gnu/include" \
     cargo zigbuild --release --locked --quiet --target "$target.$GLIBC_FLOOR"
   name="libredis_cell-$version-linux-$arch.so"
-  cp "$target_dir/$target/release/libredis_cell.so" "dist/$name"
-  # The newest glibc symbol version the file asks for, read from the file itself.
-  needs=$(readelf -V -W "dist/$name" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -V | tail -1)
+  file="dist.new/$name"
+  # Executable, as the servers want a module to be.
+  install -m 0755 "$target_dir/$target/release/libredis_cell.so" "$file"
+
+  # Read from the file itself: its machine, the libraries it needs (glibc's own, which every
+  # such system has), and the newest glibc symbol version it asks for.
+  machine=$(readelf -h "$file" | sed -n 's/^ *Machine: *//p')
+  case "$arch:$machine" in
+    x86_64:*X86-64* | aarch64:*AArch64*) ;;
+    *) echo "dist: $name is for '$machine'" >&2; exit 1 ;;
+  esac
+  needed=$(readelf -d "$file" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
+  others=$(grep -vxE 'libc\.so\.6|libm\.so\.6|libpthread\.so\.0|libdl\.so\.2|librt\.so\.1|ld-linux-(x86-64|aarch64)\.so\.[12]' <<<"$needed" || true)
+  [ -z "$others" ] || { echo "dist: $name needs $others, beyond glibc" >&2; exit 1; }
+  versions=$(readelf -V -W "$file" | grep -o 'GLIBC_[A-Za-z0-9_.]*' | sort -u || true)
+  [ -n "$versions" ] || { echo "dist: $name names no glibc version" >&2; exit 1; }
+  # GLIBC_PRIVATE or GLIBC_ABI_DT_RELR, say, are needs no floor's number says.
+  odd=$(grep -vxE 'GLIBC_[0-9]+(\.[0-9]+)*' <<<"$versions" || true)
+  [ -z "$odd" ] || { echo "dist: $name needs $odd" >&2; exit 1; }
+  needs=$(sed 's/^GLIBC_//' <<<"$versions" | sort -V | tail -1)
   if [ "$(printf '%s\n%s\n' "$needs" "$GLIBC_FLOOR" | sort -V | tail -1)" != "$GLIBC_FLOOR" ]; then
     echo "dist: $name asks for glibc $needs, newer than $GLIBC_FLOOR" >&2
     exit 1
   fi
-  manifest+=("$name  module  $target, glibc >= $needs  $version")
+  manifest+=("$name	module	$target, glibc $needs or later	$version")
 done
 # The Functions library, for a server that loads no module: FUNCTION LOAD's form, and the
 # script form for a server where Functions are missing or refused (docs/without-the-module.md).
-cp lua/dist/redis_cell.lua "dist/redis_cell-$version.lua"
-cp lua/dist/redis_cell.script.lua "dist/redis_cell-$version.script.lua"
-manifest+=("redis_cell-$version.lua  library  FUNCTION LOAD  $version")
-manifest+=("redis_cell-$version.script.lua  library  EVAL  $version")
-printf '%s\n' "${manifest[@]}" >dist/MANIFEST
-(cd dist && sha256sum -- * >SHA256SUMS && cat SHA256SUMS)
+cp lua/dist/redis_cell.lua "dist.new/redis_cell-$version.lua"
+cp lua/dist/redis_cell.script.lua "dist.new/redis_cell-$version.script.lua"
+manifest+=("redis_cell-$version.lua	library	FUNCTION LOAD	$version")
+manifest+=("redis_cell-$version.script.lua	library	EVAL	$version")
+{
+  echo "# file	what	target	version (tab-separated; built with zig $ZIG, cargo-zigbuild $ZIGBUILD)"
+  printf '%s\n' "${manifest[@]}"
+} >dist.new/MANIFEST
+(cd dist.new && sha256sum -- * >SHA256SUMS)
+rm -rf dist
+mv dist.new dist
+cat dist/SHA256SUMS

@@ -58,7 +58,8 @@ bash scripts/docker-lane.sh
 # on Debian 11's glibc 2.31, and the aarch64 one by an aarch64 Valkey under emulation.
 bash scripts/dist.sh
 (cd dist && sha256sum -c SHA256SUMS)
-REDIS_CELL_MODULE="$(ls "$PWD"/dist/libredis_cell-*-linux-x86_64.so)" cargo test --test it -- operability:: contract:: lease::
+version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
+REDIS_CELL_MODULE="$PWD/dist/libredis_cell-$version-linux-x86_64.so" cargo test --test it -- operability:: contract:: lease::
 bash scripts/old_glibc_lane.sh
 bash scripts/aarch64_lane.sh
 
