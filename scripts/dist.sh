@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The release bundle, in dist/: the module for x86_64 and aarch64 Linux, each linked against
-# glibc 2.17 and checked to ask for nothing newer; the Functions library's two forms; and
+# glibc 2.17 and checked to ask for nothing newer; the Functions library's two forms; the
+# client packages (Python wheel and sdist, npm tarball), each carrying the library; and
 # SHA256SUMS and a MANIFEST over all of it, with the one version Cargo.toml gives.
 #
 # The cross builds use cargo-zigbuild, with Zig from PyPI's ziglang (a virtualenv of their
@@ -17,6 +18,8 @@ GLIBC_FLOOR=2.17
 # The toolchain that makes the release, held so that two machines make the same one.
 ZIG=0.17.1
 ZIGBUILD=0.24.1
+# PyPA's build, which builds the Python packages by the package's own hooks (setup.py).
+BUILD=1.6.1
 targets=(x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu)
 
 command -v rustup >/dev/null || {
@@ -43,6 +46,10 @@ if ! "$tools/bin/python3" -c "import ziglang" 2>/dev/null || [ ! -x "$tools/bin/
   python3 -m venv "$tools"
   "$tools/bin/pip" install -q --disable-pip-version-check "ziglang==$ZIG" "cargo-zigbuild==$ZIGBUILD"
 fi
+"$tools/bin/python3" -c "import build" 2>/dev/null && [ "$("$tools/bin/python3" -c 'import build; print(build.__version__)')" = "$BUILD" ] || {
+  echo "dist: installing build $BUILD into $tools" >&2
+  "$tools/bin/pip" install -q --disable-pip-version-check "build==$BUILD"
+}
 for target in "${targets[@]}"; do
   rustup target list --installed | grep -x "$target" >/dev/null || rustup target add "$target"
 done
@@ -95,6 +102,46 @@ cp lua/dist/redis_cell.lua "dist.new/redis_cell-$version.lua"
 cp lua/dist/redis_cell.script.lua "dist.new/redis_cell-$version.script.lua"
 manifest+=("redis_cell-$version.lua	library	FUNCTION LOAD	$version")
 manifest+=("redis_cell-$version.script.lua	library	EVAL	$version")
+# The client packages, each built by its own tools and hooks, which put the library in from
+# lua/dist: the Python sdist, and the wheel built from that sdist (so the sdist is proven to
+# carry what a build needs), and the npm tarball. The commit's time stands for every file's
+# (SOURCE_DATE_EPOCH), so that the wheel comes out the same on every build.
+export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 315532800)}
+rm -rf clients/python/build clients/python/*.egg-info
+built=$("$tools/bin/python3" -m build --outdir dist.new clients/python 2>&1) || { echo "$built" >&2; exit 1; }
+rm -rf clients/python/build clients/python/*.egg-info
+(cd clients/node && npm pack --silent --pack-destination ../../dist.new >/dev/null)
+wheel="redis_cell-$version-py3-none-any.whl"
+sdist="redis_cell-$version.tar.gz"
+tarball="redis-cell-$version.tgz"
+for name in "$wheel" "$sdist" "$tarball"; do
+  [ -f "dist.new/$name" ] || {
+    echo "dist: no $name among $(ls dist.new | tr '\n' ' '): does a package's version differ from Cargo.toml's?" >&2
+    exit 1
+  }
+done
+# Each carries both forms, byte for byte lua/dist's.
+python3 - "$version" <<'PY'
+import sys, tarfile, zipfile
+version = sys.argv[1]
+for form in ("redis_cell.lua", "redis_cell.script.lua"):
+    want = open(f"lua/dist/{form}", "rb").read()
+    wheel = zipfile.ZipFile(f"dist.new/redis_cell-{version}-py3-none-any.whl")
+    sdist = tarfile.open(f"dist.new/redis_cell-{version}.tar.gz")
+    tarball = tarfile.open(f"dist.new/redis-cell-{version}.tgz")
+    for where, got in [("the wheel", lambda: wheel.read(f"redis_cell/lua/{form}")),
+                       ("the sdist", lambda: sdist.extractfile(f"redis_cell-{version}/redis_cell/lua/{form}").read()),
+                       ("the npm tarball", lambda: tarball.extractfile(f"package/lua/{form}").read())]:
+        try:
+            same = got() == want
+        except KeyError:
+            same = False
+        if not same:
+            sys.exit(f"dist: {where} does not carry lua/dist/{form}")
+PY
+manifest+=("$wheel	python	py3, CPython 3.10 or later	$version")
+manifest+=("$sdist	python	source	$version")
+manifest+=("$tarball	node	Node 20 or later	$version")
 {
   echo "# file	what	target	version (tab-separated; built with zig $ZIG, cargo-zigbuild $ZIGBUILD)"
   printf '%s\n' "${manifest[@]}"

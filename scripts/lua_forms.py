@@ -11,7 +11,7 @@
 - lua/dist/redis_cell.script.lua, for EVAL/EVALSHA where Functions are missing or refused:
   the sources, and a dispatch on the function's name, given as the first argument.
 
-    lua_forms.py --write    writes them all, and the forms' copies in the client packages
+    lua_forms.py --write    writes them all
     lua_forms.py --check    fails if any differs from what the sources give
 """
 
@@ -30,9 +30,6 @@ SOURCES = ["errors.lua", "grammar.lua", "exact.lua", "bytes.lua", "args.lua", "i
            "all.lua", "library.lua"]
 LIBRARY = ROOT / "lua" / "dist" / "redis_cell.lua"
 SCRIPT = ROOT / "lua" / "dist" / "redis_cell.script.lua"
-# The client packages ship both forms, to load them where the module is missing: copies of
-# lua/dist inside each package, since a package holds only what lies under it.
-SHIPPED = [ROOT / "clients" / "python" / "redis_cell" / "lua", ROOT / "clients" / "node" / "lua"]
 NOTE = "-- Generated from lua/*.lua by scripts/lua_forms.py: edit those, not this.\n"
 
 
@@ -107,12 +104,10 @@ def main(argv: list[str]) -> None:
     if argv == ["--write"]:
         for path, text in made.items():
             path.write_text(text)
+    # The client packages' build hooks copy these into each package as it is built.
     forms = {LIBRARY: library(), SCRIPT: script()}
-    for shipped in SHIPPED:
-        forms.update({shipped / LIBRARY.name: forms[LIBRARY], shipped / SCRIPT.name: forms[SCRIPT]})
     if argv == ["--write"]:
         for path, text in forms.items():
-            path.parent.mkdir(exist_ok=True)
             path.write_text(text)
     elif argv == ["--check"]:
         stale = [str(p.relative_to(ROOT)) for p, t in {**made, **forms}.items()

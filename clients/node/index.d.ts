@@ -234,6 +234,11 @@ export class LibraryTooOldError extends Error {
   readonly name: 'LibraryTooOldError';
 }
 
+/** The Functions library this package ships, as `FUNCTION LOAD` takes it, to load by hand. */
+export function librarySource(): string;
+/** The library's script form, as `EVAL` takes it: `EVAL script numkeys key… name arg…`. */
+export function scriptSource(): string;
+
 /** express-rate-limit's Store, counting in Redis with CL.FIXED … COUNTDENIED. */
 export class CellStore {
   constructor(options: RoutingOptions & {

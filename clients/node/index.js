@@ -10,6 +10,7 @@ const {
 } = require('./lib/express');
 const { CellStore } = require('./lib/store');
 const { Batched, BatchCore } = require('./lib/batch');
+const { librarySource, scriptSource } = require('./lib/route');
 
 /**
  * The adapter where rate-limiter-flexible is installed; without it (an optional peer, which
@@ -46,9 +47,11 @@ module.exports = {
   header,
   lease,
   LibraryTooOldError,
+  librarySource,
   NeedsModuleError,
   ModuleMissingError,
   RateLimiterCell,
+  scriptSource,
   throttle,
   user,
   window,

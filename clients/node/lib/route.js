@@ -27,17 +27,30 @@ const ASSUMED = 'assumed';
 
 const sources = {};
 
-/** One of the library's two forms, as the package ships them (lua/). */
+/**
+ * One of the library's two forms: the package's own (lua/, which `npm pack` puts in), or, in a
+ * checkout of the repository, where the package carries none, lua/dist's.
+ */
 function source(name) {
   if (!(name in sources)) {
-    sources[name] = fs.readFileSync(path.join(__dirname, '..', 'lua', name), 'utf8');
+    const shipped = path.join(__dirname, '..', 'lua', name);
+    const checkout = path.join(__dirname, '..', '..', '..', 'lua', 'dist', name);
+    const found = [shipped, checkout].find((file) => fs.existsSync(file));
+    if (!found) throw new Error(`redis-cell ships no ${name}: reinstall the package`);
+    sources[name] = fs.readFileSync(found, 'utf8');
   }
   return sources[name];
 }
 
+/** The library as FUNCTION LOAD takes it (lua/dist/redis_cell.lua), for loading by hand. */
+const librarySource = () => source('redis_cell.lua');
+
+/** The library's script form, as EVAL takes it: `EVAL script numkeys key… name arg…`. */
+const scriptSource = () => source('redis_cell.script.lua');
+
 /** The version of the library this package ships, which a server's must reach. */
 function shippedVersion() {
-  const found = /^local CELL_VERSION = '([^']+)'/m.exec(source('redis_cell.lua'));
+  const found = /^local CELL_VERSION = '([^']+)'/m.exec(librarySource());
   if (!found) throw new Error('the shipped library names no version');
   return found[1];
 }
@@ -103,7 +116,7 @@ async function find(client, via, load) {
     throw new LibraryTooOldError(versions.reduce((a, b) => (older(b, a) ? b : a)), ours);
   }
   try {
-    await Promise.all(behind.map((b) => b.ask(['FUNCTION', 'LOAD', 'REPLACE', source('redis_cell.lua')])));
+    await Promise.all(behind.map((b) => b.ask(['FUNCTION', 'LOAD', 'REPLACE', librarySource()])));
   } catch (error) {
     if (noFunctions(error)) return SCRIPT;
     throw error;
@@ -169,7 +182,7 @@ function fcallWords(words) {
 function wireOf(route, { evalAgain = false } = {}) {
   if (route === MODULE || route === ASSUMED) return undefined;
   if (route === FUNCTIONS) return fcallWords;
-  const script = source('redis_cell.script.lua');
+  const script = scriptSource();
   if (sha === undefined) sha = crypto.createHash('sha1').update(script).digest('hex');
   return (words) => {
     const { name, keys, args } = functionCall(words);
@@ -210,5 +223,6 @@ async function call(client, options, how, words) {
 }
 
 module.exports = {
-  call, routing, refused, noFunctions, functionMissing, scriptMissing, fcallWords,
+  call, routing, refused, noFunctions, functionMissing, scriptMissing, fcallWords, librarySource,
+  scriptSource,
 };

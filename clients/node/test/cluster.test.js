@@ -11,7 +11,7 @@ const { after, before, describe, it } = require('node:test');
 const { RateLimiterRes } = require('rate-limiter-flexible');
 
 const {
-  Cell, RateLimiterCell, fixed, throttle,
+  Cell, RateLimiterCell, fixed, librarySource, throttle,
 } = require('redis-cell');
 const { CLIENTS } = require('./clients');
 const { FLAVORS, ask, startCluster } = require('./server');
@@ -74,11 +74,8 @@ for (const flavor of FLAVORS) describe(`RateLimiterCell on a Redis Cluster, ${fl
       });
 
       it('a primary with a newer library keeps it, and the others get ours', { skip: flavor === 'module' && 'the library flavor\'s' }, async () => {
-        const fs = require('node:fs');
-        const path = require('node:path');
         const { version } = require('redis-cell/package.json');
-        const lua = path.join(path.dirname(require.resolve('redis-cell/package.json')), 'lua', 'redis_cell.lua');
-        const newer = fs.readFileSync(lua, 'utf8').replace(`local CELL_VERSION = '${version}'`, "local CELL_VERSION = '99.0.0'");
+        const newer = librarySource().replace(`local CELL_VERSION = '${version}'`, "local CELL_VERSION = '99.0.0'");
         for (const port of cluster.ports) await ask(port, 'FUNCTION FLUSH');
         const first = await kind.connect(cluster.ports[0]);
         try {

@@ -10,19 +10,29 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { after, before, describe, it } = require('node:test');
 
-const { LibraryTooOldError, RateLimiterCell } = require('redis-cell');
+const {
+  LibraryTooOldError, RateLimiterCell, librarySource, scriptSource,
+} = require('redis-cell');
 const { version } = require('redis-cell/package.json');
 const { CLIENTS } = require('./clients');
 const { startServer } = require('./server');
 
-const LUA = path.join(path.dirname(require.resolve('redis-cell/package.json')), 'lua');
-const LIBRARY = fs.readFileSync(path.join(LUA, 'redis_cell.lua'), 'utf8');
+const LIBRARY = librarySource();
 
 function withVersion(v) {
   const ours = `local CELL_VERSION = '${version}'`;
   assert.ok(LIBRARY.includes(ours));
   return LIBRARY.replace(ours, `local CELL_VERSION = '${v}'`);
 }
+
+// The repository: in a lane of the version matrix, the tests run from a copy elsewhere.
+const ROOT = process.env.REDIS_CELL_ROOT || path.join(__dirname, '..', '..', '..');
+
+it("the package's library is the repository's (lua/dist), both forms", () => {
+  const dist = path.join(ROOT, 'lua', 'dist');
+  assert.equal(librarySource(), fs.readFileSync(path.join(dist, 'redis_cell.lua'), 'utf8'));
+  assert.equal(scriptSource(), fs.readFileSync(path.join(dist, 'redis_cell.script.lua'), 'utf8'));
+});
 
 describe('RateLimiterCell finds the library', () => {
   let bare;

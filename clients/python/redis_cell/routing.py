@@ -23,6 +23,7 @@ import threading
 import weakref
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 from typing import Any, Dict, Generator, List, Optional, Sequence, Tuple
 
 from redis.exceptions import (
@@ -60,7 +61,16 @@ _LOAD = "load"
 
 
 def _source(name: str) -> str:
-    return resources.files(__package__).joinpath("lua", name).read_text(encoding="utf-8")
+    """One of the library's forms: the package's own (redis_cell/lua/, which the build puts
+    in), or, in a checkout of the repository, where the package carries none, lua/dist's."""
+    shipped = resources.files(__package__).joinpath("lua", name)
+    if shipped.is_file():
+        return shipped.read_text(encoding="utf-8")
+    checkout = Path(__file__).resolve().parents[3] / "lua" / "dist" / name
+    if checkout.is_file():
+        return checkout.read_text(encoding="utf-8")
+    raise RuntimeError(f"redis_cell ships no {name}: reinstall the package, or run "
+                       "scripts/lua_forms.py --write in the checkout")
 
 
 def library_source() -> str:

@@ -157,12 +157,18 @@ def test_redis_6_2_runs_the_script_form():
 
 
 def test_the_shipped_forms_are_the_repository_s():
-    """The package's copies are lua/dist's (scripts/lua_forms.py writes both)."""
+    """The package's forms are lua/dist's: in the checkout, read from there; installed, the
+    copies the build hook (setup.py) put into the package."""
+    import os
+    from importlib import resources
     from pathlib import Path
 
     dist = Path(__file__).resolve().parents[3] / "lua" / "dist"
     assert library_source() == (dist / "redis_cell.lua").read_text()
     assert script_source() == (dist / "redis_cell.script.lua").read_text()
+    carried = [resources.files("redis_cell").joinpath("lua", form).is_file()
+               for form in ("redis_cell.lua", "redis_cell.script.lua")]
+    assert carried == [bool(os.environ.get("REDIS_CELL_INSTALLED"))] * 2
 
 
 def test_a_user_who_may_not_run_command_calls_the_module(module_server):
