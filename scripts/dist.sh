@@ -26,17 +26,8 @@ command -v rustup >/dev/null || {
   echo "dist: the cross builds need rustup (https://rustup.rs) for the aarch64 standard library" >&2
   exit 1
 }
-missing=()
-for pkg in libc6-dev-arm64-cross binutils; do
-  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  sudo=""
-  [ "$(id -u)" -ne 0 ] && sudo="sudo"
-  echo "dist: installing ${missing[*]}" >&2
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
+. scripts/debs.sh
+debs dist libc6-dev-arm64-cross binutils
 # Zig and cargo-zigbuild live in a virtualenv of their own, outside the checkout: zig names
 # its library by a path relative to the directory it runs in when it lies below it, and
 # bindgen, which runs in the dependency's directory, would not find Zig's C headers there.

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The Docker lane: the image built from the Dockerfile, and tests/it/docker.rs run against a
-# container of it through testcontainers.
+# container of it through testcontainers; then the release bundle's images for amd64 and
+# arm64 (Dockerfile.bundle, with dist/'s modules), each through the same tests, arm64's under
+# emulation (qemu-user-static, registered with binfmt_misc by the lane where nothing has).
 #
 # - The engine: one that answers already (DOCKER_HOST, or the default socket); otherwise, as
 #   root, a dockerd of the lane's own (Debian's docker.io installed when no dockerd is), its
@@ -18,6 +20,7 @@
 # and without an engine, it is skipped with one line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/debs.sh
 
 # The lane's own directories: the data root persists (it caches the stand-ins); the exec root
 # holds sockets, whose paths must stay short.
@@ -52,16 +55,29 @@ stop_own_engine() {
   done
   kill -9 "$own_engine" 2>/dev/null || true
 }
-trap stop_own_engine EXIT
+# Running an arm64 image here needs the kernel to hand aarch64 programs to qemu: Debian's
+# qemu-user-static registration, whose F flag opens the interpreter at once, so that it is
+# found inside containers. The lane registers it, as root, where nothing has, and takes it
+# away again at the end.
+binfmt=/proc/sys/fs/binfmt_misc
+registered=""
+unregister_arm64() {
+  [ -z "$registered" ] || echo -1 >"$binfmt/qemu-aarch64" 2>/dev/null || true
+}
+arm64_emulated() {
+  [ -e "$binfmt/qemu-aarch64" ] && return 0
+  [ "$(id -u)" = 0 ] || return 1
+  debs "docker lane" qemu-user-static || return 1
+  [ -e "$binfmt/register" ] || mount -t binfmt_misc binfmt_misc "$binfmt" 2>/dev/null || return 1
+  cat /usr/lib/binfmt.d/qemu-aarch64.conf >"$binfmt/register" 2>/dev/null || return 1
+  registered=1
+}
+trap 'stop_own_engine; unregister_arm64' EXIT
 
 if ! command -v docker >/dev/null || ! engine_answers; then
   [ "$(id -u)" = 0 ] || skip_or_fail "no Docker engine answers, and starting one needs root"
   # Only what is missing: docker.io conflicts with Docker CE's packages, whose dockerd serves.
-  if ! command -v dockerd >/dev/null; then
-    echo "docker lane: installing docker.io"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker.io >/dev/null
-  fi
+  command -v dockerd >/dev/null || debs "docker lane" --no-install-recommends docker.io
   mkdir -p "$home/data" "$exec_root"
   socket="$home/docker.sock"
   # An empty configuration, not /etc/docker/daemon.json, and containerd objects in a
@@ -87,43 +103,33 @@ else
   echo "docker lane: using the engine at ${DOCKER_HOST:-the default socket}"
 fi
 
-# The base images: the official ones, with the builder at the declared rust-version, where
-# both can be pulled; otherwise stand-ins made here.
-rust_version=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
-builder_image=${REDIS_CELL_BUILDER_IMAGE:-}
-server_image=${REDIS_CELL_SERVER_IMAGE:-}
-pulled() { timeout 600 docker pull -q "$1" >/dev/null 2>&1; }
-if [ -z "$builder_image" ] && pulled "rust:$rust_version-bookworm" && pulled redis:7.4-bookworm; then
-  builder_image="rust:$rust_version-bookworm"
-elif [ -z "$builder_image" ]; then
-  echo "docker lane: the official images cannot be pulled; using stand-ins from Debian trixie"
-  # debootstrap needs root.
-  [ "$(id -u)" = 0 ] || skip_or_fail "the official images cannot be pulled, and making stand-ins needs root"
-  if ! command -v debootstrap >/dev/null; then
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
+# Stand-ins for the official images, made from Debian trixie's packages for a platform
+# (amd64, or arm64, whose packages are set up under emulation), each printing its name.
+# The root goes in by `docker load`, as an image whose configuration names its platform:
+# `docker import` labels every image with the engine's own (dockerd 20.10 ignores its
+# --platform), and the legacy builder then refuses to COPY into an arm64 build on it.
+debian_image() {
+  local image=redis-cell-lane/debian:trixie-$1 made layer
+  if ! docker image inspect "$image" >/dev/null 2>&1; then
+    made=$(mktemp -d "$home/rootfs.XXXXXX")
+    debootstrap --arch="$1" --variant=minbase trixie "$made/root" http://deb.debian.org/debian \
+      >"$home/debootstrap.log" 2>&1 || { tail -20 "$home/debootstrap.log" >&2; exit 1; }
+    tar -C "$made/root" -cf "$made/layer.tar" .
+    layer=$(sha256sum "$made/layer.tar" | cut -d' ' -f1)
+    printf '{"architecture":"%s","os":"linux","config":{},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]}}' \
+      "$1" "$layer" >"$made/config.json"
+    printf '[{"Config":"config.json","RepoTags":["%s"],"Layers":["layer.tar"]}]' "$image" >"$made/manifest.json"
+    tar -C "$made" -c manifest.json config.json layer.tar | docker load >/dev/null
+    rm -rf "$made"
   fi
-  base=redis-cell-lane/debian:trixie
-  if ! docker image inspect "$base" >/dev/null 2>&1; then
-    rootfs=$(mktemp -d "$home/rootfs.XXXXXX")
-    debootstrap --variant=minbase trixie "$rootfs" http://deb.debian.org/debian >"$home/debootstrap.log" 2>&1 \
-      || { tail -20 "$home/debootstrap.log" >&2; exit 1; }
-    tar -C "$rootfs" -c . | docker import - "$base" >/dev/null
-    rm -rf "$rootfs"
-  fi
-  builder_image=redis-cell-lane/builder:trixie
-  if ! docker image inspect "$builder_image" >/dev/null 2>&1; then
-    docker build -q -t "$builder_image" - >>"$home/stand-ins.log" 2>&1 <<EOF || { tail -20 "$home/stand-ins.log" >&2; exit 1; }
-FROM $base
-RUN apt-get update \\
- && apt-get install -y --no-install-recommends cargo rustc libclang-dev gcc libc6-dev \\
- && rm -rf /var/lib/apt/lists/*
-EOF
-  fi
-  # As the official image: redis-server from /data, dropped from root to its own user.
-  server_image=redis-cell-lane/redis:trixie
-  if ! docker image inspect "$server_image" >/dev/null 2>&1; then
-    docker build -q -t "$server_image" - >>"$home/stand-ins.log" 2>&1 <<EOF || { tail -20 "$home/stand-ins.log" >&2; exit 1; }
+  echo "$image"
+}
+# As the official image: redis-server from /data, dropped from root to its own user.
+server_stand_in() {
+  local image=redis-cell-lane/redis:trixie-$1 base
+  base=$(debian_image "$1")
+  if ! docker image inspect "$image" >/dev/null 2>&1; then
+    docker build -q --platform "linux/$1" -t "$image" - >>"$home/stand-ins.log" 2>&1 <<EOF || { tail -20 "$home/stand-ins.log" >&2; exit 1; }
 FROM $base
 RUN apt-get update \\
  && apt-get install -y --no-install-recommends redis-server \\
@@ -140,6 +146,35 @@ VOLUME /data
 ENTRYPOINT ["/usr/local/bin/docker-entrypoint.sh"]
 EOF
   fi
+  echo "$image"
+}
+
+# The base images: the official ones, with the builder at the declared rust-version, where
+# both can be pulled; otherwise stand-ins made here.
+rust_version=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
+builder_image=${REDIS_CELL_BUILDER_IMAGE:-}
+server_image=${REDIS_CELL_SERVER_IMAGE:-}
+stand_ins=""
+pulled() { timeout 600 docker pull -q "$1" >/dev/null 2>&1; }
+if [ -z "$builder_image" ] && pulled "rust:$rust_version-bookworm" && pulled redis:7.4-bookworm; then
+  builder_image="rust:$rust_version-bookworm"
+elif [ -z "$builder_image" ]; then
+  echo "docker lane: the official images cannot be pulled; using stand-ins from Debian trixie"
+  stand_ins=1
+  # debootstrap needs root.
+  [ "$(id -u)" = 0 ] || skip_or_fail "the official images cannot be pulled, and making stand-ins needs root"
+  debs "docker lane" debootstrap
+  base=$(debian_image amd64)
+  builder_image=redis-cell-lane/builder:trixie
+  if ! docker image inspect "$builder_image" >/dev/null 2>&1; then
+    docker build -q -t "$builder_image" - >>"$home/stand-ins.log" 2>&1 <<EOF || { tail -20 "$home/stand-ins.log" >&2; exit 1; }
+FROM $base
+RUN apt-get update \\
+ && apt-get install -y --no-install-recommends cargo rustc libclang-dev gcc libc6-dev \\
+ && rm -rf /var/lib/apt/lists/*
+EOF
+  fi
+  server_image=$(server_stand_in amd64)
 fi
 export REDIS_CELL_BUILDER_IMAGE=${builder_image}
 export REDIS_CELL_SERVER_IMAGE=${server_image}
@@ -167,6 +202,42 @@ export REDIS_CELL_VENDOR="$vendor_dir"
 echo "docker lane: building the image (builder ${REDIS_CELL_BUILDER_IMAGE:-official}, server ${REDIS_CELL_SERVER_IMAGE:-official})"
 cargo test --features docker --test it -- --test-threads 1 docker:: 2>&1 | tee "$home/test.log"
 # A filter that matched nothing would pass too.
-grep -q '^test result: ok\. [1-9][0-9]* passed' "$home/test.log" \
-  || { echo "docker lane: no Docker test ran" >&2; exit 1; }
+ran() {
+  grep -q '^test result: ok\. [1-9][0-9]* passed' "$home/test.log" \
+    || { echo "docker lane: no Docker test ran" >&2; exit 1; }
+}
+ran
+
+# The bundle's images (Dockerfile.bundle): the release bundle's module for each platform, on
+# that platform's server image, built with no compile and no emulation; each holds the
+# bundle's file byte for byte, and runs the same tests, arm64's under emulation.
+version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
+[ -f "dist/libredis_cell-$version-linux-aarch64.so" ] || bash scripts/dist.sh >/dev/null
+for platform in amd64 arm64; do
+  case $platform in amd64) arch=x86_64 ;; arm64) arch=aarch64 ;; esac
+  if [ "$platform" = arm64 ] && ! arm64_emulated; then
+    echo "docker lane: no arm64 image: this machine cannot run arm64 programs (binfmt_misc and qemu-user-static, as root)" >&2
+    [ "${CI:-}" != true ] || exit 1
+    continue
+  fi
+  module=libredis_cell-$version-linux-$arch.so
+  if [ -n "$stand_ins" ]; then
+    base=(--build-arg "SERVER_IMAGE=$(server_stand_in "$platform")")
+  else
+    base=(--pull)
+  fi
+  image=redis-cell-lane/bundle:$platform
+  docker build -q --platform "linux/$platform" -f Dockerfile.bundle "${base[@]}" \
+    --build-arg "MODULE=$module" -t "$image" dist >/dev/null
+  container=$(docker create "$image")
+  docker cp "$container:/usr/local/lib/redis/modules/libredis_cell.so" - | tar -xO | cmp -s - "dist/$module" \
+    || { docker rm "$container" >/dev/null; echo "docker lane: $image does not hold dist/$module" >&2; exit 1; }
+  docker rm "$container" >/dev/null
+  architecture=$(docker image inspect --format '{{.Architecture}}' "$image")
+  [ "$architecture" = "$platform" ] || { echo "docker lane: $image is for $architecture" >&2; exit 1; }
+  echo "docker lane: $image from dist/$module; testing it"
+  REDIS_CELL_IMAGE=$image cargo test --features docker --test it -- --test-threads 1 docker:: 2>&1 \
+    | tee "$home/test.log"
+  ran
+done
 echo "docker lane: passed in $(($(date +%s) - started)) s"

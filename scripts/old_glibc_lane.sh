@@ -10,6 +10,7 @@
 # glibc, cannot be preloaded into a process on the old one).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/debs.sh
 
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 module="$PWD/dist/libredis_cell-$version-linux-x86_64.so"
@@ -25,10 +26,7 @@ if [ ! -e "$root/var/lib/dpkg/status" ]; then
     echo "old glibc lane: skipped: making a Debian 11 root needs root" >&2
     exit 0
   fi
-  if ! command -v debootstrap >/dev/null; then
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
-  fi
+  debs "old glibc lane" debootstrap
   # Made aside and moved into place whole, so that a run cut short leaves no half a root;
   # from Debian's archive once bullseye has left the mirrors.
   rm -rf "$root.new"

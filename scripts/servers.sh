@@ -9,6 +9,7 @@
 # root, the script prints nothing and the caller skips them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/debs.sh
 
 home=${REDIS_CELL_SERVERS_HOME:-/var/tmp/redis-cell-servers}
 root="$home/trixie"
@@ -20,10 +21,7 @@ if [ ! -x "$root/usr/bin/redis-server" ] || [ ! -x "$root/usr/bin/valkey-server"
     echo "servers: skipped: making Debian 13's servers needs root" >&2
     exit 0
   fi
-  if ! command -v debootstrap >/dev/null; then
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
-  fi
+  debs servers debootstrap
   # Made aside and moved into place whole, so that a run cut short leaves no half a root.
   rm -rf "$root.new"
   echo "servers: making a Debian trixie root for its redis-server and valkey-server" >&2

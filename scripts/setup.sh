@@ -20,17 +20,8 @@ command -v python3 >/dev/null && python3 -c "import venv, ensurepip" 2>/dev/null
 # Node.js and npm for clients/node, from Debian where the machine has none of its own.
 command -v node >/dev/null || want_debs+=(nodejs)
 command -v npm >/dev/null || want_debs+=(npm)
-missing=()
-for pkg in "${want_debs[@]}"; do
-  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  sudo=""
-  [ "$(id -u)" -ne 0 ] && sudo="sudo"
-  echo "setup: installing ${missing[*]}" >&2
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
+. scripts/debs.sh
+debs setup "${want_debs[@]}"
 
 if ! command -v cargo >/dev/null; then
   echo "setup: cargo is missing; install Rust (https://rustup.rs) and run again" >&2

@@ -48,11 +48,6 @@ done
 # virtualenv and a fresh npm project, each serving an app against the module.
 bash scripts/install_check.sh
 
-# The Docker lane: the image built from the Dockerfile and tested through testcontainers, on
-# an engine and base images the lane gets itself (docs/reliability.md, "The Docker lane").
-cargo clippy --features docker --tests -- -D warnings
-bash scripts/docker-lane.sh
-
 # The release bundle (docs/operations.md, "Installing"): both binaries built against glibc
 # 2.17 and held to it, the sums verified, the x86_64 module loaded by real servers and by one
 # on Debian 11's glibc 2.31, and the aarch64 one by an aarch64 Valkey under emulation.
@@ -62,6 +57,12 @@ version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 REDIS_CELL_MODULE="$PWD/dist/libredis_cell-$version-linux-x86_64.so" cargo test --test it -- operability:: contract:: lease::
 bash scripts/old_glibc_lane.sh
 bash scripts/aarch64_lane.sh
+
+# The Docker lane: the image built from the Dockerfile, and the bundle's images for amd64
+# and arm64 from its modules, tested through testcontainers, on an engine and base images the
+# lane gets itself (docs/reliability.md, "The Docker lane").
+cargo clippy --features docker --tests -- -D warnings
+bash scripts/docker-lane.sh
 
 # Coverage-guided fuzzing, bounded: `make fuzz FUZZ_SECONDS=600` for the long run.
 FUZZ_SECONDS=${FUZZ_SECONDS:-20} bash scripts/fuzz.sh

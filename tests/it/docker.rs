@@ -8,6 +8,8 @@
 //! The lane passes the base images (`REDIS_CELL_BUILDER_IMAGE`, `REDIS_CELL_SERVER_IMAGE`)
 //! as the Dockerfile's build arguments, and a directory of vendored crates
 //! (`REDIS_CELL_VENDOR`, holding `vendor/` and `.cargo/config.toml`) to add to the context.
+//! Given `REDIS_CELL_IMAGE` (`name:tag`), the tests run that image instead, as the lane
+//! built it from `Dockerfile.bundle` and the release bundle, for either platform.
 #![cfg(feature = "docker")]
 
 use crate::harness::run;
@@ -19,11 +21,18 @@ use testcontainers::{Container, GenericBuildableImage, GenericImage, ImageExt};
 
 const MODULE: &str = "/usr/local/lib/redis/modules/libredis_cell.so";
 
-/// The image, built once for the tests below.
+/// The image, built once for the tests below, or the one `REDIS_CELL_IMAGE` names.
 fn image() -> GenericImage {
     static BUILT: std::sync::OnceLock<GenericImage> = std::sync::OnceLock::new();
     BUILT
         .get_or_init(|| {
+            if let Some(named) = std::env::var("REDIS_CELL_IMAGE")
+                .ok()
+                .filter(|v| !v.is_empty())
+            {
+                let (name, tag) = named.rsplit_once(':').unwrap_or((&named, "latest"));
+                return GenericImage::new(name, tag);
+            }
             let root = env!("CARGO_MANIFEST_DIR");
             let mut image = GenericBuildableImage::new("redis-cell", "lane")
                 .with_dockerfile(format!("{root}/Dockerfile"))
@@ -260,4 +269,38 @@ fn the_server_runs_as_its_own_user_and_keeps_an_aof_in_data_across_a_restart() {
         call(&mut con, "CL.WINDOW", &["log", "5", "3600", "2"])[0],
         1
     );
+}
+
+/// Dockerfile.bundle is the Dockerfile's last stage with the bundle's module for the build's:
+/// the same base, port, command and place for the module.
+#[test]
+fn the_bundle_s_dockerfile_ends_as_the_dockerfile_does() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let read = |name: &str| std::fs::read_to_string(format!("{root}/{name}")).unwrap();
+    // From the last FROM on, without comments and with the module's source left out.
+    let last_stage = |text: &str| -> Vec<String> {
+        let lines: Vec<&str> = text.lines().collect();
+        let from = lines.iter().rposition(|l| l.starts_with("FROM ")).unwrap();
+        lines[from..]
+            .iter()
+            .filter(|l| !l.trim().is_empty() && !l.starts_with('#') && !l.starts_with("ARG "))
+            .map(|l| match l.strip_prefix("COPY ") {
+                Some(copy) => format!("COPY … {}", copy.rsplit(' ').next().unwrap()),
+                None => l.to_string(),
+            })
+            .collect()
+    };
+    let built = last_stage(&read("Dockerfile"));
+    assert_eq!(last_stage(&read("Dockerfile.bundle")), built);
+    assert!(
+        built.iter().any(|l| l == &format!("COPY … {MODULE}")),
+        "{built:?}"
+    );
+    // And the same default base.
+    let base = |text: &str| {
+        text.lines()
+            .find(|l| l.starts_with("ARG SERVER_IMAGE="))
+            .map(str::to_owned)
+    };
+    assert_eq!(base(&read("Dockerfile.bundle")), base(&read("Dockerfile")));
 }
