@@ -18,8 +18,10 @@ GLIBC_FLOOR=2.17
 # The toolchain that makes the release, held so that two machines make the same one.
 ZIG=0.17.1
 ZIGBUILD=0.24.1
-# PyPA's build, which builds the Python packages by the package's own hooks (setup.py).
+# PyPA's build and the setuptools it runs (not an isolated one of the day's version), which
+# build the Python packages by the package's own hooks (setup.py).
 BUILD=1.6.1
+SETUPTOOLS=84.2.1
 targets=(x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu)
 
 command -v rustup >/dev/null || {
@@ -37,10 +39,11 @@ if ! "$tools/bin/python3" -c "import ziglang" 2>/dev/null || [ ! -x "$tools/bin/
   python3 -m venv "$tools"
   "$tools/bin/pip" install -q --disable-pip-version-check "ziglang==$ZIG" "cargo-zigbuild==$ZIGBUILD"
 fi
-"$tools/bin/python3" -c "import build" 2>/dev/null && [ "$("$tools/bin/python3" -c 'import build; print(build.__version__)')" = "$BUILD" ] || {
-  echo "dist: installing build $BUILD into $tools" >&2
-  "$tools/bin/pip" install -q --disable-pip-version-check "build==$BUILD"
-}
+held=$("$tools/bin/python3" -c 'import build, setuptools; print(build.__version__, setuptools.__version__)' 2>/dev/null || true)
+if [ "$held" != "$BUILD $SETUPTOOLS" ]; then
+  echo "dist: installing build $BUILD and setuptools $SETUPTOOLS into $tools" >&2
+  "$tools/bin/pip" install -q --disable-pip-version-check "build==$BUILD" "setuptools==$SETUPTOOLS"
+fi
 for target in "${targets[@]}"; do
   rustup target list --installed | grep -x "$target" >/dev/null || rustup target add "$target"
 done
@@ -95,11 +98,11 @@ manifest+=("redis_cell-$version.lua	library	FUNCTION LOAD	$version")
 manifest+=("redis_cell-$version.script.lua	library	EVAL	$version")
 # The client packages, each built by its own tools and hooks, which put the library in from
 # lua/dist: the Python sdist, and the wheel built from that sdist (so the sdist is proven to
-# carry what a build needs), and the npm tarball. The commit's time stands for every file's
-# (SOURCE_DATE_EPOCH), so that the wheel comes out the same on every build.
+# carry what a build needs), and the npm tarball. The commit's time stands for the wheel's
+# files' (SOURCE_DATE_EPOCH), so that two builds of a commit give the same wheel.
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 315532800)}
 rm -rf clients/python/build clients/python/*.egg-info
-built=$("$tools/bin/python3" -m build --outdir dist.new clients/python 2>&1) || { echo "$built" >&2; exit 1; }
+built=$("$tools/bin/python3" -m build --no-isolation --outdir dist.new clients/python 2>&1) || { echo "$built" >&2; exit 1; }
 rm -rf clients/python/build clients/python/*.egg-info
 (cd clients/node && npm pack --silent --pack-destination ../../dist.new >/dev/null)
 wheel="redis_cell-$version-py3-none-any.whl"

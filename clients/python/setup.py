@@ -18,19 +18,27 @@ SHIPPED = Path("redis_cell") / "lua"
 
 
 def library() -> Path:
-    """The forms' directory: the repository's when building from a checkout, or the package's
-    own when building from an sdist, which carries them."""
-    for found in (HERE.parents[1] / "lua" / "dist", HERE / SHIPPED):
-        if all((found / form).is_file() for form in FORMS):
-            return found
-    raise SystemExit(f"redis-cell: the Functions library ({', '.join(FORMS)}) is missing: build "
-                     "from a checkout of the repository (lua/dist) or from the package's sdist")
+    """The forms' directory: the package's own in an sdist (which has PKG-INFO, and is
+    unpacked anywhere, so that nothing beside it may be trusted), else the repository's
+    lua/dist, where this directory is the repository's clients/python."""
+    if (HERE / "PKG-INFO").is_file():
+        found = HERE / SHIPPED
+    elif HERE.parent.name == "clients" and HERE.name == "python":
+        found = HERE.parents[1] / "lua" / "dist"
+    else:
+        found = None
+    if found is None or not all((found / form).is_file() for form in FORMS):
+        raise SystemExit(f"redis-cell: the Functions library ({', '.join(FORMS)}) is missing: "
+                         "build from a checkout of the repository (lua/dist) or from the sdist")
+    return found
 
 
 def ship(root: Path) -> None:
     source = library()
     (root / SHIPPED).mkdir(parents=True, exist_ok=True)
     for form in FORMS:
+        # Building a wheel in an unpacked sdist, setuptools may hand build_py the tree
+        # itself: the forms are there already, and a file is not copied onto itself.
         if (root / SHIPPED / form).resolve() != (source / form).resolve():
             shutil.copyfile(source / form, root / SHIPPED / form)
 
@@ -40,6 +48,7 @@ class BuildPy(build_py):
         super().run()
         ship(Path(self.build_lib))
 
+    # What the install records as the package's files, so that an uninstall removes them.
     def get_outputs(self, include_bytecode=True):
         return super().get_outputs(include_bytecode) + [
             str(Path(self.build_lib) / SHIPPED / form) for form in FORMS]

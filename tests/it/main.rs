@@ -16,6 +16,7 @@ mod cluster;
 mod contract;
 mod countdenied;
 mod docker;
+mod dockerfiles;
 mod dryrun;
 mod examples;
 mod exporter;

@@ -27,16 +27,17 @@ const ASSUMED = 'assumed';
 
 const sources = {};
 
-/**
- * One of the library's two forms: the package's own (lua/, which `npm pack` puts in), or, in a
- * checkout of the repository, where the package carries none, lua/dist's.
- */
+// The repository, when this package is its clients/node (a checkout, not an installed copy):
+// its library is lua/dist, which `npm pack` copies into the package.
+const PACKAGE = path.resolve(__dirname, '..');
+const CHECKOUT = path.resolve(PACKAGE, '..', '..', 'clients', 'node') === PACKAGE
+  ? path.resolve(PACKAGE, '..', '..') : null;
+
+/** One of the library's two forms: lua/dist's in a checkout, else the package's own (lua/). */
 function source(name) {
   if (!(name in sources)) {
-    const shipped = path.join(__dirname, '..', 'lua', name);
-    const checkout = path.join(__dirname, '..', '..', '..', 'lua', 'dist', name);
-    const found = [shipped, checkout].find((file) => fs.existsSync(file));
-    if (!found) throw new Error(`redis-cell ships no ${name}: reinstall the package`);
+    const found = CHECKOUT ? path.join(CHECKOUT, 'lua', 'dist', name) : path.join(PACKAGE, 'lua', name);
+    if (!fs.existsSync(found)) throw new Error(`redis-cell ships no ${name} (${found}): reinstall the package`);
     sources[name] = fs.readFileSync(found, 'utf8');
   }
   return sources[name];

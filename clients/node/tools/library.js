@@ -2,7 +2,9 @@
 
 // The package's build hook: `npm pack` (and publish) runs `prepack`, which puts the Functions
 // library, both forms, into lua/ from the repository's one copy, lua/dist; `postpack` takes
-// the copy away again, so that the checkout holds none (lib/route.js reads lua/dist there).
+// the copy away again. An install from the directory (`npm install --install-links`, or
+// `npm ci` here) runs only `prepare`, which copies too, and leaves the copy (ignored by git).
+// A checkout reads lua/dist itself (lib/route.js), so a copy left behind is never read there.
 
 const fs = require('node:fs');
 const path = require('node:path');

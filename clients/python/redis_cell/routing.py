@@ -22,7 +22,6 @@ import re
 import threading
 import weakref
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any, Dict, Generator, List, Optional, Sequence, Tuple
 
@@ -60,17 +59,19 @@ _VERSION = ("FCALL_RO", "cl_version", 0)
 _LOAD = "load"
 
 
+# The repository, when this package is its clients/python/redis_cell (a checkout, not an
+# installed copy): its library is lua/dist, which the build copies into the package.
+_HERE = Path(__file__).resolve().parent
+_CHECKOUT = _HERE.parents[2] if _HERE.parent.parent.name == "clients" and _HERE.parent.name == "python" else None
+
+
 def _source(name: str) -> str:
-    """One of the library's forms: the package's own (redis_cell/lua/, which the build puts
-    in), or, in a checkout of the repository, where the package carries none, lua/dist's."""
-    shipped = resources.files(__package__).joinpath("lua", name)
-    if shipped.is_file():
-        return shipped.read_text(encoding="utf-8")
-    checkout = Path(__file__).resolve().parents[3] / "lua" / "dist" / name
-    if checkout.is_file():
-        return checkout.read_text(encoding="utf-8")
-    raise RuntimeError(f"redis_cell ships no {name}: reinstall the package, or run "
-                       "scripts/lua_forms.py --write in the checkout")
+    """One of the library's forms: lua/dist's in a checkout, else the package's own
+    (redis_cell/lua/, which the build put in)."""
+    found = _CHECKOUT / "lua" / "dist" / name if _CHECKOUT else _HERE / "lua" / name
+    if not found.is_file():
+        raise RuntimeError(f"redis_cell ships no {name} ({found}): reinstall the package")
+    return found.read_text(encoding="utf-8")
 
 
 def library_source() -> str:
