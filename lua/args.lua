@@ -39,6 +39,15 @@ local function args_integer(text, name, min)
   return x, exact
 end
 
+-- A number of a plain call (`throttle_plain` and its kind): a canonical decimal integer
+-- below 10^14, read with one C call and no table; nil for anything else, which the full
+-- reader then reads and answers for.
+local function args_plain(text)
+  if text == '0' then return 0 end
+  if #text <= 14 and string.find(text, '^[1-9]%d*$') then return text + 0 end
+  return nil
+end
+
 -- A span of at least 1 in this unit ('s' or 'ms'), within 2^62 ns.
 local function args_span(text, name, unit)
   local span, err = args_integer(text, name, 1)

@@ -110,10 +110,56 @@ local FIXED = {
 
 FIXED.take = function(p, quantity) p.quantity = quantity end
 
+-- The plain call, `limit period [quantity]` with each a canonical integer below 10^14 and
+-- the period in seconds, on a key absent or holding a canonical count with an expiry:
+-- fixed_decide_quantity in numbers, with no table but the reply. nil for any other call,
+-- before anything is written: cl_fixed then reads and decides it in full (as throttle_plain).
+local function fixed_plain(key, args)
+  local n = #args
+  if n ~= 2 and n ~= 3 then return nil end
+  local limit, period = args_plain(args[1]), args_plain(args[2])
+  local quantity = 1
+  if n == 3 then quantity = args_plain(args[3]) end
+  if not (limit and period and quantity) or limit == 0 or period == 0 or period > ARGS_MAX_SPAN.s then
+    return nil
+  end
+  local _, now_ms = clock_now()
+  -- The open window's count and end; none (end_ms nil) when the key is absent or its
+  -- window has ended.
+  local count, end_ms = 0, nil
+  local value = redis.pcall('GET', key)
+  if value then
+    -- Anything but a count (another type, the banned form, damage) is the full reading's.
+    if type(value) ~= 'string' then return nil end
+    count = args_plain(value)
+    if count == nil then return nil end
+    end_ms = state_expiry(key, now_ms)
+    if end_ms < 0 then return nil end
+    if now_ms >= end_ms then count, end_ms = 0, nil end
+  end
+  local wanted = count + quantity
+  if wanted > limit then
+    local retry = nil
+    if end_ms and quantity <= limit then retry = end_ms - now_ms end
+    return reply_ms(true, limit, limit - count, retry, end_ms and end_ms - now_ms or 0, 's')
+  end
+  if quantity > 0 then
+    if end_ms then
+      redis.call('SET', key, string.format('%d', wanted), 'KEEPTTL')
+    else
+      end_ms = now_ms + period * 1000
+      redis.call('SET', key, string.format('%d', wanted), 'PXAT', string.format('%d', end_ms))
+    end
+  end
+  return reply_ms(false, limit, limit - wanted, nil, end_ms and end_ms - now_ms or 0, 's')
+end
+
 -- FCALL cl_fixed 1 key limit period|DAY|WEEK|MONTH|YEAR [quantity] [MS] [REFUND] [DRYRUN]
 -- [COUNTDENIED] [ALIGN] [OFFSET minutes]
 local function cl_fixed(keys, args)
   if #keys ~= 1 then return redis.error_reply(ERRORS.wrong_arity('cl.fixed')) end
+  local plain = fixed_plain(keys[1], args)
+  if plain then return plain end
   local p, err = args_window(args, 'cl.fixed')
   if p == nil then return redis.error_reply(err) end
   return single_run(keys[1], FIXED, p)

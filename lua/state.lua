@@ -67,13 +67,18 @@ end
 
 -- The key's absolute expiry in ms, or -1 for none. Redis 6.2 has no PEXPIRETIME: there it is
 -- now plus PTTL, which can read a millisecond off where the two straddle one.
-local function state_expire_at_ms(key, now_ms)
-  local banned = STATE_BANNED[key]
-  if banned then return banned.own_expire_at_ms or -2 end
+local function state_expiry(key, now_ms)
   if redis.REDIS_VERSION_NUM then return redis.call('PEXPIRETIME', key) end
   local ttl = redis.call('PTTL', key)
   if ttl < 0 then return ttl end
   return now_ms + ttl
+end
+
+-- The same of a key read by state_bytes in this call: a banned key's is its limiter's own.
+local function state_expire_at_ms(key, now_ms)
+  local banned = STATE_BANNED[key]
+  if banned then return banned.own_expire_at_ms or -2 end
+  return state_expiry(key, now_ms)
 end
 
 -- An error reply's text thrown from deep in a decision with error(), which the command's

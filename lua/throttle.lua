@@ -145,19 +145,90 @@ local function throttle_refund(g, stored, now)
   return reply, new
 end
 
+-- A TAT tat ns after now (the numbers form), written as its text and its expiry, rounded
+-- up to the millisecond.
+local function throttle_write_after(key, tat, now_us)
+  local now_s, now_nanos = throttle_now_parts(now_us)
+  local nanos = now_nanos + tat
+  local carry = nanos % 1000000000
+  carry = (nanos - carry) / 1000000000
+  local seconds = now_s + carry
+  nanos = nanos - carry * 1000000000
+  local text = seconds > 0 and string.format('%d%09d', seconds, nanos) or string.format('%d', nanos)
+  local ms = nanos + 999999
+  -- The expiry as text made here: the server would print a number with "%.17g", which
+  -- costs more than the C call.
+  redis.call('SET', key, text, 'PXAT', string.format('%d', seconds * 1000 + (ms - ms % 1000000) / 1000000))
+end
+
 -- The TAT's text and its expiry, rounded up to the millisecond.
 local function throttle_write(key, p, tat, _, now_us)
   if p.gcra.k == INTEGERS_EXACT then
     redis.call('SET', key, exact_tostring(tat), 'PXAT', exact_tostring(exact_ceil_div(tat, ARGS_NANOS.ms)))
     return
   end
-  local now_s, now_nanos = throttle_now_parts(now_us)
-  local nanos = now_nanos + tat
-  local carry = math.floor(nanos / 1000000000)
-  local seconds = now_s + carry
-  nanos = nanos - carry * 1000000000
-  local text = seconds > 0 and string.format('%d%09d', seconds, nanos) or string.format('%d', nanos)
-  redis.call('SET', key, text, 'PXAT', seconds * 1000 + math.ceil(nanos / 1000000))
+  throttle_write_after(key, tat, now_us)
+end
+
+-- A wait of ns > 0 in whole seconds, rounded up (throttle_units for a plain call).
+local function throttle_seconds(ns)
+  ns = ns + 999999999
+  return (ns - ns % 1000000000) / 1000000000
+end
+
+-- The plain call, `max_burst count period [quantity]` with each a canonical integer below
+-- 10^14, on a key absent or holding a canonical TAT, decided where every value stays in
+-- the numbers' reach: throttle_decide in numbers, written out, with no table but the reply.
+-- nil for any other call, before anything is written: cl_throttle then reads and decides it
+-- in full, and answers its errors. As the module's plain bodies run first, a call that names
+-- no option pays for none.
+local function throttle_plain(key, args)
+  local n = #args
+  if n ~= 3 and n ~= 4 then return nil end
+  local max_burst, count, period = args_plain(args[1]), args_plain(args[2]), args_plain(args[3])
+  local quantity = 1
+  if n == 4 then quantity = args_plain(args[4]) end
+  if not (max_burst and count and period and quantity) or count == 0 or period == 0 then return nil end
+  -- throttle_gcra's numbers, where its numbers form holds them.
+  local period_ns = period * 1000000000
+  local interval = (period_ns - period_ns % count) / count
+  local limit = max_burst + 1
+  local tolerance = interval * limit
+  local increment = interval * quantity
+  if period_ns >= THROTTLE_NUMBERS_BELOW or interval < 1 or tolerance + increment >= THROTTLE_NUMBERS_BELOW then
+    return nil
+  end
+  local now_us = clock_now()
+  local tat = 0
+  local value = redis.pcall('GET', key)
+  if value then
+    -- A TAT of this century has 19 digits; anything else (another type, the banned form,
+    -- damage) is the full reading's.
+    if type(value) ~= 'string' or #value ~= 19 then return nil end
+    local seconds, nanos = string.match(value, '^([1-9]%d*)(%d%d%d%d%d%d%d%d%d)$')
+    if seconds == nil then return nil end
+    local micros = now_us % 1000000
+    local after = (seconds - (now_us - micros) / 1000000) * 1000000000 + nanos - micros * 1000
+    if after >= THROTTLE_NUMBERS_BELOW then return nil end
+    if after > 0 then tat = after end
+  end
+  local new_tat = tat + increment
+  local allow_at = new_tat - tolerance
+  local limited = allow_at > 0
+  local ttl = limited and tat or new_tat
+  local room = tolerance - ttl
+  local remaining = 0
+  if room > 0 then
+    remaining = (room - room % interval) / interval
+    if remaining > limit then remaining = limit end
+  end
+  local retry = -1
+  if limited then
+    if increment <= tolerance then retry = throttle_seconds(allow_at) end
+  elseif increment > 0 then
+    throttle_write_after(key, new_tat, now_us)
+  end
+  return { limited and 1 or 0, limit, remaining, retry, ttl > 0 and throttle_seconds(ttl) or 0 }
 end
 
 -- The kind (single.lua), its call's GCRA made by throttle_limiter.
@@ -214,6 +285,8 @@ local THROTTLE_EXACT = { 'max_burst', 'count', 'period', 'quantity' }
 -- FCALL cl_throttle 1 key max_burst count period [quantity] [MS] [REFUND] [DRYRUN]
 local function cl_throttle(keys, args)
   if #keys ~= 1 then return redis.error_reply(ERRORS.wrong_arity('cl.throttle')) end
+  local plain = throttle_plain(keys[1], args)
+  if plain then return plain end
   local p, err = args_throttle(args)
   if p == nil then return redis.error_reply(err) end
   local gcra_err = throttle_made(p, p.at_most)

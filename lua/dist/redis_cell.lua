@@ -45,8 +45,10 @@ local ERRORS,
   ARGS_MAX_SPAN_NS,
   ARGS_NANOS,
   ARGS_LIBRARY_MAX,
+  ARGS_MAX_SPAN,
   ARGS_I64_MAX,
   ARGS_ANY_QUANTITY,
+  args_plain,
   args_given,
   args_bucket_count,
   ARGS_VALUES,
@@ -73,6 +75,7 @@ local ERRORS,
   state_banned,
   state_bytes,
   state_exact,
+  state_expiry,
   state_expire_at_ms,
   state_fail,
   state_corrupt,
@@ -811,7 +814,7 @@ ARGS_NANOS = { s = { neg = false, 0, 100 }, ms = { neg = false, 1000000 } }
 -- The library's numbers are doubles: integers past 2^53 − 1 would be rounded.
 ARGS_LIBRARY_MAX = 9007199254740991
 -- The longest span the module takes, 2^62 ns, in whole units.
-local ARGS_MAX_SPAN = { s = 4611686018, ms = 4611686018427 }
+ARGS_MAX_SPAN = { s = 4611686018, ms = 4611686018427 }
 -- 9223372036854775807, past which the module's 64-bit arithmetic overflows.
 ARGS_I64_MAX = { neg = false, 4775807, 7203685, 92233 }
 -- The module reads at most 14 arguments, the command's name and the key among them.
@@ -832,6 +835,15 @@ local function args_integer(text, name, min)
   end
   if x < min then return nil, ERRORS.below_minimum(name, min) end
   return x, exact
+end
+
+-- A number of a plain call (`throttle_plain` and its kind): a canonical decimal integer
+-- below 10^14, read with one C call and no table; nil for anything else, which the full
+-- reader then reads and answers for.
+function args_plain(text)
+  if text == '0' then return 0 end
+  if #text <= 14 and string.find(text, '^[1-9]%d*$') then return text + 0 end
+  return nil
 end
 
 -- A span of at least 1 in this unit ('s' or 'ms'), within 2^62 ns.
@@ -1291,13 +1303,18 @@ end
 
 -- The key's absolute expiry in ms, or -1 for none. Redis 6.2 has no PEXPIRETIME: there it is
 -- now plus PTTL, which can read a millisecond off where the two straddle one.
-function state_expire_at_ms(key, now_ms)
-  local banned = STATE_BANNED[key]
-  if banned then return banned.own_expire_at_ms or -2 end
+function state_expiry(key, now_ms)
   if redis.REDIS_VERSION_NUM then return redis.call('PEXPIRETIME', key) end
   local ttl = redis.call('PTTL', key)
   if ttl < 0 then return ttl end
   return now_ms + ttl
+end
+
+-- The same of a key read by state_bytes in this call: a banned key's is its limiter's own.
+function state_expire_at_ms(key, now_ms)
+  local banned = STATE_BANNED[key]
+  if banned then return banned.own_expire_at_ms or -2 end
+  return state_expiry(key, now_ms)
 end
 
 -- An error reply's text thrown from deep in a decision with error(), which the command's
@@ -1665,10 +1682,56 @@ FIXED = {
 
 FIXED.take = function(p, quantity) p.quantity = quantity end
 
+-- The plain call, `limit period [quantity]` with each a canonical integer below 10^14 and
+-- the period in seconds, on a key absent or holding a canonical count with an expiry:
+-- fixed_decide_quantity in numbers, with no table but the reply. nil for any other call,
+-- before anything is written: cl_fixed then reads and decides it in full (as throttle_plain).
+local function fixed_plain(key, args)
+  local n = #args
+  if n ~= 2 and n ~= 3 then return nil end
+  local limit, period = args_plain(args[1]), args_plain(args[2])
+  local quantity = 1
+  if n == 3 then quantity = args_plain(args[3]) end
+  if not (limit and period and quantity) or limit == 0 or period == 0 or period > ARGS_MAX_SPAN.s then
+    return nil
+  end
+  local _, now_ms = clock_now()
+  -- The open window's count and end; none (end_ms nil) when the key is absent or its
+  -- window has ended.
+  local count, end_ms = 0, nil
+  local value = redis.pcall('GET', key)
+  if value then
+    -- Anything but a count (another type, the banned form, damage) is the full reading's.
+    if type(value) ~= 'string' then return nil end
+    count = args_plain(value)
+    if count == nil then return nil end
+    end_ms = state_expiry(key, now_ms)
+    if end_ms < 0 then return nil end
+    if now_ms >= end_ms then count, end_ms = 0, nil end
+  end
+  local wanted = count + quantity
+  if wanted > limit then
+    local retry = nil
+    if end_ms and quantity <= limit then retry = end_ms - now_ms end
+    return reply_ms(true, limit, limit - count, retry, end_ms and end_ms - now_ms or 0, 's')
+  end
+  if quantity > 0 then
+    if end_ms then
+      redis.call('SET', key, string.format('%d', wanted), 'KEEPTTL')
+    else
+      end_ms = now_ms + period * 1000
+      redis.call('SET', key, string.format('%d', wanted), 'PXAT', string.format('%d', end_ms))
+    end
+  end
+  return reply_ms(false, limit, limit - wanted, nil, end_ms and end_ms - now_ms or 0, 's')
+end
+
 -- FCALL cl_fixed 1 key limit period|DAY|WEEK|MONTH|YEAR [quantity] [MS] [REFUND] [DRYRUN]
 -- [COUNTDENIED] [ALIGN] [OFFSET minutes]
 function cl_fixed(keys, args)
   if #keys ~= 1 then return redis.error_reply(ERRORS.wrong_arity('cl.fixed')) end
+  local plain = fixed_plain(keys[1], args)
+  if plain then return plain end
   local p, err = args_window(args, 'cl.fixed')
   if p == nil then return redis.error_reply(err) end
   return single_run(keys[1], FIXED, p)
@@ -1823,19 +1886,90 @@ local function throttle_refund(g, stored, now)
   return reply, new
 end
 
+-- A TAT tat ns after now (the numbers form), written as its text and its expiry, rounded
+-- up to the millisecond.
+local function throttle_write_after(key, tat, now_us)
+  local now_s, now_nanos = throttle_now_parts(now_us)
+  local nanos = now_nanos + tat
+  local carry = nanos % 1000000000
+  carry = (nanos - carry) / 1000000000
+  local seconds = now_s + carry
+  nanos = nanos - carry * 1000000000
+  local text = seconds > 0 and string.format('%d%09d', seconds, nanos) or string.format('%d', nanos)
+  local ms = nanos + 999999
+  -- The expiry as text made here: the server would print a number with "%.17g", which
+  -- costs more than the C call.
+  redis.call('SET', key, text, 'PXAT', string.format('%d', seconds * 1000 + (ms - ms % 1000000) / 1000000))
+end
+
 -- The TAT's text and its expiry, rounded up to the millisecond.
 local function throttle_write(key, p, tat, _, now_us)
   if p.gcra.k == INTEGERS_EXACT then
     redis.call('SET', key, exact_tostring(tat), 'PXAT', exact_tostring(exact_ceil_div(tat, ARGS_NANOS.ms)))
     return
   end
-  local now_s, now_nanos = throttle_now_parts(now_us)
-  local nanos = now_nanos + tat
-  local carry = math.floor(nanos / 1000000000)
-  local seconds = now_s + carry
-  nanos = nanos - carry * 1000000000
-  local text = seconds > 0 and string.format('%d%09d', seconds, nanos) or string.format('%d', nanos)
-  redis.call('SET', key, text, 'PXAT', seconds * 1000 + math.ceil(nanos / 1000000))
+  throttle_write_after(key, tat, now_us)
+end
+
+-- A wait of ns > 0 in whole seconds, rounded up (throttle_units for a plain call).
+local function throttle_seconds(ns)
+  ns = ns + 999999999
+  return (ns - ns % 1000000000) / 1000000000
+end
+
+-- The plain call, `max_burst count period [quantity]` with each a canonical integer below
+-- 10^14, on a key absent or holding a canonical TAT, decided where every value stays in
+-- the numbers' reach: throttle_decide in numbers, written out, with no table but the reply.
+-- nil for any other call, before anything is written: cl_throttle then reads and decides it
+-- in full, and answers its errors. As the module's plain bodies run first, a call that names
+-- no option pays for none.
+local function throttle_plain(key, args)
+  local n = #args
+  if n ~= 3 and n ~= 4 then return nil end
+  local max_burst, count, period = args_plain(args[1]), args_plain(args[2]), args_plain(args[3])
+  local quantity = 1
+  if n == 4 then quantity = args_plain(args[4]) end
+  if not (max_burst and count and period and quantity) or count == 0 or period == 0 then return nil end
+  -- throttle_gcra's numbers, where its numbers form holds them.
+  local period_ns = period * 1000000000
+  local interval = (period_ns - period_ns % count) / count
+  local limit = max_burst + 1
+  local tolerance = interval * limit
+  local increment = interval * quantity
+  if period_ns >= THROTTLE_NUMBERS_BELOW or interval < 1 or tolerance + increment >= THROTTLE_NUMBERS_BELOW then
+    return nil
+  end
+  local now_us = clock_now()
+  local tat = 0
+  local value = redis.pcall('GET', key)
+  if value then
+    -- A TAT of this century has 19 digits; anything else (another type, the banned form,
+    -- damage) is the full reading's.
+    if type(value) ~= 'string' or #value ~= 19 then return nil end
+    local seconds, nanos = string.match(value, '^([1-9]%d*)(%d%d%d%d%d%d%d%d%d)$')
+    if seconds == nil then return nil end
+    local micros = now_us % 1000000
+    local after = (seconds - (now_us - micros) / 1000000) * 1000000000 + nanos - micros * 1000
+    if after >= THROTTLE_NUMBERS_BELOW then return nil end
+    if after > 0 then tat = after end
+  end
+  local new_tat = tat + increment
+  local allow_at = new_tat - tolerance
+  local limited = allow_at > 0
+  local ttl = limited and tat or new_tat
+  local room = tolerance - ttl
+  local remaining = 0
+  if room > 0 then
+    remaining = (room - room % interval) / interval
+    if remaining > limit then remaining = limit end
+  end
+  local retry = -1
+  if limited then
+    if increment <= tolerance then retry = throttle_seconds(allow_at) end
+  elseif increment > 0 then
+    throttle_write_after(key, new_tat, now_us)
+  end
+  return { limited and 1 or 0, limit, remaining, retry, ttl > 0 and throttle_seconds(ttl) or 0 }
 end
 
 -- The kind (single.lua), its call's GCRA made by throttle_limiter.
@@ -1892,6 +2026,8 @@ THROTTLE_EXACT = { 'max_burst', 'count', 'period', 'quantity' }
 -- FCALL cl_throttle 1 key max_burst count period [quantity] [MS] [REFUND] [DRYRUN]
 function cl_throttle(keys, args)
   if #keys ~= 1 then return redis.error_reply(ERRORS.wrong_arity('cl.throttle')) end
+  local plain = throttle_plain(keys[1], args)
+  if plain then return plain end
   local p, err = args_throttle(args)
   if p == nil then return redis.error_reply(err) end
   local gcra_err = throttle_made(p, p.at_most)
