@@ -93,6 +93,7 @@ local ERRORS,
   calendar_end_after,
   FIXED,
   cl_fixed,
+  throttle_plain,
   THROTTLE,
   throttle_made,
   THROTTLE_EXACT,
@@ -1923,7 +1924,7 @@ end
 -- nil for any other call, before anything is written: cl_throttle then reads and decides it
 -- in full, and answers its errors. As the module's plain bodies run first, a call that names
 -- no option pays for none.
-local function throttle_plain(key, args)
+function throttle_plain(key, args)
   local n = #args
   if n ~= 3 and n ~= 4 then return nil end
   local max_burst, count, period = args_plain(args[1]), args_plain(args[2]), args_plain(args[3])
@@ -3385,14 +3386,25 @@ local SMOOTH_ADJUSTMENTS = 4
 local SMOOTH_ROUNDING = 1e-12
 local SMOOTH_MAX_PERMITS = 1e40
 local SMOOTH_TOO_FAR = ERRORS.inexact('quantity')
+local SMOOTH_INFINITY = 1 / 0
 
--- Java's and Rust's `(long) x`: toward zero, saturating, NaN as 0.
+-- Java's and Rust's `(long) x`: toward zero, saturating, NaN as 0. (x - x % 1 is floor(x),
+-- exactly, with no C call.)
 local function smooth_long(x)
+  if x >= 0 and x < SMOOTH_I64 then return x - x % 1 end
   if x ~= x then return 0 end
   if x >= SMOOTH_I64 then return SMOOTH_I64 - 1 end
   if x <= -SMOOTH_I64 then return -SMOOTH_I64 end
-  if x >= 0 then return math.floor(x) end
-  return math.ceil(x)
+  local whole = x - x % 1
+  if whole < x then return whole + 1 end
+  return whole
+end
+
+-- math.ceil(x), with no C call.
+local function smooth_ceil(x)
+  local whole = x - x % 1
+  if whole < x then return whole + 1 end
+  return whole
 end
 
 -- An instant or span in µs, once added: refused past 2^53, where a number stops being exact.
@@ -3407,24 +3419,33 @@ local function smooth_min(a, b)
   return b
 end
 
--- Guava's setRate for the call's shape (Rate::new).
-local function smooth_rate(p)
-  local function seconds(span)
-    if p.unit == 'ms' then return span / 1000.0 end
-    return span
-  end
-  local per_second = p.permits / seconds(p.period)
+-- A span in the call's unit, in seconds.
+local function smooth_seconds(span, unit)
+  if unit == 'ms' then return span / 1000.0 end
+  return span
+end
+
+-- Guava's setRate for the call's shape (Rate::new), into `rate`: the plain calls' is one
+-- table kept between calls (a function runs alone), the others' a table of their own.
+local function smooth_rate_into(rate, permits, period, unit, burst, warmup, cold)
+  local per_second = permits / smooth_seconds(period, unit)
   local stable = 1e6 / per_second
-  if p.warmup == nil then
-    return { stable = stable, max_permits = seconds(p.burst) * per_second, cool_down = stable }
+  rate.stable = stable
+  if warmup == nil then
+    rate.max_permits, rate.cool_down, rate.warming = smooth_seconds(burst, unit) * per_second, stable, false
+    return rate
   end
-  local warmup_micros = p.warmup * (p.unit == 'ms' and 1000 or 1000000)
-  local cold_interval = stable * p.cold
+  local warmup_micros = warmup * (unit == 'ms' and 1000 or 1000000)
+  local cold_interval = stable * cold
   local threshold = 0.5 * warmup_micros / stable
   local max_permits = threshold + 2.0 * warmup_micros / (stable + cold_interval)
-  return { stable = stable, max_permits = max_permits, cool_down = warmup_micros / max_permits,
-    warming = true, threshold = threshold,
-    slope = (cold_interval - stable) / (max_permits - threshold) }
+  rate.max_permits, rate.cool_down, rate.warming = max_permits, warmup_micros / max_permits, true
+  rate.threshold, rate.slope = threshold, (cold_interval - stable) / (max_permits - threshold)
+  return rate
+end
+
+local function smooth_rate(p)
+  return smooth_rate_into({}, p.permits, p.period, p.unit, p.burst, p.warmup, p.cold)
 end
 
 -- How many calls of one permit a new key admits at one instant.
@@ -3436,57 +3457,56 @@ local function smooth_limit(rate)
   return limit + 1
 end
 
--- storedPermitsToWaitTime: what taking `take` of `stored` permits costs, in µs.
+-- storedPermitsToWaitTime: what taking `take` of `stored` permits costs, in µs; a permit's
+-- price is stable + permits · slope above the threshold.
 local function smooth_stored_wait(rate, stored, take)
   if not rate.warming then return 0 end
-  local function to_time(permits) return rate.stable + permits * rate.slope end
   local above = stored - rate.threshold
   local micros = 0
   if above > 0.0 then
     local take_above = smooth_min(above, take)
-    local length = to_time(above) + to_time(above - take_above)
+    local length = (rate.stable + above * rate.slope) + (rate.stable + (above - take_above) * rate.slope)
     micros = smooth_long(take_above * length / 2.0)
     take = take - take_above
   end
   return smooth_add(micros, smooth_long(rate.stable * take))
 end
 
--- resync: time past the next free instant stores permits, at the cool-down interval.
-local function smooth_resync(g, now, max_permits, cool_down)
-  if now > g.next_free then
-    g.stored = smooth_min(max_permits, g.stored + (now - g.next_free) / cool_down)
-    g.next_free = now
+-- resync: time past the next free instant stores permits, at the cool-down interval. The
+-- state (next free instant, stored permits) at now.
+local function smooth_resync(next_free, stored, now, max_permits, cool_down)
+  if now > next_free then
+    return now, smooth_min(max_permits, stored + (now - next_free) / cool_down)
   end
+  return next_free, stored
 end
 
--- reserveEarliestAvailable: takes `quantity` permits at now; the instant the caller may go.
-local function smooth_reserve(g, quantity, now, rate)
-  smooth_resync(g, now, rate.max_permits, rate.cool_down)
-  local moment = g.next_free
-  local spend = smooth_min(quantity, g.stored)
+-- reserveEarliestAvailable: the state once `quantity` permits are taken at now.
+local function smooth_reserve(next_free, stored, quantity, now, rate)
+  next_free, stored = smooth_resync(next_free, stored, now, rate.max_permits, rate.cool_down)
+  local spend = smooth_min(quantity, stored)
   local fresh = quantity - spend
-  local wait = smooth_add(smooth_stored_wait(rate, g.stored, spend), smooth_long(fresh * rate.stable))
-  g.next_free = smooth_add(g.next_free, wait)
-  g.stored = g.stored - spend
-  return moment
+  local wait = smooth_add(smooth_stored_wait(rate, stored, spend), smooth_long(fresh * rate.stable))
+  return smooth_add(next_free, wait), stored - spend
 end
 
--- The first instant at which the limiter equals a new key's (Guava::full_at).
-local function smooth_full_at(g, rate)
-  if g.stored == rate.max_permits then return g.next_free end
-  local function fills(d) return g.stored + d / rate.cool_down >= rate.max_permits end
-  local estimate = (rate.max_permits - g.stored) * rate.cool_down
+-- The first instant at which the limiter equals a new key's (Guava::full_at): d µs on,
+-- the least d at which `stored + d / cool_down >= most`.
+local function smooth_full_at(next_free, stored, rate)
+  local most, cool_down = rate.max_permits, rate.cool_down
+  if stored == most then return next_free end
+  local estimate = (most - stored) * cool_down
   if estimate < 0.0 then estimate = 0.0 end
   if estimate > SMOOTH_FILL_SPAN then estimate = SMOOTH_FILL_SPAN end
   local d = smooth_long(estimate) + 1
-  if fills(d) then
+  if stored + d / cool_down >= most then
     for _ = 1, SMOOTH_ADJUSTMENTS do
-      if d == 1 or not fills(d - 1) then break end
+      if d == 1 or stored + (d - 1) / cool_down < most then break end
       d = d - 1
     end
   else
     local steps = 0
-    while not fills(d) do
+    while stored + d / cool_down < most do
       steps = steps + 1
       if steps > SMOOTH_ADJUSTMENTS then
         d = SMOOTH_FILL_SPAN
@@ -3495,17 +3515,16 @@ local function smooth_full_at(g, rate)
       d = d + 1
     end
   end
-  return smooth_add(g.next_free, d)
+  return smooth_add(next_free, d)
 end
 
 -- How many calls of one permit would go one after another at now, at most the limit.
-local function smooth_at_once(g, now, rate, limit)
-  if g.next_free > now then return 0 end
+local function smooth_at_once(next_free, stored, now, rate, limit)
+  if next_free > now then return 0 end
   if rate.warming then return 1 end
-  local free = { next_free = g.next_free, stored = g.stored }
-  smooth_resync(free, now, rate.max_permits, rate.cool_down)
-  local whole = smooth_long(free.stored)
-  local fraction = free.stored - whole
+  local _, free = smooth_resync(next_free, stored, now, rate.max_permits, rate.cool_down)
+  local whole = smooth_long(free)
+  local fraction = free - whole
   local stable = smooth_long(rate.stable)
   local first_paid = stable
   if fraction > 0.0 then first_paid = smooth_long((1.0 - fraction) * rate.stable) end
@@ -3520,83 +3539,140 @@ local function smooth_at_once(g, now, rate, limit)
   return smooth_min(whole + paid, limit)
 end
 
--- The key's state under the call's rate: a new key's, the stored one, or the stored one
--- rescaled as setRate does when it was kept at another rate.
-local function smooth_state(v, now, rate)
-  if v == nil then return { next_free = now, stored = rate.max_permits } end
+local function smooth_positive(x)
+  return x == x and x > 0 and x ~= SMOOTH_INFINITY
+end
+
+-- The key's state (next free instant, stored permits) under the call's rate: a new key's,
+-- the stored one, or the stored one rescaled as setRate does when it was kept at another
+-- rate. `rescale` false: nil where the stored rate is another (the plain call's hand-over).
+local function smooth_state(v, now, rate, rescale)
+  if v == nil then return now, rate.max_permits end
   if #v ~= SMOOTH_LEN then state_corrupt() end
-  local next_free = bytes_i64(v, 0)
-  local stored, max_permits, cool_down = struct.unpack('<ddd', string.sub(v, 9))
-  local function positive(x) return x == x and x > 0 and x ~= math.huge end
-  local rated = positive(max_permits) and max_permits <= SMOOTH_MAX_PERMITS and positive(math.abs(cool_down))
+  -- An i64 read as a double: past 2^53 it is rounded, and refused below as out of reach.
+  local next_free, stored, max_permits, cool_down = struct.unpack('<i8ddd', v)
+  local warming = cool_down < 0
+  if warming then cool_down = -cool_down end
+  local rated = smooth_positive(max_permits) and max_permits <= SMOOTH_MAX_PERMITS
+    and smooth_positive(cool_down)
   local most = max_permits * (1.0 + SMOOTH_ROUNDING)
-  if not (rated and stored >= 0.0 and stored <= most) or next_free == nil or next_free < 0 then
+  if not (rated and stored >= 0.0 and stored <= most) or next_free >= BYTES_EXACT or next_free < 0 then
     state_corrupt()
   end
-  local warming = cool_down < 0
-  if warming ~= (rate.warming == true) then
+  if warming ~= rate.warming then
     if warming then state_fail(ERRORS.smooth_warming) end
     state_fail(ERRORS.smooth_bursty)
   end
-  cool_down = math.abs(cool_down)
-  local g = { next_free = next_free, stored = stored }
   if max_permits ~= rate.max_permits or cool_down ~= rate.cool_down then
-    smooth_resync(g, now, max_permits, cool_down)
-    g.stored = smooth_min(g.stored * rate.max_permits / max_permits,
-      rate.max_permits * (1.0 + SMOOTH_ROUNDING))
+    if not rescale then return nil end
+    next_free, stored = smooth_resync(next_free, stored, now, max_permits, cool_down)
+    stored = smooth_min(stored * rate.max_permits / max_permits, rate.max_permits * (1.0 + SMOOTH_ROUNDING))
   end
-  return g
+  return next_free, stored
 end
 
--- The five integers, from waits in µs, rounded up to the unit as Outcome::to_reply rounds
--- its nanoseconds (saturating at i64::MAX ns).
+-- A wait in µs rounded up to the unit, as Outcome::to_reply rounds its nanoseconds
+-- (saturating at i64::MAX ns).
+local function smooth_rounded(us, unit)
+  if us < 0 then return 0 end
+  if us > 9223372036854775 then return unit == 'ms' and 9223372036855 or 9223372037 end
+  if unit == 'ms' then return smooth_ceil(us / 1000) end
+  return smooth_ceil(us / 1000000)
+end
+
+-- The five integers, from waits in µs.
 local function smooth_reply(limited, limit, remaining, retry_us, reset_us, unit)
-  local function rounded(us)
-    if us < 0 then return 0 end
-    if us > 9223372036854775 then return unit == 'ms' and 9223372036855 or 9223372037 end
-    if unit == 'ms' then return math.ceil(us / 1000) end
-    return math.ceil(us / 1000000)
-  end
   if remaining < 0 then remaining = 0 end
   if remaining > limit then remaining = limit end
-  return { limited and 1 or 0, limit, remaining, retry_us and rounded(retry_us) or -1, rounded(reset_us) }
+  return { limited and 1 or 0, limit, remaining, retry_us and smooth_rounded(retry_us, unit) or -1,
+    smooth_rounded(reset_us, unit) }
 end
 
--- Decides the call at now (Smooth::decide, as tryAcquire with no wait): the reply, and the
--- value and expiry to write when admitted.
-local function smooth_decide(p, rate, v, now)
-  local g = smooth_state(v, now, rate)
+-- Decides a call of `quantity` at now (Smooth::decide, as tryAcquire with no wait) on the
+-- state next_free, stored: the reply, and when admitted the value to write and its expiry.
+local function smooth_decide(quantity, unit, rate, next_free, stored, now)
   local limit = smooth_limit(rate)
-  local function reset(state) return smooth_full_at(state, rate) - now end
-  local admitted = g.next_free <= now
-  if p.quantity == 0 or not admitted then
-    if not admitted and p.quantity > 0 then
-      return smooth_reply(true, limit, 0, g.next_free - now, reset(g), p.unit)
+  local admitted = next_free <= now
+  if quantity == 0 or not admitted then
+    local reset = smooth_full_at(next_free, stored, rate) - now
+    if not admitted and quantity > 0 then
+      return smooth_reply(true, limit, 0, next_free - now, reset, unit)
     end
-    return smooth_reply(false, limit, smooth_at_once(g, now, rate, limit), nil, reset(g), p.unit)
+    return smooth_reply(false, limit, smooth_at_once(next_free, stored, now, rate, limit), nil, reset, unit)
   end
-  smooth_reserve(g, p.quantity, now, rate)
-  local full_at = smooth_full_at(g, rate)
-  local value = bytes_of_i64(g.next_free)
-    .. struct.pack('<ddd', g.stored, rate.max_permits, rate.warming and -rate.cool_down or rate.cool_down)
-  local reply = smooth_reply(false, limit, smooth_at_once(g, now, rate, limit), nil, full_at - now, p.unit)
-  return reply, { value = value, expire_at_ms = math.ceil(full_at / 1000) }
+  next_free, stored = smooth_reserve(next_free, stored, quantity, now, rate)
+  local full_at = smooth_full_at(next_free, stored, rate)
+  local value = struct.pack('<i8ddd', next_free, stored, rate.max_permits,
+    rate.warming and -rate.cool_down or rate.cool_down)
+  local reply = smooth_reply(false, limit, smooth_at_once(next_free, stored, now, rate, limit), nil,
+    full_at - now, unit)
+  return reply, value, smooth_ceil(full_at / 1000)
+end
+
+-- The call's decision on the stored value v.
+local function smooth_decided(p, v, now)
+  local rate = smooth_rate(p)
+  local next_free, stored = smooth_state(v, now, rate, true)
+  return smooth_decide(p.quantity, p.unit, rate, next_free, stored, now)
 end
 
 -- The kind (single.lua).
 SMOOTH = {
   read = function(key, _, _, now_ms) return state_bytes(key, now_ms) end,
-  decide = function(p, v, now_us) return smooth_decide(p, smooth_rate(p), v, now_us) end,
+  decide = function(p, v, now_us)
+    local reply, value, expire_at_ms = smooth_decided(p, v, now_us)
+    return reply, value and { value = value, expire_at_ms = expire_at_ms }
+  end,
   peek = function(p, v, now_us)
-    return (smooth_decide({ quantity = 0, unit = p.unit }, smooth_rate(p), v, now_us))
+    local rate = smooth_rate(p)
+    local next_free, stored = smooth_state(v, now_us, rate, true)
+    return (smooth_decide(0, p.unit, rate, next_free, stored, now_us))
   end,
   write = function(key, _, change) redis.call('SET', key, change.value, 'PXAT', change.expire_at_ms) end,
 }
+
+-- The plain call's rate, kept between calls.
+local SMOOTH_PLAIN_RATE = {}
+
+-- The plain call's decision, as smooth_decided's; nil where the stored rate is another.
+local function smooth_plain_decide(quantity, rate, v, now)
+  local next_free, stored = smooth_state(v, now, rate, false)
+  if next_free == nil then return nil end
+  return smooth_decide(quantity, 's', rate, next_free, stored, now)
+end
+
+-- The plain call, `permits period [quantity]` with each a canonical integer below 10^14 and
+-- the period in seconds, on a key absent or holding a bursty state at this rate: decided
+-- with no table but the reply and the rate kept between calls. nil for any other call, or
+-- one that fails, before anything is written: cl_smooth then reads and decides it in full,
+-- and answers its errors (as throttle_plain).
+local function smooth_plain(key, args)
+  local n = #args
+  if n ~= 2 and n ~= 3 then return nil end
+  local permits, period = args_plain(args[1]), args_plain(args[2])
+  local quantity = 1
+  if n == 3 then quantity = args_plain(args[3]) end
+  if not (permits and period and quantity) or permits == 0 or period == 0 or period > ARGS_MAX_SPAN.s
+      or quantity > 2147483647 then
+    return nil
+  end
+  -- Guava's default burst: one second.
+  local rate = smooth_rate_into(SMOOTH_PLAIN_RATE, permits, period, 's', 1, nil, 3)
+  local now = clock_now()
+  local v = redis.pcall('GET', key)
+  if v and type(v) ~= 'string' then return nil end
+  local ok, reply, value, expire_at_ms = pcall(smooth_plain_decide, quantity, rate, v or nil, now)
+  if not (ok and reply) then return nil end
+  if value then redis.call('SET', key, value, 'PXAT', string.format('%d', expire_at_ms)) end
+  return reply
+end
 
 -- FCALL cl_smooth 1 key permits period [quantity] [MS] [BURST span] [WARMUP span [COLD factor]]
 -- [DRYRUN]
 function cl_smooth(keys, args)
   if #keys ~= 1 then return redis.error_reply(ERRORS.wrong_arity('cl.smooth')) end
+  local plain = smooth_plain(keys[1], args)
+  if plain then return plain end
   local p, err = args_smooth(args)
   if p == nil then return redis.error_reply(err) end
   return single_run(keys[1], SMOOTH, p)
