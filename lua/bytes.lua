@@ -31,16 +31,6 @@ local function bytes_i64(v, at)
   return bytes_signed(bytes_u64(v, at))
 end
 
--- Where a value's first bytes are read once into an array b (b[at + 1] the byte at `at`),
--- its fields are read from there: one C call for them all.
-local function bytes_array_u32(b, at)
-  return b[at + 1] + b[at + 2] * 256 + b[at + 3] * 65536 + b[at + 4] * 16777216
-end
-
-local function bytes_array_u64(b, at)
-  return bytes_array_u32(b, at + 4), bytes_array_u32(b, at)
-end
-
 -- x's low 32 bits. (Integer division as (x - x % d) / d: exact, and no call to math.floor.)
 local function bytes_of_u32(x)
   local a = x % 256
@@ -143,20 +133,17 @@ local function bytes_of_varint(hi, lo)
   return string.char(unpack(out))
 end
 
--- The multiplicative hash the module seals a header's first `len` bytes with (a multiple of
--- 4), given as an array: each 32-bit word xored in, multiplied by 0x9e3779b1 and rotated
--- left by 13. The bit library answers signed 32-bit words: `% 2^32` makes them the
--- module's u32. The product and the rotation are arithmetic on parts a double holds
--- exactly: a C call costs far more than the arithmetic.
-local function bytes_checksum(b, len)
-  local hash = 2166136261
-  for at = 0, len - 4, 4 do
-    local mixed = bit.bxor(hash, bytes_array_u32(b, at)) % BYTES_2_32
-    local low = mixed % 65536
-    local product = (((mixed - low) / 65536 * 2654435761) % 65536 * 65536 + low * 2654435761) % BYTES_2_32
-    -- Left by 13: the low 19 bits go up, the high 13 come round.
-    local kept = product % 524288
-    hash = kept * 8192 + (product - kept) / 524288
-  end
-  return hash
+-- The multiplicative hash the module seals a header with, word by word: its start, and one
+-- step, each 32-bit word xored in, multiplied by 0x9e3779b1 and rotated left by 13. The bit
+-- library answers signed 32-bit words: `% 2^32` makes them the module's u32. The product and
+-- the rotation are arithmetic on parts a double holds exactly: a C call costs far more.
+local BYTES_HASH_START = 2166136261
+
+local function bytes_mix(hash, word)
+  local mixed = bit.bxor(hash, word) % BYTES_2_32
+  local low = mixed % 65536
+  local product = (((mixed - low) / 65536 * 2654435761) % 65536 * 65536 + low * 2654435761) % BYTES_2_32
+  -- Left by 13: the low 19 bits go up, the high 13 come round.
+  local kept = product % 524288
+  return kept * 8192 + (product - kept) / 524288
 end

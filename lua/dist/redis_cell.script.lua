@@ -32,8 +32,6 @@ local ERRORS,
   bytes_u64,
   bytes_signed,
   bytes_i64,
-  bytes_array_u32,
-  bytes_array_u64,
   bytes_of_u32,
   bytes_of_u64,
   bytes_of_i64,
@@ -44,7 +42,8 @@ local ERRORS,
   bytes_number,
   bytes_varint,
   bytes_of_varint,
-  bytes_checksum,
+  BYTES_HASH_START,
+  bytes_mix,
   ARGS_MAX_SPAN_NS,
   ARGS_NANOS,
   ARGS_LIBRARY_MAX,
@@ -668,16 +667,6 @@ function bytes_i64(v, at)
   return bytes_signed(bytes_u64(v, at))
 end
 
--- Where a value's first bytes are read once into an array b (b[at + 1] the byte at `at`),
--- its fields are read from there: one C call for them all.
-function bytes_array_u32(b, at)
-  return b[at + 1] + b[at + 2] * 256 + b[at + 3] * 65536 + b[at + 4] * 16777216
-end
-
-function bytes_array_u64(b, at)
-  return bytes_array_u32(b, at + 4), bytes_array_u32(b, at)
-end
-
 -- x's low 32 bits. (Integer division as (x - x % d) / d: exact, and no call to math.floor.)
 function bytes_of_u32(x)
   local a = x % 256
@@ -780,22 +769,19 @@ function bytes_of_varint(hi, lo)
   return string.char(unpack(out))
 end
 
--- The multiplicative hash the module seals a header's first `len` bytes with (a multiple of
--- 4), given as an array: each 32-bit word xored in, multiplied by 0x9e3779b1 and rotated
--- left by 13. The bit library answers signed 32-bit words: `% 2^32` makes them the
--- module's u32. The product and the rotation are arithmetic on parts a double holds
--- exactly: a C call costs far more than the arithmetic.
-function bytes_checksum(b, len)
-  local hash = 2166136261
-  for at = 0, len - 4, 4 do
-    local mixed = bit.bxor(hash, bytes_array_u32(b, at)) % BYTES_2_32
-    local low = mixed % 65536
-    local product = (((mixed - low) / 65536 * 2654435761) % 65536 * 65536 + low * 2654435761) % BYTES_2_32
-    -- Left by 13: the low 19 bits go up, the high 13 come round.
-    local kept = product % 524288
-    hash = kept * 8192 + (product - kept) / 524288
-  end
-  return hash
+-- The multiplicative hash the module seals a header with, word by word: its start, and one
+-- step, each 32-bit word xored in, multiplied by 0x9e3779b1 and rotated left by 13. The bit
+-- library answers signed 32-bit words: `% 2^32` makes them the module's u32. The product and
+-- the rotation are arithmetic on parts a double holds exactly: a C call costs far more.
+BYTES_HASH_START = 2166136261
+
+function bytes_mix(hash, word)
+  local mixed = bit.bxor(hash, word) % BYTES_2_32
+  local low = mixed % 65536
+  local product = (((mixed - low) / 65536 * 2654435761) % 65536 * 65536 + low * 2654435761) % BYTES_2_32
+  -- Left by 13: the low 19 bits go up, the high 13 come round.
+  local kept = product % 524288
+  return kept * 8192 + (product - kept) / 524288
 end
 end
 
@@ -2304,13 +2290,18 @@ do
 -- 2^53 ms; the units counts are u64 pairs (bytes.lua).
 
 local WINDOW_HEADER = 48
-local WINDOW_CHECKSUMMED = 44
 local WINDOW_BLOCK = 128
 local WINDOW_BLOCK_HEADER = 16
 -- Most entries one block holds: a first entry of 1 byte, then 2 bytes or more each.
 local WINDOW_MAX_ENTRIES = 56
 local WINDOW_MAX_LEN = 536870912
 local WINDOW_TOO_LONG = ERRORS.log_too_long
+-- 'CLW' and the format's version, 2, as the header's first little-endian u32.
+local WINDOW_MAGIC = 67 + 76 * 256 + 87 * 65536 + 2 * 16777216
+-- The header as twelve little-endian u32s: the magic, the head and tail offsets, the head's
+-- and tail's instants (i64s, low word first), the units count before the head and after the
+-- tail (u64s, low word first), and the checksum of the eleven before it.
+local WINDOW_HEADER_WORDS = '<I4I4I4I4I4I4I4I4I4I4I4I4'
 local WINDOW_INTERNAL = ERRORS.internal
 
 local function window_block_start(offset)
@@ -2385,17 +2376,25 @@ local function window_units_between(log, hi, lo)
   return h, l
 end
 
+-- The header's checksum, of its first eleven words.
+local function window_checksum(magic, head, tail, head_ms_lo, head_ms_hi, tail_ms_lo, tail_ms_hi,
+    head_lo, head_hi, logged_lo, logged_hi)
+  local hash = bytes_mix(bytes_mix(bytes_mix(bytes_mix(BYTES_HASH_START, magic), head), tail), head_ms_lo)
+  hash = bytes_mix(bytes_mix(bytes_mix(bytes_mix(hash, head_ms_hi), tail_ms_lo), tail_ms_hi), head_lo)
+  return bytes_mix(bytes_mix(bytes_mix(hash, head_hi), logged_lo), logged_hi)
+end
+
 -- The log in value v, its header checked as the module checks it; nil when it is not one.
 local function window_decode(v)
   if #v < WINDOW_HEADER then return nil end
-  local b = { string.byte(v, 1, WINDOW_HEADER) }
-  -- 'CLW' and the format's version, 2.
-  if b[1] ~= 67 or b[2] ~= 76 or b[3] ~= 87 or b[4] ~= 2 then return nil end
-  if bytes_checksum(b, WINDOW_CHECKSUMMED) ~= bytes_array_u32(b, WINDOW_CHECKSUMMED) then return nil end
-  local head_hi, head_lo = bytes_array_u64(b, 28)
-  local logged_hi, logged_lo = bytes_array_u64(b, 36)
-  local log = { v = v, head = bytes_array_u32(b, 4), tail = bytes_array_u32(b, 8),
-    head_ms = bytes_signed(bytes_array_u64(b, 12)), tail_ms = bytes_signed(bytes_array_u64(b, 20)),
+  local magic, head, tail, head_ms_lo, head_ms_hi, tail_ms_lo, tail_ms_hi, head_lo, head_hi,
+    logged_lo, logged_hi, sum = struct.unpack(WINDOW_HEADER_WORDS, v)
+  if magic ~= WINDOW_MAGIC or sum ~= window_checksum(magic, head, tail, head_ms_lo, head_ms_hi,
+      tail_ms_lo, tail_ms_hi, head_lo, head_hi, logged_lo, logged_hi) then
+    return nil
+  end
+  local log = { v = v, head = head, tail = tail,
+    head_ms = bytes_signed(head_ms_hi, head_ms_lo), tail_ms = bytes_signed(tail_ms_hi, tail_ms_lo),
     head_hi = head_hi, head_lo = head_lo, logged_hi = logged_hi, logged_lo = logged_lo }
   if log.head_ms == nil or log.tail_ms == nil then return nil end
   if window_block_start(log.head) == nil or log.head > log.tail or log.head_ms > log.tail_ms
@@ -2504,10 +2503,14 @@ end
 
 -- A header's 48 bytes: head and tail cursors, and the units count after the tail.
 local function window_header(head, tail, logged_hi, logged_lo)
-  local fields = 'CLW\2' .. bytes_of_u32(head.offset) .. bytes_of_u32(tail.offset)
-    .. bytes_of_i64(head.at_ms) .. bytes_of_i64(tail.at_ms)
-    .. bytes_of_u64(head.hi, head.lo) .. bytes_of_u64(logged_hi, logged_lo)
-  return fields .. bytes_of_u32(bytes_checksum({ string.byte(fields, 1, WINDOW_CHECKSUMMED) }, WINDOW_CHECKSUMMED))
+  -- An i64's words, as bytes_of_i64 makes them.
+  local head_ms_lo, tail_ms_lo = head.at_ms % BYTES_2_32, tail.at_ms % BYTES_2_32
+  local head_ms_hi = (head.at_ms - head_ms_lo) / BYTES_2_32 % BYTES_2_32
+  local tail_ms_hi = (tail.at_ms - tail_ms_lo) / BYTES_2_32 % BYTES_2_32
+  return struct.pack(WINDOW_HEADER_WORDS, WINDOW_MAGIC, head.offset, tail.offset, head_ms_lo,
+    head_ms_hi, tail_ms_lo, tail_ms_hi, head.lo, head.hi, logged_lo, logged_hi,
+    window_checksum(WINDOW_MAGIC, head.offset, tail.offset, head_ms_lo, head_ms_hi, tail_ms_lo,
+      tail_ms_hi, head.lo, head.hi, logged_lo, logged_hi))
 end
 
 -- How an admission logs `units` (≥ 1, below 2^53) at at_ms in the log (nil: a fresh one):
