@@ -2517,8 +2517,9 @@ local function window_plan_append(log, live, at_ms, units)
   local units_hi, units_lo = bytes_pair(units)
   if log == nil then
     local entry = window_cursor(WINDOW_HEADER + WINDOW_BLOCK_HEADER, at_ms, 0, 0)
-    return { whole = window_header(entry, entry, units_hi, units_lo) .. bytes_of_i64(at_ms)
-      .. bytes_of_u64(0, 0) .. bytes_of_varint(units_hi, units_lo) }
+    -- The header, the first block's (its first instant, and no units before it), the entry.
+    return { whole = window_header(entry, entry, units_hi, units_lo) .. struct.pack('<i8I4I4', at_ms, 0, 0)
+      .. bytes_of_varint(units_hi, units_lo) }
   end
   local v = log.v
   local stored_len = #v
@@ -2748,26 +2749,68 @@ WINDOW = {
     peek.quantity, peek.refund = 0, false
     return (window_call(peek, v, now_ms))
   end,
+  -- Expiries go as text made here: the server would print a number with "%.17g", which
+  -- costs more than the C call.
   write = function(key, _, plan)
     if plan.clear then
       redis.call('DEL', key)
     elseif plan.whole and plan.moves == false then
       redis.call('SET', key, plan.whole, 'KEEPTTL')
     elseif plan.whole then
-      redis.call('SET', key, plan.whole, 'PXAT', plan.expire_at_ms)
+      redis.call('SET', key, plan.whole, 'PXAT', string.format('%d', plan.expire_at_ms))
     else
       redis.call('SETRANGE', key, plan.from, plan.bytes)
       redis.call('SETRANGE', key, 0, plan.header)
-      redis.call('PEXPIREAT', key, plan.expire_at_ms)
+      redis.call('PEXPIREAT', key, string.format('%d', plan.expire_at_ms))
     end
   end,
 }
 
 WINDOW.take = function(p, quantity) p.quantity = quantity end
 
+-- The plain call's arguments, kept between calls (a function runs alone).
+local WINDOW_PLAIN = { unit = 's', refund = false, buckets = false }
+
+-- The plain call's decision on v (nil: no key), or an error thrown.
+local function window_plain_decide(p, v, now_ms)
+  local log = nil
+  if v then
+    log = window_decode(v)
+    if log == nil then state_corrupt() end
+  end
+  return window_decide(p, log, now_ms)
+end
+
+-- The plain call, `limit period [quantity]` with each a canonical integer below 10^14 and
+-- the period in seconds, on a key absent or holding an exact log: decided by window_decide
+-- itself, with the arguments in one table kept between calls. nil for any other call, or
+-- one that fails, before anything is written: cl_window then reads and decides it in full,
+-- and answers its errors (as throttle_plain).
+local function window_plain(key, args)
+  local n = #args
+  if n ~= 2 and n ~= 3 then return nil end
+  local limit, period = args_plain(args[1]), args_plain(args[2])
+  local quantity = 1
+  if n == 3 then quantity = args_plain(args[3]) end
+  if not (limit and period and quantity) or limit == 0 or period == 0 or period > ARGS_MAX_SPAN.s then
+    return nil
+  end
+  local p = WINDOW_PLAIN
+  p.limit, p.quantity, p.period_ms = limit, quantity, period * 1000
+  local _, now_ms = clock_now()
+  local v = redis.pcall('GET', key)
+  if v and type(v) ~= 'string' then return nil end
+  local ok, reply, plan = pcall(window_plain_decide, p, v or nil, now_ms)
+  if not ok then return nil end
+  if plan then WINDOW.write(key, p, plan) end
+  return reply
+end
+
 -- FCALL cl_window 1 key limit period [quantity] [BUCKETS n] [MS] [REFUND] [DRYRUN]
 function cl_window(keys, args)
   if #keys ~= 1 then return redis.error_reply(ERRORS.wrong_arity('cl.window')) end
+  local plain = window_plain(keys[1], args)
+  if plain then return plain end
   local p, err = args_window(args, 'cl.window')
   if p == nil then return redis.error_reply(err) end
   return single_run(keys[1], WINDOW, p)
