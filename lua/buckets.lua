@@ -127,15 +127,20 @@ local function buckets_cell_bytes_for(most)
   return 8
 end
 
+-- The header's 32 bytes: 'CLB', version 1, the cells' width in bytes, n and the origin
+-- (u16s), the cell's width in ms (a 48-bit integer: its low u32, then its high u16), the
+-- newest cell and the sum (i64s), and a zero; one struct call.
 local function buckets_header(grid, cell_bytes, origin, newest, sum)
-  return 'CLB\1' .. string.char(cell_bytes, grid.n % 256, math.floor(grid.n / 256), origin % 256,
-    math.floor(origin / 256)) .. string.sub(bytes_of_i64(grid.width_ms), 1, 6)
-    .. bytes_of_i64(newest) .. bytes_of_i64(sum) .. '\0'
+  local width_lo = grid.width_ms % BYTES_2_32
+  return 'CLB\1' .. struct.pack('<BHHI4Hi8i8B', cell_bytes, grid.n, origin, width_lo,
+    (grid.width_ms - width_lo) / BYTES_2_32 % 65536, newest, sum, 0)
 end
 
+-- A cell of each width, as struct packs it.
+local BUCKETS_CELL_FORMAT = { '<B', '<H', nil, '<I4', nil, nil, nil, '<i8' }
+
 local function buckets_cell(cell_bytes, units)
-  if cell_bytes == 8 then return bytes_of_i64(units) end
-  return string.sub(bytes_of_u32(units), 1, cell_bytes)
+  return struct.pack(BUCKETS_CELL_FORMAT[cell_bytes], units)
 end
 
 -- The value an edit leaves, and whether it moves the key's expiry (Form::InPlace into the

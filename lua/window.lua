@@ -492,6 +492,7 @@ local WINDOW_PLAIN = { unit = 's', refund = false, buckets = false }
 
 -- The plain call's decision on v (nil: no key), or an error thrown.
 local function window_plain_decide(p, v, now_ms)
+  if p.buckets then return buckets_decide(p, v, now_ms) end
   local log = nil
   if v then
     log = window_decode(v)
@@ -500,13 +501,21 @@ local function window_plain_decide(p, v, now_ms)
   return window_decide(p, log, now_ms)
 end
 
--- The plain call, `limit period [quantity]` with each a canonical integer below 10^14 and
--- the period in seconds, on a key absent or holding an exact log: decided by window_decide
--- itself, with the arguments in one table kept between calls. nil for any other call, or
--- one that fails, before anything is written: cl_window then reads and decides it in full,
--- and answers its errors (as throttle_plain).
+-- The plain call, `limit period [quantity] [BUCKETS n]` with each number a canonical
+-- integer below 10^14 and the period in seconds, on a key absent or holding the form the
+-- call reads: decided by window_decide or buckets_decide themselves, with the arguments in
+-- one table kept between calls. nil for any other call, or one that fails, before anything
+-- is written: cl_window then reads and decides it in full, and answers its errors (as
+-- throttle_plain).
 local function window_plain(key, args)
   local n = #args
+  local buckets = false
+  if n >= 4 and args[n - 1] == 'BUCKETS' then
+    buckets = args_plain(args[n])
+    -- Cells of whole milliseconds, 2 to 1024 of them: args_bucket_count's rules.
+    if not buckets or buckets < 2 or buckets > 1024 then return nil end
+    n = n - 2
+  end
   if n ~= 2 and n ~= 3 then return nil end
   local limit, period = args_plain(args[1]), args_plain(args[2])
   local quantity = 1
@@ -514,8 +523,9 @@ local function window_plain(key, args)
   if not (limit and period and quantity) or limit == 0 or period == 0 or period > ARGS_MAX_SPAN.s then
     return nil
   end
+  if buckets and (period * 1000) % buckets ~= 0 then return nil end
   local p = WINDOW_PLAIN
-  p.limit, p.quantity, p.period_ms = limit, quantity, period * 1000
+  p.limit, p.quantity, p.period_ms, p.buckets = limit, quantity, period * 1000, buckets
   local _, now_ms = clock_now()
   local v = redis.pcall('GET', key)
   if v and type(v) ~= 'string' then return nil end

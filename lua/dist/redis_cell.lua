@@ -2156,15 +2156,20 @@ local function buckets_cell_bytes_for(most)
   return 8
 end
 
+-- The header's 32 bytes: 'CLB', version 1, the cells' width in bytes, n and the origin
+-- (u16s), the cell's width in ms (a 48-bit integer: its low u32, then its high u16), the
+-- newest cell and the sum (i64s), and a zero; one struct call.
 local function buckets_header(grid, cell_bytes, origin, newest, sum)
-  return 'CLB\1' .. string.char(cell_bytes, grid.n % 256, math.floor(grid.n / 256), origin % 256,
-    math.floor(origin / 256)) .. string.sub(bytes_of_i64(grid.width_ms), 1, 6)
-    .. bytes_of_i64(newest) .. bytes_of_i64(sum) .. '\0'
+  local width_lo = grid.width_ms % BYTES_2_32
+  return 'CLB\1' .. struct.pack('<BHHI4Hi8i8B', cell_bytes, grid.n, origin, width_lo,
+    (grid.width_ms - width_lo) / BYTES_2_32 % 65536, newest, sum, 0)
 end
 
+-- A cell of each width, as struct packs it.
+local BUCKETS_CELL_FORMAT = { '<B', '<H', nil, '<I4', nil, nil, nil, '<i8' }
+
 local function buckets_cell(cell_bytes, units)
-  if cell_bytes == 8 then return bytes_of_i64(units) end
-  return string.sub(bytes_of_u32(units), 1, cell_bytes)
+  return struct.pack(BUCKETS_CELL_FORMAT[cell_bytes], units)
 end
 
 -- The value an edit leaves, and whether it moves the key's expiry (Form::InPlace into the
@@ -2773,6 +2778,7 @@ local WINDOW_PLAIN = { unit = 's', refund = false, buckets = false }
 
 -- The plain call's decision on v (nil: no key), or an error thrown.
 local function window_plain_decide(p, v, now_ms)
+  if p.buckets then return buckets_decide(p, v, now_ms) end
   local log = nil
   if v then
     log = window_decode(v)
@@ -2781,13 +2787,21 @@ local function window_plain_decide(p, v, now_ms)
   return window_decide(p, log, now_ms)
 end
 
--- The plain call, `limit period [quantity]` with each a canonical integer below 10^14 and
--- the period in seconds, on a key absent or holding an exact log: decided by window_decide
--- itself, with the arguments in one table kept between calls. nil for any other call, or
--- one that fails, before anything is written: cl_window then reads and decides it in full,
--- and answers its errors (as throttle_plain).
+-- The plain call, `limit period [quantity] [BUCKETS n]` with each number a canonical
+-- integer below 10^14 and the period in seconds, on a key absent or holding the form the
+-- call reads: decided by window_decide or buckets_decide themselves, with the arguments in
+-- one table kept between calls. nil for any other call, or one that fails, before anything
+-- is written: cl_window then reads and decides it in full, and answers its errors (as
+-- throttle_plain).
 local function window_plain(key, args)
   local n = #args
+  local buckets = false
+  if n >= 4 and args[n - 1] == 'BUCKETS' then
+    buckets = args_plain(args[n])
+    -- Cells of whole milliseconds, 2 to 1024 of them: args_bucket_count's rules.
+    if not buckets or buckets < 2 or buckets > 1024 then return nil end
+    n = n - 2
+  end
   if n ~= 2 and n ~= 3 then return nil end
   local limit, period = args_plain(args[1]), args_plain(args[2])
   local quantity = 1
@@ -2795,8 +2809,9 @@ local function window_plain(key, args)
   if not (limit and period and quantity) or limit == 0 or period == 0 or period > ARGS_MAX_SPAN.s then
     return nil
   end
+  if buckets and (period * 1000) % buckets ~= 0 then return nil end
   local p = WINDOW_PLAIN
-  p.limit, p.quantity, p.period_ms = limit, quantity, period * 1000
+  p.limit, p.quantity, p.period_ms, p.buckets = limit, quantity, period * 1000, buckets
   local _, now_ms = clock_now()
   local v = redis.pcall('GET', key)
   if v and type(v) ~= 'string' then return nil end
