@@ -141,8 +141,9 @@ local BYTES_HASH_START = 2166136261
 
 local function bytes_mix(hash, word)
   local mixed = bit.bxor(hash, word) % BYTES_2_32
-  local low = mixed % 65536
-  local product = (((mixed - low) / 65536 * 2654435761) % 65536 * 65536 + low * 2654435761) % BYTES_2_32
+  -- mixed · 0x9e3779b1 mod 2^32, by the multiplier's halves: 0x79b1 whole, and 0x9e37 for
+  -- the low 16 bits of its product, shifted up (each product below 2^48, exact).
+  local product = (mixed * 31153 + mixed * 40503 % 65536 * 65536) % BYTES_2_32
   -- Left by 13: the low 19 bits go up, the high 13 come round.
   local kept = product % 524288
   return kept * 8192 + (product - kept) / 524288

@@ -19,6 +19,9 @@ local WINDOW_MAGIC = 67 + 76 * 256 + 87 * 65536 + 2 * 16777216
 -- tail (u64s, low word first), and the checksum of the eleven before it.
 local WINDOW_HEADER_WORDS = '<I4I4I4I4I4I4I4I4I4I4I4I4'
 local WINDOW_INTERNAL = ERRORS.internal
+-- Below this length a log is written whole by one SET; above it, by the bytes that change
+-- (two SETRANGEs and a PEXPIREAT), which copy less of a long log but cost three commands.
+local WINDOW_WRITTEN_WHOLE = 1024
 
 local function window_block_start(offset)
   if offset < WINDOW_HEADER then return nil end
@@ -295,8 +298,9 @@ local function window_plan_append(log, live, at_ms, units)
       .. bytes_of_u64(before_hi, before_lo) .. bytes
   end
   local header = window_header(head, newest, logged_hi, logged_lo)
-  -- A merge that re-encodes a padded entry shorter leaves the value shorter: written whole.
-  if reclaimed > 0 or new_len < len then
+  -- A merge that re-encodes a padded entry shorter leaves the value shorter: written whole;
+  -- so is a short log.
+  if reclaimed > 0 or new_len < len or new_len <= WINDOW_WRITTEN_WHOLE then
     return { whole = header .. string.sub(v, WINDOW_HEADER + reclaimed + 1, reclaimed + from)
       .. bytes }
   end
@@ -501,14 +505,19 @@ local function window_plain_decide(p, v, now_ms)
   return window_decide(p, log, now_ms)
 end
 
--- The plain call, `limit period [quantity] [BUCKETS n]` with each number a canonical
--- integer below 10^14 and the period in seconds, on a key absent or holding the form the
+-- The plain call, `limit period [quantity] [BUCKETS n] [MS]` with each number a canonical
+-- integer below 10^14, on a key absent or holding the form the
 -- call reads: decided by window_decide or buckets_decide themselves, with the arguments in
 -- one table kept between calls. nil for any other call, or one that fails, before anything
 -- is written: cl_window then reads and decides it in full, and answers its errors (as
 -- throttle_plain).
 local function window_plain(key, args)
   local n = #args
+  local unit = 's'
+  if n >= 3 and args[n] == 'MS' then
+    unit = 'ms'
+    n = n - 1
+  end
   local buckets = false
   if n >= 4 and args[n - 1] == 'BUCKETS' then
     buckets = args_plain(args[n])
@@ -520,12 +529,13 @@ local function window_plain(key, args)
   local limit, period = args_plain(args[1]), args_plain(args[2])
   local quantity = 1
   if n == 3 then quantity = args_plain(args[3]) end
-  if not (limit and period and quantity) or limit == 0 or period == 0 or period > ARGS_MAX_SPAN.s then
+  if not (limit and period and quantity) or limit == 0 or period == 0 or period > ARGS_MAX_SPAN[unit] then
     return nil
   end
-  if buckets and (period * 1000) % buckets ~= 0 then return nil end
+  local period_ms = unit == 'ms' and period or period * 1000
+  if buckets and period_ms % buckets ~= 0 then return nil end
   local p = WINDOW_PLAIN
-  p.limit, p.quantity, p.period_ms, p.buckets = limit, quantity, period * 1000, buckets
+  p.limit, p.quantity, p.period_ms, p.buckets, p.unit = limit, quantity, period_ms, buckets, unit
   local _, now_ms = clock_now()
   local v = redis.pcall('GET', key)
   if v and type(v) ~= 'string' then return nil end
