@@ -98,9 +98,8 @@ end
 -- The header's checksum, of its first eleven words.
 local function window_checksum(magic, head, tail, head_ms_lo, head_ms_hi, tail_ms_lo, tail_ms_hi,
     head_lo, head_hi, logged_lo, logged_hi)
-  local hash = bytes_mix(bytes_mix(bytes_mix(bytes_mix(BYTES_HASH_START, magic), head), tail), head_ms_lo)
-  hash = bytes_mix(bytes_mix(bytes_mix(bytes_mix(hash, head_ms_hi), tail_ms_lo), tail_ms_hi), head_lo)
-  return bytes_mix(bytes_mix(bytes_mix(hash, head_hi), logged_lo), logged_hi)
+  return bytes_checksum({ magic, head, tail, head_ms_lo, head_ms_hi, tail_ms_lo, tail_ms_hi,
+    head_lo, head_hi, logged_lo, logged_hi })
 end
 
 -- The log in value v, its header checked as the module checks it; nil when it is not one.

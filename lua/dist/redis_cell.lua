@@ -39,8 +39,7 @@ local ERRORS,
   bytes_number,
   bytes_varint,
   bytes_of_varint,
-  BYTES_HASH_START,
-  bytes_mix,
+  bytes_checksum,
   ARGS_MAX_SPAN_NS,
   ARGS_NANOS,
   ARGS_LIBRARY_MAX,
@@ -766,20 +765,23 @@ function bytes_of_varint(hi, lo)
   return string.char(unpack(out))
 end
 
--- The multiplicative hash the module seals a header with, word by word: its start, and one
--- step, each 32-bit word xored in, multiplied by 0x9e3779b1 and rotated left by 13. The bit
+-- The multiplicative hash the module seals a header with (a checksum of its first words):
+-- each 32-bit word xored in, multiplied by 0x9e3779b1 and rotated left by 13. The bit
 -- library answers signed 32-bit words: `% 2^32` makes them the module's u32. The product and
--- the rotation are arithmetic on parts a double holds exactly: a C call costs far more.
-BYTES_HASH_START = 2166136261
-
-function bytes_mix(hash, word)
-  local mixed = bit.bxor(hash, word) % BYTES_2_32
-  -- mixed · 0x9e3779b1 mod 2^32, by the multiplier's halves: 0x79b1 whole, and 0x9e37 for
-  -- the low 16 bits of its product, shifted up (each product below 2^48, exact).
-  local product = (mixed * 31153 + mixed * 40503 % 65536 * 65536) % BYTES_2_32
-  -- Left by 13: the low 19 bits go up, the high 13 come round.
-  local kept = product % 524288
-  return kept * 8192 + (product - kept) / 524288
+-- the rotation are arithmetic on parts a double holds exactly: a C call costs far more. The
+-- words come as an array, each step written out in the loop rather than called.
+function bytes_checksum(words)
+  local hash = 2166136261
+  for i = 1, #words do
+    local mixed = bit.bxor(hash, words[i]) % BYTES_2_32
+    -- mixed · 0x9e3779b1 mod 2^32, by the multiplier's halves: 0x79b1 whole, and 0x9e37
+    -- for the low 16 bits of its product, shifted up (each product below 2^48, exact).
+    local product = (mixed * 31153 + mixed * 40503 % 65536 * 65536) % BYTES_2_32
+    -- Left by 13: the low 19 bits go up, the high 13 come round.
+    local kept = product % 524288
+    hash = kept * 8192 + (product - kept) / 524288
+  end
+  return hash
 end
 end
 
@@ -2385,9 +2387,8 @@ end
 -- The header's checksum, of its first eleven words.
 local function window_checksum(magic, head, tail, head_ms_lo, head_ms_hi, tail_ms_lo, tail_ms_hi,
     head_lo, head_hi, logged_lo, logged_hi)
-  local hash = bytes_mix(bytes_mix(bytes_mix(bytes_mix(BYTES_HASH_START, magic), head), tail), head_ms_lo)
-  hash = bytes_mix(bytes_mix(bytes_mix(bytes_mix(hash, head_ms_hi), tail_ms_lo), tail_ms_hi), head_lo)
-  return bytes_mix(bytes_mix(bytes_mix(hash, head_hi), logged_lo), logged_hi)
+  return bytes_checksum({ magic, head, tail, head_ms_lo, head_ms_hi, tail_ms_lo, tail_ms_hi,
+    head_lo, head_hi, logged_lo, logged_hi })
 end
 
 -- The log in value v, its header checked as the module checks it; nil when it is not one.
