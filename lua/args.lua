@@ -39,13 +39,31 @@ local function args_integer(text, name, min)
   return x, exact
 end
 
+-- The plain calls' numbers, remembered by their text: a route's or a tier's limits come
+-- again and again, and reading one costs a pattern and a strtod. At most ARGS_PLAIN_KEPT
+-- texts are kept, then the memo starts again, so that no stream of numbers grows it.
+local ARGS_PLAIN_KEPT = 256
+local ARGS_PLAIN_MEMO = {}
+local ARGS_PLAIN_COUNT = 0
+
 -- A number of a plain call (`throttle_plain` and its kind): a canonical decimal integer
--- below 10^14, read with one C call and no table; nil for anything else, which the full
--- reader then reads and answers for.
+-- below 10^14, read with at most one C call and no table; nil for anything else, which the
+-- full reader then reads and answers for.
 local function args_plain(text)
-  if text == '0' then return 0 end
-  if #text <= 14 and string.find(text, '^[1-9]%d*$') then return text + 0 end
-  return nil
+  local known = ARGS_PLAIN_MEMO[text]
+  if known then return known end
+  local x
+  if text == '0' then
+    x = 0
+  elseif #text <= 14 and string.find(text, '^[1-9]%d*$') then
+    x = text + 0
+  else
+    return nil
+  end
+  if ARGS_PLAIN_COUNT >= ARGS_PLAIN_KEPT then ARGS_PLAIN_MEMO, ARGS_PLAIN_COUNT = {}, 0 end
+  ARGS_PLAIN_MEMO[text] = x
+  ARGS_PLAIN_COUNT = ARGS_PLAIN_COUNT + 1
+  return x
 end
 
 -- A span of at least 1 in this unit ('s' or 'ms'), within 2^62 ns.
