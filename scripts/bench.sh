@@ -762,10 +762,13 @@ if part functions; then
     "$PWD/.venv/bin/python3" bench/adapters.py load "$cport"
     "$PWD/.venv/bin/python3" bench/adapters.py fill "$cport"
   fi
+  # The floor on the same workload as the rows below: random keys, most of them new.
+  redis-cli -p "$cport" -n 4 FLUSHDB >/dev/null
+  floor=$(per_call_file python3 bench/functions.py calls floor-fn "$CALLS")
   echo
-  echo "The Functions library against the module, server instructions per call (callgrind, $CALLS calls piped on 100,000 random keys, every call admitted; module: how many times fewer than the library)"
-  printf '| %-40s | %12s | %12s | %10s |\n' "call" "library" "module" "module"
-  printf '|%s|%s|%s|%s|\n' "------------------------------------------" "--------------" "--------------" "------------"
+  echo "The Functions library against the module and its floor, server instructions per call (callgrind, $CALLS calls piped on 100,000 random keys, every call admitted; at $(git rev-parse --short HEAD 2>/dev/null || echo 'no commit'); module: how many times fewer than the library; vs floor: the library over bench/floor.lua's function on the same workload, $(printf '%.0f' "$floor") a call)"
+  printf '| %-40s | %12s | %12s | %10s | %10s |\n' "call" "library" "module" "module" "vs floor"
+  printf '|%s|%s|%s|%s|%s|\n' "------------------------------------------" "--------------" "--------------" "------------" "------------"
   for row in "throttle|CL.THROTTLE 1000 100 60" "fixed|CL.FIXED 1000 60" "window|CL.WINDOW 1000 60" \
     "buckets|CL.WINDOW 1000 3600 1 BUCKETS 60" "lease|CL.LEASE 1000 60 (1,000 keys, 10 holders)" \
     "smooth|CL.SMOOTH 1000 1" "all|CL.ALL THROTTLE + FIXED"; do
@@ -774,7 +777,8 @@ if part functions; then
     fn=$(per_call_file python3 bench/functions.py calls "$kind-fn" "$CALLS")
     redis-cli -p "$cport" -n 4 FLUSHDB >/dev/null
     cell=$(per_call_file python3 bench/functions.py calls "$kind" "$CALLS")
-    printf '| %-40s | %12.0f | %12.0f | %10s |\n' "$name" "$fn" "$cell" "$(ratio "$fn" "$cell")"
+    printf '| %-40s | %12.0f | %12.0f | %10s | %10s |\n' "$name" "$fn" "$cell" "$(ratio "$fn" "$cell")" \
+      "$(ratio "$fn" "$floor")"
   done
   echo
   echo "The Functions library against the scripts users run for the same decision, server instructions per operation (callgrind, as in the adapters' table; vs script: the library's count over the script's)"
