@@ -41,25 +41,28 @@ end
 
 -- The plain calls' numbers, remembered by their text: a route's or a tier's limits come
 -- again and again, and reading one costs a pattern and a strtod. At most ARGS_PLAIN_KEPT
--- texts are kept, then the memo starts again, so that no stream of numbers grows it.
+-- texts are kept, then the memo starts again, so that no stream of numbers grows it. (The
+-- function form keeps it between calls; the script form runs the whole chunk each call.)
 local ARGS_PLAIN_KEPT = 256
 local ARGS_PLAIN_MEMO = {}
 local ARGS_PLAIN_COUNT = 0
 
--- A number of a plain call (`throttle_plain` and its kind): a canonical decimal integer
--- below 10^14, read with at most one C call and no table; nil for anything else, which the
--- full reader then reads and answers for.
+-- A canonical decimal integer below 10^14, as a number, with no table (a pattern, and the
+-- string's coercion); nil for anything else.
+local function args_canonical(text)
+  if text == '0' then return 0 end
+  if #text <= 14 and string.find(text, '^[1-9]%d*$') then return text + 0 end
+  return nil
+end
+
+-- A number of a plain call's arguments (`throttle_plain` and its kind), remembered; nil for
+-- anything else, which the full reader then reads and answers for. (A key's state is read
+-- with args_canonical: counts would crowd the limits out of the memo.)
 local function args_plain(text)
   local known = ARGS_PLAIN_MEMO[text]
   if known then return known end
-  local x
-  if text == '0' then
-    x = 0
-  elseif #text <= 14 and string.find(text, '^[1-9]%d*$') then
-    x = text + 0
-  else
-    return nil
-  end
+  local x = args_canonical(text)
+  if x == nil then return nil end
   if ARGS_PLAIN_COUNT >= ARGS_PLAIN_KEPT then ARGS_PLAIN_MEMO, ARGS_PLAIN_COUNT = {}, 0 end
   ARGS_PLAIN_MEMO[text] = x
   ARGS_PLAIN_COUNT = ARGS_PLAIN_COUNT + 1

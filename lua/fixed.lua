@@ -131,7 +131,7 @@ local function fixed_plain(key, args)
   if value then
     -- Anything but a count (another type, the banned form, damage) is the full reading's.
     if type(value) ~= 'string' then return nil end
-    count = args_plain(value)
+    count = args_canonical(value)
     if count == nil then return nil end
     end_ms = state_expiry(key, now_ms)
     if end_ms < 0 then return nil end

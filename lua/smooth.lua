@@ -255,7 +255,7 @@ local SMOOTH = {
   write = function(key, _, change) redis.call('SET', key, change.value, 'PXAT', change.expire_at_ms) end,
 }
 
--- The plain call's rate, kept between calls.
+-- The plain call's rate, kept between calls by the function form (a function runs alone).
 local SMOOTH_PLAIN_RATE = {}
 
 -- The plain call's decision, as smooth_decided's; nil where the stored rate is another.

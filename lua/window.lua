@@ -19,8 +19,8 @@ local WINDOW_MAGIC = 67 + 76 * 256 + 87 * 65536 + 2 * 16777216
 -- tail (u64s, low word first), and the checksum of the eleven before it.
 local WINDOW_HEADER_WORDS = '<I4I4I4I4I4I4I4I4I4I4I4I4'
 local WINDOW_INTERNAL = ERRORS.internal
--- Below this length a log is written whole by one SET; above it, by the bytes that change
--- (two SETRANGEs and a PEXPIREAT), which copy less of a long log but cost three commands.
+-- A log of at most this length is written whole by one SET; a longer one by the bytes that
+-- change (two SETRANGEs and a PEXPIREAT), which copy less of it but cost three commands.
 local WINDOW_WRITTEN_WHOLE = 1024
 
 local function window_block_start(offset)
@@ -219,6 +219,11 @@ local function window_when_units_left(log, oldest, must_hi, must_lo)
   return window_walk(log, from, function(_, hi, lo) return enough(hi, lo) end).at_ms
 end
 
+-- A block's 16 bytes: its first entry's instant, and the units count before it; one call.
+local function window_block_header(at_ms, before_hi, before_lo)
+  return struct.pack('<i8I4I4', at_ms, before_lo, before_hi)
+end
+
 -- A header's 48 bytes: head and tail cursors, and the units count after the tail.
 local function window_header(head, tail, logged_hi, logged_lo)
   -- An i64's words, as bytes_of_i64 makes them.
@@ -238,8 +243,7 @@ local function window_plan_append(log, live, at_ms, units)
   local units_hi, units_lo = bytes_pair(units)
   if log == nil then
     local entry = window_cursor(WINDOW_HEADER + WINDOW_BLOCK_HEADER, at_ms, 0, 0)
-    -- The header, the first block's (its first instant, and no units before it), the entry.
-    return { whole = window_header(entry, entry, units_hi, units_lo) .. struct.pack('<i8I4I4', at_ms, 0, 0)
+    return { whole = window_header(entry, entry, units_hi, units_lo) .. window_block_header(at_ms, 0, 0)
       .. bytes_of_varint(units_hi, units_lo) }
   end
   local v = log.v
@@ -293,8 +297,7 @@ local function window_plan_append(log, live, at_ms, units)
   if new_block then
     -- What the newest entry leaves of its block, its own old bytes when it moves out, is
     -- padding.
-    bytes = string.rep('\0', block_end - from) .. bytes_of_i64(at_ms)
-      .. bytes_of_u64(before_hi, before_lo) .. bytes
+    bytes = string.rep('\0', block_end - from) .. window_block_header(at_ms, before_hi, before_lo) .. bytes
   end
   local header = window_header(head, newest, logged_hi, logged_lo)
   -- A merge that re-encodes a padded entry shorter leaves the value shorter: written whole;
@@ -490,24 +493,13 @@ local WINDOW = {
 
 WINDOW.take = function(p, quantity) p.quantity = quantity end
 
--- The plain call's arguments, kept between calls (a function runs alone).
+-- The plain call's arguments, kept between calls by the function form (a function runs
+-- alone): every field window_run reads is set on each call.
 local WINDOW_PLAIN = { unit = 's', refund = false, buckets = false }
 
--- The plain call's decision on v (nil: no key), or an error thrown.
-local function window_plain_decide(p, v, now_ms)
-  if p.buckets then return buckets_decide(p, v, now_ms) end
-  local log = nil
-  if v then
-    log = window_decode(v)
-    if log == nil then state_corrupt() end
-  end
-  return window_decide(p, log, now_ms)
-end
-
 -- The plain call, `limit period [quantity] [BUCKETS n] [MS]` with each number a canonical
--- integer below 10^14, on a key absent or holding the form the
--- call reads: decided by window_decide or buckets_decide themselves, with the arguments in
--- one table kept between calls. nil for any other call, or one that fails, before anything
+-- integer below 10^14, on a key absent or holding the form the call reads: decided by
+-- window_run itself, with the arguments in one table kept between calls. nil for any other call, or one that fails, before anything
 -- is written: cl_window then reads and decides it in full, and answers its errors (as
 -- throttle_plain).
 local function window_plain(key, args)
@@ -538,7 +530,7 @@ local function window_plain(key, args)
   local _, now_ms = clock_now()
   local v = redis.pcall('GET', key)
   if v and type(v) ~= 'string' then return nil end
-  local ok, reply, plan = pcall(window_plain_decide, p, v or nil, now_ms)
+  local ok, reply, plan = pcall(window_run, p, v or nil, now_ms)
   if not ok then return nil end
   if plan then WINDOW.write(key, p, plan) end
   return reply

@@ -33,7 +33,6 @@ local ERRORS,
   bytes_signed,
   bytes_i64,
   bytes_of_u32,
-  bytes_of_u64,
   bytes_of_i64,
   bytes_add,
   bytes_sub,
@@ -49,6 +48,7 @@ local ERRORS,
   ARGS_MAX_SPAN,
   ARGS_I64_MAX,
   ARGS_ANY_QUANTITY,
+  args_canonical,
   args_plain,
   args_given,
   args_bucket_count,
@@ -676,7 +676,7 @@ function bytes_of_u32(x)
   return string.char(a, b, c, (x - c) / 256 % 256)
 end
 
-function bytes_of_u64(hi, lo)
+local function bytes_of_u64(hi, lo)
   return bytes_of_u32(lo) .. bytes_of_u32(hi)
 end
 
@@ -832,25 +832,28 @@ end
 
 -- The plain calls' numbers, remembered by their text: a route's or a tier's limits come
 -- again and again, and reading one costs a pattern and a strtod. At most ARGS_PLAIN_KEPT
--- texts are kept, then the memo starts again, so that no stream of numbers grows it.
+-- texts are kept, then the memo starts again, so that no stream of numbers grows it. (The
+-- function form keeps it between calls; the script form runs the whole chunk each call.)
 local ARGS_PLAIN_KEPT = 256
 local ARGS_PLAIN_MEMO = {}
 local ARGS_PLAIN_COUNT = 0
 
--- A number of a plain call (`throttle_plain` and its kind): a canonical decimal integer
--- below 10^14, read with at most one C call and no table; nil for anything else, which the
--- full reader then reads and answers for.
+-- A canonical decimal integer below 10^14, as a number, with no table (a pattern, and the
+-- string's coercion); nil for anything else.
+function args_canonical(text)
+  if text == '0' then return 0 end
+  if #text <= 14 and string.find(text, '^[1-9]%d*$') then return text + 0 end
+  return nil
+end
+
+-- A number of a plain call's arguments (`throttle_plain` and its kind), remembered; nil for
+-- anything else, which the full reader then reads and answers for. (A key's state is read
+-- with args_canonical: counts would crowd the limits out of the memo.)
 function args_plain(text)
   local known = ARGS_PLAIN_MEMO[text]
   if known then return known end
-  local x
-  if text == '0' then
-    x = 0
-  elseif #text <= 14 and string.find(text, '^[1-9]%d*$') then
-    x = text + 0
-  else
-    return nil
-  end
+  local x = args_canonical(text)
+  if x == nil then return nil end
   if ARGS_PLAIN_COUNT >= ARGS_PLAIN_KEPT then ARGS_PLAIN_MEMO, ARGS_PLAIN_COUNT = {}, 0 end
   ARGS_PLAIN_MEMO[text] = x
   ARGS_PLAIN_COUNT = ARGS_PLAIN_COUNT + 1
@@ -1714,7 +1717,7 @@ local function fixed_plain(key, args)
   if value then
     -- Anything but a count (another type, the banned form, damage) is the full reading's.
     if type(value) ~= 'string' then return nil end
-    count = args_plain(value)
+    count = args_canonical(value)
     if count == nil then return nil end
     end_ms = state_expiry(key, now_ms)
     if end_ms < 0 then return nil end
@@ -2329,8 +2332,8 @@ local WINDOW_MAGIC = 67 + 76 * 256 + 87 * 65536 + 2 * 16777216
 -- tail (u64s, low word first), and the checksum of the eleven before it.
 local WINDOW_HEADER_WORDS = '<I4I4I4I4I4I4I4I4I4I4I4I4'
 local WINDOW_INTERNAL = ERRORS.internal
--- Below this length a log is written whole by one SET; above it, by the bytes that change
--- (two SETRANGEs and a PEXPIREAT), which copy less of a long log but cost three commands.
+-- A log of at most this length is written whole by one SET; a longer one by the bytes that
+-- change (two SETRANGEs and a PEXPIREAT), which copy less of it but cost three commands.
 local WINDOW_WRITTEN_WHOLE = 1024
 
 local function window_block_start(offset)
@@ -2529,6 +2532,11 @@ local function window_when_units_left(log, oldest, must_hi, must_lo)
   return window_walk(log, from, function(_, hi, lo) return enough(hi, lo) end).at_ms
 end
 
+-- A block's 16 bytes: its first entry's instant, and the units count before it; one call.
+local function window_block_header(at_ms, before_hi, before_lo)
+  return struct.pack('<i8I4I4', at_ms, before_lo, before_hi)
+end
+
 -- A header's 48 bytes: head and tail cursors, and the units count after the tail.
 local function window_header(head, tail, logged_hi, logged_lo)
   -- An i64's words, as bytes_of_i64 makes them.
@@ -2548,8 +2556,7 @@ local function window_plan_append(log, live, at_ms, units)
   local units_hi, units_lo = bytes_pair(units)
   if log == nil then
     local entry = window_cursor(WINDOW_HEADER + WINDOW_BLOCK_HEADER, at_ms, 0, 0)
-    -- The header, the first block's (its first instant, and no units before it), the entry.
-    return { whole = window_header(entry, entry, units_hi, units_lo) .. struct.pack('<i8I4I4', at_ms, 0, 0)
+    return { whole = window_header(entry, entry, units_hi, units_lo) .. window_block_header(at_ms, 0, 0)
       .. bytes_of_varint(units_hi, units_lo) }
   end
   local v = log.v
@@ -2603,8 +2610,7 @@ local function window_plan_append(log, live, at_ms, units)
   if new_block then
     -- What the newest entry leaves of its block, its own old bytes when it moves out, is
     -- padding.
-    bytes = string.rep('\0', block_end - from) .. bytes_of_i64(at_ms)
-      .. bytes_of_u64(before_hi, before_lo) .. bytes
+    bytes = string.rep('\0', block_end - from) .. window_block_header(at_ms, before_hi, before_lo) .. bytes
   end
   local header = window_header(head, newest, logged_hi, logged_lo)
   -- A merge that re-encodes a padded entry shorter leaves the value shorter: written whole;
@@ -2800,24 +2806,13 @@ WINDOW = {
 
 WINDOW.take = function(p, quantity) p.quantity = quantity end
 
--- The plain call's arguments, kept between calls (a function runs alone).
+-- The plain call's arguments, kept between calls by the function form (a function runs
+-- alone): every field window_run reads is set on each call.
 local WINDOW_PLAIN = { unit = 's', refund = false, buckets = false }
 
--- The plain call's decision on v (nil: no key), or an error thrown.
-local function window_plain_decide(p, v, now_ms)
-  if p.buckets then return buckets_decide(p, v, now_ms) end
-  local log = nil
-  if v then
-    log = window_decode(v)
-    if log == nil then state_corrupt() end
-  end
-  return window_decide(p, log, now_ms)
-end
-
 -- The plain call, `limit period [quantity] [BUCKETS n] [MS]` with each number a canonical
--- integer below 10^14, on a key absent or holding the form the
--- call reads: decided by window_decide or buckets_decide themselves, with the arguments in
--- one table kept between calls. nil for any other call, or one that fails, before anything
+-- integer below 10^14, on a key absent or holding the form the call reads: decided by
+-- window_run itself, with the arguments in one table kept between calls. nil for any other call, or one that fails, before anything
 -- is written: cl_window then reads and decides it in full, and answers its errors (as
 -- throttle_plain).
 local function window_plain(key, args)
@@ -2848,7 +2843,7 @@ local function window_plain(key, args)
   local _, now_ms = clock_now()
   local v = redis.pcall('GET', key)
   if v and type(v) ~= 'string' then return nil end
-  local ok, reply, plan = pcall(window_plain_decide, p, v or nil, now_ms)
+  local ok, reply, plan = pcall(window_run, p, v or nil, now_ms)
   if not ok then return nil end
   if plan then WINDOW.write(key, p, plan) end
   return reply
@@ -3725,7 +3720,7 @@ SMOOTH = {
   write = function(key, _, change) redis.call('SET', key, change.value, 'PXAT', change.expire_at_ms) end,
 }
 
--- The plain call's rate, kept between calls.
+-- The plain call's rate, kept between calls by the function form (a function runs alone).
 local SMOOTH_PLAIN_RATE = {}
 
 -- The plain call's decision, as smooth_decided's; nil where the stored rate is another.
