@@ -69,6 +69,23 @@ local function args_plain(text)
   return x
 end
 
+-- A plain call's quantity (1 when not given) and its `params` numbers (2 or 3), from
+-- args[1..n], each read by args_plain; nil unless n is params or params + 1 and each reads.
+local function args_plain_call(args, n, params)
+  if n ~= params and n ~= params + 1 then return nil end
+  local quantity = 1
+  if n > params then
+    quantity = args_plain(args[n])
+    if quantity == nil then return nil end
+  end
+  local a, b = args_plain(args[1]), args_plain(args[2])
+  if a == nil or b == nil then return nil end
+  if params == 2 then return quantity, a, b end
+  local c = args_plain(args[3])
+  if c == nil then return nil end
+  return quantity, a, b, c
+end
+
 -- A span of at least 1 in this unit ('s' or 'ms'), within 2^62 ns.
 local function args_span(text, name, unit)
   local span, err = args_integer(text, name, 1)

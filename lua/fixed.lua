@@ -115,14 +115,8 @@ FIXED.take = function(p, quantity) p.quantity = quantity end
 -- fixed_decide_quantity in numbers, with no table but the reply. nil for any other call,
 -- before anything is written: cl_fixed then reads and decides it in full (as throttle_plain).
 local function fixed_plain(key, args)
-  local n = #args
-  if n ~= 2 and n ~= 3 then return nil end
-  local limit, period = args_plain(args[1]), args_plain(args[2])
-  local quantity = 1
-  if n == 3 then quantity = args_plain(args[3]) end
-  if not (limit and period and quantity) or limit == 0 or period == 0 or period > ARGS_MAX_SPAN.s then
-    return nil
-  end
+  local quantity, limit, period = args_plain_call(args, #args, 2)
+  if not quantity or limit == 0 or period == 0 or period > ARGS_MAX_SPAN.s then return nil end
   local _, now_ms = clock_now()
   -- The open window's count and end; none (end_ms nil) when the key is absent or its
   -- window has ended.

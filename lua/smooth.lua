@@ -233,24 +233,23 @@ local function smooth_decide(quantity, unit, rate, next_free, stored, now)
   return reply, value, smooth_ceil(full_at / 1000)
 end
 
--- The call's decision on the stored value v.
-local function smooth_decided(p, v, now)
-  local rate = smooth_rate(p)
-  local next_free, stored = smooth_state(v, now, rate, true)
-  return smooth_decide(p.quantity, p.unit, rate, next_free, stored, now)
+-- The decision of `quantity` on the stored value v at `rate`; nil where v is kept at another
+-- rate and `rescale` is false.
+local function smooth_decided(quantity, unit, rate, v, now, rescale)
+  local next_free, stored = smooth_state(v, now, rate, rescale)
+  if next_free == nil then return nil end
+  return smooth_decide(quantity, unit, rate, next_free, stored, now)
 end
 
 -- The kind (single.lua).
 local SMOOTH = {
   read = function(key, _, _, now_ms) return state_bytes(key, now_ms) end,
   decide = function(p, v, now_us)
-    local reply, value, expire_at_ms = smooth_decided(p, v, now_us)
+    local reply, value, expire_at_ms = smooth_decided(p.quantity, p.unit, smooth_rate(p), v, now_us, true)
     return reply, value and { value = value, expire_at_ms = expire_at_ms }
   end,
   peek = function(p, v, now_us)
-    local rate = smooth_rate(p)
-    local next_free, stored = smooth_state(v, now_us, rate, true)
-    return (smooth_decide(0, p.unit, rate, next_free, stored, now_us))
+    return (smooth_decided(0, p.unit, smooth_rate(p), v, now_us, true))
   end,
   write = function(key, _, change) redis.call('SET', key, change.value, 'PXAT', change.expire_at_ms) end,
 }
@@ -258,12 +257,6 @@ local SMOOTH = {
 -- The plain call's rate, kept between calls by the function form (a function runs alone).
 local SMOOTH_PLAIN_RATE = {}
 
--- The plain call's decision, as smooth_decided's; nil where the stored rate is another.
-local function smooth_plain_decide(quantity, rate, v, now)
-  local next_free, stored = smooth_state(v, now, rate, false)
-  if next_free == nil then return nil end
-  return smooth_decide(quantity, 's', rate, next_free, stored, now)
-end
 
 -- The plain call, `permits period [quantity]` with each a canonical integer below 10^14 and
 -- the period in seconds, on a key absent or holding a bursty state at this rate: decided
@@ -271,13 +264,8 @@ end
 -- one that fails, before anything is written: cl_smooth then reads and decides it in full,
 -- and answers its errors (as throttle_plain).
 local function smooth_plain(key, args)
-  local n = #args
-  if n ~= 2 and n ~= 3 then return nil end
-  local permits, period = args_plain(args[1]), args_plain(args[2])
-  local quantity = 1
-  if n == 3 then quantity = args_plain(args[3]) end
-  if not (permits and period and quantity) or permits == 0 or period == 0 or period > ARGS_MAX_SPAN.s
-      or quantity > 2147483647 then
+  local quantity, permits, period = args_plain_call(args, #args, 2)
+  if not quantity or permits == 0 or period == 0 or period > ARGS_MAX_SPAN.s or quantity > 2147483647 then
     return nil
   end
   -- Guava's default burst: one second.
@@ -285,7 +273,7 @@ local function smooth_plain(key, args)
   local now = clock_now()
   local v = redis.pcall('GET', key)
   if v and type(v) ~= 'string' then return nil end
-  local ok, reply, value, expire_at_ms = pcall(smooth_plain_decide, quantity, rate, v or nil, now)
+  local ok, reply, value, expire_at_ms = pcall(smooth_decided, quantity, 's', rate, v or nil, now, false)
   if not (ok and reply) then return nil end
   if value then redis.call('SET', key, value, 'PXAT', string.format('%d', expire_at_ms)) end
   return reply

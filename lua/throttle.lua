@@ -31,18 +31,29 @@ local function throttle_gcra_exact(p)
     increment = increment, unit_ns = unit_ns }
 end
 
+-- GCRA's constants in numbers (interval, limit, tolerance, increment), where they keep
+-- within 2^51 ns; nil where they do not. Below 2^51 each product is exact, and the
+-- numbers' own: the exact form would answer no error for them (its bounds lie past 2^53)
+-- but for an interval under 1 ns. ((a - a % b) / b is a / b floored, with no C call.)
+local function throttle_numbers(max_burst, count, period, quantity, unit_ns)
+  local period_ns = period * unit_ns
+  local interval = (period_ns - period_ns % count) / count
+  local limit = max_burst + 1
+  local tolerance = interval * limit
+  local increment = interval * quantity
+  if period_ns < THROTTLE_NUMBERS_BELOW and interval >= 1 and tolerance + increment < THROTTLE_NUMBERS_BELOW then
+    return interval, limit, tolerance, increment
+  end
+  return nil
+end
+
 -- GCRA's constants, in numbers where they keep within 2^51 ns, or the module's error.
 local function throttle_gcra(p)
   local unit_ns = p.unit == 'ms' and 1000000 or 1000000000
   if not (p.max_burst_exact or p.count_exact or p.quantity_exact) then
-    local period_ns = p.period * unit_ns
-    local interval = math.floor(period_ns / p.count)
-    local limit = p.max_burst + 1
-    local tolerance = interval * limit
-    local increment = interval * p.quantity
-    -- Below 2^51 each product is exact, and the numbers' own: the exact form would answer
-    -- no error for them (its bounds lie past 2^53) but for an interval under 1 ns.
-    if period_ns < THROTTLE_NUMBERS_BELOW and interval >= 1 and tolerance + increment < THROTTLE_NUMBERS_BELOW then
+    local interval, limit, tolerance, increment = throttle_numbers(p.max_burst, p.count, p.period,
+      p.quantity, unit_ns)
+    if interval then
       return { k = INTEGERS_NUMBERS, interval = interval, tolerance = tolerance, limit = limit,
         increment = increment, unit_ns = unit_ns }
     end
@@ -67,11 +78,15 @@ end
 -- (a TAT at or before now is now: GCRA reads no further); nil if not.
 local function throttle_tat_number(text, now_us)
   local n = #text
-  if n > 19 or not string.find(text, '^[1-9]%d*$') then return nil end
-  local seconds, nanos = 0, tonumber(text)
+  if n > 19 then return nil end
+  -- One match checks the digits and cuts the seconds from the nanoseconds (a TAT of this
+  -- century has 19 digits); the parts are numbers once used in arithmetic.
+  local seconds, nanos = 0, text
   if n > 9 then
-    seconds = tonumber(string.sub(text, 1, n - 9))
-    nanos = tonumber(string.sub(text, n - 8))
+    seconds, nanos = string.match(text, '^([1-9]%d*)(%d%d%d%d%d%d%d%d%d)$')
+    if seconds == nil then return nil end
+  elseif not string.find(text, '^[1-9]%d*$') then
+    return nil
   end
   local now_s, now_nanos = throttle_now_parts(now_us)
   local after = (seconds - now_s) * 1000000000 + nanos - now_nanos
@@ -183,34 +198,19 @@ end
 -- in full, and answers its errors. As the module's plain bodies run first, a call that names
 -- no option pays for none.
 local function throttle_plain(key, args)
-  local n = #args
-  if n ~= 3 and n ~= 4 then return nil end
-  local max_burst, count, period = args_plain(args[1]), args_plain(args[2]), args_plain(args[3])
-  local quantity = 1
-  if n == 4 then quantity = args_plain(args[4]) end
-  if not (max_burst and count and period and quantity) or count == 0 or period == 0 then return nil end
-  -- throttle_gcra's numbers, where its numbers form holds them.
-  local period_ns = period * 1000000000
-  local interval = (period_ns - period_ns % count) / count
-  local limit = max_burst + 1
-  local tolerance = interval * limit
-  local increment = interval * quantity
-  if period_ns >= THROTTLE_NUMBERS_BELOW or interval < 1 or tolerance + increment >= THROTTLE_NUMBERS_BELOW then
-    return nil
-  end
+  local quantity, max_burst, count, period = args_plain_call(args, #args, 3)
+  if not quantity or count == 0 or period == 0 then return nil end
+  local interval, limit, tolerance, increment = throttle_numbers(max_burst, count, period, quantity, 1000000000)
+  if interval == nil then return nil end
   local now_us = clock_now()
   local tat = 0
   local value = redis.pcall('GET', key)
   if value then
-    -- A TAT of this century has 19 digits; anything else (another type, the banned form,
-    -- damage) is the full reading's.
-    if type(value) ~= 'string' or #value ~= 19 then return nil end
-    local seconds, nanos = string.match(value, '^([1-9]%d*)(%d%d%d%d%d%d%d%d%d)$')
-    if seconds == nil then return nil end
-    local micros = now_us % 1000000
-    local after = (seconds - (now_us - micros) / 1000000) * 1000000000 + nanos - micros * 1000
-    if after >= THROTTLE_NUMBERS_BELOW then return nil end
-    if after > 0 then tat = after end
+    -- Anything but a canonical TAT within reach (another type, the banned form, damage) is
+    -- the full reading's.
+    if type(value) ~= 'string' then return nil end
+    tat = throttle_tat_number(value, now_us)
+    if tat == nil then return nil end
   end
   local new_tat = tat + increment
   local allow_at = new_tat - tolerance

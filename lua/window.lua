@@ -516,13 +516,8 @@ local function window_plain(key, args)
     if not buckets or buckets < 2 or buckets > 1024 then return nil end
     n = n - 2
   end
-  if n ~= 2 and n ~= 3 then return nil end
-  local limit, period = args_plain(args[1]), args_plain(args[2])
-  local quantity = 1
-  if n == 3 then quantity = args_plain(args[3]) end
-  if not (limit and period and quantity) or limit == 0 or period == 0 or period > ARGS_MAX_SPAN[unit] then
-    return nil
-  end
+  local quantity, limit, period = args_plain_call(args, n, 2)
+  if not quantity or limit == 0 or period == 0 or period > ARGS_MAX_SPAN[unit] then return nil end
   local period_ms = unit == 'ms' and period or period * 1000
   if buckets and period_ms % buckets ~= 0 then return nil end
   local p = WINDOW_PLAIN

@@ -50,6 +50,7 @@ local ERRORS,
   ARGS_ANY_QUANTITY,
   args_canonical,
   args_plain,
+  args_plain_call,
   args_given,
   args_bucket_count,
   ARGS_VALUES,
@@ -858,6 +859,23 @@ function args_plain(text)
   ARGS_PLAIN_MEMO[text] = x
   ARGS_PLAIN_COUNT = ARGS_PLAIN_COUNT + 1
   return x
+end
+
+-- A plain call's quantity (1 when not given) and its `params` numbers (2 or 3), from
+-- args[1..n], each read by args_plain; nil unless n is params or params + 1 and each reads.
+function args_plain_call(args, n, params)
+  if n ~= params and n ~= params + 1 then return nil end
+  local quantity = 1
+  if n > params then
+    quantity = args_plain(args[n])
+    if quantity == nil then return nil end
+  end
+  local a, b = args_plain(args[1]), args_plain(args[2])
+  if a == nil or b == nil then return nil end
+  if params == 2 then return quantity, a, b end
+  local c = args_plain(args[3])
+  if c == nil then return nil end
+  return quantity, a, b, c
 end
 
 -- A span of at least 1 in this unit ('s' or 'ms'), within 2^62 ns.
@@ -1701,14 +1719,8 @@ FIXED.take = function(p, quantity) p.quantity = quantity end
 -- fixed_decide_quantity in numbers, with no table but the reply. nil for any other call,
 -- before anything is written: cl_fixed then reads and decides it in full (as throttle_plain).
 local function fixed_plain(key, args)
-  local n = #args
-  if n ~= 2 and n ~= 3 then return nil end
-  local limit, period = args_plain(args[1]), args_plain(args[2])
-  local quantity = 1
-  if n == 3 then quantity = args_plain(args[3]) end
-  if not (limit and period and quantity) or limit == 0 or period == 0 or period > ARGS_MAX_SPAN.s then
-    return nil
-  end
+  local quantity, limit, period = args_plain_call(args, #args, 2)
+  if not quantity or limit == 0 or period == 0 or period > ARGS_MAX_SPAN.s then return nil end
   local _, now_ms = clock_now()
   -- The open window's count and end; none (end_ms nil) when the key is absent or its
   -- window has ended.
@@ -1786,18 +1798,29 @@ local function throttle_gcra_exact(p)
     increment = increment, unit_ns = unit_ns }
 end
 
+-- GCRA's constants in numbers (interval, limit, tolerance, increment), where they keep
+-- within 2^51 ns; nil where they do not. Below 2^51 each product is exact, and the
+-- numbers' own: the exact form would answer no error for them (its bounds lie past 2^53)
+-- but for an interval under 1 ns. ((a - a % b) / b is a / b floored, with no C call.)
+local function throttle_numbers(max_burst, count, period, quantity, unit_ns)
+  local period_ns = period * unit_ns
+  local interval = (period_ns - period_ns % count) / count
+  local limit = max_burst + 1
+  local tolerance = interval * limit
+  local increment = interval * quantity
+  if period_ns < THROTTLE_NUMBERS_BELOW and interval >= 1 and tolerance + increment < THROTTLE_NUMBERS_BELOW then
+    return interval, limit, tolerance, increment
+  end
+  return nil
+end
+
 -- GCRA's constants, in numbers where they keep within 2^51 ns, or the module's error.
 local function throttle_gcra(p)
   local unit_ns = p.unit == 'ms' and 1000000 or 1000000000
   if not (p.max_burst_exact or p.count_exact or p.quantity_exact) then
-    local period_ns = p.period * unit_ns
-    local interval = math.floor(period_ns / p.count)
-    local limit = p.max_burst + 1
-    local tolerance = interval * limit
-    local increment = interval * p.quantity
-    -- Below 2^51 each product is exact, and the numbers' own: the exact form would answer
-    -- no error for them (its bounds lie past 2^53) but for an interval under 1 ns.
-    if period_ns < THROTTLE_NUMBERS_BELOW and interval >= 1 and tolerance + increment < THROTTLE_NUMBERS_BELOW then
+    local interval, limit, tolerance, increment = throttle_numbers(p.max_burst, p.count, p.period,
+      p.quantity, unit_ns)
+    if interval then
       return { k = INTEGERS_NUMBERS, interval = interval, tolerance = tolerance, limit = limit,
         increment = increment, unit_ns = unit_ns }
     end
@@ -1822,11 +1845,15 @@ end
 -- (a TAT at or before now is now: GCRA reads no further); nil if not.
 local function throttle_tat_number(text, now_us)
   local n = #text
-  if n > 19 or not string.find(text, '^[1-9]%d*$') then return nil end
-  local seconds, nanos = 0, tonumber(text)
+  if n > 19 then return nil end
+  -- One match checks the digits and cuts the seconds from the nanoseconds (a TAT of this
+  -- century has 19 digits); the parts are numbers once used in arithmetic.
+  local seconds, nanos = 0, text
   if n > 9 then
-    seconds = tonumber(string.sub(text, 1, n - 9))
-    nanos = tonumber(string.sub(text, n - 8))
+    seconds, nanos = string.match(text, '^([1-9]%d*)(%d%d%d%d%d%d%d%d%d)$')
+    if seconds == nil then return nil end
+  elseif not string.find(text, '^[1-9]%d*$') then
+    return nil
   end
   local now_s, now_nanos = throttle_now_parts(now_us)
   local after = (seconds - now_s) * 1000000000 + nanos - now_nanos
@@ -1938,34 +1965,19 @@ end
 -- in full, and answers its errors. As the module's plain bodies run first, a call that names
 -- no option pays for none.
 function throttle_plain(key, args)
-  local n = #args
-  if n ~= 3 and n ~= 4 then return nil end
-  local max_burst, count, period = args_plain(args[1]), args_plain(args[2]), args_plain(args[3])
-  local quantity = 1
-  if n == 4 then quantity = args_plain(args[4]) end
-  if not (max_burst and count and period and quantity) or count == 0 or period == 0 then return nil end
-  -- throttle_gcra's numbers, where its numbers form holds them.
-  local period_ns = period * 1000000000
-  local interval = (period_ns - period_ns % count) / count
-  local limit = max_burst + 1
-  local tolerance = interval * limit
-  local increment = interval * quantity
-  if period_ns >= THROTTLE_NUMBERS_BELOW or interval < 1 or tolerance + increment >= THROTTLE_NUMBERS_BELOW then
-    return nil
-  end
+  local quantity, max_burst, count, period = args_plain_call(args, #args, 3)
+  if not quantity or count == 0 or period == 0 then return nil end
+  local interval, limit, tolerance, increment = throttle_numbers(max_burst, count, period, quantity, 1000000000)
+  if interval == nil then return nil end
   local now_us = clock_now()
   local tat = 0
   local value = redis.pcall('GET', key)
   if value then
-    -- A TAT of this century has 19 digits; anything else (another type, the banned form,
-    -- damage) is the full reading's.
-    if type(value) ~= 'string' or #value ~= 19 then return nil end
-    local seconds, nanos = string.match(value, '^([1-9]%d*)(%d%d%d%d%d%d%d%d%d)$')
-    if seconds == nil then return nil end
-    local micros = now_us % 1000000
-    local after = (seconds - (now_us - micros) / 1000000) * 1000000000 + nanos - micros * 1000
-    if after >= THROTTLE_NUMBERS_BELOW then return nil end
-    if after > 0 then tat = after end
+    -- Anything but a canonical TAT within reach (another type, the banned form, damage) is
+    -- the full reading's.
+    if type(value) ~= 'string' then return nil end
+    tat = throttle_tat_number(value, now_us)
+    if tat == nil then return nil end
   end
   local new_tat = tat + increment
   local allow_at = new_tat - tolerance
@@ -2829,13 +2841,8 @@ local function window_plain(key, args)
     if not buckets or buckets < 2 or buckets > 1024 then return nil end
     n = n - 2
   end
-  if n ~= 2 and n ~= 3 then return nil end
-  local limit, period = args_plain(args[1]), args_plain(args[2])
-  local quantity = 1
-  if n == 3 then quantity = args_plain(args[3]) end
-  if not (limit and period and quantity) or limit == 0 or period == 0 or period > ARGS_MAX_SPAN[unit] then
-    return nil
-  end
+  local quantity, limit, period = args_plain_call(args, n, 2)
+  if not quantity or limit == 0 or period == 0 or period > ARGS_MAX_SPAN[unit] then return nil end
   local period_ms = unit == 'ms' and period or period * 1000
   if buckets and period_ms % buckets ~= 0 then return nil end
   local p = WINDOW_PLAIN
@@ -3698,24 +3705,23 @@ local function smooth_decide(quantity, unit, rate, next_free, stored, now)
   return reply, value, smooth_ceil(full_at / 1000)
 end
 
--- The call's decision on the stored value v.
-local function smooth_decided(p, v, now)
-  local rate = smooth_rate(p)
-  local next_free, stored = smooth_state(v, now, rate, true)
-  return smooth_decide(p.quantity, p.unit, rate, next_free, stored, now)
+-- The decision of `quantity` on the stored value v at `rate`; nil where v is kept at another
+-- rate and `rescale` is false.
+local function smooth_decided(quantity, unit, rate, v, now, rescale)
+  local next_free, stored = smooth_state(v, now, rate, rescale)
+  if next_free == nil then return nil end
+  return smooth_decide(quantity, unit, rate, next_free, stored, now)
 end
 
 -- The kind (single.lua).
 SMOOTH = {
   read = function(key, _, _, now_ms) return state_bytes(key, now_ms) end,
   decide = function(p, v, now_us)
-    local reply, value, expire_at_ms = smooth_decided(p, v, now_us)
+    local reply, value, expire_at_ms = smooth_decided(p.quantity, p.unit, smooth_rate(p), v, now_us, true)
     return reply, value and { value = value, expire_at_ms = expire_at_ms }
   end,
   peek = function(p, v, now_us)
-    local rate = smooth_rate(p)
-    local next_free, stored = smooth_state(v, now_us, rate, true)
-    return (smooth_decide(0, p.unit, rate, next_free, stored, now_us))
+    return (smooth_decided(0, p.unit, smooth_rate(p), v, now_us, true))
   end,
   write = function(key, _, change) redis.call('SET', key, change.value, 'PXAT', change.expire_at_ms) end,
 }
@@ -3723,12 +3729,6 @@ SMOOTH = {
 -- The plain call's rate, kept between calls by the function form (a function runs alone).
 local SMOOTH_PLAIN_RATE = {}
 
--- The plain call's decision, as smooth_decided's; nil where the stored rate is another.
-local function smooth_plain_decide(quantity, rate, v, now)
-  local next_free, stored = smooth_state(v, now, rate, false)
-  if next_free == nil then return nil end
-  return smooth_decide(quantity, 's', rate, next_free, stored, now)
-end
 
 -- The plain call, `permits period [quantity]` with each a canonical integer below 10^14 and
 -- the period in seconds, on a key absent or holding a bursty state at this rate: decided
@@ -3736,13 +3736,8 @@ end
 -- one that fails, before anything is written: cl_smooth then reads and decides it in full,
 -- and answers its errors (as throttle_plain).
 local function smooth_plain(key, args)
-  local n = #args
-  if n ~= 2 and n ~= 3 then return nil end
-  local permits, period = args_plain(args[1]), args_plain(args[2])
-  local quantity = 1
-  if n == 3 then quantity = args_plain(args[3]) end
-  if not (permits and period and quantity) or permits == 0 or period == 0 or period > ARGS_MAX_SPAN.s
-      or quantity > 2147483647 then
+  local quantity, permits, period = args_plain_call(args, #args, 2)
+  if not quantity or permits == 0 or period == 0 or period > ARGS_MAX_SPAN.s or quantity > 2147483647 then
     return nil
   end
   -- Guava's default burst: one second.
@@ -3750,7 +3745,7 @@ local function smooth_plain(key, args)
   local now = clock_now()
   local v = redis.pcall('GET', key)
   if v and type(v) ~= 'string' then return nil end
-  local ok, reply, value, expire_at_ms = pcall(smooth_plain_decide, quantity, rate, v or nil, now)
+  local ok, reply, value, expire_at_ms = pcall(smooth_decided, quantity, 's', rate, v or nil, now, false)
   if not (ok and reply) then return nil end
   if value then redis.call('SET', key, value, 'PXAT', string.format('%d', expire_at_ms)) end
   return reply
