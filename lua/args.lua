@@ -354,6 +354,19 @@ local function args_lease(args)
   return p
 end
 
+-- A plain CL.LEASE, `limit lease_time holder` with both numbers canonical (args_plain): the
+-- table args_lease reads it into; nil for anything else, which args_lease reads and answers.
+local function args_lease_plain(args)
+  if #args ~= 3 then return nil end
+  local limit, lease_time, holder = args_plain(args[1]), args_plain(args[2]), args[3]
+  if not limit or limit == 0 or not lease_time or lease_time == 0 or lease_time > ARGS_MAX_SPAN.s
+    or #holder == 0 or #holder > 255 then
+    return nil
+  end
+  return { unit = 's', dry_run = false, block = false, at = false, limit = limit, lease_time = lease_time,
+    lease_ms = lease_time * 1000, holder = holder }
+end
+
 -- CL.RELEASE's arguments after the key: `holder` (args::release): the holder, or the error.
 local function args_release(args)
   local command = 'cl.release'

@@ -32,7 +32,6 @@ local ERRORS,
   bytes_u64,
   bytes_signed,
   bytes_i64,
-  bytes_of_u32,
   bytes_of_i64,
   bytes_add,
   bytes_sub,
@@ -63,6 +62,7 @@ local ERRORS,
   args_throttle,
   ARGS_LEASE_EXACT,
   args_lease,
+  args_lease_plain,
   args_release,
   args_holders,
   args_smooth,
@@ -668,7 +668,7 @@ function bytes_i64(v, at)
 end
 
 -- x's low 32 bits. (Integer division as (x - x % d) / d: exact, and no call to math.floor.)
-function bytes_of_u32(x)
+local function bytes_of_u32(x)
   local a = x % 256
   x = (x - a) / 256
   local b = x % 256
@@ -1144,6 +1144,19 @@ function args_lease(args)
   local inexact = args_exact_enough(p, ARGS_LEASE_EXACT)
   if inexact then return nil, inexact end
   return p
+end
+
+-- A plain CL.LEASE, `limit lease_time holder` with both numbers canonical (args_plain): the
+-- table args_lease reads it into; nil for anything else, which args_lease reads and answers.
+function args_lease_plain(args)
+  if #args ~= 3 then return nil end
+  local limit, lease_time, holder = args_plain(args[1]), args_plain(args[2]), args[3]
+  if not limit or limit == 0 or not lease_time or lease_time == 0 or lease_time > ARGS_MAX_SPAN.s
+    or #holder == 0 or #holder > 255 then
+    return nil
+  end
+  return { unit = 's', dry_run = false, block = false, at = false, limit = limit, lease_time = lease_time,
+    lease_ms = lease_time * 1000, holder = holder }
 end
 
 -- CL.RELEASE's arguments after the key: `holder` (args::release): the holder, or the error.
@@ -2876,11 +2889,11 @@ do
 
 local LEASE_HEADER = 20
 local LEASE_SLOT = 3
-local LEASE_END_LEN = 6
 local LEASE_OVERHEAD = 7
 local LEASE_MAX_HEAP = 16777216
 local LEASE_MAX_END_MS = 281474976710655
 local LEASE_MAX_VALUE = 536870912
+local LEASE_MARK = 'CLL\1'
 local LEASE_TOO_LONG = ERRORS.lease_set_too_long
 local LEASE_INTERNAL = ERRORS.internal
 
@@ -2888,18 +2901,14 @@ local function lease_internal()
   state_fail(LEASE_INTERNAL)
 end
 
-local function lease_u24(v, at)
-  local a, b, c = string.byte(v, at + 1, at + 3)
-  return a + b * 256 + c * 65536
-end
-
 local function lease_of_u24(x)
   if x >= LEASE_MAX_HEAP then state_fail(LEASE_TOO_LONG) end
-  return string.char(x % 256, math.floor(x / 256) % 256, math.floor(x / 65536))
+  return struct.pack('<I3', x)
 end
 
+-- An end, below 2^48 ms (lease_decide refuses later ones).
 local function lease_of_end(ms)
-  return string.sub(bytes_of_i64(ms), 1, LEASE_END_LEN)
+  return struct.pack('<I6', ms)
 end
 
 -- v with `bytes` written at `at`.
@@ -2919,6 +2928,13 @@ local function lease_resize(v, len)
   return v .. string.rep('\0', len - #v)
 end
 
+-- v's bytes from..to-1, with zero bytes where v has none (a value grown by SETRANGE).
+local function lease_bytes(v, from, to)
+  if to <= #v then return string.sub(v, from + 1, to) end
+  if from >= #v then return string.rep('\0', to - from) end
+  return string.sub(v, from + 1) .. string.rep('\0', to - #v)
+end
+
 -- -1, 0 or 1 as byte string a sorts before, with or after b (Lua's `<` would use the
 -- server's locale).
 local function lease_cmp(a, b)
@@ -2931,74 +2947,95 @@ local function lease_cmp(a, b)
   return #a < #b and -1 or 1
 end
 
--- (end, holder) pairs in the order of `by_end`.
-local function lease_cmp_end(end_a, holder_a, end_b, holder_b)
-  if end_a ~= end_b then return end_a < end_b and -1 or 1 end
-  return lease_cmp(holder_a, holder_b)
-end
-
 local function lease_sizes_len(s)
   return LEASE_HEADER + s.heap_len + 2 * LEASE_SLOT * s.count
 end
 
-local function lease_by_holder_at(s)
-  return LEASE_HEADER + s.heap_len
+-- The four sizes as the header stores them, each a u32.
+local function lease_sizes(count, heap_len, holes, tail)
+  if count >= BYTES_2_32 or heap_len >= BYTES_2_32 or holes >= BYTES_2_32 or tail >= BYTES_2_32 then
+    state_fail(LEASE_TOO_LONG)
+  end
+  return struct.pack('<I4I4I4I4', count, heap_len, holes, tail)
 end
 
-local function lease_by_end_at(s)
-  return lease_by_holder_at(s) + LEASE_SLOT * s.count
-end
-
--- Value v read as a set (LeaseSet::parse): its sizes and v, or the error.
+-- Value v read as a set (LeaseSet::parse): its sizes, where each index starts, and v; or the
+-- error. A set read here is as long as its header says, so every slot of both indexes is
+-- within it.
 local function lease_parse(v)
-  if #v < LEASE_HEADER or string.sub(v, 1, 4) ~= 'CLL\1' then state_corrupt() end
-  local s = { v = v, count = bytes_u32(v, 4), heap_len = bytes_u32(v, 8), holes = bytes_u32(v, 12),
-    tail = bytes_u32(v, 16) }
-  s.gaps = s.holes - s.tail
-  s.in_use = s.heap_len - s.holes
-  if s.count * 2 * LEASE_SLOT + s.heap_len + LEASE_HEADER ~= #v or s.tail > s.holes
-    or s.holes > s.heap_len or s.count * (LEASE_OVERHEAD + 1) > s.in_use then
+  if #v < LEASE_HEADER then state_corrupt() end
+  local mark, count, heap_len, holes, tail = struct.unpack('<c4I4I4I4I4', v)
+  local in_use = heap_len - holes
+  local holder_at = LEASE_HEADER + heap_len
+  if mark ~= LEASE_MARK or holder_at + 2 * LEASE_SLOT * count ~= #v or tail > holes
+    or holes > heap_len or count * (LEASE_OVERHEAD + 1) > in_use then
     state_corrupt()
   end
-  return s
+  return { v = v, count = count, heap_len = heap_len, holes = holes, tail = tail, gaps = holes - tail,
+    in_use = in_use, holder_at = holder_at, end_at = holder_at + LEASE_SLOT * count }
 end
 
+-- The heap offset in slot i of the index at index_at (s.holder_at or s.end_at).
 local function lease_slot(s, index_at, i)
   if i >= s.count then lease_internal() end
-  local at = index_at + i * LEASE_SLOT
-  if at + LEASE_SLOT > #s.v then state_corrupt() end
-  return lease_u24(s.v, at)
+  local at = index_at + LEASE_SLOT * i
+  local a, b, c = string.byte(s.v, at + 1, at + 3)
+  return a + b * 256 + c * 65536
 end
 
--- The entry at heap offset `offset`: its holder and its end.
-local function lease_entry(s, offset)
-  if offset >= s.heap_len then state_corrupt() end
-  local at = LEASE_HEADER + offset
-  local len = string.byte(s.v, at + 1)
-  if len == 0 or offset + LEASE_OVERHEAD + len > s.heap_len then state_corrupt() end
-  local holder = string.sub(s.v, at + 2, at + 1 + len)
-  local a, b, c, d, e, f = string.byte(s.v, at + 2 + len, at + 7 + len)
-  return holder, a + b * 256 + c * 65536 + d * 16777216 + (e + f * 256) * BYTES_2_32
+-- The entry in slot i of the index at index_at: where it keeps its holder (1-based), the
+-- holder's length, and the entry's heap offset. (lease_slot's read, made here again: the
+-- searches make many, and a call more each would cost a tenth of the command.)
+local function lease_at(s, index_at, i)
+  local v, heap_len = s.v, s.heap_len
+  if i >= s.count then lease_internal() end
+  local at = index_at + LEASE_SLOT * i
+  local a, b, c = string.byte(v, at + 1, at + 3)
+  local offset = a + b * 256 + c * 65536
+  if offset >= heap_len then state_corrupt() end
+  local len = string.byte(v, LEASE_HEADER + offset + 1)
+  if len == 0 or offset + LEASE_OVERHEAD + len > heap_len then state_corrupt() end
+  return LEASE_HEADER + offset + 2, len, offset
+end
+
+local function lease_holder(s, index_at, i)
+  local at, len = lease_at(s, index_at, i)
+  return string.sub(s.v, at, at + len - 1)
+end
+
+local function lease_end(s, index_at, i)
+  local at, len = lease_at(s, index_at, i)
+  local end_ms = struct.unpack('<I6', s.v, at + len)
+  return end_ms
+end
+
+-- The entry in slot i of the index at index_at: its holder and its end.
+local function lease_entry(s, index_at, i)
+  local at, len = lease_at(s, index_at, i)
+  local end_ms = struct.unpack('<I6', s.v, at + len)
+  return string.sub(s.v, at, at + len - 1), end_ms
 end
 
 local function lease_by_end(s, i)
-  return lease_entry(s, lease_slot(s, lease_by_end_at(s), i))
+  return lease_entry(s, s.end_at, i)
 end
 
-local function lease_by_holder(s, i)
-  return lease_entry(s, lease_slot(s, lease_by_holder_at(s), i))
+-- -1, 0 or 1 as the lease in slot i of `by_end` sorts before, with or after (end_ms, holder);
+-- its holder is read only when the ends tie.
+local function lease_cmp_end(s, i, end_ms, holder)
+  local at, len = lease_at(s, s.end_at, i)
+  local other_end = struct.unpack('<I6', s.v, at + len)
+  if other_end ~= end_ms then return other_end < end_ms and -1 or 1 end
+  return lease_cmp(string.sub(s.v, at, at + len - 1), holder)
 end
 
 -- How many leases end at or before now_ms: the first of `by_end`.
 local function lease_ended_by(s, now_ms)
-  if s.count == 0 then return 0 end
-  local _, first_end = lease_by_end(s, 0)
-  if first_end > now_ms then return 0 end
+  if s.count == 0 or lease_end(s, s.end_at, 0) > now_ms then return 0 end
   local low, high = 1, s.count
   while low < high do
-    local mid = low + math.floor((high - low) / 2)
-    local _, end_ms = lease_by_end(s, mid)
-    if end_ms <= now_ms then low = mid + 1 else high = mid end
+    local mid = (low + high - (low + high) % 2) / 2
+    if lease_end(s, s.end_at, mid) <= now_ms then low = mid + 1 else high = mid end
   end
   return low
 end
@@ -3007,34 +3044,33 @@ end
 local function lease_search_holder(s, holder)
   local low, high = 0, s.count
   while low < high do
-    local mid = low + math.floor((high - low) / 2)
-    local c = lease_cmp(lease_by_holder(s, mid), holder)
+    local mid = (low + high - (low + high) % 2) / 2
+    local c = lease_cmp(lease_holder(s, s.holder_at, mid), holder)
     if c < 0 then low = mid + 1 elseif c > 0 then high = mid else return mid, true end
   end
   return low, false
 end
 
 -- Where a lease ending at end_ms held by holder is in `by_end` (true) or would go (false).
+-- Most new ends are the latest, so the last slot is asked first.
 local function lease_search_end(s, end_ms, holder)
-  if s.count > 0 then
-    local other, other_end = lease_by_end(s, s.count - 1)
-    if lease_cmp_end(other_end, other, end_ms, holder) < 0 then return s.count, false end
-  end
-  local low, high = 0, s.count
+  local count = s.count
+  if count > 0 and lease_cmp_end(s, count - 1, end_ms, holder) < 0 then return count, false end
+  local low, high = 0, count
   while low < high do
-    local mid = low + math.floor((high - low) / 2)
-    local other, other_end = lease_by_end(s, mid)
-    local c = lease_cmp_end(other_end, other, end_ms, holder)
+    local mid = (low + high - (low + high) % 2) / 2
+    local c = lease_cmp_end(s, mid, end_ms, holder)
     if c < 0 then low = mid + 1 elseif c > 0 then high = mid else return mid, true end
   end
   return low, false
 end
 
--- The holder's lease, live or not: { by_holder, by_end, end_ms }, or nil.
+-- The holder's lease, live or not: { by_holder, by_end, end_ms }; or nil and where in
+-- `by_holder` it would go.
 local function lease_find(s, holder)
   local by_holder, found = lease_search_holder(s, holder)
-  if not found then return nil end
-  local _, end_ms = lease_by_holder(s, by_holder)
+  if not found then return nil, by_holder end
+  local end_ms = lease_end(s, s.holder_at, by_holder)
   local by_end, in_end = lease_search_end(s, end_ms, holder)
   if not in_end then state_corrupt() end
   return { by_holder = by_holder, by_end = by_end, end_ms = end_ms }
@@ -3048,25 +3084,24 @@ local function lease_with_tail(used, longest)
 end
 
 local function lease_write_sizes(v, count, heap_len, holes, tail)
-  if count >= BYTES_2_32 or heap_len >= BYTES_2_32 or holes >= BYTES_2_32 or tail >= BYTES_2_32 then
-    state_fail(LEASE_TOO_LONG)
-  end
-  return lease_put(v, 4, bytes_of_u32(count) .. bytes_of_u32(heap_len) .. bytes_of_u32(holes)
-    .. bytes_of_u32(tail))
+  return lease_put(v, 4, lease_sizes(count, heap_len, holes, tail))
 end
 
--- The entries at `offsets`, in heap order with their lengths ({ offset, len }), once checked
--- to be packable: none overlaps another, and together they are `in_use` bytes.
-local function lease_entries_in_use(s, offsets, in_use)
-  table.sort(offsets)
-  local entries, total, free_from = {}, 0, 0
-  for _, offset in ipairs(offsets) do
-    if offset < free_from then state_corrupt() end
-    local holder = lease_entry(s, offset)
-    local len = LEASE_OVERHEAD + #holder
-    free_from = offset + len
-    total = total + len
-    entries[#entries + 1] = { offset, len }
+-- The entries in the given slots of `by_holder`, in heap order with their lengths
+-- ({ offset, len }), once checked to be packable: none overlaps another, and together they
+-- are `in_use` bytes.
+local function lease_entries_in_use(s, slots, in_use)
+  local entries = {}
+  for k = 1, #slots do
+    local _, len, offset = lease_at(s, s.holder_at, slots[k])
+    entries[k] = { offset, LEASE_OVERHEAD + len }
+  end
+  table.sort(entries, function(a, b) return a[1] < b[1] end)
+  local total, free_from = 0, 0
+  for _, e in ipairs(entries) do
+    if e[1] < free_from then state_corrupt() end
+    free_from = e[1] + e[2]
+    total = total + e[2]
   end
   if total ~= in_use then state_corrupt() end
   return entries
@@ -3077,9 +3112,9 @@ end
 -- one after another, then what the heap held past them; both indexes are written anew.
 local function lease_pack(v)
   local s = lease_parse(v)
-  local offsets = {}
-  for i = 0, s.count - 1 do offsets[#offsets + 1] = lease_slot(s, lease_by_holder_at(s), i) end
-  local entries = lease_entries_in_use(s, offsets, s.in_use)
+  local slots = {}
+  for i = 0, s.count - 1 do slots[#slots + 1] = i end
+  local entries = lease_entries_in_use(s, slots, s.in_use)
   local new_of, packed, heap = {}, 0, {}
   for _, e in ipairs(entries) do
     new_of[e[1]] = packed
@@ -3087,7 +3122,7 @@ local function lease_pack(v)
     heap[#heap + 1] = string.sub(v, LEASE_HEADER + e[1] + 1, LEASE_HEADER + e[1] + e[2])
   end
   local slots = {}
-  for _, index_at in ipairs({ lease_by_holder_at(s), lease_by_end_at(s) }) do
+  for _, index_at in ipairs({ s.holder_at, s.end_at }) do
     for i = 0, s.count - 1 do
       local new = new_of[lease_slot(s, index_at, i)]
       if new == nil then state_corrupt() end
@@ -3113,7 +3148,7 @@ local function lease_tidy(v)
   local shorter = lease_with_tail(used, len)
   if s.tail > 2 * (shorter - used) + math.floor(s.in_use / 8) then
     local heap_len = shorter - LEASE_HEADER - 2 * LEASE_SLOT * s.count
-    v = lease_copy(v, lease_by_holder_at(s), len, LEASE_HEADER + heap_len)
+    v = lease_copy(v, s.holder_at, len, LEASE_HEADER + heap_len)
     v = lease_resize(v, shorter)
     local tail = s.tail - (s.heap_len - heap_len)
     v = lease_write_sizes(v, s.count, heap_len, s.gaps + tail, tail)
@@ -3150,11 +3185,16 @@ local function lease_cut(v, freed, by_holder, by_end)
   if tail > holes or count * (LEASE_OVERHEAD + 1) > in_use then state_corrupt() end
   if holes - tail > in_use then
     -- Packing comes next: both indexes must name the same entries, and those must pack.
-    local kept = {}
-    for k, spec in ipairs({ { lease_by_holder_at(old), by_holder }, { lease_by_end_at(old), by_end } }) do
+    local kept, slots = {}, {}
+    for k, spec in ipairs({ { old.holder_at, by_holder }, { old.end_at, by_end } }) do
       local skip, list, j = spec[2], {}, 1
       for i = 0, old.count - 1 do
-        if skip[j] == i then j = j + 1 else list[#list + 1] = lease_slot(old, spec[1], i) end
+        if skip[j] == i then
+          j = j + 1
+        else
+          list[#list + 1] = lease_slot(old, spec[1], i)
+          if k == 1 then slots[#slots + 1] = i end
+        end
       end
       table.sort(list)
       kept[k] = list
@@ -3163,13 +3203,13 @@ local function lease_cut(v, freed, by_holder, by_end)
     for i = 1, #kept[1] do
       if kept[1][i] ~= kept[2][i] then state_corrupt() end
     end
-    lease_entries_in_use(old, kept[1], in_use)
+    lease_entries_in_use(old, slots, in_use)
   end
   if #v ~= lease_sizes_len(old) then lease_internal() end
   -- Each index's kept slots move, in order, to end the value (by_holder's just before
   -- by_end's); what they leave before them stays as it was.
   local kept = {}
-  for _, spec in ipairs({ { lease_by_holder_at(old), by_holder }, { lease_by_end_at(old), by_end } }) do
+  for _, spec in ipairs({ { old.holder_at, by_holder }, { old.end_at, by_end } }) do
     local at, skip, j = spec[1], spec[2], 1
     for i = 0, old.count - 1 do
       if skip[j] == i then
@@ -3183,87 +3223,69 @@ local function lease_cut(v, freed, by_holder, by_end)
   return lease_write_sizes(v, count, heap_len, holes, tail)
 end
 
--- Adds holder's lease ending at end_ms to the set in v ('' for a new key's).
-local function lease_insert(v, holder, end_ms)
-  local new_key = #v == 0
-  local at_holder, at_end = 0, 0
-  local old = { count = 0, heap_len = 0, holes = 0, tail = 0, gaps = 0, in_use = 0 }
-  if not new_key then
-    old = lease_parse(v)
-    local found
-    at_holder, found = lease_search_holder(old, holder)
-    if found then lease_internal() end
-    at_end = lease_search_end(old, end_ms, holder)
-  end
+
+-- The set s (nil: a new key's) with holder's lease ending at end_ms added, its slot going to
+-- at_holder in `by_holder`. Where the module moves the indexes within the value (or grows
+-- it with zero bytes first), the new value is made at once from the same pieces: the heap's
+-- bytes before the new entry, the entry, what the heap held after it, and the two indexes
+-- with a slot let in each.
+local function lease_insert(s, holder, end_ms, at_holder)
+  local old = s or { v = '', count = 0, heap_len = 0, holes = 0, tail = 0, gaps = 0, in_use = 0,
+    holder_at = LEASE_HEADER, end_at = LEASE_HEADER }
+  local at_end = s and lease_search_end(s, end_ms, holder) or 0
   local entry_len = LEASE_OVERHEAD + #holder
   local needs = entry_len + 2 * LEASE_SLOT
   -- Short of tail, holes worth an eighth of the entries are packed into it.
   if old.tail < needs and old.gaps >= needs and old.gaps * 8 >= old.in_use then
-    v = lease_pack(v)
-    old = lease_parse(v)
+    old = lease_parse(lease_pack(old.v))
   end
   local offset = old.heap_len - old.tail
   if offset + entry_len > LEASE_MAX_HEAP then state_fail(LEASE_TOO_LONG) end
   local old_len = lease_sizes_len(old)
-  local grows = old.tail < needs
   local new_len = old_len
-  if grows then
+  if old.tail < needs then
     local longest = math.min(LEASE_MAX_VALUE, LEASE_HEADER + LEASE_MAX_HEAP + 2 * LEASE_SLOT * (old.count + 1))
     new_len = lease_with_tail(old_len - old.tail + needs, longest)
   end
   local count = old.count + 1
   local heap_len = new_len - LEASE_HEADER - 2 * LEASE_SLOT * count
   local tail = heap_len - offset - entry_len
-  local holes = old.gaps + tail
-  local holder_at, end_at = lease_by_holder_at(old), lease_by_end_at(old)
-  local new_holder_at = LEASE_HEADER + heap_len
-  local new_end_at = new_holder_at + LEASE_SLOT * count
-  local runs = {
-    { holder_at, holder_at + LEASE_SLOT * at_holder, new_holder_at },
-    { holder_at + LEASE_SLOT * at_holder, end_at, new_holder_at + LEASE_SLOT * (at_holder + 1) },
-    { end_at, end_at + LEASE_SLOT * at_end, new_end_at },
-    { end_at + LEASE_SLOT * at_end, old_len, new_end_at + LEASE_SLOT * (at_end + 1) },
-  }
-  if grows then
-    local indexes = new_key and '' or string.sub(v, holder_at + 1, old_len)
-    v = lease_resize(v, new_len)
-    if new_key then v = lease_put(v, 0, 'CLL\1' .. string.rep('\0', LEASE_HEADER - 4)) end
-    for _, run in ipairs(runs) do
-      v = lease_put(v, run[3], string.sub(indexes, run[1] - holder_at + 1, run[2] - holder_at))
-    end
-  else
-    for _, run in ipairs(runs) do v = lease_copy(v, run[1], run[2], run[3]) end
-  end
-  v = lease_put(v, LEASE_HEADER + offset, string.char(#holder) .. holder .. lease_of_end(end_ms))
   local slot = lease_of_u24(offset)
-  v = lease_put(v, new_holder_at + LEASE_SLOT * at_holder, slot)
-  v = lease_put(v, new_end_at + LEASE_SLOT * at_end, slot)
-  return lease_write_sizes(v, count, heap_len, holes, tail)
+  local v, holder_at, end_at = old.v, old.holder_at, old.end_at
+  local holder_to, end_to = holder_at + LEASE_SLOT * at_holder, end_at + LEASE_SLOT * at_end
+  return LEASE_MARK .. lease_sizes(count, heap_len, old.gaps + tail, tail)
+    .. string.sub(v, LEASE_HEADER + 1, LEASE_HEADER + offset)
+    .. string.char(#holder) .. holder .. lease_of_end(end_ms)
+    .. lease_bytes(v, LEASE_HEADER + offset + entry_len, LEASE_HEADER + heap_len)
+    .. string.sub(v, holder_at + 1, holder_to) .. slot .. string.sub(v, holder_to + 1, end_at)
+    .. string.sub(v, end_at + 1, end_to) .. slot .. string.sub(v, end_to + 1, old_len)
 end
 
--- Moves the end of the lease `found` names to end_ms.
-local function lease_renew(v, holder, found, end_ms)
-  local s = lease_parse(v)
-  local offset = lease_slot(s, lease_by_end_at(s), found.by_end)
-  if lease_entry(s, offset) ~= holder then lease_internal() end
+-- The set s with the end of the lease `found` names moved to end_ms, and its slot in
+-- `by_end` to where that end goes: one new value. (`found` came from lease_search_end on s,
+-- which matched the holder at that slot.)
+local function lease_renew(s, holder, found, end_ms)
+  local v = s.v
+  local offset = lease_slot(s, s.end_at, found.by_end)
   local at = lease_search_end(s, end_ms, holder)
   if at > found.by_end then at = at - 1 end
-  v = lease_put(v, LEASE_HEADER + offset + 1 + #holder, lease_of_end(end_ms))
-  local from = lease_by_end_at(s) + LEASE_SLOT * found.by_end
-  local to = lease_by_end_at(s) + LEASE_SLOT * at
+  local end_from = LEASE_HEADER + offset + 1 + #holder
+  local from = s.end_at + LEASE_SLOT * found.by_end
+  local to = s.end_at + LEASE_SLOT * at
+  local slot = lease_of_u24(offset)
   if to > from then
-    v = lease_copy(v, from + LEASE_SLOT, to + LEASE_SLOT, from)
-  else
-    v = lease_copy(v, to, from, to + LEASE_SLOT)
+    return string.sub(v, 1, end_from) .. lease_of_end(end_ms) .. string.sub(v, end_from + 7, from)
+      .. string.sub(v, from + LEASE_SLOT + 1, to + LEASE_SLOT) .. slot .. string.sub(v, to + LEASE_SLOT + 1)
   end
-  return lease_put(v, to, lease_of_u24(offset))
+  return string.sub(v, 1, end_from) .. lease_of_end(end_ms) .. string.sub(v, end_from + 7, to)
+    .. slot .. string.sub(v, to + 1, from) .. string.sub(v, from + LEASE_SLOT + 1)
 end
 
 -- Takes the lease `found` names out of the set.
 local function lease_remove(v, holder, found)
   local s = lease_parse(v)
-  local offset = lease_slot(s, lease_by_holder_at(s), found.by_holder)
-  if lease_slot(s, lease_by_end_at(s), found.by_end) ~= offset or lease_entry(s, offset) ~= holder then
+  local offset = lease_slot(s, s.holder_at, found.by_holder)
+  if lease_slot(s, s.end_at, found.by_end) ~= offset or lease_holder(s, s.holder_at, found.by_holder) ~= holder then
     lease_internal()
   end
   v = lease_cut(v, { { offset, LEASE_OVERHEAD + #holder } }, { found.by_holder }, { found.by_end })
@@ -3277,8 +3299,8 @@ local function lease_drop_ended(v, now_ms)
   if ended == 0 then return v end
   local freed = {}
   for i = 0, ended - 1 do
-    local offset = lease_slot(s, lease_by_end_at(s), i)
-    freed[#freed + 1] = { offset, LEASE_OVERHEAD + #lease_entry(s, offset) }
+    local _, len, offset = lease_at(s, s.end_at, i)
+    freed[#freed + 1] = { offset, LEASE_OVERHEAD + len }
   end
   table.sort(freed, function(a, b) return a[1] < b[1] or (a[1] == b[1] and a[2] < b[2]) end)
   local is_freed = {}
@@ -3288,7 +3310,7 @@ local function lease_drop_ended(v, now_ms)
   end
   local by_holder = {}
   for i = 0, s.count - 1 do
-    if is_freed[lease_slot(s, lease_by_holder_at(s), i)] then by_holder[#by_holder + 1] = i end
+    if is_freed[lease_slot(s, s.holder_at, i)] then by_holder[#by_holder + 1] = i end
   end
   if #by_holder ~= ended then state_corrupt() end
   local by_end = {}
@@ -3340,16 +3362,16 @@ local function lease_decide(p, v, now_ms)
   local end_ms = now_ms + p.lease_ms
   if end_ms > LEASE_MAX_END_MS then state_fail(ERRORS.too_large('lease_time')) end
   local view = lease_live(v, now_ms)
-  local function reset_after(latest) return latest and latest - now_ms or 0 end
-  local own = view.set and lease_find(view.set, p.holder)
-  local change, latest, reply
+  local s = view.set
+  local own, at_holder = nil, 0
+  if s then own, at_holder = lease_find(s, p.holder) end
+  local change, latest, remaining
   if own and own.end_ms > now_ms then
     latest = lease_max(lease_latest_end_but(view, p.holder), end_ms)
-    reply = reply_ms(false, p.limit, p.limit - view.live, nil, reset_after(latest), p.unit)
+    remaining = p.limit - view.live
     change = 'renew'
   elseif view.live < p.limit then
-    if own == nil and view.set then
-      local s = view.set
+    if own == nil and s then
       local entry_len = LEASE_OVERHEAD + #p.holder
       if lease_sizes_len(s) - s.tail + entry_len + 2 * LEASE_SLOT > LEASE_MAX_VALUE
         or s.heap_len - s.tail + entry_len > LEASE_MAX_HEAP then
@@ -3357,27 +3379,34 @@ local function lease_decide(p, v, now_ms)
       end
     end
     latest = lease_max(lease_latest_end(view), end_ms)
-    reply = reply_ms(false, p.limit, p.limit - view.live - 1, nil, reset_after(latest), p.unit)
+    remaining = p.limit - view.live - 1
     change = own and 'renew' or 'insert'
   else
     local retry = nil
     if view.live > 0 then
-      local _, earliest = lease_by_end(view.set, view.ended)
+      local _, earliest = lease_by_end(s, view.ended)
       retry = earliest - now_ms
     end
-    return reply_ms(true, p.limit, 0, retry, reset_after(lease_latest_end(view)), p.unit)
+    latest = lease_latest_end(view)
+    return reply_ms(true, p.limit, 0, retry, latest and latest - now_ms or 0, p.unit)
   end
+  local reply = reply_ms(false, p.limit, remaining, nil, latest - now_ms, p.unit)
   if p.dry_run then return reply end
   local new
-  if v == nil then
-    new = lease_insert('', p.holder, end_ms)
+  if s == nil then
+    new = lease_insert(nil, p.holder, end_ms, 0)
   else
+    local ok, ended = false, 0
     if change == 'renew' then
-      new = lease_renew(v, p.holder, own, end_ms)
+      new = lease_renew(s, p.holder, own, end_ms)
+      -- A renewal keeps the sizes: s reads the new value as lease_parse would, and most
+      -- calls learn from it that nothing ended.
+      s.v = new
+      ok, ended = pcall(lease_ended_by, s, now_ms)
     else
-      new = lease_insert(v, p.holder, end_ms)
+      new = lease_insert(s, p.holder, end_ms, at_holder)
     end
-    new = lease_drop_ended_if_sound(new, now_ms)
+    if not ok or ended > 0 then new = lease_drop_ended_if_sound(new, now_ms) end
   end
   return reply, { whole = new, expire_at_ms = latest }
 end
@@ -3399,14 +3428,20 @@ LEASE = {
     return lease_decide(p, v, now_ms)
   end,
   peek = function(p, v, _, now_ms) return lease_look(p, v, now_ms) end,
-  write = function(key, _, plan) redis.call('SET', key, plan.whole, 'PXAT', plan.expire_at_ms) end,
+  write = function(key, _, plan)
+    redis.call('SET', key, plan.whole, 'PXAT', string.format('%d', plan.expire_at_ms))
+  end,
 }
 
 -- FCALL cl_lease 1 key limit lease_time holder [MS] [DRYRUN]
 function cl_lease(keys, args)
   if #keys ~= 1 then return redis.error_reply(ERRORS.wrong_arity('cl.lease')) end
-  local p, err = args_lease(args)
-  if p == nil then return redis.error_reply(err) end
+  local p = args_lease_plain(args)
+  if p == nil then
+    local err
+    p, err = args_lease(args)
+    if p == nil then return redis.error_reply(err) end
+  end
   return single_run(keys[1], LEASE, p)
 end
 
@@ -3436,7 +3471,7 @@ function cl_release(keys, args)
   if not ok then return redis.error_reply(state_caught(freed)) end
   if freed == 1 then
     if plan then
-      redis.call('SET', key, plan.whole, 'PXAT', plan.expire_at_ms)
+      redis.call('SET', key, plan.whole, 'PXAT', string.format('%d', plan.expire_at_ms))
     else
       redis.call('DEL', key)
     end
