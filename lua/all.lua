@@ -28,9 +28,65 @@ local function all_combine(replies)
   return true, fewest or 1
 end
 
+-- The plain CL.ALL: only THROTTLE and FIXED limiters, each `THROTTLE max_burst count period`
+-- or `FIXED limit period` with canonical numbers in seconds, and no option, on keys absent or
+-- plain. Each is decided by its command's plain path at one instant, then all are written or
+-- none. nil for any other call, having written nothing: cl_all then reads and decides it in
+-- full, and answers its errors (a repeated key among them).
+local function all_plain(keys, args)
+  local n = #keys
+  if n == 0 or n > ALL_MAX_KEYS then return nil end
+  for again = 2, n do
+    for first = 1, again - 1 do
+      if keys[first] == keys[again] then return nil end
+    end
+  end
+  local now_us, now_ms = clock_now()
+  -- Each limiter's reply and what it writes: a TAT (gcra[i]) or a count, and the end of the
+  -- window the count opens.
+  local replies, writes, opens, gcra = {}, {}, {}, {}
+  local at = 1
+  for i = 1, n do
+    local word = args[at]
+    if word ~= 'THROTTLE' and word ~= 'FIXED' and word then word = string.upper(word) end
+    local reply
+    if word == 'THROTTLE' then
+      local max_burst, count, period = args_plain(args[at + 1] or ''), args_plain(args[at + 2] or ''),
+        args_plain(args[at + 3] or '')
+      if not (max_burst and count and period) then return nil end
+      reply, writes[i] = throttle_plain_decide(keys[i], 1, max_burst, count, period, now_us)
+      gcra[i] = true
+      at = at + 4
+    elseif word == 'FIXED' then
+      local limit, period = args_plain(args[at + 1] or ''), args_plain(args[at + 2] or '')
+      if not (limit and period) then return nil end
+      reply, writes[i], opens[i] = fixed_plain_decide(keys[i], 1, limit, period, now_ms)
+      at = at + 3
+    end
+    if reply == nil then return nil end
+    replies[i] = reply
+  end
+  if at ~= #args + 1 then return nil end
+  local admitted, binding = all_combine(replies)
+  if admitted then
+    for i = 1, n do
+      if writes[i] then
+        if gcra[i] then
+          throttle_write_after(keys[i], writes[i], now_us)
+        else
+          fixed_plain_write(keys[i], writes[i], opens[i])
+        end
+      end
+    end
+  end
+  return replies[binding]
+end
+
 -- FCALL cl_all numkeys key [key …] limiter [limiter …] [QUANTITY quantity] [MS] [REFUND]
 -- [DRYRUN] [DETAIL] [HOLDER holder] [ATMOST]
 local function cl_all(keys, args)
+  local plain = all_plain(keys, args)
+  if plain then return plain end
   local all, err = args_all(keys, args)
   if all == nil then return redis.error_reply(err) end
   -- The module builds every limiter before it reads a key: a GCRA's numbers can fail.

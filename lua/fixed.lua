@@ -110,14 +110,14 @@ local FIXED = {
 
 FIXED.take = function(p, quantity) p.quantity = quantity end
 
--- The plain call, `limit period [quantity]` with each a canonical integer below 10^14 and
--- the period in seconds, on a key absent or holding a canonical count with an expiry:
--- fixed_decide_quantity in numbers, with no table but the reply. nil for any other call,
--- before anything is written: cl_fixed then reads and decides it in full (as throttle_plain).
-local function fixed_plain(key, args)
-  local quantity, limit, period = args_plain_call(args, #args, 2)
-  if not quantity or limit == 0 or period == 0 or period > ARGS_MAX_SPAN.s then return nil end
-  local _, now_ms = clock_now()
+-- A plain limiter (`limit period`, quantity, each a canonical integer below 10^14, the
+-- period in seconds) decided at now_ms on a key absent or holding a canonical count with an
+-- expiry: fixed_decide_quantity in numbers, with no table but the reply. The reply, and the
+-- count to write (nil: none) with the window's end when the call opens one (nil: the key
+-- keeps its own); nil for any other key or limiter, having written nothing. fixed_plain's,
+-- and CL.ALL's (all_plain).
+local function fixed_plain_decide(key, quantity, limit, period, now_ms)
+  if limit == 0 or period == 0 or period > ARGS_MAX_SPAN.s then return nil end
   -- The open window's count and end; none (end_ms nil) when the key is absent or its
   -- window has ended.
   local count, end_ms = 0, nil
@@ -137,15 +137,34 @@ local function fixed_plain(key, args)
     if end_ms and quantity <= limit then retry = end_ms - now_ms end
     return reply_ms(true, limit, limit - count, retry, end_ms and end_ms - now_ms or 0, 's')
   end
-  if quantity > 0 then
-    if end_ms then
-      redis.call('SET', key, string.format('%d', wanted), 'KEEPTTL')
-    else
-      end_ms = now_ms + period * 1000
-      redis.call('SET', key, string.format('%d', wanted), 'PXAT', string.format('%d', end_ms))
-    end
+  local opens = nil
+  if quantity > 0 and not end_ms then
+    end_ms = now_ms + period * 1000
+    opens = end_ms
   end
-  return reply_ms(false, limit, limit - wanted, nil, end_ms and end_ms - now_ms or 0, 's')
+  return reply_ms(false, limit, limit - wanted, nil, end_ms and end_ms - now_ms or 0, 's'),
+    quantity > 0 and wanted or nil, opens
+end
+
+-- A plain limiter's count written: with the end of the window it opens, or keeping the key's.
+local function fixed_plain_write(key, count, opens)
+  if opens then
+    redis.call('SET', key, string.format('%d', count), 'PXAT', string.format('%d', opens))
+  else
+    redis.call('SET', key, string.format('%d', count), 'KEEPTTL')
+  end
+end
+
+-- The plain call, `limit period [quantity]`, decided by fixed_plain_decide and written; nil
+-- for any other call, before anything is written: cl_fixed then reads and decides it in full
+-- (as throttle_plain).
+local function fixed_plain(key, args)
+  local quantity, limit, period = args_plain_call(args, #args, 2)
+  if not quantity then return nil end
+  local _, now_ms = clock_now()
+  local reply, count, opens = fixed_plain_decide(key, quantity, limit, period, now_ms)
+  if count then fixed_plain_write(key, count, opens) end
+  return reply
 end
 
 -- FCALL cl_fixed 1 key limit period|DAY|WEEK|MONTH|YEAR [quantity] [MS] [REFUND] [DRYRUN]

@@ -191,18 +191,15 @@ local function throttle_seconds(ns)
   return (ns - ns % 1000000000) / 1000000000
 end
 
--- The plain call, `max_burst count period [quantity]` with each a canonical integer below
--- 10^14, on a key absent or holding a canonical TAT, decided where every value stays in
--- the numbers' reach: throttle_decide in numbers, written out, with no table but the reply.
--- nil for any other call, before anything is written: cl_throttle then reads and decides it
--- in full, and answers its errors. As the module's plain bodies run first, a call that names
--- no option pays for none.
-local function throttle_plain(key, args)
-  local quantity, max_burst, count, period = args_plain_call(args, #args, 3)
-  if not quantity or count == 0 or period == 0 then return nil end
+-- A plain limiter (`max_burst count period`, quantity, each a canonical integer below 10^14,
+-- in seconds) decided at now_us on a key absent or holding a canonical TAT, where every
+-- value stays in the numbers' reach: throttle_decide in numbers, with no table but the
+-- reply. The reply and the TAT to write (nil: none); nil for any other key or limiter, having
+-- written nothing. throttle_plain's, and CL.ALL's (all_plain).
+local function throttle_plain_decide(key, quantity, max_burst, count, period, now_us)
+  if count == 0 or period == 0 then return nil end
   local interval, limit, tolerance, increment = throttle_numbers(max_burst, count, period, quantity, 1000000000)
   if interval == nil then return nil end
-  local now_us = clock_now()
   local tat = 0
   local value = redis.pcall('GET', key)
   if value then
@@ -223,12 +220,26 @@ local function throttle_plain(key, args)
     if remaining > limit then remaining = limit end
   end
   local retry = -1
+  local write = nil
   if limited then
     if increment <= tolerance then retry = throttle_seconds(allow_at) end
   elseif increment > 0 then
-    throttle_write_after(key, new_tat, now_us)
+    write = new_tat
   end
-  return { limited and 1 or 0, limit, remaining, retry, ttl > 0 and throttle_seconds(ttl) or 0 }
+  return { limited and 1 or 0, limit, remaining, retry, ttl > 0 and throttle_seconds(ttl) or 0 }, write
+end
+
+-- The plain call, `max_burst count period [quantity]`, decided by throttle_plain_decide
+-- and written; nil for any other call, before anything is written: cl_throttle then reads and
+-- decides it in full, and answers its errors. As the module's plain bodies run first, a call
+-- that names no option pays for none.
+local function throttle_plain(key, args)
+  local quantity, max_burst, count, period = args_plain_call(args, #args, 3)
+  if not quantity then return nil end
+  local now_us = clock_now()
+  local reply, tat = throttle_plain_decide(key, quantity, max_burst, count, period, now_us)
+  if tat then throttle_write_after(key, tat, now_us) end
+  return reply
 end
 
 -- The kind (single.lua), its call's GCRA made by throttle_limiter.

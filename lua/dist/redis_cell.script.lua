@@ -94,7 +94,11 @@ local ERRORS,
   single_run,
   calendar_end_after,
   FIXED,
+  fixed_plain_decide,
+  fixed_plain_write,
   cl_fixed,
+  throttle_write_after,
+  throttle_plain_decide,
   throttle_plain,
   THROTTLE,
   throttle_made,
@@ -111,6 +115,7 @@ local ERRORS,
   cl_holders,
   SMOOTH,
   cl_smooth,
+  ALL_MAX_KEYS,
   args_all,
   cl_all,
   cell_unknown,
@@ -1727,14 +1732,14 @@ FIXED = {
 
 FIXED.take = function(p, quantity) p.quantity = quantity end
 
--- The plain call, `limit period [quantity]` with each a canonical integer below 10^14 and
--- the period in seconds, on a key absent or holding a canonical count with an expiry:
--- fixed_decide_quantity in numbers, with no table but the reply. nil for any other call,
--- before anything is written: cl_fixed then reads and decides it in full (as throttle_plain).
-local function fixed_plain(key, args)
-  local quantity, limit, period = args_plain_call(args, #args, 2)
-  if not quantity or limit == 0 or period == 0 or period > ARGS_MAX_SPAN.s then return nil end
-  local _, now_ms = clock_now()
+-- A plain limiter (`limit period`, quantity, each a canonical integer below 10^14, the
+-- period in seconds) decided at now_ms on a key absent or holding a canonical count with an
+-- expiry: fixed_decide_quantity in numbers, with no table but the reply. The reply, and the
+-- count to write (nil: none) with the window's end when the call opens one (nil: the key
+-- keeps its own); nil for any other key or limiter, having written nothing. fixed_plain's,
+-- and CL.ALL's (all_plain).
+function fixed_plain_decide(key, quantity, limit, period, now_ms)
+  if limit == 0 or period == 0 or period > ARGS_MAX_SPAN.s then return nil end
   -- The open window's count and end; none (end_ms nil) when the key is absent or its
   -- window has ended.
   local count, end_ms = 0, nil
@@ -1754,15 +1759,34 @@ local function fixed_plain(key, args)
     if end_ms and quantity <= limit then retry = end_ms - now_ms end
     return reply_ms(true, limit, limit - count, retry, end_ms and end_ms - now_ms or 0, 's')
   end
-  if quantity > 0 then
-    if end_ms then
-      redis.call('SET', key, string.format('%d', wanted), 'KEEPTTL')
-    else
-      end_ms = now_ms + period * 1000
-      redis.call('SET', key, string.format('%d', wanted), 'PXAT', string.format('%d', end_ms))
-    end
+  local opens = nil
+  if quantity > 0 and not end_ms then
+    end_ms = now_ms + period * 1000
+    opens = end_ms
   end
-  return reply_ms(false, limit, limit - wanted, nil, end_ms and end_ms - now_ms or 0, 's')
+  return reply_ms(false, limit, limit - wanted, nil, end_ms and end_ms - now_ms or 0, 's'),
+    quantity > 0 and wanted or nil, opens
+end
+
+-- A plain limiter's count written: with the end of the window it opens, or keeping the key's.
+function fixed_plain_write(key, count, opens)
+  if opens then
+    redis.call('SET', key, string.format('%d', count), 'PXAT', string.format('%d', opens))
+  else
+    redis.call('SET', key, string.format('%d', count), 'KEEPTTL')
+  end
+end
+
+-- The plain call, `limit period [quantity]`, decided by fixed_plain_decide and written; nil
+-- for any other call, before anything is written: cl_fixed then reads and decides it in full
+-- (as throttle_plain).
+local function fixed_plain(key, args)
+  local quantity, limit, period = args_plain_call(args, #args, 2)
+  if not quantity then return nil end
+  local _, now_ms = clock_now()
+  local reply, count, opens = fixed_plain_decide(key, quantity, limit, period, now_ms)
+  if count then fixed_plain_write(key, count, opens) end
+  return reply
 end
 
 -- FCALL cl_fixed 1 key limit period|DAY|WEEK|MONTH|YEAR [quantity] [MS] [REFUND] [DRYRUN]
@@ -1942,7 +1966,7 @@ end
 
 -- A TAT tat ns after now (the numbers form), written as its text and its expiry, rounded
 -- up to the millisecond.
-local function throttle_write_after(key, tat, now_us)
+function throttle_write_after(key, tat, now_us)
   local now_s, now_nanos = throttle_now_parts(now_us)
   local nanos = now_nanos + tat
   local carry = nanos % 1000000000
@@ -1971,18 +1995,15 @@ local function throttle_seconds(ns)
   return (ns - ns % 1000000000) / 1000000000
 end
 
--- The plain call, `max_burst count period [quantity]` with each a canonical integer below
--- 10^14, on a key absent or holding a canonical TAT, decided where every value stays in
--- the numbers' reach: throttle_decide in numbers, written out, with no table but the reply.
--- nil for any other call, before anything is written: cl_throttle then reads and decides it
--- in full, and answers its errors. As the module's plain bodies run first, a call that names
--- no option pays for none.
-function throttle_plain(key, args)
-  local quantity, max_burst, count, period = args_plain_call(args, #args, 3)
-  if not quantity or count == 0 or period == 0 then return nil end
+-- A plain limiter (`max_burst count period`, quantity, each a canonical integer below 10^14,
+-- in seconds) decided at now_us on a key absent or holding a canonical TAT, where every
+-- value stays in the numbers' reach: throttle_decide in numbers, with no table but the
+-- reply. The reply and the TAT to write (nil: none); nil for any other key or limiter, having
+-- written nothing. throttle_plain's, and CL.ALL's (all_plain).
+function throttle_plain_decide(key, quantity, max_burst, count, period, now_us)
+  if count == 0 or period == 0 then return nil end
   local interval, limit, tolerance, increment = throttle_numbers(max_burst, count, period, quantity, 1000000000)
   if interval == nil then return nil end
-  local now_us = clock_now()
   local tat = 0
   local value = redis.pcall('GET', key)
   if value then
@@ -2003,12 +2024,26 @@ function throttle_plain(key, args)
     if remaining > limit then remaining = limit end
   end
   local retry = -1
+  local write = nil
   if limited then
     if increment <= tolerance then retry = throttle_seconds(allow_at) end
   elseif increment > 0 then
-    throttle_write_after(key, new_tat, now_us)
+    write = new_tat
   end
-  return { limited and 1 or 0, limit, remaining, retry, ttl > 0 and throttle_seconds(ttl) or 0 }
+  return { limited and 1 or 0, limit, remaining, retry, ttl > 0 and throttle_seconds(ttl) or 0 }, write
+end
+
+-- The plain call, `max_burst count period [quantity]`, decided by throttle_plain_decide
+-- and written; nil for any other call, before anything is written: cl_throttle then reads and
+-- decides it in full, and answers its errors. As the module's plain bodies run first, a call
+-- that names no option pays for none.
+function throttle_plain(key, args)
+  local quantity, max_burst, count, period = args_plain_call(args, #args, 3)
+  if not quantity then return nil end
+  local now_us = clock_now()
+  local reply, tat = throttle_plain_decide(key, quantity, max_burst, count, period, now_us)
+  if tat then throttle_write_after(key, tat, now_us) end
+  return reply
 end
 
 -- The kind (single.lua), its call's GCRA made by throttle_limiter.
@@ -3804,7 +3839,7 @@ do
 -- [DRYRUN] [DETAIL] [HOLDER holder] [BLOCK timeout]`. Each limiter's numbers are read by the
 -- parsers its own command uses; the options by the grammar's table, as every command's.
 
-local ALL_MAX_KEYS = GRAMMAR_NUMKEYS.max
+ALL_MAX_KEYS = GRAMMAR_NUMKEYS.max
 -- The most arguments the module reads, its name included: numkeys, 16 keys, 16 limiters of
 -- up to six words and the options (src/commands/all.rs's MAX_ALL_ARGS).
 local ALL_MAX_ARGS = 2 + 16 * 7 + 11
@@ -3963,9 +3998,65 @@ local function all_combine(replies)
   return true, fewest or 1
 end
 
+-- The plain CL.ALL: only THROTTLE and FIXED limiters, each `THROTTLE max_burst count period`
+-- or `FIXED limit period` with canonical numbers in seconds, and no option, on keys absent or
+-- plain. Each is decided by its command's plain path at one instant, then all are written or
+-- none. nil for any other call, having written nothing: cl_all then reads and decides it in
+-- full, and answers its errors (a repeated key among them).
+local function all_plain(keys, args)
+  local n = #keys
+  if n == 0 or n > ALL_MAX_KEYS then return nil end
+  for again = 2, n do
+    for first = 1, again - 1 do
+      if keys[first] == keys[again] then return nil end
+    end
+  end
+  local now_us, now_ms = clock_now()
+  -- Each limiter's reply and what it writes: a TAT (gcra[i]) or a count, and the end of the
+  -- window the count opens.
+  local replies, writes, opens, gcra = {}, {}, {}, {}
+  local at = 1
+  for i = 1, n do
+    local word = args[at]
+    if word ~= 'THROTTLE' and word ~= 'FIXED' and word then word = string.upper(word) end
+    local reply
+    if word == 'THROTTLE' then
+      local max_burst, count, period = args_plain(args[at + 1] or ''), args_plain(args[at + 2] or ''),
+        args_plain(args[at + 3] or '')
+      if not (max_burst and count and period) then return nil end
+      reply, writes[i] = throttle_plain_decide(keys[i], 1, max_burst, count, period, now_us)
+      gcra[i] = true
+      at = at + 4
+    elseif word == 'FIXED' then
+      local limit, period = args_plain(args[at + 1] or ''), args_plain(args[at + 2] or '')
+      if not (limit and period) then return nil end
+      reply, writes[i], opens[i] = fixed_plain_decide(keys[i], 1, limit, period, now_ms)
+      at = at + 3
+    end
+    if reply == nil then return nil end
+    replies[i] = reply
+  end
+  if at ~= #args + 1 then return nil end
+  local admitted, binding = all_combine(replies)
+  if admitted then
+    for i = 1, n do
+      if writes[i] then
+        if gcra[i] then
+          throttle_write_after(keys[i], writes[i], now_us)
+        else
+          fixed_plain_write(keys[i], writes[i], opens[i])
+        end
+      end
+    end
+  end
+  return replies[binding]
+end
+
 -- FCALL cl_all numkeys key [key …] limiter [limiter …] [QUANTITY quantity] [MS] [REFUND]
 -- [DRYRUN] [DETAIL] [HOLDER holder] [ATMOST]
 function cl_all(keys, args)
+  local plain = all_plain(keys, args)
+  if plain then return plain end
   local all, err = args_all(keys, args)
   if all == nil then return redis.error_reply(err) end
   -- The module builds every limiter before it reads a key: a GCRA's numbers can fail.
