@@ -139,12 +139,14 @@ end
 -- the rotation are arithmetic on parts a double holds exactly: a C call costs far more. The
 -- words come as an array, each step written out in the loop rather than called.
 local function bytes_checksum(words)
+  -- Read once: in the loop, `bit.bxor` would be two table reads a word.
+  local bxor, two_32 = bit.bxor, BYTES_2_32
   local hash = 2166136261
   for i = 1, #words do
-    local mixed = bit.bxor(hash, words[i]) % BYTES_2_32
+    local mixed = bxor(hash, words[i]) % two_32
     -- mixed · 0x9e3779b1 mod 2^32, by the multiplier's halves: 0x79b1 whole, and 0x9e37
     -- for the low 16 bits of its product, shifted up (each product below 2^48, exact).
-    local product = (mixed * 31153 + mixed * 40503 % 65536 * 65536) % BYTES_2_32
+    local product = (mixed * 31153 + mixed * 40503 % 65536 * 65536) % two_32
     -- Left by 13: the low 19 bits go up, the high 13 come round.
     local kept = product % 524288
     hash = kept * 8192 + (product - kept) / 524288

@@ -268,8 +268,13 @@ local function smooth_plain(key, args)
   if not quantity or permits == 0 or period == 0 or period > ARGS_MAX_SPAN.s or quantity > 2147483647 then
     return nil
   end
-  -- Guava's default burst: one second.
-  local rate = smooth_rate_into(SMOOTH_PLAIN_RATE, permits, period, 's', 1, nil, 3)
+  -- Guava's default burst: one second. A route's rate repeats: made again only when the
+  -- call's differs from the last one's.
+  local rate = SMOOTH_PLAIN_RATE
+  if rate.permits ~= permits or rate.period ~= period then
+    smooth_rate_into(rate, permits, period, 's', 1, nil, 3)
+    rate.permits, rate.period = permits, period
+  end
   local now = clock_now()
   local v = redis.pcall('GET', key)
   if v and type(v) ~= 'string' then return nil end

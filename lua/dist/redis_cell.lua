@@ -777,12 +777,14 @@ end
 -- the rotation are arithmetic on parts a double holds exactly: a C call costs far more. The
 -- words come as an array, each step written out in the loop rather than called.
 function bytes_checksum(words)
+  -- Read once: in the loop, `bit.bxor` would be two table reads a word.
+  local bxor, two_32 = bit.bxor, BYTES_2_32
   local hash = 2166136261
   for i = 1, #words do
-    local mixed = bit.bxor(hash, words[i]) % BYTES_2_32
+    local mixed = bxor(hash, words[i]) % two_32
     -- mixed · 0x9e3779b1 mod 2^32, by the multiplier's halves: 0x79b1 whole, and 0x9e37
     -- for the low 16 bits of its product, shifted up (each product below 2^48, exact).
-    local product = (mixed * 31153 + mixed * 40503 % 65536 * 65536) % BYTES_2_32
+    local product = (mixed * 31153 + mixed * 40503 % 65536 * 65536) % two_32
     -- Left by 13: the low 19 bits go up, the high 13 come round.
     local kept = product % 524288
     hash = kept * 8192 + (product - kept) / 524288
@@ -3807,8 +3809,13 @@ local function smooth_plain(key, args)
   if not quantity or permits == 0 or period == 0 or period > ARGS_MAX_SPAN.s or quantity > 2147483647 then
     return nil
   end
-  -- Guava's default burst: one second.
-  local rate = smooth_rate_into(SMOOTH_PLAIN_RATE, permits, period, 's', 1, nil, 3)
+  -- Guava's default burst: one second. A route's rate repeats: made again only when the
+  -- call's differs from the last one's.
+  local rate = SMOOTH_PLAIN_RATE
+  if rate.permits ~= permits or rate.period ~= period then
+    smooth_rate_into(rate, permits, period, 's', 1, nil, 3)
+    rate.permits, rate.period = permits, period
+  end
   local now = clock_now()
   local v = redis.pcall('GET', key)
   if v and type(v) ~= 'string' then return nil end
