@@ -24,15 +24,23 @@ local function buckets_decode(v)
   if h.n < 2 or h.n > 1024 or h.origin >= h.n or h.width_ms < 1 then return nil end
   if newest_hi >= BYTES_2_31 or sum_hi >= BYTES_2_31 or string.byte(v, 32) ~= 0 then return nil end
   if cells_len % cb ~= 0 or cells_len / cb < 1 or cells_len / cb > h.n then return nil end
-  -- The instant the newest cell leaves, (newest + n) * width, must be an i64.
-  local newest = exact_add(exact_mul(exact_of_number(newest_hi), exact_of_number(BYTES_2_32)),
-    exact_of_number(newest_lo))
-  local leaves = exact_mul(exact_add(newest, exact_of_number(h.n)), exact_of_number(h.width_ms))
-  if exact_cmp(leaves, ARGS_I64_MAX) > 0 then return nil end
+  -- The instant the newest cell leaves, (newest + n) * width, must be an i64. Below 2^53 a
+  -- double computes it exactly (a product past it rounds to 2^53 or more); past, the exact
+  -- form does.
+  local leaves_below = false
+  if newest_hi < 2097152 then
+    leaves_below = (newest_hi * BYTES_2_32 + newest_lo + h.n) * h.width_ms <= ARGS_LIBRARY_MAX
+  end
+  if not leaves_below then
+    local newest = exact_add(exact_mul(exact_of_number(newest_hi), exact_of_number(BYTES_2_32)),
+      exact_of_number(newest_lo))
+    local leaves = exact_mul(exact_add(newest, exact_of_number(h.n)), exact_of_number(h.width_ms))
+    if exact_cmp(leaves, ARGS_I64_MAX) > 0 then return nil end
+  end
   h.slots = cells_len / cb
   h.newest = bytes_number(newest_hi, newest_lo)
   h.sum = bytes_number(sum_hi, sum_lo)
-  h.exact = exact_tonumber(leaves) <= ARGS_LIBRARY_MAX and sum_hi < 2097152
+  h.exact = leaves_below and sum_hi < 2097152
   return h
 end
 

@@ -1267,6 +1267,12 @@ do
 -- module API has RedisModule_Microseconds (Redis 7.2 and later, and Valkey, which answers as
 -- 7.2), in milliseconds on Redis 7.0 and 6.2, so that both decide at the same instant.
 
+-- The last call's seconds, as TIME's text and as a number, kept between calls (a function
+-- runs alone): they change once a second, and a tonumber's strtod costs as much as the
+-- rest of the clock.
+local CLOCK_SECONDS_TEXT = ''
+local CLOCK_SECONDS = 0
+
 -- Now, as the module's Instant: in µs and in whole ms, two numbers (exact: now is under
 -- 2^53 µs).
 function clock_now()
@@ -1275,7 +1281,12 @@ function clock_now()
   if not (redis.REDIS_VERSION_NUM and redis.REDIS_VERSION_NUM >= 0x070200) then
     micros = micros - micros % 1000
   end
-  local seconds = tonumber(time[1])
+  local text = time[1]
+  if text ~= CLOCK_SECONDS_TEXT then
+    CLOCK_SECONDS_TEXT = text
+    CLOCK_SECONDS = tonumber(text)
+  end
+  local seconds = CLOCK_SECONDS
   return seconds * 1000000 + micros, seconds * 1000 + (micros - micros % 1000) / 1000
 end
 
@@ -2142,15 +2153,23 @@ local function buckets_decode(v)
   if h.n < 2 or h.n > 1024 or h.origin >= h.n or h.width_ms < 1 then return nil end
   if newest_hi >= BYTES_2_31 or sum_hi >= BYTES_2_31 or string.byte(v, 32) ~= 0 then return nil end
   if cells_len % cb ~= 0 or cells_len / cb < 1 or cells_len / cb > h.n then return nil end
-  -- The instant the newest cell leaves, (newest + n) * width, must be an i64.
-  local newest = exact_add(exact_mul(exact_of_number(newest_hi), exact_of_number(BYTES_2_32)),
-    exact_of_number(newest_lo))
-  local leaves = exact_mul(exact_add(newest, exact_of_number(h.n)), exact_of_number(h.width_ms))
-  if exact_cmp(leaves, ARGS_I64_MAX) > 0 then return nil end
+  -- The instant the newest cell leaves, (newest + n) * width, must be an i64. Below 2^53 a
+  -- double computes it exactly (a product past it rounds to 2^53 or more); past, the exact
+  -- form does.
+  local leaves_below = false
+  if newest_hi < 2097152 then
+    leaves_below = (newest_hi * BYTES_2_32 + newest_lo + h.n) * h.width_ms <= ARGS_LIBRARY_MAX
+  end
+  if not leaves_below then
+    local newest = exact_add(exact_mul(exact_of_number(newest_hi), exact_of_number(BYTES_2_32)),
+      exact_of_number(newest_lo))
+    local leaves = exact_mul(exact_add(newest, exact_of_number(h.n)), exact_of_number(h.width_ms))
+    if exact_cmp(leaves, ARGS_I64_MAX) > 0 then return nil end
+  end
   h.slots = cells_len / cb
   h.newest = bytes_number(newest_hi, newest_lo)
   h.sum = bytes_number(sum_hi, sum_lo)
-  h.exact = exact_tonumber(leaves) <= ARGS_LIBRARY_MAX and sum_hi < 2097152
+  h.exact = leaves_below and sum_hi < 2097152
   return h
 end
 
