@@ -8,14 +8,18 @@
 local CLOCK_SECONDS_TEXT = ''
 local CLOCK_SECONDS = 0
 
+-- Whether TIME's microseconds are the module's too, asked once.
+local CLOCK_IN_MICROS = nil
+
 -- Now, as the module's Instant: in µs and in whole ms, two numbers (exact: now is under
 -- 2^53 µs).
 local function clock_now()
   local time = redis.call('TIME')
   local micros = tonumber(time[2])
-  if not (redis.REDIS_VERSION_NUM and redis.REDIS_VERSION_NUM >= 0x070200) then
-    micros = micros - micros % 1000
+  if CLOCK_IN_MICROS == nil then
+    CLOCK_IN_MICROS = redis.REDIS_VERSION_NUM ~= nil and redis.REDIS_VERSION_NUM >= 0x070200
   end
+  if not CLOCK_IN_MICROS then micros = micros - micros % 1000 end
   local text = time[1]
   if text ~= CLOCK_SECONDS_TEXT then
     CLOCK_SECONDS_TEXT = text

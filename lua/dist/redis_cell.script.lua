@@ -1273,14 +1273,18 @@ do
 local CLOCK_SECONDS_TEXT = ''
 local CLOCK_SECONDS = 0
 
+-- Whether TIME's microseconds are the module's too, asked once.
+local CLOCK_IN_MICROS = nil
+
 -- Now, as the module's Instant: in µs and in whole ms, two numbers (exact: now is under
 -- 2^53 µs).
 function clock_now()
   local time = redis.call('TIME')
   local micros = tonumber(time[2])
-  if not (redis.REDIS_VERSION_NUM and redis.REDIS_VERSION_NUM >= 0x070200) then
-    micros = micros - micros % 1000
+  if CLOCK_IN_MICROS == nil then
+    CLOCK_IN_MICROS = redis.REDIS_VERSION_NUM ~= nil and redis.REDIS_VERSION_NUM >= 0x070200
   end
+  if not CLOCK_IN_MICROS then micros = micros - micros % 1000 end
   local text = time[1]
   if text ~= CLOCK_SECONDS_TEXT then
     CLOCK_SECONDS_TEXT = text
@@ -3617,7 +3621,7 @@ end
 local function smooth_rate_into(rate, permits, period, unit, burst, warmup, cold)
   local per_second = permits / smooth_seconds(period, unit)
   local stable = 1e6 / per_second
-  rate.stable = stable
+  rate.stable, rate.limit = stable, nil
   if warmup == nil then
     rate.max_permits, rate.cool_down, rate.warming = smooth_seconds(burst, unit) * per_second, stable, false
     return rate
@@ -3635,19 +3639,25 @@ local function smooth_rate(p)
   return smooth_rate_into({}, p.permits, p.period, p.unit, p.burst, p.warmup, p.cold)
 end
 
--- How many calls of one permit a new key admits at one instant.
+-- How many calls of one permit a new key admits at one instant, kept in the rate once known
+-- (the plain calls' rate lives on between calls).
 local function smooth_limit(rate)
-  if rate.warming then return 1 end
-  local limit = smooth_long(rate.max_permits)
-  -- The reply's limit, one more, must be exact.
-  if limit >= BYTES_EXACT then state_fail(ERRORS.inexact('permits')) end
-  return limit + 1
+  if rate.limit then return rate.limit end
+  local limit = 1
+  if not rate.warming then
+    limit = smooth_long(rate.max_permits)
+    -- The reply's limit, one more, must be exact.
+    if limit >= BYTES_EXACT then state_fail(ERRORS.inexact('permits')) end
+    limit = limit + 1
+  end
+  rate.limit = limit
+  return limit
 end
 
--- storedPermitsToWaitTime: what taking `take` of `stored` permits costs, in µs; a permit's
--- price is stable + permits · slope above the threshold.
+-- storedPermitsToWaitTime of a warming rate (a bursty one's stored permits are free): what
+-- taking `take` of `stored` permits costs, in µs; a permit's price is stable + permits ·
+-- slope above the threshold.
 local function smooth_stored_wait(rate, stored, take)
-  if not rate.warming then return 0 end
   local above = stored - rate.threshold
   local micros = 0
   if above > 0.0 then
@@ -3673,7 +3683,8 @@ local function smooth_reserve(next_free, stored, quantity, now, rate)
   next_free, stored = smooth_resync(next_free, stored, now, rate.max_permits, rate.cool_down)
   local spend = smooth_min(quantity, stored)
   local fresh = quantity - spend
-  local wait = smooth_add(smooth_stored_wait(rate, stored, spend), smooth_long(fresh * rate.stable))
+  local stored_wait = rate.warming and smooth_stored_wait(rate, stored, spend) or 0
+  local wait = smooth_add(stored_wait, smooth_long(fresh * rate.stable))
   return smooth_add(next_free, wait), stored - spend
 end
 
@@ -3685,7 +3696,8 @@ local function smooth_full_at(next_free, stored, rate)
   local estimate = (most - stored) * cool_down
   if estimate < 0.0 then estimate = 0.0 end
   if estimate > SMOOTH_FILL_SPAN then estimate = SMOOTH_FILL_SPAN end
-  local d = smooth_long(estimate) + 1
+  -- Within [0, 2^60]: smooth_long's first case, written out.
+  local d = estimate - estimate % 1 + 1
   if stored + d / cool_down >= most then
     for _ = 1, SMOOTH_ADJUSTMENTS do
       if d == 1 or stored + (d - 1) / cool_down < most then break end
@@ -3712,7 +3724,8 @@ local function smooth_at_once(next_free, stored, now, rate, limit)
   local _, free = smooth_resync(next_free, stored, now, rate.max_permits, rate.cool_down)
   local whole = smooth_long(free)
   local fraction = free - whole
-  local stable = smooth_long(rate.stable)
+  -- A rate's interval is positive and below 2^63 µs: smooth_long's first case, written out.
+  local stable = rate.stable - rate.stable % 1
   local first_paid = stable
   if fraction > 0.0 then first_paid = smooth_long((1.0 - fraction) * rate.stable) end
   local paid
