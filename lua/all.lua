@@ -28,11 +28,22 @@ local function all_combine(replies)
   return true, fewest or 1
 end
 
+-- How many words a plain limiter's keyword at args[at] starts (THROTTLE or FIXED, in upper or
+-- lower case), or nil.
+local function all_plain_words(args, at)
+  local word = args[at]
+  if word == 'THROTTLE' or word == 'throttle' then return 4 end
+  if word == 'FIXED' or word == 'fixed' then return 3 end
+  return nil
+end
+
 -- The plain CL.ALL: only THROTTLE and FIXED limiters, each `THROTTLE max_burst count period`
 -- or `FIXED limit period` with canonical numbers in seconds, and no option, on keys absent or
--- plain. Each is decided by its command's plain path at one instant, then all are written or
--- none. nil for any other call, having written nothing: cl_all then reads and decides it in
--- full, and answers its errors (a repeated key among them).
+-- plain. The words' shape is checked before any key is read, so that a call with an option
+-- costs no reads here; each limiter's numbers are read as it is decided, by its command's
+-- plain path, at one instant; then all are written or none. nil for any other call, having
+-- written nothing: cl_all then reads and decides it in full, and answers its errors (a
+-- repeated key among them).
 local function all_plain(keys, args)
   local n = #keys
   if n == 0 or n > ALL_MAX_KEYS then return nil end
@@ -41,32 +52,37 @@ local function all_plain(keys, args)
       if keys[first] == keys[again] then return nil end
     end
   end
+  local at = 1
+  for _ = 1, n do
+    local words = all_plain_words(args, at)
+    if words == nil then return nil end
+    at = at + words
+  end
+  if at ~= #args + 1 then return nil end
   local now_us, now_ms = clock_now()
   -- Each limiter's reply and what it writes: a TAT (gcra[i]) or a count, and the end of the
   -- window the count opens.
   local replies, writes, opens, gcra = {}, {}, {}, {}
-  local at = 1
+  at = 1
   for i = 1, n do
-    local word = args[at]
-    if word ~= 'THROTTLE' and word ~= 'FIXED' and word then word = string.upper(word) end
+    local words = all_plain_words(args, at)
     local reply
-    if word == 'THROTTLE' then
-      local max_burst, count, period = args_plain(args[at + 1] or ''), args_plain(args[at + 2] or ''),
-        args_plain(args[at + 3] or '')
+    if words == 4 then
+      local max_burst, count, period = args_plain(args[at + 1]), args_plain(args[at + 2]), args_plain(args[at + 3])
       if not (max_burst and count and period) then return nil end
-      reply, writes[i] = throttle_plain_decide(keys[i], 1, max_burst, count, period, now_us)
+      local interval, limit, tolerance, increment = throttle_plain_numbers(1, max_burst, count, period)
+      if interval == nil then return nil end
+      reply, writes[i] = throttle_plain_decide(keys[i], interval, limit, tolerance, increment, now_us)
       gcra[i] = true
-      at = at + 4
-    elseif word == 'FIXED' then
-      local limit, period = args_plain(args[at + 1] or ''), args_plain(args[at + 2] or '')
-      if not (limit and period) then return nil end
+    else
+      local limit, period = args_plain(args[at + 1]), args_plain(args[at + 2])
+      if not (limit and period and fixed_plain_fits(limit, period)) then return nil end
       reply, writes[i], opens[i] = fixed_plain_decide(keys[i], 1, limit, period, now_ms)
-      at = at + 3
     end
     if reply == nil then return nil end
     replies[i] = reply
+    at = at + words
   end
-  if at ~= #args + 1 then return nil end
   local admitted, binding = all_combine(replies)
   if admitted then
     for i = 1, n do

@@ -2,9 +2,9 @@
 -- module API has RedisModule_Microseconds (Redis 7.2 and later, and Valkey, which answers as
 -- 7.2), in milliseconds on Redis 7.0 and 6.2, so that both decide at the same instant.
 
--- The last call's seconds, as TIME's text and as a number, kept between calls (a function
--- runs alone): they change once a second, and a tonumber's strtod costs as much as the
--- rest of the clock.
+-- The last call's seconds, as TIME's text and as a number, kept between calls: they change
+-- once a second, and a tonumber's strtod costs as much as the rest of the clock. Each call
+-- compares its own text with the kept one.
 local CLOCK_SECONDS_TEXT = ''
 local CLOCK_SECONDS = 0
 

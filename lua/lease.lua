@@ -6,6 +6,7 @@
 
 local LEASE_HEADER = 20
 local LEASE_SLOT = 3
+local LEASE_END_LEN = 6
 local LEASE_OVERHEAD = 7
 local LEASE_MAX_HEAP = 16777216
 local LEASE_MAX_END_MS = 281474976710655
@@ -45,7 +46,7 @@ local function lease_resize(v, len)
   return v .. string.rep('\0', len - #v)
 end
 
--- v's bytes from..to-1, with zero bytes where v has none (a value grown by SETRANGE).
+-- v's bytes from..to-1, with zero bytes past its end (as lease_resize grows a value).
 local function lease_bytes(v, from, to)
   if to <= #v then return string.sub(v, from + 1, to) end
   if from >= #v then return string.rep('\0', to - from) end
@@ -122,8 +123,7 @@ end
 
 local function lease_end(s, index_at, i)
   local at, len = lease_at(s, index_at, i)
-  local end_ms = struct.unpack('<I6', s.v, at + len)
-  return end_ms
+  return (struct.unpack('<I6', s.v, at + len))
 end
 
 -- The entry in slot i of the index at index_at: its holder and its end.
@@ -229,9 +229,9 @@ end
 -- one after another, then what the heap held past them; both indexes are written anew.
 local function lease_pack(v)
   local s = lease_parse(v)
-  local slots = {}
-  for i = 0, s.count - 1 do slots[#slots + 1] = i end
-  local entries = lease_entries_in_use(s, slots, s.in_use)
+  local all = {}
+  for i = 0, s.count - 1 do all[#all + 1] = i end
+  local entries = lease_entries_in_use(s, all, s.in_use)
   local new_of, packed, heap = {}, 0, {}
   for _, e in ipairs(entries) do
     new_of[e[1]] = packed
@@ -342,7 +342,8 @@ end
 
 
 -- The set s (nil: a new key's) with holder's lease ending at end_ms added, its slot going to
--- at_holder in `by_holder`. Where the module moves the indexes within the value (or grows
+-- at_holder in `by_holder`: holder holds none in s, and at_holder is where
+-- lease_search_holder on s found it would go. Where the module moves the indexes within the value (or grows
 -- it with zero bytes first), the new value is made at once from the same pieces: the heap's
 -- bytes before the new entry, the entry, what the heap held after it, and the two indexes
 -- with a slot let in each.
@@ -386,15 +387,16 @@ local function lease_renew(s, holder, found, end_ms)
   local offset = lease_slot(s, s.end_at, found.by_end)
   local at = lease_search_end(s, end_ms, holder)
   if at > found.by_end then at = at - 1 end
+  -- 0-based, the old end's first byte; the entry ends LEASE_END_LEN bytes on.
   local end_from = LEASE_HEADER + offset + 1 + #holder
   local from = s.end_at + LEASE_SLOT * found.by_end
   local to = s.end_at + LEASE_SLOT * at
   local slot = lease_of_u24(offset)
   if to > from then
-    return string.sub(v, 1, end_from) .. lease_of_end(end_ms) .. string.sub(v, end_from + 7, from)
+    return string.sub(v, 1, end_from) .. lease_of_end(end_ms) .. string.sub(v, end_from + LEASE_END_LEN + 1, from)
       .. string.sub(v, from + LEASE_SLOT + 1, to + LEASE_SLOT) .. slot .. string.sub(v, to + LEASE_SLOT + 1)
   end
-  return string.sub(v, 1, end_from) .. lease_of_end(end_ms) .. string.sub(v, end_from + 7, to)
+  return string.sub(v, 1, end_from) .. lease_of_end(end_ms) .. string.sub(v, end_from + LEASE_END_LEN + 1, to)
     .. slot .. string.sub(v, to + 1, from) .. string.sub(v, from + LEASE_SLOT + 1)
 end
 
@@ -517,7 +519,8 @@ local function lease_decide(p, v, now_ms)
     if change == 'renew' then
       new = lease_renew(s, p.holder, own, end_ms)
       -- A renewal keeps the sizes: s reads the new value as lease_parse would, and most
-      -- calls learn from it that nothing ended.
+      -- calls learn from it that nothing ended. (view's counts stay the old value's; nothing
+      -- reads them past here.)
       s.v = new
       ok, ended = pcall(lease_ended_by, s, now_ms)
     else

@@ -191,15 +191,19 @@ local function throttle_seconds(ns)
   return (ns - ns % 1000000000) / 1000000000
 end
 
--- A plain limiter (`max_burst count period`, quantity, each a canonical integer below 10^14,
--- in seconds) decided at now_us on a key absent or holding a canonical TAT, where every
--- value stays in the numbers' reach: throttle_decide in numbers, with no table but the
--- reply. The reply and the TAT to write (nil: none); nil for any other key or limiter, having
--- written nothing. throttle_plain's, and CL.ALL's (all_plain).
-local function throttle_plain_decide(key, quantity, max_burst, count, period, now_us)
+-- A plain limiter's GCRA numbers (interval, limit, tolerance, increment) for
+-- `max_burst count period` and quantity, each a canonical integer below 10^14, in seconds;
+-- nil where a number is 0 or a constant leaves the numbers' reach.
+local function throttle_plain_numbers(quantity, max_burst, count, period)
   if count == 0 or period == 0 then return nil end
-  local interval, limit, tolerance, increment = throttle_numbers(max_burst, count, period, quantity, 1000000000)
-  if interval == nil then return nil end
+  return throttle_numbers(max_burst, count, period, quantity, 1000000000)
+end
+
+-- A plain limiter (throttle_plain_numbers's) decided at now_us on a key absent or holding a
+-- canonical TAT, where every value stays in the numbers' reach: throttle_decide in numbers,
+-- with no table but the reply. The reply and the TAT to write (nil: none); nil for any other
+-- key, having written nothing. throttle_plain's, and CL.ALL's (all_plain).
+local function throttle_plain_decide(key, interval, limit, tolerance, increment, now_us)
   local tat = 0
   local value = redis.pcall('GET', key)
   if value then
@@ -236,8 +240,10 @@ end
 local function throttle_plain(key, args)
   local quantity, max_burst, count, period = args_plain_call(args, #args, 3)
   if not quantity then return nil end
+  local interval, limit, tolerance, increment = throttle_plain_numbers(quantity, max_burst, count, period)
+  if interval == nil then return nil end
   local now_us = clock_now()
-  local reply, tat = throttle_plain_decide(key, quantity, max_burst, count, period, now_us)
+  local reply, tat = throttle_plain_decide(key, interval, limit, tolerance, increment, now_us)
   if tat then throttle_write_after(key, tat, now_us) end
   return reply
 end

@@ -91,10 +91,12 @@ local ERRORS,
   single_run,
   calendar_end_after,
   FIXED,
+  fixed_plain_fits,
   fixed_plain_decide,
   fixed_plain_write,
   cl_fixed,
   throttle_write_after,
+  throttle_plain_numbers,
   throttle_plain_decide,
   throttle_plain,
   THROTTLE,
@@ -1264,9 +1266,9 @@ do
 -- module API has RedisModule_Microseconds (Redis 7.2 and later, and Valkey, which answers as
 -- 7.2), in milliseconds on Redis 7.0 and 6.2, so that both decide at the same instant.
 
--- The last call's seconds, as TIME's text and as a number, kept between calls (a function
--- runs alone): they change once a second, and a tonumber's strtod costs as much as the
--- rest of the clock.
+-- The last call's seconds, as TIME's text and as a number, kept between calls: they change
+-- once a second, and a tonumber's strtod costs as much as the rest of the clock. Each call
+-- compares its own text with the kept one.
 local CLOCK_SECONDS_TEXT = ''
 local CLOCK_SECONDS = 0
 
@@ -1746,14 +1748,19 @@ FIXED = {
 
 FIXED.take = function(p, quantity) p.quantity = quantity end
 
--- A plain limiter (`limit period`, quantity, each a canonical integer below 10^14, the
--- period in seconds) decided at now_ms on a key absent or holding a canonical count with an
--- expiry: fixed_decide_quantity in numbers, with no table but the reply. The reply, and the
--- count to write (nil: none) with the window's end when the call opens one (nil: the key
--- keeps its own); nil for any other key or limiter, having written nothing. fixed_plain's,
--- and CL.ALL's (all_plain).
+-- Whether `limit period`, canonical integers below 10^14, the period in seconds, make a
+-- plain limiter.
+function fixed_plain_fits(limit, period)
+  return limit > 0 and period > 0 and period <= ARGS_MAX_SPAN.s
+end
+
+-- A plain limiter (fixed_plain_fits's) and quantity, a canonical integer below 10^14,
+-- decided at now_ms on a key absent or holding a canonical count with an expiry:
+-- fixed_decide_quantity in numbers, with no table but the reply. The reply, and the count to
+-- write (nil: none) with the window's end when the call opens one (nil: the key keeps its
+-- own); nil for any other key, having written nothing. fixed_plain's, and CL.ALL's
+-- (all_plain).
 function fixed_plain_decide(key, quantity, limit, period, now_ms)
-  if limit == 0 or period == 0 or period > ARGS_MAX_SPAN.s then return nil end
   -- The open window's count and end; none (end_ms nil) when the key is absent or its
   -- window has ended.
   local count, end_ms = 0, nil
@@ -1796,7 +1803,7 @@ end
 -- (as throttle_plain).
 local function fixed_plain(key, args)
   local quantity, limit, period = args_plain_call(args, #args, 2)
-  if not quantity then return nil end
+  if not quantity or not fixed_plain_fits(limit, period) then return nil end
   local _, now_ms = clock_now()
   local reply, count, opens = fixed_plain_decide(key, quantity, limit, period, now_ms)
   if count then fixed_plain_write(key, count, opens) end
@@ -2009,15 +2016,19 @@ local function throttle_seconds(ns)
   return (ns - ns % 1000000000) / 1000000000
 end
 
--- A plain limiter (`max_burst count period`, quantity, each a canonical integer below 10^14,
--- in seconds) decided at now_us on a key absent or holding a canonical TAT, where every
--- value stays in the numbers' reach: throttle_decide in numbers, with no table but the
--- reply. The reply and the TAT to write (nil: none); nil for any other key or limiter, having
--- written nothing. throttle_plain's, and CL.ALL's (all_plain).
-function throttle_plain_decide(key, quantity, max_burst, count, period, now_us)
+-- A plain limiter's GCRA numbers (interval, limit, tolerance, increment) for
+-- `max_burst count period` and quantity, each a canonical integer below 10^14, in seconds;
+-- nil where a number is 0 or a constant leaves the numbers' reach.
+function throttle_plain_numbers(quantity, max_burst, count, period)
   if count == 0 or period == 0 then return nil end
-  local interval, limit, tolerance, increment = throttle_numbers(max_burst, count, period, quantity, 1000000000)
-  if interval == nil then return nil end
+  return throttle_numbers(max_burst, count, period, quantity, 1000000000)
+end
+
+-- A plain limiter (throttle_plain_numbers's) decided at now_us on a key absent or holding a
+-- canonical TAT, where every value stays in the numbers' reach: throttle_decide in numbers,
+-- with no table but the reply. The reply and the TAT to write (nil: none); nil for any other
+-- key, having written nothing. throttle_plain's, and CL.ALL's (all_plain).
+function throttle_plain_decide(key, interval, limit, tolerance, increment, now_us)
   local tat = 0
   local value = redis.pcall('GET', key)
   if value then
@@ -2054,8 +2065,10 @@ end
 function throttle_plain(key, args)
   local quantity, max_burst, count, period = args_plain_call(args, #args, 3)
   if not quantity then return nil end
+  local interval, limit, tolerance, increment = throttle_plain_numbers(quantity, max_burst, count, period)
+  if interval == nil then return nil end
   local now_us = clock_now()
-  local reply, tat = throttle_plain_decide(key, quantity, max_burst, count, period, now_us)
+  local reply, tat = throttle_plain_decide(key, interval, limit, tolerance, increment, now_us)
   if tat then throttle_write_after(key, tat, now_us) end
   return reply
 end
@@ -2946,6 +2959,7 @@ do
 
 local LEASE_HEADER = 20
 local LEASE_SLOT = 3
+local LEASE_END_LEN = 6
 local LEASE_OVERHEAD = 7
 local LEASE_MAX_HEAP = 16777216
 local LEASE_MAX_END_MS = 281474976710655
@@ -2985,7 +2999,7 @@ local function lease_resize(v, len)
   return v .. string.rep('\0', len - #v)
 end
 
--- v's bytes from..to-1, with zero bytes where v has none (a value grown by SETRANGE).
+-- v's bytes from..to-1, with zero bytes past its end (as lease_resize grows a value).
 local function lease_bytes(v, from, to)
   if to <= #v then return string.sub(v, from + 1, to) end
   if from >= #v then return string.rep('\0', to - from) end
@@ -3062,8 +3076,7 @@ end
 
 local function lease_end(s, index_at, i)
   local at, len = lease_at(s, index_at, i)
-  local end_ms = struct.unpack('<I6', s.v, at + len)
-  return end_ms
+  return (struct.unpack('<I6', s.v, at + len))
 end
 
 -- The entry in slot i of the index at index_at: its holder and its end.
@@ -3169,9 +3182,9 @@ end
 -- one after another, then what the heap held past them; both indexes are written anew.
 local function lease_pack(v)
   local s = lease_parse(v)
-  local slots = {}
-  for i = 0, s.count - 1 do slots[#slots + 1] = i end
-  local entries = lease_entries_in_use(s, slots, s.in_use)
+  local all = {}
+  for i = 0, s.count - 1 do all[#all + 1] = i end
+  local entries = lease_entries_in_use(s, all, s.in_use)
   local new_of, packed, heap = {}, 0, {}
   for _, e in ipairs(entries) do
     new_of[e[1]] = packed
@@ -3282,7 +3295,8 @@ end
 
 
 -- The set s (nil: a new key's) with holder's lease ending at end_ms added, its slot going to
--- at_holder in `by_holder`. Where the module moves the indexes within the value (or grows
+-- at_holder in `by_holder`: holder holds none in s, and at_holder is where
+-- lease_search_holder on s found it would go. Where the module moves the indexes within the value (or grows
 -- it with zero bytes first), the new value is made at once from the same pieces: the heap's
 -- bytes before the new entry, the entry, what the heap held after it, and the two indexes
 -- with a slot let in each.
@@ -3326,15 +3340,16 @@ local function lease_renew(s, holder, found, end_ms)
   local offset = lease_slot(s, s.end_at, found.by_end)
   local at = lease_search_end(s, end_ms, holder)
   if at > found.by_end then at = at - 1 end
+  -- 0-based, the old end's first byte; the entry ends LEASE_END_LEN bytes on.
   local end_from = LEASE_HEADER + offset + 1 + #holder
   local from = s.end_at + LEASE_SLOT * found.by_end
   local to = s.end_at + LEASE_SLOT * at
   local slot = lease_of_u24(offset)
   if to > from then
-    return string.sub(v, 1, end_from) .. lease_of_end(end_ms) .. string.sub(v, end_from + 7, from)
+    return string.sub(v, 1, end_from) .. lease_of_end(end_ms) .. string.sub(v, end_from + LEASE_END_LEN + 1, from)
       .. string.sub(v, from + LEASE_SLOT + 1, to + LEASE_SLOT) .. slot .. string.sub(v, to + LEASE_SLOT + 1)
   end
-  return string.sub(v, 1, end_from) .. lease_of_end(end_ms) .. string.sub(v, end_from + 7, to)
+  return string.sub(v, 1, end_from) .. lease_of_end(end_ms) .. string.sub(v, end_from + LEASE_END_LEN + 1, to)
     .. slot .. string.sub(v, to + 1, from) .. string.sub(v, from + LEASE_SLOT + 1)
 end
 
@@ -3457,7 +3472,8 @@ local function lease_decide(p, v, now_ms)
     if change == 'renew' then
       new = lease_renew(s, p.holder, own, end_ms)
       -- A renewal keeps the sizes: s reads the new value as lease_parse would, and most
-      -- calls learn from it that nothing ended.
+      -- calls learn from it that nothing ended. (view's counts stay the old value's; nothing
+      -- reads them past here.)
       s.v = new
       ok, ended = pcall(lease_ended_by, s, now_ms)
     else
@@ -4034,11 +4050,22 @@ local function all_combine(replies)
   return true, fewest or 1
 end
 
+-- How many words a plain limiter's keyword at args[at] starts (THROTTLE or FIXED, in upper or
+-- lower case), or nil.
+local function all_plain_words(args, at)
+  local word = args[at]
+  if word == 'THROTTLE' or word == 'throttle' then return 4 end
+  if word == 'FIXED' or word == 'fixed' then return 3 end
+  return nil
+end
+
 -- The plain CL.ALL: only THROTTLE and FIXED limiters, each `THROTTLE max_burst count period`
 -- or `FIXED limit period` with canonical numbers in seconds, and no option, on keys absent or
--- plain. Each is decided by its command's plain path at one instant, then all are written or
--- none. nil for any other call, having written nothing: cl_all then reads and decides it in
--- full, and answers its errors (a repeated key among them).
+-- plain. The words' shape is checked before any key is read, so that a call with an option
+-- costs no reads here; each limiter's numbers are read as it is decided, by its command's
+-- plain path, at one instant; then all are written or none. nil for any other call, having
+-- written nothing: cl_all then reads and decides it in full, and answers its errors (a
+-- repeated key among them).
 local function all_plain(keys, args)
   local n = #keys
   if n == 0 or n > ALL_MAX_KEYS then return nil end
@@ -4047,32 +4074,37 @@ local function all_plain(keys, args)
       if keys[first] == keys[again] then return nil end
     end
   end
+  local at = 1
+  for _ = 1, n do
+    local words = all_plain_words(args, at)
+    if words == nil then return nil end
+    at = at + words
+  end
+  if at ~= #args + 1 then return nil end
   local now_us, now_ms = clock_now()
   -- Each limiter's reply and what it writes: a TAT (gcra[i]) or a count, and the end of the
   -- window the count opens.
   local replies, writes, opens, gcra = {}, {}, {}, {}
-  local at = 1
+  at = 1
   for i = 1, n do
-    local word = args[at]
-    if word ~= 'THROTTLE' and word ~= 'FIXED' and word then word = string.upper(word) end
+    local words = all_plain_words(args, at)
     local reply
-    if word == 'THROTTLE' then
-      local max_burst, count, period = args_plain(args[at + 1] or ''), args_plain(args[at + 2] or ''),
-        args_plain(args[at + 3] or '')
+    if words == 4 then
+      local max_burst, count, period = args_plain(args[at + 1]), args_plain(args[at + 2]), args_plain(args[at + 3])
       if not (max_burst and count and period) then return nil end
-      reply, writes[i] = throttle_plain_decide(keys[i], 1, max_burst, count, period, now_us)
+      local interval, limit, tolerance, increment = throttle_plain_numbers(1, max_burst, count, period)
+      if interval == nil then return nil end
+      reply, writes[i] = throttle_plain_decide(keys[i], interval, limit, tolerance, increment, now_us)
       gcra[i] = true
-      at = at + 4
-    elseif word == 'FIXED' then
-      local limit, period = args_plain(args[at + 1] or ''), args_plain(args[at + 2] or '')
-      if not (limit and period) then return nil end
+    else
+      local limit, period = args_plain(args[at + 1]), args_plain(args[at + 2])
+      if not (limit and period and fixed_plain_fits(limit, period)) then return nil end
       reply, writes[i], opens[i] = fixed_plain_decide(keys[i], 1, limit, period, now_ms)
-      at = at + 3
     end
     if reply == nil then return nil end
     replies[i] = reply
+    at = at + words
   end
-  if at ~= #args + 1 then return nil end
   local admitted, binding = all_combine(replies)
   if admitted then
     for i = 1, n do
