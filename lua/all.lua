@@ -46,12 +46,7 @@ end
 -- repeated key among them).
 local function all_plain(keys, args)
   local n = #keys
-  if n == 0 or n > ALL_MAX_KEYS then return nil end
-  for again = 2, n do
-    for first = 1, again - 1 do
-      if keys[first] == keys[again] then return nil end
-    end
-  end
+  if n == 0 or n > ALL_MAX_KEYS or all_repeated_key(keys) then return nil end
   local at = 1
   for _ = 1, n do
     local words = all_plain_words(args, at)
@@ -76,7 +71,7 @@ local function all_plain(keys, args)
       gcra[i] = true
     else
       local limit, period = args_plain(args[at + 1]), args_plain(args[at + 2])
-      if not (limit and period and fixed_plain_fits(limit, period)) then return nil end
+      if not (limit and period and args_plain_rate(limit, period)) then return nil end
       reply, writes[i], opens[i] = fixed_plain_decide(keys[i], 1, limit, period, now_ms)
     end
     if reply == nil then return nil end

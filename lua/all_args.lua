@@ -45,6 +45,16 @@ local function all_fixed_grid(p, args, from, to)
   return nil
 end
 
+-- The first key given again, as the two positions (first, again); nil when none is.
+local function all_repeated_key(keys)
+  for again = 2, #keys do
+    for first = 1, again - 1 do
+      if keys[first] == keys[again] then return first, again end
+    end
+  end
+  return nil
+end
+
 -- The call's limiters ({ kind, p }, in key order) and its options, or nil and the error. The
 -- library's own refusals (BLOCK, numbers past 2^53 − 1) are the caller's, once the module's
 -- checks, Gcra::new's among them, have passed.
@@ -54,11 +64,8 @@ local function args_all(keys, args)
   if argc < 6 or argc > ALL_MAX_ARGS then return nil, ERRORS.wrong_arity(command) end
   if #keys < GRAMMAR_NUMKEYS.min then return nil, ERRORS.below_minimum('numkeys', GRAMMAR_NUMKEYS.min) end
   if #keys > ALL_MAX_KEYS then return nil, ERRORS.above_maximum('numkeys', ALL_MAX_KEYS) end
-  for again = 2, #keys do
-    for first = 1, again - 1 do
-      if keys[first] == keys[again] then return nil, ERRORS.duplicate_key(first, again) end
-    end
-  end
+  local first, again = all_repeated_key(keys)
+  if first then return nil, ERRORS.duplicate_key(first, again) end
   -- The shape first: where each limiter is, then the options.
   local shapes = {}
   local at = 1

@@ -86,6 +86,13 @@ local function args_plain_call(args, n, params)
   return quantity, a, b, c
 end
 
+-- Whether a plain call's count and span (canonical integers below 10^14, the span in
+-- seconds: a period, a lease's time) are ones the plain paths take: neither 0, the span
+-- within 2^62 ns.
+local function args_plain_rate(count, period)
+  return count > 0 and period > 0 and period <= ARGS_MAX_SPAN.s
+end
+
 -- A span of at least 1 in this unit ('s' or 'ms'), within 2^62 ns.
 local function args_span(text, name, unit)
   local span, err = args_integer(text, name, 1)
@@ -359,8 +366,7 @@ end
 local function args_lease_plain(args)
   if #args ~= 3 then return nil end
   local limit, lease_time, holder = args_plain(args[1]), args_plain(args[2]), args[3]
-  if not limit or limit == 0 or not lease_time or lease_time == 0 or lease_time > ARGS_MAX_SPAN.s
-    or #holder == 0 or #holder > 255 then
+  if not (limit and lease_time and args_plain_rate(limit, lease_time)) or #holder == 0 or #holder > 255 then
     return nil
   end
   return { unit = 's', dry_run = false, block = false, at = false, limit = limit, lease_time = lease_time,

@@ -110,13 +110,7 @@ local FIXED = {
 
 FIXED.take = function(p, quantity) p.quantity = quantity end
 
--- Whether `limit period`, canonical integers below 10^14, the period in seconds, make a
--- plain limiter.
-local function fixed_plain_fits(limit, period)
-  return limit > 0 and period > 0 and period <= ARGS_MAX_SPAN.s
-end
-
--- A plain limiter (fixed_plain_fits's) and quantity, a canonical integer below 10^14,
+-- A plain limiter (`limit period` as args_plain_rate takes them) and quantity, a canonical integer below 10^14,
 -- decided at now_ms on a key absent or holding a canonical count with an expiry:
 -- fixed_decide_quantity in numbers, with no table but the reply. The reply, and the count to
 -- write (nil: none) with the window's end when the call opens one (nil: the key keeps its
@@ -165,7 +159,7 @@ end
 -- (as throttle_plain).
 local function fixed_plain(key, args)
   local quantity, limit, period = args_plain_call(args, #args, 2)
-  if not quantity or not fixed_plain_fits(limit, period) then return nil end
+  if not quantity or not args_plain_rate(limit, period) then return nil end
   local _, now_ms = clock_now()
   local reply, count, opens = fixed_plain_decide(key, quantity, limit, period, now_ms)
   if count then fixed_plain_write(key, count, opens) end

@@ -340,13 +340,12 @@ local function lease_cut(v, freed, by_holder, by_end)
   return lease_write_sizes(v, count, heap_len, holes, tail)
 end
 
-
 -- The set s (nil: a new key's) with holder's lease ending at end_ms added, its slot going to
 -- at_holder in `by_holder`: holder holds none in s, and at_holder is where
--- lease_search_holder on s found it would go. Where the module moves the indexes within the value (or grows
--- it with zero bytes first), the new value is made at once from the same pieces: the heap's
--- bytes before the new entry, the entry, what the heap held after it, and the two indexes
--- with a slot let in each.
+-- lease_search_holder on s found it would go. Where the module moves the indexes within the
+-- value (or grows it with zero bytes first), the new value is made at once from the same
+-- pieces: the heap's bytes before the new entry, the entry, what the heap held after it, and
+-- the two indexes with a slot let in each.
 local function lease_insert(s, holder, end_ms, at_holder)
   local old = s or { v = '', count = 0, heap_len = 0, holes = 0, tail = 0, gaps = 0, in_use = 0,
     holder_at = LEASE_HEADER, end_at = LEASE_HEADER }
@@ -392,11 +391,12 @@ local function lease_renew(s, holder, found, end_ms)
   local from = s.end_at + LEASE_SLOT * found.by_end
   local to = s.end_at + LEASE_SLOT * at
   local slot = lease_of_u24(offset)
+  local after_end = end_from + LEASE_END_LEN + 1
   if to > from then
-    return string.sub(v, 1, end_from) .. lease_of_end(end_ms) .. string.sub(v, end_from + LEASE_END_LEN + 1, from)
+    return string.sub(v, 1, end_from) .. lease_of_end(end_ms) .. string.sub(v, after_end, from)
       .. string.sub(v, from + LEASE_SLOT + 1, to + LEASE_SLOT) .. slot .. string.sub(v, to + LEASE_SLOT + 1)
   end
-  return string.sub(v, 1, end_from) .. lease_of_end(end_ms) .. string.sub(v, end_from + LEASE_END_LEN + 1, to)
+  return string.sub(v, 1, end_from) .. lease_of_end(end_ms) .. string.sub(v, after_end, to)
     .. slot .. string.sub(v, to + 1, from) .. string.sub(v, from + LEASE_SLOT + 1)
 end
 

@@ -266,7 +266,6 @@ local SMOOTH = {
 -- The plain call's rate, kept between calls by the function form (a function runs alone).
 local SMOOTH_PLAIN_RATE = {}
 
-
 -- The plain call, `permits period [quantity]` with each a canonical integer below 10^14 and
 -- the period in seconds, on a key absent or holding a bursty state at this rate: decided
 -- with no table but the reply and the rate kept between calls. nil for any other call, or
@@ -274,6 +273,8 @@ local SMOOTH_PLAIN_RATE = {}
 -- and answers its errors (as throttle_plain).
 local function smooth_plain(key, args)
   local quantity, permits, period = args_plain_call(args, #args, 2)
+  -- args_plain_rate's test, written out: its call would cost this path 500 instructions, and
+  -- the path is within 200 of its target (docs/benchmark.md).
   if not quantity or permits == 0 or period == 0 or period > ARGS_MAX_SPAN.s or quantity > 2147483647 then
     return nil
   end

@@ -50,6 +50,7 @@ local ERRORS,
   args_canonical,
   args_plain,
   args_plain_call,
+  args_plain_rate,
   args_given,
   args_bucket_count,
   ARGS_VALUES,
@@ -94,7 +95,6 @@ local ERRORS,
   single_run,
   calendar_end_after,
   FIXED,
-  fixed_plain_fits,
   fixed_plain_decide,
   fixed_plain_write,
   cl_fixed,
@@ -118,6 +118,7 @@ local ERRORS,
   SMOOTH,
   cl_smooth,
   ALL_MAX_KEYS,
+  all_repeated_key,
   args_all,
   cl_all,
   cell_unknown,
@@ -887,6 +888,13 @@ function args_plain_call(args, n, params)
   return quantity, a, b, c
 end
 
+-- Whether a plain call's count and span (canonical integers below 10^14, the span in
+-- seconds: a period, a lease's time) are ones the plain paths take: neither 0, the span
+-- within 2^62 ns.
+function args_plain_rate(count, period)
+  return count > 0 and period > 0 and period <= ARGS_MAX_SPAN.s
+end
+
 -- A span of at least 1 in this unit ('s' or 'ms'), within 2^62 ns.
 local function args_span(text, name, unit)
   local span, err = args_integer(text, name, 1)
@@ -1160,8 +1168,7 @@ end
 function args_lease_plain(args)
   if #args ~= 3 then return nil end
   local limit, lease_time, holder = args_plain(args[1]), args_plain(args[2]), args[3]
-  if not limit or limit == 0 or not lease_time or lease_time == 0 or lease_time > ARGS_MAX_SPAN.s
-    or #holder == 0 or #holder > 255 then
+  if not (limit and lease_time and args_plain_rate(limit, lease_time)) or #holder == 0 or #holder > 255 then
     return nil
   end
   return { unit = 's', dry_run = false, block = false, at = false, limit = limit, lease_time = lease_time,
@@ -1751,13 +1758,7 @@ FIXED = {
 
 FIXED.take = function(p, quantity) p.quantity = quantity end
 
--- Whether `limit period`, canonical integers below 10^14, the period in seconds, make a
--- plain limiter.
-function fixed_plain_fits(limit, period)
-  return limit > 0 and period > 0 and period <= ARGS_MAX_SPAN.s
-end
-
--- A plain limiter (fixed_plain_fits's) and quantity, a canonical integer below 10^14,
+-- A plain limiter (`limit period` as args_plain_rate takes them) and quantity, a canonical integer below 10^14,
 -- decided at now_ms on a key absent or holding a canonical count with an expiry:
 -- fixed_decide_quantity in numbers, with no table but the reply. The reply, and the count to
 -- write (nil: none) with the window's end when the call opens one (nil: the key keeps its
@@ -1806,7 +1807,7 @@ end
 -- (as throttle_plain).
 local function fixed_plain(key, args)
   local quantity, limit, period = args_plain_call(args, #args, 2)
-  if not quantity or not fixed_plain_fits(limit, period) then return nil end
+  if not quantity or not args_plain_rate(limit, period) then return nil end
   local _, now_ms = clock_now()
   local reply, count, opens = fixed_plain_decide(key, quantity, limit, period, now_ms)
   if count then fixed_plain_write(key, count, opens) end
@@ -3296,13 +3297,12 @@ local function lease_cut(v, freed, by_holder, by_end)
   return lease_write_sizes(v, count, heap_len, holes, tail)
 end
 
-
 -- The set s (nil: a new key's) with holder's lease ending at end_ms added, its slot going to
 -- at_holder in `by_holder`: holder holds none in s, and at_holder is where
--- lease_search_holder on s found it would go. Where the module moves the indexes within the value (or grows
--- it with zero bytes first), the new value is made at once from the same pieces: the heap's
--- bytes before the new entry, the entry, what the heap held after it, and the two indexes
--- with a slot let in each.
+-- lease_search_holder on s found it would go. Where the module moves the indexes within the
+-- value (or grows it with zero bytes first), the new value is made at once from the same
+-- pieces: the heap's bytes before the new entry, the entry, what the heap held after it, and
+-- the two indexes with a slot let in each.
 local function lease_insert(s, holder, end_ms, at_holder)
   local old = s or { v = '', count = 0, heap_len = 0, holes = 0, tail = 0, gaps = 0, in_use = 0,
     holder_at = LEASE_HEADER, end_at = LEASE_HEADER }
@@ -3348,11 +3348,12 @@ local function lease_renew(s, holder, found, end_ms)
   local from = s.end_at + LEASE_SLOT * found.by_end
   local to = s.end_at + LEASE_SLOT * at
   local slot = lease_of_u24(offset)
+  local after_end = end_from + LEASE_END_LEN + 1
   if to > from then
-    return string.sub(v, 1, end_from) .. lease_of_end(end_ms) .. string.sub(v, end_from + LEASE_END_LEN + 1, from)
+    return string.sub(v, 1, end_from) .. lease_of_end(end_ms) .. string.sub(v, after_end, from)
       .. string.sub(v, from + LEASE_SLOT + 1, to + LEASE_SLOT) .. slot .. string.sub(v, to + LEASE_SLOT + 1)
   end
-  return string.sub(v, 1, end_from) .. lease_of_end(end_ms) .. string.sub(v, end_from + LEASE_END_LEN + 1, to)
+  return string.sub(v, 1, end_from) .. lease_of_end(end_ms) .. string.sub(v, after_end, to)
     .. slot .. string.sub(v, to + 1, from) .. string.sub(v, from + LEASE_SLOT + 1)
 end
 
@@ -3849,7 +3850,6 @@ SMOOTH = {
 -- The plain call's rate, kept between calls by the function form (a function runs alone).
 local SMOOTH_PLAIN_RATE = {}
 
-
 -- The plain call, `permits period [quantity]` with each a canonical integer below 10^14 and
 -- the period in seconds, on a key absent or holding a bursty state at this rate: decided
 -- with no table but the reply and the rate kept between calls. nil for any other call, or
@@ -3857,6 +3857,8 @@ local SMOOTH_PLAIN_RATE = {}
 -- and answers its errors (as throttle_plain).
 local function smooth_plain(key, args)
   local quantity, permits, period = args_plain_call(args, #args, 2)
+  -- args_plain_rate's test, written out: its call would cost this path 500 instructions, and
+  -- the path is within 200 of its target (docs/benchmark.md).
   if not quantity or permits == 0 or period == 0 or period > ARGS_MAX_SPAN.s or quantity > 2147483647 then
     return nil
   end
@@ -3936,6 +3938,16 @@ local function all_fixed_grid(p, args, from, to)
   return nil
 end
 
+-- The first key given again, as the two positions (first, again); nil when none is.
+function all_repeated_key(keys)
+  for again = 2, #keys do
+    for first = 1, again - 1 do
+      if keys[first] == keys[again] then return first, again end
+    end
+  end
+  return nil
+end
+
 -- The call's limiters ({ kind, p }, in key order) and its options, or nil and the error. The
 -- library's own refusals (BLOCK, numbers past 2^53 − 1) are the caller's, once the module's
 -- checks, Gcra::new's among them, have passed.
@@ -3945,11 +3957,8 @@ function args_all(keys, args)
   if argc < 6 or argc > ALL_MAX_ARGS then return nil, ERRORS.wrong_arity(command) end
   if #keys < GRAMMAR_NUMKEYS.min then return nil, ERRORS.below_minimum('numkeys', GRAMMAR_NUMKEYS.min) end
   if #keys > ALL_MAX_KEYS then return nil, ERRORS.above_maximum('numkeys', ALL_MAX_KEYS) end
-  for again = 2, #keys do
-    for first = 1, again - 1 do
-      if keys[first] == keys[again] then return nil, ERRORS.duplicate_key(first, again) end
-    end
-  end
+  local first, again = all_repeated_key(keys)
+  if first then return nil, ERRORS.duplicate_key(first, again) end
   -- The shape first: where each limiter is, then the options.
   local shapes = {}
   local at = 1
@@ -4071,12 +4080,7 @@ end
 -- repeated key among them).
 local function all_plain(keys, args)
   local n = #keys
-  if n == 0 or n > ALL_MAX_KEYS then return nil end
-  for again = 2, n do
-    for first = 1, again - 1 do
-      if keys[first] == keys[again] then return nil end
-    end
-  end
+  if n == 0 or n > ALL_MAX_KEYS or all_repeated_key(keys) then return nil end
   local at = 1
   for _ = 1, n do
     local words = all_plain_words(args, at)
@@ -4101,7 +4105,7 @@ local function all_plain(keys, args)
       gcra[i] = true
     else
       local limit, period = args_plain(args[at + 1]), args_plain(args[at + 2])
-      if not (limit and period and fixed_plain_fits(limit, period)) then return nil end
+      if not (limit and period and args_plain_rate(limit, period)) then return nil end
       reply, writes[i], opens[i] = fixed_plain_decide(keys[i], 1, limit, period, now_ms)
     end
     if reply == nil then return nil end
