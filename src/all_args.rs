@@ -8,7 +8,7 @@ use crate::args::{
 use crate::command::Command;
 use crate::error::Error;
 use crate::grammar::params::{self, LimiterKind};
-use crate::grammar::{bucket_count, Given, Opt, ANY_QUANTITY};
+use crate::grammar::{bucket_count, names, Given, Opt, ANY_QUANTITY};
 use crate::time::TimeUnit;
 
 /// The most keys, and so limiters, one CL.ALL call decides over.
@@ -63,7 +63,7 @@ pub struct AllArgs<'a> {
 fn params_of(kind: LimiterKind, args: &[&[u8]], at: usize) -> usize {
     let is = |offset: usize, opt: Opt| {
         args.get(at + 1 + offset)
-            .is_some_and(|word| word.eq_ignore_ascii_case(opt.row().keyword.to_bytes()))
+            .is_some_and(|word| names(word, opt.row().keyword))
     };
     match kind {
         LimiterKind::Throttle => THROTTLE_NUMBERS,

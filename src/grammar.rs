@@ -319,10 +319,28 @@ impl Opt {
         }
         OPTIONS
             .iter()
-            .find(|row| word.eq_ignore_ascii_case(row.keyword.to_bytes()))
+            .find(|row| names(word, row.keyword))
             .map(|row| row.opt)
     }
 }
+
+/// Whether `word` is `keyword`, whatever its case. Every keyword is ASCII letters (a test
+/// holds the tables to it), and a byte is a letter in either case exactly when it differs
+/// from it at most in the case bit: one test a byte, with no branch, where
+/// `eq_ignore_ascii_case` folds both sides.
+#[inline(always)]
+pub fn names(word: &[u8], keyword: &CStr) -> bool {
+    let keyword = keyword.to_bytes();
+    word.len() == keyword.len()
+        && word
+            .iter()
+            .zip(keyword)
+            .fold(0, |differ, (&w, &k)| differ | ((w ^ k) & !CASE_BIT))
+            == 0
+}
+
+/// The bit an ASCII letter's two cases differ in.
+const CASE_BIT: u8 = 0x20;
 
 impl Row {
     /// The keyword as the errors quote it.
@@ -614,6 +632,32 @@ mod tests {
 
     fn words(text: &str) -> Vec<&[u8]> {
         text.split_whitespace().map(str::as_bytes).collect()
+    }
+
+    #[test]
+    fn keywords_are_named_as_eq_ignore_ascii_case_names_them() {
+        let keywords = OPTIONS
+            .iter()
+            .map(|row| row.keyword)
+            .chain(params::LimiterKind::ALL.map(|kind| kind.keyword()))
+            .chain(params::CalendarUnit::ALL.map(|unit| unit.keyword()));
+        for keyword in keywords {
+            let bytes = keyword.to_bytes();
+            // What `names` rests on.
+            assert!(bytes.iter().all(u8::is_ascii_alphabetic), "{keyword:?}");
+            // Every byte in every place, and every length around the keyword's.
+            for at in 0..bytes.len() {
+                for byte in 0..=u8::MAX {
+                    let mut word = bytes.to_vec();
+                    word[at] = byte;
+                    assert_eq!(names(&word, keyword), word.eq_ignore_ascii_case(bytes));
+                }
+            }
+            for len in 0..bytes.len() + 2 {
+                let word: Vec<u8> = bytes.iter().copied().cycle().take(len).collect();
+                assert_eq!(names(&word, keyword), len == bytes.len());
+            }
+        }
     }
 
     #[test]

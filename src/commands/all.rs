@@ -53,35 +53,28 @@ pub fn run_all<const THOROUGH: bool>(call: &Call, turn: Turn) -> Result<Answer, 
     // of them is known: the most units every limiter admits now. A look is granted nothing.
     let at_most = args.at_most && !request.peeks();
     let mut entries = Vec::with_capacity(args.limiters.len());
-    let mut opened = Vec::with_capacity(if at_most { args.limiters.len() } else { 0 });
-    let mut most = args.quantity;
-    for (index, (spec, limiter)) in args.limiters.iter().zip(&limiters).enumerate() {
-        let limiter = limiter.ok_or(Error::Internal)?;
-        let key = open(call.ctx, call.arg(index + 1)?, request)?;
-        if at_most {
-            most = most.min(grant(limiter, &key, most, now)?);
-            opened.push(key);
-        } else {
+    // ATMOST's grant as text, alive until the writes have propagated it.
+    let mut granted_text = None;
+    let granted = if at_most {
+        let at = (now, turn);
+        let most = decide_granted::<THOROUGH>(
+            call,
+            &args,
+            &limiters,
+            at,
+            &mut entries,
+            &mut granted_text,
+        )?;
+        Some(most)
+    } else {
+        for (index, limiter) in limiters.iter().take(args.limiters.len()).enumerate() {
+            let limiter = limiter.ok_or(Error::Internal)?;
+            let key = open(call.ctx, call.arg(index + 1)?, request)?;
             let at = Decide::plain(index, key, now, turn);
-            entries.push(Entry::decide::<THOROUGH>(call, &args, spec, limiter, at)?);
+            entries.push(Entry::decide::<THOROUGH>(call, &args, limiter, at)?);
         }
-    }
-    let granted = at_most.then_some(most);
-    // A grant propagates as each limiter's plain admission of it, in place of the quantity.
-    let granted_text = match granted {
-        Some(granted) if args.quantity_at.is_some() => Some(OwnedString::integer(granted)?),
-        _ => None,
+        None
     };
-    let grants = opened.into_iter().zip(args.limiters.iter().zip(&limiters));
-    for (index, (key, (spec, limiter))) in grants.enumerate() {
-        // None fits: asked for one unit, the denial says when one will.
-        let limiter = limiter.ok_or(Error::Internal)?.taking(most.max(1))?;
-        let at = Decide {
-            quantity: granted_text.as_ref().map(OwnedString::as_ptr),
-            ..Decide::plain(index, key, now, turn)
-        };
-        entries.push(Entry::decide::<THOROUGH>(call, &args, spec, limiter, at)?);
-    }
     let combined = all::combine(entries.iter().map(|entry| &entry.verdict), args.unit);
     let reply = if args.detail {
         let mut replies = Vec::with_capacity(entries.len());
@@ -100,7 +93,7 @@ pub fn run_all<const THOROUGH: bool>(call: &Call, turn: Turn) -> Result<Answer, 
             .iter()
             .any(|entry| combined.change(&entry.verdict).is_some());
     if changed {
-        write_all(call.ctx, &combined, &mut entries, now);
+        write_all(call, &args, &combined, &mut entries, now);
     } else if !combined.admitted {
         ban_denying(call.ctx, &mut entries, now);
     }
@@ -125,6 +118,44 @@ pub fn run_all<const THOROUGH: bool>(call: &Call, turn: Turn) -> Result<Answer, 
             .then(|| granted.filter(|_| combined.admitted).unwrap_or(0)),
         denied_keys,
     })
+}
+
+/// ATMOST's decisions: each key opened and asked its grant in key order, then every limiter
+/// decides the least of them, the most units every limiter admits now; returns it. Out of
+/// line: a call that names no ATMOST never comes here.
+#[cold]
+#[inline(never)]
+fn decide_granted<'a, const THOROUGH: bool>(
+    call: &Call,
+    args: &all_args::AllArgs<'a>,
+    limiters: &[Option<Limiter<'a>>],
+    (now, turn): (Instant, Turn),
+    entries: &mut Vec<Entry<'a>>,
+    granted_text: &mut Option<OwnedString>,
+) -> Result<i64, Error> {
+    let request = request_of(args);
+    let mut opened = Vec::with_capacity(args.limiters.len());
+    let mut most = args.quantity;
+    for (index, limiter) in limiters.iter().take(args.limiters.len()).enumerate() {
+        let limiter = limiter.ok_or(Error::Internal)?;
+        let key = open(call.ctx, call.arg(index + 1)?, request)?;
+        most = most.min(grant(limiter, &key, most, now)?);
+        opened.push(key);
+    }
+    // A grant propagates as each limiter's plain admission of it, in place of the quantity.
+    if args.quantity_at.is_some() {
+        *granted_text = Some(OwnedString::integer(most)?);
+    }
+    for (index, (key, limiter)) in opened.into_iter().zip(limiters).enumerate() {
+        // None fits: asked for one unit, the denial says when one will.
+        let limiter = limiter.ok_or(Error::Internal)?.taking(most.max(1))?;
+        let at = Decide {
+            quantity: granted_text.as_ref().map(OwnedString::as_ptr),
+            ..Decide::plain(index, key, now, turn)
+        };
+        entries.push(Entry::decide::<THOROUGH>(call, args, limiter, at)?);
+    }
+    Ok(most)
 }
 
 /// With BAN, locks out each key whose limiter denied a call that could fit later (nothing is
@@ -173,19 +204,25 @@ fn denying(entries: &[Entry]) -> u16 {
 /// every write, so that no listener runs while keys of the call are still to be written.
 #[inline(always)]
 fn write_all(
-    ctx: *mut raw::RedisModuleCtx,
+    call: &Call,
+    args: &all_args::AllArgs,
     combined: &Combined,
     entries: &mut [Entry],
     now: Instant,
 ) {
+    let ctx = call.ctx;
     let mut written = [false; all_args::MAX_KEYS];
-    for (entry, written) in entries.iter_mut().zip(written.iter_mut()) {
+    let keys = entries.iter_mut().zip(&args.limiters).enumerate();
+    for ((index, (entry, spec)), written) in keys.zip(written.iter_mut()) {
         if let Some(change) = combined.change(&entry.verdict) {
-            let own = entry
-                .own
-                .as_ref()
-                .and_then(|(args, len)| args.get(..*len))
-                .map(Propagate::WithInstant);
+            let own = match own_args(call, args, (index, spec), entry.quantity) {
+                Ok(own) => own,
+                Err(error) => {
+                    log_unwritten(ctx, error);
+                    continue;
+                }
+            };
+            let own = own.as_ref().map(|own| Propagate::WithInstant(own.made()));
             if entry.ban.wrapped {
                 if let Err(error) = unwrap(ctx, &mut entry.key, now) {
                     log_unwritten(ctx, error);
@@ -217,16 +254,82 @@ fn log_unwritten(ctx: *mut raw::RedisModuleCtx, error: Error) {
     );
 }
 
+/// The arguments the `index`-th limiter's own command propagates its change with, for a
+/// limiter whose changes go as its command (a THROTTLE limiter's go as the SET they amount
+/// to): the key and the parameters as the client gave them, then the shared quantity (a
+/// lease: the holder; ATMOST: the grant's `quantity`), a WINDOW's `BUCKETS n` or a FIXED's
+/// `ALIGN` and `OFFSET minutes`, MS and REFUND. A refund changes no lease, so a LEASE limiter
+/// never propagates one. Made only for a key that is written.
+fn own_args(
+    call: &Call,
+    args: &all_args::AllArgs,
+    (index, spec): (usize, &all_args::LimiterSpec),
+    quantity: Option<*mut raw::RedisModuleString>,
+) -> Result<Option<OwnArgs>, Error> {
+    let quantity_or_holder = match spec.args {
+        LimiterArgs::Throttle(_) => return Ok(None),
+        LimiterArgs::Lease(_) => args.holder.map(|(_, at)| at),
+        _ => args.quantity_at,
+    };
+    let numbers = match spec.args {
+        LimiterArgs::Fixed(_) | LimiterArgs::Window(_) => all_args::WINDOW_NUMBERS,
+        _ => spec.params_len,
+    };
+    // Positions count after the command's name.
+    let argv = call.argv.get(1..).unwrap_or_default();
+    let at = |position: usize| argv.get(position).copied().ok_or(Error::Internal);
+    let (numbers_end, params_end) = (spec.params_at + numbers, spec.params_at + spec.params_len);
+    let mut own = OwnArgs::new();
+    own.gather(&[at(index + 1)?])?;
+    own.gather(
+        argv.get(spec.params_at..numbers_end)
+            .ok_or(Error::Internal)?,
+    )?;
+    if let Some(position) = quantity_or_holder {
+        own.gather(&[quantity.map_or_else(|| at(position), Ok)?])?;
+    }
+    own.gather(argv.get(numbers_end..params_end).ok_or(Error::Internal)?)?;
+    for position in [args.ms_at, args.refund_at].into_iter().flatten() {
+        own.gather(&[at(position)?])?;
+    }
+    Ok(Some(own))
+}
+
 /// The most arguments a limiter's own command is propagated with: a FIXED's key, two
 /// parameters, the quantity, `ALIGN`, `OFFSET minutes`, MS and REFUND.
 const MAX_OWN_ARGS: usize = 9;
 
-/// A limiter's own command, as it propagates: its arguments and how many there are.
-type OwnArgs = ([*mut raw::RedisModuleString; MAX_OWN_ARGS], usize);
+/// A limiter's own command, as it propagates: its arguments, the first `len` of them made.
+struct OwnArgs {
+    args: [*mut raw::RedisModuleString; MAX_OWN_ARGS],
+    len: usize,
+}
 
-/// One key of a CL.ALL call: its limiter, the open key, the limiter's verdict, and the
-/// arguments its own command would propagate with, for a limiter whose changes go as its
-/// command (a THROTTLE limiter's go as the SET they amount to).
+impl OwnArgs {
+    fn new() -> OwnArgs {
+        OwnArgs {
+            args: [std::ptr::null_mut(); MAX_OWN_ARGS],
+            len: 0,
+        }
+    }
+
+    /// Appends `more`.
+    fn gather(&mut self, more: &[*mut raw::RedisModuleString]) -> Result<(), Error> {
+        let end = self.len + more.len();
+        self.args
+            .get_mut(self.len..end)
+            .ok_or(Error::Internal)?
+            .copy_from_slice(more);
+        self.len = end;
+        Ok(())
+    }
+
+    fn made(&self) -> &[*mut raw::RedisModuleString] {
+        self.args.get(..self.len).unwrap_or_default()
+    }
+}
+
+/// One key of a CL.ALL call: its limiter, the open key and the limiter's verdict.
 struct Entry<'a> {
     limiter: Limiter<'a>,
     key: Key,
@@ -234,7 +337,9 @@ struct Entry<'a> {
     /// The key holds a ban that is over, unwrapped before a change is written; with BAN, the
     /// lockout this key's limiter's denial makes, if the call is denied.
     ban: BanStep,
-    own: Option<OwnArgs>,
+    /// An ATMOST grant's made text, which the limiter's own command propagates with in place
+    /// of the call's quantity.
+    quantity: Option<*mut raw::RedisModuleString>,
 }
 
 /// Where one of a CL.ALL call's limiters decides: the call's `index`-th key, opened, at this
@@ -262,11 +367,10 @@ impl Decide {
 }
 
 impl<'a> Entry<'a> {
-    /// Answers the call's request with `limiter`, built from `spec`, on its open key.
+    /// Answers the call's request with `limiter` on its open key.
     fn decide<const THOROUGH: bool>(
         call: &Call,
         args: &all_args::AllArgs,
-        spec: &all_args::LimiterSpec,
         limiter: Limiter<'a>,
         at: Decide,
     ) -> Result<Entry<'a>, Error> {
@@ -291,42 +395,12 @@ impl<'a> Entry<'a> {
             args.ban_ms,
             &mut ban,
         )?;
-        // The key and the limiter's parameters as the client gave them, then the shared
-        // quantity (a lease: the holder), a WINDOW's `BUCKETS n` or a FIXED's `ALIGN` and
-        // `OFFSET minutes`, MS and REFUND: the arguments of the limiter's own command. A
-        // refund changes no lease, so a LEASE limiter never propagates one.
-        let quantity_or_holder = match spec.args {
-            LimiterArgs::Lease(_) => args.holder.map(|(_, at)| at),
-            _ => args.quantity_at,
-        };
-        let numbers = match spec.args {
-            LimiterArgs::Fixed(_) | LimiterArgs::Window(_) => all_args::WINDOW_NUMBERS,
-            _ => spec.params_len,
-        };
-        let own = match spec.args {
-            LimiterArgs::Throttle(_) => None,
-            _ => {
-                let (mut own, len) = call.args_at::<MAX_OWN_ARGS>(
-                    std::iter::once(index + 1)
-                        .chain(spec.params_at..spec.params_at + numbers)
-                        .chain(quantity_or_holder)
-                        .chain(spec.params_at + numbers..spec.params_at + spec.params_len)
-                        .chain(args.ms_at)
-                        .chain(args.refund_at),
-                )?;
-                // ATMOST's grant, after the key and the numbers, in place of the quantity.
-                if let Some(quantity) = quantity.filter(|_| args.quantity_at.is_some()) {
-                    *own.get_mut(1 + numbers).ok_or(Error::Internal)? = quantity;
-                }
-                Some((own, len))
-            }
-        };
         Ok(Entry {
             limiter,
             key,
             verdict,
             ban,
-            own,
+            quantity,
         })
     }
 

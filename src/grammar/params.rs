@@ -115,7 +115,7 @@ impl CalendarUnit {
     pub fn of(word: &[u8]) -> Option<CalendarUnit> {
         CalendarUnit::ALL
             .into_iter()
-            .find(|unit| word.eq_ignore_ascii_case(unit.keyword().to_bytes()))
+            .find(|&unit| super::names(word, unit.keyword()))
     }
 }
 
@@ -240,7 +240,7 @@ impl LimiterKind {
     pub fn of(word: &[u8]) -> Option<LimiterKind> {
         LimiterKind::ALL
             .into_iter()
-            .find(|kind| word.eq_ignore_ascii_case(kind.keyword().to_bytes()))
+            .find(|&kind| super::names(word, kind.keyword()))
     }
 }
 
