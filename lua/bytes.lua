@@ -134,18 +134,20 @@ local function bytes_of_varint(hi, lo)
 end
 
 -- The multiplicative hash the module seals a header with (a checksum of its first words):
--- each 32-bit word xored in, multiplied by 0x9e3779b1 and rotated left by 13. The bit
--- library answers signed 32-bit words: `% 2^32` makes them the module's u32. The product and
+-- each 32-bit word xored in, multiplied by 0x9e3779b1 and rotated left by 13. The product and
 -- the rotation are arithmetic on parts a double holds exactly: a C call costs far more. The
 -- words come as an array, each step written out in the loop rather than called.
-local function bytes_checksum(words)
+local function bytes_checksum(words, count)
   -- Read once: in the loop, `bit.bxor` would be two table reads a word.
   local bxor, two_32 = bit.bxor, BYTES_2_32
   local hash = 2166136261
-  for i = 1, #words do
-    local mixed = bxor(hash, words[i]) % two_32
+  for i = 1, count do
+    -- The bit library answers a signed 32-bit word, congruent to the module's u32 modulo
+    -- 2^32, which is all the product below needs: its `% two_32` makes it the u32.
+    local mixed = bxor(hash, words[i])
     -- mixed · 0x9e3779b1 mod 2^32, by the multiplier's halves: 0x79b1 whole, and 0x9e37
-    -- for the low 16 bits of its product, shifted up (each product below 2^48, exact).
+    -- for the low 16 bits of its product, shifted up (each product below 2^48, exact; `%`
+    -- floors, so a negative word's terms come out the same modulo 2^32).
     local product = (mixed * 31153 + mixed * 40503 % 65536 * 65536) % two_32
     -- Left by 13: the low 19 bits go up, the high 13 come round.
     local kept = product % 524288

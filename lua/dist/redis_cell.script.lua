@@ -778,18 +778,20 @@ function bytes_of_varint(hi, lo)
 end
 
 -- The multiplicative hash the module seals a header with (a checksum of its first words):
--- each 32-bit word xored in, multiplied by 0x9e3779b1 and rotated left by 13. The bit
--- library answers signed 32-bit words: `% 2^32` makes them the module's u32. The product and
+-- each 32-bit word xored in, multiplied by 0x9e3779b1 and rotated left by 13. The product and
 -- the rotation are arithmetic on parts a double holds exactly: a C call costs far more. The
 -- words come as an array, each step written out in the loop rather than called.
-function bytes_checksum(words)
+function bytes_checksum(words, count)
   -- Read once: in the loop, `bit.bxor` would be two table reads a word.
   local bxor, two_32 = bit.bxor, BYTES_2_32
   local hash = 2166136261
-  for i = 1, #words do
-    local mixed = bxor(hash, words[i]) % two_32
+  for i = 1, count do
+    -- The bit library answers a signed 32-bit word, congruent to the module's u32 modulo
+    -- 2^32, which is all the product below needs: its `% two_32` makes it the u32.
+    local mixed = bxor(hash, words[i])
     -- mixed · 0x9e3779b1 mod 2^32, by the multiplier's halves: 0x79b1 whole, and 0x9e37
-    -- for the low 16 bits of its product, shifted up (each product below 2^48, exact).
+    -- for the low 16 bits of its product, shifted up (each product below 2^48, exact; `%`
+    -- floors, so a negative word's terms come out the same modulo 2^32).
     local product = (mixed * 31153 + mixed * 40503 % 65536 * 65536) % two_32
     -- Left by 13: the low 19 bits go up, the high 13 come round.
     local kept = product % 524288
@@ -2507,11 +2509,16 @@ local function window_units_between(log, hi, lo)
   return h, l
 end
 
--- The header's checksum, of its first eleven words.
+-- The header's checksum, of its first eleven words, gathered in one table kept between calls
+-- (a function runs alone): a table made for each checksum, two a call, cost its allocation
+-- and the collector's sweep of it.
+local WINDOW_WORDS = {}
 local function window_checksum(magic, head, tail, head_ms_lo, head_ms_hi, tail_ms_lo, tail_ms_hi,
     head_lo, head_hi, logged_lo, logged_hi)
-  return bytes_checksum({ magic, head, tail, head_ms_lo, head_ms_hi, tail_ms_lo, tail_ms_hi,
-    head_lo, head_hi, logged_lo, logged_hi })
+  local w = WINDOW_WORDS
+  w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[8], w[9], w[10], w[11] = magic, head, tail,
+    head_ms_lo, head_ms_hi, tail_ms_lo, tail_ms_hi, head_lo, head_hi, logged_lo, logged_hi
+  return bytes_checksum(w, 11)
 end
 
 -- The log in value v, its header checked as the module checks it; nil when it is not one.
