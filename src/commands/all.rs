@@ -71,7 +71,7 @@ pub fn run_all<const THOROUGH: bool>(call: &Call, turn: Turn) -> Result<Answer, 
             let limiter = limiter.ok_or(Error::Internal)?;
             let key = open(call.ctx, call.arg(index + 1)?, request)?;
             let at = Decide::plain(index, key, now, turn);
-            entries.push(Entry::decide::<THOROUGH>(call, &args, limiter, at)?);
+            Entry::decide::<THOROUGH>(call, &args, limiter, at, &mut entries)?;
         }
         None
     };
@@ -153,7 +153,7 @@ fn decide_granted<'a, const THOROUGH: bool>(
             quantity: granted_text.as_ref().map(OwnedString::as_ptr),
             ..Decide::plain(index, key, now, turn)
         };
-        entries.push(Entry::decide::<THOROUGH>(call, args, limiter, at)?);
+        Entry::decide::<THOROUGH>(call, args, limiter, at, entries)?;
     }
     Ok(most)
 }
@@ -212,17 +212,21 @@ fn write_all(
 ) {
     let ctx = call.ctx;
     let mut written = [false; all_args::MAX_KEYS];
+    // One array for every key's own arguments, made again for each.
+    let mut own = OwnArgs::new();
     let keys = entries.iter_mut().zip(&args.limiters).enumerate();
     for ((index, (entry, spec)), written) in keys.zip(written.iter_mut()) {
         if let Some(change) = combined.change(&entry.verdict) {
-            let own = match own_args(call, args, (index, spec), entry.quantity) {
-                Ok(own) => own,
-                Err(error) => {
-                    log_unwritten(ctx, error);
-                    continue;
-                }
+            let own = match spec.args {
+                LimiterArgs::Throttle(_) => None,
+                _ => match own_args(&mut own, call, args, (index, spec), entry.quantity) {
+                    Ok(()) => Some(Propagate::WithInstant(own.made())),
+                    Err(error) => {
+                        log_unwritten(ctx, error);
+                        continue;
+                    }
+                },
             };
-            let own = own.as_ref().map(|own| Propagate::WithInstant(own.made()));
             if entry.ban.wrapped {
                 if let Err(error) = unwrap(ctx, &mut entry.key, now) {
                     log_unwritten(ctx, error);
@@ -254,20 +258,20 @@ fn log_unwritten(ctx: *mut raw::RedisModuleCtx, error: Error) {
     );
 }
 
-/// The arguments the `index`-th limiter's own command propagates its change with, for a
-/// limiter whose changes go as its command (a THROTTLE limiter's go as the SET they amount
-/// to): the key and the parameters as the client gave them, then the shared quantity (a
+/// Makes in `own` the arguments the `index`-th limiter's own command propagates its change
+/// with, for a limiter whose changes go as its command (a THROTTLE limiter's go as the SET
+/// they amount to, and have none): the key and the parameters as the client gave them, then the shared quantity (a
 /// lease: the holder; ATMOST: the grant's `quantity`), a WINDOW's `BUCKETS n` or a FIXED's
 /// `ALIGN` and `OFFSET minutes`, MS and REFUND. A refund changes no lease, so a LEASE limiter
 /// never propagates one. Made only for a key that is written.
 fn own_args(
+    own: &mut OwnArgs,
     call: &Call,
     args: &all_args::AllArgs,
     (index, spec): (usize, &all_args::LimiterSpec),
     quantity: Option<*mut raw::RedisModuleString>,
-) -> Result<Option<OwnArgs>, Error> {
+) -> Result<(), Error> {
     let quantity_or_holder = match spec.args {
-        LimiterArgs::Throttle(_) => return Ok(None),
         LimiterArgs::Lease(_) => args.holder.map(|(_, at)| at),
         _ => args.quantity_at,
     };
@@ -279,7 +283,7 @@ fn own_args(
     let argv = call.argv.get(1..).unwrap_or_default();
     let at = |position: usize| argv.get(position).copied().ok_or(Error::Internal);
     let (numbers_end, params_end) = (spec.params_at + numbers, spec.params_at + spec.params_len);
-    let mut own = OwnArgs::new();
+    own.len = 0;
     own.gather(&[at(index + 1)?])?;
     own.gather(
         argv.get(spec.params_at..numbers_end)
@@ -292,7 +296,7 @@ fn own_args(
     for position in [args.ms_at, args.refund_at].into_iter().flatten() {
         own.gather(&[at(position)?])?;
     }
-    Ok(Some(own))
+    Ok(())
 }
 
 /// The most arguments a limiter's own command is propagated with: a FIXED's key, two
@@ -313,14 +317,12 @@ impl OwnArgs {
         }
     }
 
-    /// Appends `more`.
+    /// Appends `more`: a word or two at a time, which a loop copies for less than a call.
     fn gather(&mut self, more: &[*mut raw::RedisModuleString]) -> Result<(), Error> {
-        let end = self.len + more.len();
-        self.args
-            .get_mut(self.len..end)
-            .ok_or(Error::Internal)?
-            .copy_from_slice(more);
-        self.len = end;
+        for &arg in more {
+            *self.args.get_mut(self.len).ok_or(Error::Internal)? = arg;
+            self.len += 1;
+        }
         Ok(())
     }
 
@@ -367,13 +369,15 @@ impl Decide {
 }
 
 impl<'a> Entry<'a> {
-    /// Answers the call's request with `limiter` on its open key.
+    /// Answers the call's request with `limiter` on its open key, into `entries`: made in
+    /// place, where a returned entry (352 bytes) was moved twice.
     fn decide<const THOROUGH: bool>(
         call: &Call,
         args: &all_args::AllArgs,
         limiter: Limiter<'a>,
         at: Decide,
-    ) -> Result<Entry<'a>, Error> {
+        entries: &mut Vec<Entry<'a>>,
+    ) -> Result<(), Error> {
         let Decide {
             index,
             key,
@@ -395,13 +399,14 @@ impl<'a> Entry<'a> {
             args.ban_ms,
             &mut ban,
         )?;
-        Ok(Entry {
+        entries.push(Entry {
             limiter,
             key,
             verdict,
             ban,
             quantity,
-        })
+        });
+        Ok(())
     }
 
     /// What the limiter answers about its key as it stands.
