@@ -780,7 +780,8 @@ end
 -- The multiplicative hash the module seals a header with (a checksum of its first words):
 -- each 32-bit word xored in, multiplied by 0x9e3779b1 and rotated left by 13. The product and
 -- the rotation are arithmetic on parts a double holds exactly: a C call costs far more. The
--- words come as an array, each step written out in the loop rather than called.
+-- first `count` words of the array `words`, each step written out in the loop rather than
+-- called.
 function bytes_checksum(words, count)
   -- Read once: in the loop, `bit.bxor` would be two table reads a word.
   local bxor, two_32 = bit.bxor, BYTES_2_32

@@ -31,9 +31,10 @@ use crate::time::Instant;
 /// `DRYRUN`, `DETAIL`, `HOLDER holder`, `ATMOST` and `BLOCK timeout`.
 pub const MAX_ALL_ARGS: usize = 2 + all_args::MAX_KEYS * 7 + 11;
 
-/// CL.ALL's body. Every limiter is built, then every key read and decided, and what each
-/// write will propagate gathered, before any key is written: an error on any argument or
-/// key stops the call with nothing changed, and nothing after the first write can.
+/// CL.ALL's body. Every limiter is built, then every key read and decided, before any key is
+/// written: an error on any argument or key stops the call with nothing changed. What each
+/// write propagates is made at the write, from positions the parse has checked: it can only
+/// fail as a defect (`Error::Internal`), logged with the key left unwritten.
 pub fn run_all<const THOROUGH: bool>(call: &Call, turn: Turn) -> Result<Answer, Error> {
     let args = all_args::all(call.args())?;
     // A lease is held by the call's holder; asked for nothing, it only looks.
@@ -213,14 +214,14 @@ fn write_all(
     let ctx = call.ctx;
     let mut written = [false; all_args::MAX_KEYS];
     // One array for every key's own arguments, made again for each.
-    let mut own = OwnArgs::new();
+    let mut own_words = OwnArgs::new();
     let keys = entries.iter_mut().zip(&args.limiters).enumerate();
     for ((index, (entry, spec)), written) in keys.zip(written.iter_mut()) {
         if let Some(change) = combined.change(&entry.verdict) {
             let own = match spec.args {
                 LimiterArgs::Throttle(_) => None,
-                _ => match own_args(&mut own, call, args, (index, spec), entry.quantity) {
-                    Ok(()) => Some(Propagate::WithInstant(own.made())),
+                _ => match own_args(&mut own_words, call, args, (index, spec), entry.quantity) {
+                    Ok(()) => Some(Propagate::WithInstant(own_words.made())),
                     Err(error) => {
                         log_unwritten(ctx, error);
                         continue;
@@ -260,10 +261,10 @@ fn log_unwritten(ctx: *mut raw::RedisModuleCtx, error: Error) {
 
 /// Makes in `own` the arguments the `index`-th limiter's own command propagates its change
 /// with, for a limiter whose changes go as its command (a THROTTLE limiter's go as the SET
-/// they amount to, and have none): the key and the parameters as the client gave them, then the shared quantity (a
-/// lease: the holder; ATMOST: the grant's `quantity`), a WINDOW's `BUCKETS n` or a FIXED's
-/// `ALIGN` and `OFFSET minutes`, MS and REFUND. A refund changes no lease, so a LEASE limiter
-/// never propagates one. Made only for a key that is written.
+/// they amount to, and have none): the key and the parameters as the client gave them, then
+/// the shared quantity (a lease: the holder; ATMOST: the grant's `quantity`), a WINDOW's
+/// `BUCKETS n` or a FIXED's `ALIGN` and `OFFSET minutes`, MS and REFUND. A refund changes no
+/// lease, so a LEASE limiter never propagates one. Made only for a key that is written.
 fn own_args(
     own: &mut OwnArgs,
     call: &Call,
