@@ -304,6 +304,22 @@ pub const OPTIONS: [Row; 18] = [
     },
 ];
 
+/// A bit for each option that takes a value, at its place in the table.
+const VALUED: u32 = {
+    let mut bits = 0;
+    let mut place = 0;
+    while place < OPTIONS.len() {
+        if !matches!(OPTIONS[place].value, Value::Flag) {
+            bits |= 1 << place;
+        }
+        place += 1;
+    }
+    bits
+};
+
+// Every option has a bit of its own in a u32.
+const _: () = assert!(OPTIONS.len() <= 32);
+
 impl Opt {
     #[inline(always)]
     pub const fn row(self) -> &'static Row {
@@ -362,6 +378,9 @@ pub struct Given<'w, 'a> {
     valued: bool,
     /// Each option's keyword's index in `words`, plus one; 0 when the call does not name it.
     at: [u8; OPTIONS.len()],
+    /// A bit for each option the call names, at its place in the table: the values and the
+    /// rules visit only those, in the table's order.
+    named_bits: u32,
     /// Whether the period is a calendar's unit, for the rules of the options that lay windows
     /// on a grid (`on_calendar`).
     calendar: bool,
@@ -414,6 +433,7 @@ impl<'w, 'a> Given<'w, 'a> {
             named: false,
             valued: false,
             at: [0; OPTIONS.len()],
+            named_bits: 0,
             calendar: false,
         };
         let start = match words {
@@ -452,6 +472,7 @@ impl<'w, 'a> Given<'w, 'a> {
                 return Err(bad);
             }
             *seen = u8::try_from(index + 1).map_err(|_| Error::WrongArity(command.name()))?;
+            given.named_bits |= 1 << (row.opt as u32);
             given.named = true;
             given.valued |= takes_value;
             index += 1 + usize::from(takes_value);
@@ -522,8 +543,8 @@ impl<'w, 'a> Given<'w, 'a> {
             return Ok(values);
         }
         let unit = self.unit();
-        for row in &OPTIONS {
-            let Some(text) = self.text(row.opt).filter(|_| row.value != Value::Flag) else {
+        for row in self.named_rows(VALUED) {
+            let Some(text) = self.text(row.opt) else {
                 continue;
             };
             match row.opt {
@@ -559,13 +580,25 @@ impl<'w, 'a> Given<'w, 'a> {
         Ok(values)
     }
 
+    /// The rows of the options the call names among `among` (a bit for each, at its place in
+    /// the table), in the table's order.
+    #[inline(always)]
+    fn named_rows(&self, among: u32) -> impl Iterator<Item = &'static Row> {
+        let mut left = self.named_bits & among;
+        std::iter::from_fn(move || {
+            let place = left.trailing_zeros();
+            left &= left.checked_sub(1)?;
+            OPTIONS.get(place as usize)
+        })
+    }
+
     /// The rules between the options the call names, in the table's order.
     #[inline(always)]
     pub fn rules(&self) -> Result<(), Error> {
         if !self.named {
             return Ok(());
         }
-        for row in OPTIONS.iter().filter(|row| self.has(row.opt)) {
+        for row in self.named_rows(u32::MAX) {
             for &rule in row.rules {
                 match rule {
                     Rule::Excludes(other, error) if self.has(other) => return Err(error),
