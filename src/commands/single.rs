@@ -265,6 +265,7 @@ fn decide<'a, const THOROUGH: bool>(
 
 /// A single-key call's answer, with its grant when it asked ATMOST. `changed` says whether
 /// the call wrote its key.
+#[inline(always)]
 fn answered(
     decided: &Decided,
     request: Request,
