@@ -444,17 +444,19 @@ impl<'w, 'a> Given<'w, 'a> {
             }
             _ => 0,
         };
-        Given::read_options(command, given, start, first_position)
+        given.read_options(command, start, first_position)?;
+        Ok(given)
     }
 
     /// The options, from the word at `start` on: the loop every command's options are read
     /// by.
     fn read_options(
+        &mut self,
         command: Command,
-        mut given: Given<'w, 'a>,
         start: usize,
         first_position: usize,
-    ) -> Result<Given<'w, 'a>, Error> {
+    ) -> Result<(), Error> {
+        let given = self;
         let words = given.words;
         let mut index = start;
         while let Some(word) = words.get(index) {
@@ -477,7 +479,7 @@ impl<'w, 'a> Given<'w, 'a> {
             given.valued |= takes_value;
             index += 1 + usize::from(takes_value);
         }
-        Ok(given)
+        Ok(())
     }
 
     /// The same words, after a period that is a calendar's unit when `calendar` says so.
