@@ -371,15 +371,11 @@ impl Row {
 pub struct Given<'w, 'a> {
     words: &'w [&'a [u8]],
     quantity: Option<&'a [u8]>,
-    /// Whether the call names any option: most name none, and pay nothing more.
-    named: bool,
-    /// Whether it names an option that takes a value: a call that names flags alone reads
-    /// no values.
-    valued: bool,
     /// Each option's keyword's index in `words`, plus one; 0 when the call does not name it.
     at: [u8; OPTIONS.len()],
     /// A bit for each option the call names, at its place in the table: the values and the
-    /// rules visit only those, in the table's order.
+    /// rules visit only those, in the table's order. Most calls name none, and pay nothing
+    /// more; one that names flags alone reads no values.
     named_bits: u32,
     /// Whether the period is a calendar's unit, for the rules of the options that lay windows
     /// on a grid (`on_calendar`).
@@ -430,8 +426,6 @@ impl<'w, 'a> Given<'w, 'a> {
         let mut given = Given {
             words,
             quantity: None,
-            named: false,
-            valued: false,
             at: [0; OPTIONS.len()],
             named_bits: 0,
             calendar: false,
@@ -475,8 +469,6 @@ impl<'w, 'a> Given<'w, 'a> {
             }
             *seen = u8::try_from(index + 1).map_err(|_| Error::WrongArity(command.name()))?;
             given.named_bits |= 1 << (row.opt as u32);
-            given.named = true;
-            given.valued |= takes_value;
             index += 1 + usize::from(takes_value);
         }
         Ok(())
@@ -541,7 +533,7 @@ impl<'w, 'a> Given<'w, 'a> {
             quantity: quantity_first,
             ..Values::PLAIN
         };
-        if !self.valued {
+        if self.named_bits & VALUED == 0 {
             return Ok(values);
         }
         let unit = self.unit();
@@ -574,7 +566,7 @@ impl<'w, 'a> Given<'w, 'a> {
     #[inline(always)]
     pub fn read_values(&self, max_quantity: i64, period_ms: i64) -> Result<Values<'a>, Error> {
         let quantity = self.quantity(max_quantity)?;
-        if !self.named {
+        if self.named_bits == 0 {
             return Ok(Values::plain(quantity));
         }
         let values = self.values(quantity, max_quantity, period_ms)?;
@@ -597,7 +589,7 @@ impl<'w, 'a> Given<'w, 'a> {
     /// The rules between the options the call names, in the table's order.
     #[inline(always)]
     pub fn rules(&self) -> Result<(), Error> {
-        if !self.named {
+        if self.named_bits == 0 {
             return Ok(());
         }
         for row in self.named_rows(u32::MAX) {
