@@ -7,6 +7,7 @@ use std::ffi::CStr;
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, Ordering};
 
+use parking_lot::Mutex;
 use redis_module::raw;
 
 use crate::decimal::decimal;
@@ -47,29 +48,64 @@ pub fn replicate_window(
     };
     let replicate = api(unsafe { raw::RedisModule_Replicate })?;
     let at_word = AT.get()?;
-    let mut digits = [0u8; 20];
-    let at = decimal(now.ms, &mut digits);
+    let mut last = LAST_INSTANT.lock();
+    let at = last.string(now.ms)?;
     // The format's letters take, in order: one RedisModuleString per `s`, an array of them
-    // and its length for `v`, the word AT (`s`), and a buffer and its length (`b`).
+    // and its length for `v`, then the word AT and the instant (`s` each).
     macro_rules! replicate_with {
         ($format:literal $(, $arg:expr)*) => {
-            replicate(ctx, command.as_ptr(), $format.as_ptr(), $($arg,)* at_word, at.as_ptr(), at.len())
+            replicate(ctx, command.as_ptr(), $format.as_ptr(), $($arg,)* at_word, at)
         };
     }
     // SAFETY: each format names exactly the arguments that follow it (see above); the
-    // strings are the command's live arguments.
+    // strings are the command's live arguments, and the two this module keeps.
     let status = unsafe {
         match *args {
-            [key, first] => replicate_with!(c"sssb", key, first),
-            [key, first, second] => replicate_with!(c"ssssb", key, first, second),
-            [key, first, second, third] => replicate_with!(c"sssssb", key, first, second, third),
+            [key, first] => replicate_with!(c"ssss", key, first),
+            [key, first, second] => replicate_with!(c"sssss", key, first, second),
+            [key, first, second, third] => replicate_with!(c"ssssss", key, first, second, third),
             [key, first, second, third, fourth] => {
-                replicate_with!(c"ssssssb", key, first, second, third, fourth)
+                replicate_with!(c"sssssss", key, first, second, third, fourth)
             }
-            _ => replicate_with!(c"vsb", args.as_ptr(), args.len()),
+            _ => replicate_with!(c"vss", args.as_ptr(), args.len()),
         }
     };
     succeeded(status)
+}
+
+/// The instant the last propagated call carried, as a string kept between calls. Every call
+/// propagated within one millisecond carries the same `AT` text, so it is made once and then
+/// shared as the words are: made per call, the module formatted it and the server made a
+/// string of it and freed it again, about 250 instructions.
+struct LastInstant {
+    ms: i64,
+    string: Option<OwnedString>,
+}
+
+// SAFETY: the string is a server object, used only on the server's main thread, where every
+// command, timer and callback of this module runs.
+unsafe impl Send for LastInstant {}
+
+static LAST_INSTANT: Mutex<LastInstant> = parking_lot::const_mutex(LastInstant {
+    ms: 0,
+    string: None,
+});
+
+impl LastInstant {
+    /// The decimal text of `ms`, made anew when it is not the last one's. The server takes
+    /// its own reference to what it propagates, so the one given up here lives on there.
+    fn string(&mut self, ms: i64) -> Result<*mut raw::RedisModuleString, Error> {
+        match &self.string {
+            Some(string) if self.ms == ms => Ok(string.as_ptr()),
+            _ => {
+                let made = OwnedString::integer(ms)?;
+                let string = made.as_ptr();
+                self.string = Some(made);
+                self.ms = ms;
+                Ok(string)
+            }
+        }
+    }
 }
 
 /// A word every propagated write of some kind carries, made once at load: made per call, it
@@ -114,8 +150,9 @@ pub fn make_words() -> Result<(), String> {
     Ok(())
 }
 
-/// Frees the words, from OnUnload (and from a failed OnLoad).
+/// Frees the words and the last instant, from OnUnload (and from a failed OnLoad).
 pub fn free_words() {
+    LAST_INSTANT.lock().string = None;
     for word in WORDS {
         let string = word.string.swap(ptr::null_mut(), Ordering::Relaxed);
         if !string.is_null() {
