@@ -127,7 +127,9 @@ pub fn all<'a>(args: &[&'a [u8]]) -> Result<AllArgs<'a>, Error> {
     }
 
     // The shape first: where each limiter is, then the options.
-    let mut shapes = [(LimiterKind::Throttle, 0, 0); MAX_KEYS];
+    // In bytes: a limiter's place is at most 1 + 16 keys + 16 limiters of 6 words, and the
+    // array is made on every call.
+    let mut shapes = [(LimiterKind::Throttle, 0u8, 0u8); MAX_KEYS];
     let mut at = numkeys + 1;
     for (index, shape) in shapes.iter_mut().take(numkeys).enumerate() {
         let key = index + 1;
@@ -139,7 +141,8 @@ pub fn all<'a>(args: &[&'a [u8]]) -> Result<AllArgs<'a>, Error> {
             None => return Err(Error::UnknownLimiter(key)),
         };
         let params = params_of(kind, args, at);
-        *shape = (kind, at + 1, params);
+        let byte = |value: usize| u8::try_from(value).map_err(|_| Error::Internal);
+        *shape = (kind, byte(at + 1)?, byte(params)?);
         at += 1 + params;
     }
     if at > args.len() {
@@ -165,6 +168,7 @@ pub fn all<'a>(args: &[&'a [u8]]) -> Result<AllArgs<'a>, Error> {
     // options', which every limiter then takes.
     let mut limiters = Vec::with_capacity(numkeys);
     for &(kind, params_at, params_len) in shapes.iter().take(numkeys) {
+        let (params_at, params_len) = (usize::from(params_at), usize::from(params_len));
         let param = |offset: usize| args.get(params_at + offset).copied().unwrap_or_default();
         let window = |params, buckets| WindowArgs {
             buckets,
