@@ -127,8 +127,9 @@ pub fn all<'a>(args: &[&'a [u8]]) -> Result<AllArgs<'a>, Error> {
     }
 
     // The shape first: where each limiter is, then the options.
-    // In bytes: a limiter's place is at most 1 + 16 keys + 16 limiters of 6 words, and the
-    // array is made on every call.
+    // In bytes, as the array is made on every call: a limiter's place is at most numkeys, the
+    // keys and the limiters before it, each its keyword and at most five numbers and words.
+    const _: () = assert!(1 + MAX_KEYS + MAX_KEYS * (1 + WINDOW_NUMBERS + 3) <= u8::MAX as usize);
     let mut shapes = [(LimiterKind::Throttle, 0u8, 0u8); MAX_KEYS];
     let mut at = numkeys + 1;
     for (index, shape) in shapes.iter_mut().take(numkeys).enumerate() {

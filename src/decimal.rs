@@ -46,9 +46,10 @@ pub fn decimal(value: i64, buf: &mut [u8; 20]) -> &[u8] {
             pair(buf, 2, top % 100);
         }
     }
-    let mut start = buf.len() - digits(magnitude);
+    // At most 19 digits: a sign always fits before them.
+    let mut start = buf.len().saturating_sub(digits(magnitude));
     if value < 0 {
-        start -= 1;
+        start = start.saturating_sub(1);
         if let Some(sign) = buf.get_mut(start) {
             *sign = b'-';
         }
@@ -157,12 +158,14 @@ mod tests {
         }
         for value in [
             i64::MAX,
+            i64::MIN,
             i64::MIN + 1,
             99_999_999,
             100_000_000,
             1_795_910_400_123,
         ] {
-            let mut buf = [0u8; 20];
+            // On a buffer a former write left full.
+            let mut buf = [b'7'; 20];
             assert_eq!(decimal(value, &mut buf), value.to_string().as_bytes());
         }
     }

@@ -76,14 +76,15 @@ pub fn replicate_window(
 /// The instant the last propagated call carried, as a string kept between calls. Every call
 /// propagated within one millisecond carries the same `AT` text, so it is made once and then
 /// shared as the words are: made per call, the module formatted it and the server made a
-/// string of it and freed it again, about 250 instructions.
+/// string of it and freed it again, about 330 instructions a `CL.WINDOW`.
 struct LastInstant {
     ms: i64,
     string: Option<OwnedString>,
 }
 
-// SAFETY: the string is a server object, used only on the server's main thread, where every
-// command, timer and callback of this module runs.
+// SAFETY: the string is a server object, used only where the server runs commands: on its
+// main thread, where every command, timer and callback of this module runs, or on a thread
+// that holds the server's lock to call commands; the mutex orders those too.
 unsafe impl Send for LastInstant {}
 
 static LAST_INSTANT: Mutex<LastInstant> = parking_lot::const_mutex(LastInstant {
