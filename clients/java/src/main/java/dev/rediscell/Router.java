@@ -1,0 +1,111 @@
+package dev.rediscell;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * Sends each call by its route, found on first use and remembered: the module's commands where
+ * the server has loaded the module, else the Functions library's functions where it has
+ * loaded the library. A server with neither is asked again on the next call, so that loading
+ * either later is seen without a restart; a call that misses its route (the module gone after
+ * a failover, the library flushed) has the route found again and is sent once more.
+ */
+final class Router {
+  private final Transport transport;
+  private volatile Route route;
+
+  Router(Transport transport) {
+    this.transport = transport;
+  }
+
+  /** The route calls take, found now if it is not known yet. */
+  Route route() {
+    Route known = route;
+    return known != null ? known : find("");
+  }
+
+  /** Sends {@code args} (what follows the command's name) and returns the server's reply. */
+  Object call(CellCommand command, List<String> args) {
+    Route taken = route();
+    try {
+      return send(taken, command, args);
+    } catch (CellException error) {
+      if (!missed(taken, error)) {
+        throw error;
+      }
+      route = null;
+      return send(find(error.getMessage()), command, args);
+    }
+  }
+
+  private Object send(Route taken, CellCommand command, List<String> args) {
+    List<String> words = new ArrayList<>(args.size() + 3);
+    if (taken == Route.MODULE) {
+      words.add(command.command());
+      words.addAll(args);
+      return transport.send(words);
+    }
+    if (command.call() == CellCommand.Call.NONE) {
+      throw new NeedsModuleException(command);
+    }
+    words.add(command.call().name());
+    words.add(command.function());
+    if (command.keys() == CellCommand.Keys.NUMKEYS) {
+      // CL.ALL numkeys key... args: FCALL's numkeys is the call's own.
+      words.addAll(args);
+    } else {
+      words.add("1");
+      words.addAll(args);
+    }
+    return transport.send(words);
+  }
+
+  /** Whether an error says the route taken is gone, rather than answering the call. */
+  private static boolean missed(Route taken, CellException error) {
+    String text = String.valueOf(error.getMessage()).toLowerCase(Locale.ROOT);
+    return taken == Route.MODULE
+        ? text.startsWith("err unknown command") && text.contains("cl.")
+        : text.contains("function not found");
+  }
+
+  /** Asks the server what it has; {@code reply} is the error that sent it asking, if any. */
+  private Route find(String reply) {
+    Route found = detect();
+    if (found == null) {
+      throw new ModuleMissingException(reply);
+    }
+    route = found;
+    return found;
+  }
+
+  private Route detect() {
+    try {
+      if (namesACommand(transport.send(List.of("COMMAND", "INFO", "CL.THROTTLE")))) {
+        return Route.MODULE;
+      }
+    } catch (CellException refused) {
+      // COMMAND refused to this user: the module is taken on trust, and a call that misses
+      // it says so.
+      if (String.valueOf(refused.getMessage()).startsWith("NOPERM")) {
+        return Route.MODULE;
+      }
+      throw refused;
+    }
+    try {
+      transport.send(List.of("FCALL_RO", "cl_version", "0"));
+      return Route.LIBRARY;
+    } catch (CellException missing) {
+      String text = String.valueOf(missing.getMessage()).toLowerCase(Locale.ROOT);
+      if (text.contains("function not found") || text.startsWith("err unknown command")) {
+        return null;
+      }
+      throw missing;
+    }
+  }
+
+  /** COMMAND INFO's answer names the command: an array with an entry that is not nil. */
+  private static boolean namesACommand(Object info) {
+    return info instanceof List<?> entries && entries.stream().anyMatch(e -> e != null);
+  }
+}

@@ -1,0 +1,13 @@
+package dev.rediscell;
+
+import java.util.List;
+
+/**
+ * One command to a server, over whichever client the application uses: the words go as they
+ * are, and the reply comes back as the client gives raw replies (integers as {@link Long},
+ * strings as {@code byte[]}, arrays as {@link List}). An error reply is thrown as a {@link
+ * CellException} carrying the server's text.
+ */
+public interface Transport {
+  Object send(List<String> words);
+}

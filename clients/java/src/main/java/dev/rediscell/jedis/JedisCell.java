@@ -1,0 +1,36 @@
+package dev.rediscell.jedis;
+
+import dev.rediscell.Cell;
+import dev.rediscell.CellException;
+import dev.rediscell.Transport;
+import java.nio.charset.StandardCharsets;
+import redis.clients.jedis.CommandArguments;
+import redis.clients.jedis.UnifiedJedis;
+import redis.clients.jedis.commands.ProtocolCommand;
+import redis.clients.jedis.exceptions.JedisDataException;
+
+/** The limiters over Jedis: any {@link UnifiedJedis} (a {@code RedisClient}, a pool). */
+public final class JedisCell {
+  private JedisCell() {}
+
+  public static Cell over(UnifiedJedis jedis) {
+    return new Cell(transport(jedis));
+  }
+
+  /** Each call as one command on the client's connections, its error reply a CellException. */
+  public static Transport transport(UnifiedJedis jedis) {
+    return words -> {
+      byte[] name = words.get(0).getBytes(StandardCharsets.UTF_8);
+      ProtocolCommand command = () -> name;
+      CommandArguments args = new CommandArguments(command);
+      for (String word : words.subList(1, words.size())) {
+        args.add(word);
+      }
+      try {
+        return jedis.executeCommand(args);
+      } catch (JedisDataException error) {
+        throw new CellException(error.getMessage());
+      }
+    };
+  }
+}

@@ -1,0 +1,114 @@
+package dev.rediscell;
+
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import redis.clients.jedis.HostAndPort;
+import redis.clients.jedis.RedisClient;
+import redis.clients.jedis.UnifiedJedis;
+
+/**
+ * A real server on a free loopback port, started and stopped by the test: the one {@code
+ * REDIS_SERVER} names (Debian's redis-server by default), with the module {@code
+ * REDIS_CELL_MODULE} names loaded, or with the Functions library from lua/dist, or with
+ * neither.
+ */
+final class Servers implements AutoCloseable {
+  enum With {
+    MODULE,
+    LIBRARY,
+    NEITHER
+  }
+
+  private final Process process;
+  private final Path dir;
+  final int port;
+  final UnifiedJedis client;
+
+  private Servers(Process process, Path dir, int port, UnifiedJedis client) {
+    this.process = process;
+    this.dir = dir;
+    this.port = port;
+    this.client = client;
+  }
+
+  static Servers start(With with) throws IOException, InterruptedException {
+    int port;
+    try (ServerSocket probe = new ServerSocket(0)) {
+      port = probe.getLocalPort();
+    }
+    Path dir = Files.createTempDirectory("redis-cell-java");
+    List<String> command = new ArrayList<>(List.of(
+        env("REDIS_SERVER", "/usr/bin/redis-server"),
+        "--port", Integer.toString(port), "--bind", "127.0.0.1", "--save", "",
+        "--appendonly", "no", "--dir", dir.toString()));
+    if (with == With.MODULE) {
+      command.add("--loadmodule");
+      command.add(module());
+    }
+    Process process = new ProcessBuilder(command)
+        .redirectErrorStream(true)
+        .redirectOutput(dir.resolve("server.log").toFile())
+        .start();
+    UnifiedJedis client = null;
+    for (int tries = 0; tries < 100 && client == null; tries++) {
+      try {
+        UnifiedJedis attempt = RedisClient.create(new HostAndPort("127.0.0.1", port));
+        attempt.ping();
+        client = attempt;
+      } catch (RuntimeException notYet) {
+        if (!process.isAlive()) {
+          throw new IllegalStateException("the server did not start: "
+              + Files.readString(dir.resolve("server.log")));
+        }
+        Thread.sleep(50);
+      }
+    }
+    if (client == null) {
+      process.destroyForcibly();
+      throw new IllegalStateException("the server did not answer on port " + port);
+    }
+    if (with == With.LIBRARY) {
+      client.functionLoadReplace(Files.readString(root().resolve("lua/dist/redis_cell.lua")));
+    }
+    return new Servers(process, dir, port, client);
+  }
+
+  @Override
+  public void close() throws IOException {
+    client.close();
+    process.destroy();
+    try {
+      if (!process.waitFor(10, java.util.concurrent.TimeUnit.SECONDS)) {
+        process.destroyForcibly();
+      }
+    } catch (InterruptedException interrupted) {
+      process.destroyForcibly();
+      Thread.currentThread().interrupt();
+    }
+    try (var files = Files.walk(dir)) {
+      files.sorted((a, b) -> b.compareTo(a)).forEach(path -> path.toFile().delete());
+    }
+  }
+
+  private static String module() {
+    String module = System.getenv("REDIS_CELL_MODULE");
+    if (module == null || module.isEmpty()) {
+      throw new IllegalStateException("REDIS_CELL_MODULE must name the module to load");
+    }
+    return module;
+  }
+
+  /** The repository's root, where lua/dist and clients/protocol.json are. */
+  static Path root() {
+    return Path.of(System.getProperty("redis.cell.root", "../.."));
+  }
+
+  private static String env(String name, String otherwise) {
+    String value = System.getenv(name);
+    return value == null || value.isEmpty() ? otherwise : value;
+  }
+}
