@@ -2,61 +2,145 @@ package dev.rediscell;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 
 /**
- * What a call asks beyond its parameters: a quantity, milliseconds for its periods and waits,
- * a look that takes nothing, units given back. Immutable: each method returns a new set.
+ * What a call asks beyond its parameters, one method for each option of the module's grammar
+ * (clients/grammar.json, which a test holds this to), named as the grammar names it in camel
+ * case: {@code dryRun()} for {@code DRYRUN}. One set serves every command; a command answers an
+ * option it does not take with the limiter's own error, as the module and the library do.
+ * Immutable: each method returns a new set.
  */
 public final class Options {
+  private final List<String> words;
   private final long quantity;
-  private final boolean ms;
-  private final boolean dryRun;
-  private final boolean refund;
+  private final boolean blocks;
 
-  private Options(long quantity, boolean ms, boolean dryRun, boolean refund) {
+  private Options(long quantity, List<String> words, boolean blocks) {
     this.quantity = quantity;
-    this.ms = ms;
-    this.dryRun = dryRun;
-    this.refund = refund;
+    this.words = List.copyOf(words);
+    this.blocks = blocks;
   }
 
-  /** One unit, periods in seconds, taken. */
+  /** One unit, periods in seconds, and nothing else. */
   public static Options none() {
-    return new Options(1, false, false, false);
+    return new Options(1, List.of(), false);
   }
 
+  /** How many units the call takes (0 looks and takes none). */
   public Options quantity(long units) {
-    return new Options(units, ms, dryRun, refund);
+    return new Options(units, words, blocks);
   }
 
-  /** The periods and waits in milliseconds ({@code MS}). */
+  /** The periods, spans and waits in milliseconds ({@code MS}). */
   public Options ms() {
-    return new Options(quantity, true, dryRun, refund);
+    return with("MS");
   }
 
   /** Asks, and takes nothing ({@code DRYRUN}). */
   public Options dryRun() {
-    return new Options(quantity, ms, true, refund);
+    return with("DRYRUN");
   }
 
   /** Gives the quantity back ({@code REFUND}). */
   public Options refund() {
-    return new Options(quantity, ms, dryRun, true);
+    return with("REFUND");
   }
 
-  /** The words after a call's parameters. */
+  /** Takes what fits now, up to the quantity ({@code ATMOST}): the outcome's {@code granted}. */
+  public Options atMost() {
+    return with("ATMOST");
+  }
+
+  /** CL.FIXED counts denied calls too, as the INCR recipe does ({@code COUNTDENIED}). */
+  public Options countDenied() {
+    return with("COUNTDENIED");
+  }
+
+  /** CL.FIXED's windows on the epoch's multiples of the period ({@code ALIGN}). */
+  public Options align() {
+    return with("ALIGN");
+  }
+
+  /** CL.FIXED's calendar or aligned windows in a local time ({@code OFFSET minutes}). */
+  public Options offset(long minutes) {
+    return with("OFFSET", minutes);
+  }
+
+  /** CL.WINDOW in {@code n} cells ({@code BUCKETS n}). */
+  public Options buckets(long n) {
+    return with("BUCKETS", n);
+  }
+
+  /** Locks the key out for this span when its limiter denies ({@code BAN span}). */
+  public Options ban(long span) {
+    return with("BAN", span);
+  }
+
+  /** CL.SMOOTH's stored permits, as a span of its rate ({@code BURST span}). */
+  public Options burst(long span) {
+    return with("BURST", span);
+  }
+
+  /** CL.SMOOTH's warm-up ({@code WARMUP span}). */
+  public Options warmup(long span) {
+    return with("WARMUP", span);
+  }
+
+  /** CL.SMOOTH's cold factor during a warm-up ({@code COLD factor}). */
+  public Options cold(long factor) {
+    return with("COLD", factor);
+  }
+
+  /** CL.ALL's answer for each limiter ({@code DETAIL}). */
+  public Options detail() {
+    return with("DETAIL");
+  }
+
+  /** CL.ALL's lease holder ({@code HOLDER holder}). */
+  public Options holder(String holder) {
+    return with("HOLDER", holder);
+  }
+
+  /** CL.TOP's count of keys ({@code COUNT n}). */
+  public Options count(long n) {
+    return with("COUNT", n);
+  }
+
+  /**
+   * Waits up to {@code timeout} (0: as long as it takes) for a denied call to fit ({@code BLOCK
+   * timeout}), on a connection held for it. Only the module waits.
+   */
+  public Options block(long timeout) {
+    return new Options(quantity, append(words, "BLOCK", Long.toString(timeout)), true);
+  }
+
+  /** Whether the call may be held by the server. */
+  boolean blocks() {
+    return blocks;
+  }
+
+  long quantity() {
+    return quantity;
+  }
+
+  /** The option words, in the order given. */
   List<String> words() {
-    List<String> words = new ArrayList<>(4);
-    words.add(Long.toString(quantity));
-    if (ms) {
-      words.add("MS");
-    }
-    if (dryRun) {
-      words.add("DRYRUN");
-    }
-    if (refund) {
-      words.add("REFUND");
-    }
     return words;
+  }
+
+  private Options with(String keyword, Object... value) {
+    List<String> more = new ArrayList<>(words);
+    more.add(keyword.toUpperCase(Locale.ROOT));
+    for (Object part : value) {
+      more.add(String.valueOf(part));
+    }
+    return new Options(quantity, more, blocks);
+  }
+
+  private static List<String> append(List<String> words, String... more) {
+    List<String> all = new ArrayList<>(words);
+    all.addAll(List.of(more));
+    return all;
   }
 }

@@ -27,24 +27,39 @@ final class Router {
 
   /** Sends {@code args} (what follows the command's name) and returns the server's reply. */
   Object call(CellCommand command, List<String> args) {
+    return call(command, args, false);
+  }
+
+  /** The same, for a call the server may hold ({@code BLOCK}). */
+  Object callHeld(CellCommand command, List<String> args) {
+    return call(command, args, true);
+  }
+
+  private Object call(CellCommand command, List<String> args, boolean held) {
     Route taken = route();
     try {
-      return send(taken, command, args);
+      return send(taken, command, args, held);
     } catch (CellException error) {
       if (!missed(taken, error)) {
         throw error;
       }
       route = null;
-      return send(find(error.getMessage()), command, args);
+      return send(find(error.getMessage()), command, args, held);
     }
   }
 
-  private Object send(Route taken, CellCommand command, List<String> args) {
+  private Object send(Route taken, CellCommand command, List<String> args, boolean held) {
+    List<String> words = words(taken, command, args);
+    return held ? transport.sendHeld(words) : transport.send(words);
+  }
+
+  /** The call's words on a route: the module's command, or the library's FCALL. */
+  private static List<String> words(Route taken, CellCommand command, List<String> args) {
     List<String> words = new ArrayList<>(args.size() + 3);
     if (taken == Route.MODULE) {
       words.add(command.command());
       words.addAll(args);
-      return transport.send(words);
+      return words;
     }
     if (command.call() == CellCommand.Call.NONE) {
       throw new NeedsModuleException(command);
@@ -58,7 +73,7 @@ final class Router {
       words.add("1");
       words.addAll(args);
     }
-    return transport.send(words);
+    return words;
   }
 
   /** Whether an error says the route taken is gone, rather than answering the call. */

@@ -5,9 +5,15 @@ import java.util.List;
 /**
  * One command to a server, over whichever client the application uses: the words go as they
  * are, and the reply comes back as the client gives raw replies (integers as {@link Long},
- * strings as {@code byte[]}, arrays as {@link List}). An error reply is thrown as a {@link
- * CellException} carrying the server's text.
+ * strings as {@code byte[]} or {@link String}, arrays as {@link List}, nil as null). An error
+ * reply is thrown as a {@link CellException} carrying the server's text.
  */
 public interface Transport {
   Object send(List<String> words);
+
+  /**
+   * A call the server may hold ({@code BLOCK}): sent where no read timeout of the client's
+   * cuts the hold, and never sent twice.
+   */
+  Object sendHeld(List<String> words);
 }

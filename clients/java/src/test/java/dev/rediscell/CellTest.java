@@ -6,12 +6,47 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.rediscell.jedis.JedisCell;
+import dev.rediscell.lettuce.LettuceCell;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisURI;
+import io.lettuce.core.api.StatefulRedisConnection;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.Function;
+import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 class CellTest {
+  /** The clients a Cell runs over. */
+  enum Client {
+    JEDIS,
+    LETTUCE
+  }
+
+  private static final List<AutoCloseable> OPENED = new ArrayList<>();
+
+  /** A Cell over the server's port, by the given client. */
+  static Cell cell(Client client, Servers server) {
+    if (client == Client.JEDIS) {
+      return JedisCell.over(server.client);
+    }
+    RedisClient lettuce = RedisClient.create(RedisURI.create("127.0.0.1", server.port));
+    StatefulRedisConnection<String, String> connection = lettuce.connect();
+    OPENED.add(connection);
+    OPENED.add(lettuce::shutdown);
+    return LettuceCell.over(connection);
+  }
+
+  @AfterAll
+  static void closeClients() throws Exception {
+    for (AutoCloseable opened : OPENED) {
+      opened.close();
+    }
+    OPENED.clear();
+  }
+
   /** A run of calls, each as [limited, limit, remaining]: what two routes must agree on. */
   private static List<List<Long>> run(Cell cell) {
     List<Function<Cell, Outcome>> calls = List.of(
@@ -26,21 +61,42 @@ class CellTest {
         c -> c.fixed("f", 3, 60, Options.none().refund()),
         c -> c.window("w", 2, 60_000, Options.none().ms()),
         c -> c.window("w", 2, 60_000, Options.none().ms().quantity(2)),
-        c -> c.window("w", 2, 60_000, Options.none().ms()));
+        c -> c.window("w", 2, 60_000, Options.none().ms()),
+        c -> c.window("b", 3, 3600, Options.none().buckets(60).quantity(3)),
+        c -> c.window("b", 3, 3600, Options.none().buckets(60)),
+        c -> c.fixed("m", 1, Calendar.MONTH, Options.none()),
+        c -> c.fixed("m", 1, Calendar.MONTH, Options.none().countDenied()),
+        c -> c.smooth("s", 2, 1, Options.none()),
+        c -> c.smooth("s", 2, 1, Options.none().quantity(5)),
+        c -> c.lease("l", 1, 60, "alice", Options.none()),
+        c -> c.lease("l", 1, 60, "bob", Options.none()),
+        c -> c.all(List.of(new Limiter.Throttle("a1", 1, 1, 60), new Limiter.Fixed("a2", 1, 60)), Options.none()),
+        c -> c.all(List.of(new Limiter.Throttle("a1", 1, 1, 60), new Limiter.Fixed("a2", 1, 60)), Options.none()),
+        c -> c.throttle("g", 4, 1, 60, Options.none().quantity(9).atMost()));
     List<List<Long>> outcomes = new ArrayList<>();
     for (Function<Cell, Outcome> call : calls) {
       Outcome outcome = call.apply(cell);
-      outcomes.add(List.of(outcome.limited() ? 1L : 0L, outcome.limit(), outcome.remaining()));
+      outcomes.add(List.of(outcome.limited() ? 1L : 0L, outcome.limit(), outcome.remaining(),
+          outcome.granted().orElse(-1)));
+    }
+    // Leases and CL.ALL's detail, after the run.
+    outcomes.add(List.of(cell.holders("l", Options.none()).size() + 0L,
+        cell.release("l", "alice") ? 1L : 0L, cell.release("l", "alice") ? 1L : 0L));
+    for (Outcome each : cell.allDetail(
+        List.of(new Limiter.Throttle("a1", 1, 1, 60), new Limiter.Window("a3", 2, 60)),
+        Options.none().dryRun())) {
+      outcomes.add(List.of(each.limited() ? 1L : 0L, each.limit(), each.remaining()));
     }
     return outcomes;
   }
 
-  @Test
-  void theModuleAndTheLibraryDecideAlike() throws Exception {
+  @ParameterizedTest
+  @EnumSource(Client.class)
+  void theModuleAndTheLibraryDecideAlike(Client client) throws Exception {
     try (Servers module = Servers.start(Servers.With.MODULE);
         Servers library = Servers.start(Servers.With.LIBRARY)) {
-      Cell viaModule = JedisCell.over(module.client);
-      Cell viaLibrary = JedisCell.over(library.client);
+      Cell viaModule = cell(client, module);
+      Cell viaLibrary = cell(client, library);
       assertEquals(Route.MODULE, viaModule.route());
       assertEquals(Route.LIBRARY, viaLibrary.route());
       List<List<Long>> expected = run(viaModule);
@@ -52,10 +108,11 @@ class CellTest {
     }
   }
 
-  @Test
-  void aServerWithNeitherSaysWhatToLoad() throws Exception {
+  @ParameterizedTest
+  @EnumSource(Client.class)
+  void aServerWithNeitherSaysWhatToLoad(Client client) throws Exception {
     try (Servers bare = Servers.start(Servers.With.NEITHER)) {
-      Cell cell = JedisCell.over(bare.client);
+      Cell cell = cell(client, bare);
       ModuleMissingException missing =
           assertThrows(ModuleMissingException.class, () -> cell.throttle("k", 1, 1, 60));
       assertTrue(missing.getMessage().contains("MODULE LOAD"), missing.getMessage());
@@ -78,11 +135,12 @@ class CellTest {
     }
   }
 
-  @Test
-  void badInputIsTheLimitersErrorAndWritesNothing() throws Exception {
+  @ParameterizedTest
+  @EnumSource(Client.class)
+  void badInputIsTheLimitersErrorAndWritesNothing(Client client) throws Exception {
     for (Servers.With with : List.of(Servers.With.MODULE, Servers.With.LIBRARY)) {
       try (Servers server = Servers.start(with)) {
-        Cell cell = JedisCell.over(server.client);
+        Cell cell = cell(client, server);
         CellException bad =
             assertThrows(CellException.class, () -> cell.throttle("k", -1, 1, 60));
         assertEquals("ERR max_burst must be >= 0", bad.getMessage(), with.name());
@@ -91,13 +149,53 @@ class CellTest {
     }
   }
 
-  @Test
-  void theModulesOwnCommandsAreRefusedOnTheLibrary() throws Exception {
+  @ParameterizedTest
+  @EnumSource(Client.class)
+  void theModulesOwnCommandsAreRefusedOnTheLibrary(Client client) throws Exception {
     try (Servers library = Servers.start(Servers.With.LIBRARY)) {
-      Router router = new Router(JedisCell.transport(library.client));
-      NeedsModuleException needs = assertThrows(
-          NeedsModuleException.class, () -> router.call(CellCommand.TOP, List.of()));
+      Cell cell = cell(client, library);
+      NeedsModuleException needs =
+          assertThrows(NeedsModuleException.class, () -> cell.top(Options.none()));
       assertTrue(needs.getMessage().startsWith("CL.TOP needs the redis-cell module"));
+      assertThrows(NeedsModuleException.class, () -> cell.ban("k", 60, Options.none()));
+      assertThrows(NeedsModuleException.class, () -> cell.unban("k"));
+    }
+  }
+
+  @ParameterizedTest
+  @EnumSource(Client.class)
+  void theModulesOwnCommandsAnswerOnTheModule(Client client) throws Exception {
+    try (Servers module = Servers.start(Servers.With.MODULE)) {
+      Cell cell = cell(client, module);
+      assertFalse(cell.throttle("x", 0, 1, 60).limited());
+      assertTrue(cell.throttle("x", 0, 1, 60).limited());
+      List<Denied> top = cell.top(Options.none().count(5));
+      assertEquals("x", top.get(0).key());
+      assertEquals(1, top.get(0).denied());
+      long end = cell.ban("y", 60, Options.none());
+      assertTrue(end > System.currentTimeMillis() / 1000, Long.toString(end));
+      assertTrue(cell.throttle("y", 5, 1, 60).limited());
+      assertTrue(cell.unban("y"));
+      assertFalse(cell.unban("y"));
+    }
+  }
+
+  @Test
+  void aHeldCallOutlastsJedissReadTimeout() throws Exception {
+    try (Servers module = Servers.start(Servers.With.MODULE);
+        var jedis = redis.clients.jedis.RedisClient.builder()
+            .hostAndPort(new redis.clients.jedis.HostAndPort("127.0.0.1", module.port))
+            .clientConfig(redis.clients.jedis.DefaultJedisClientConfig.builder()
+                .socketTimeoutMillis(300).build())
+            .build()) {
+      Cell cell = JedisCell.over(jedis);
+      Options oneASecond = Options.none().ms();
+      assertFalse(cell.throttle("h", 0, 1, 1000, oneASecond).limited());
+      long start = System.nanoTime();
+      Outcome held = cell.throttle("h", 0, 1, 1000, oneASecond.block(5000));
+      long waitedMs = (System.nanoTime() - start) / 1_000_000;
+      assertFalse(held.limited());
+      assertTrue(waitedMs >= 500, "waited " + waitedMs + " ms");
     }
   }
 }

@@ -4,6 +4,7 @@ import dev.rediscell.Cell;
 import dev.rediscell.CellException;
 import dev.rediscell.Transport;
 import java.nio.charset.StandardCharsets;
+import java.util.List;
 import redis.clients.jedis.CommandArguments;
 import redis.clients.jedis.UnifiedJedis;
 import redis.clients.jedis.commands.ProtocolCommand;
@@ -17,20 +18,40 @@ public final class JedisCell {
     return new Cell(transport(jedis));
   }
 
-  /** Each call as one command on the client's connections, its error reply a CellException. */
+  /**
+   * Each call as one command on the client's connections, its error reply a CellException. A
+   * held call goes as Jedis sends its own blocking commands: the connection's read timeout is
+   * lifted for it, so that the client does not cut the hold, and Jedis never sends it again.
+   */
   public static Transport transport(UnifiedJedis jedis) {
-    return words -> {
-      byte[] name = words.get(0).getBytes(StandardCharsets.UTF_8);
-      ProtocolCommand command = () -> name;
-      CommandArguments args = new CommandArguments(command);
-      for (String word : words.subList(1, words.size())) {
-        args.add(word);
+    return new Transport() {
+      @Override
+      public Object send(List<String> words) {
+        return execute(jedis, arguments(words));
       }
-      try {
-        return jedis.executeCommand(args);
-      } catch (JedisDataException error) {
-        throw new CellException(error.getMessage());
+
+      @Override
+      public Object sendHeld(List<String> words) {
+        return execute(jedis, arguments(words).blocking());
       }
     };
+  }
+
+  private static CommandArguments arguments(List<String> words) {
+    byte[] name = words.get(0).getBytes(StandardCharsets.UTF_8);
+    ProtocolCommand command = () -> name;
+    CommandArguments args = new CommandArguments(command);
+    for (String word : words.subList(1, words.size())) {
+      args.add(word);
+    }
+    return args;
+  }
+
+  private static Object execute(UnifiedJedis jedis, CommandArguments args) {
+    try {
+      return jedis.executeCommand(args);
+    } catch (JedisDataException error) {
+      throw new CellException(error.getMessage());
+    }
   }
 }
