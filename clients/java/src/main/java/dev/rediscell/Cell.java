@@ -42,6 +42,10 @@ public final class Cell {
   }
 
   /** {@code CL.FIXED key limit MONTH}: a count that starts again with each calendar unit. */
+  public Outcome fixed(String key, long limit, Calendar unit) {
+    return fixed(key, limit, unit, Options.none());
+  }
+
   public Outcome fixed(String key, long limit, Calendar unit, Options options) {
     return decide(CellCommand.FIXED, options, key, limit, unit.name());
   }
@@ -62,24 +66,17 @@ public final class Cell {
 
   /** {@code CL.LEASE key limit lease_time holder}: one of at most {@code limit} leases. */
   public Outcome lease(String key, long limit, long leaseTime, String holder, Options options) {
-    if (options.quantity() != 1) {
-      throw new IllegalArgumentException("CL.LEASE takes one lease a call, not a quantity");
-    }
-    List<String> args = words(key, Long.toString(limit), Long.toString(leaseTime), holder);
-    args.addAll(options.words());
-    return Outcome.of(call(CellCommand.LEASE, args, options));
+    return decide(CellCommand.LEASE, options, key, limit, leaseTime, holder);
   }
 
   /** {@code CL.RELEASE key holder}: whether the holder had a lease to give back. */
   public boolean release(String key, String holder) {
-    return integer(router.call(CellCommand.RELEASE, words(key, holder))) == 1;
+    return integer(router.call(CellCommand.RELEASE, args(CellCommand.RELEASE, Options.none(), key, holder))) == 1;
   }
 
   /** {@code CL.HOLDERS key}: the leases held, each with the time it has left. */
   public List<Holder> holders(String key, Options options) {
-    List<String> args = words(key);
-    args.addAll(options.words());
-    List<?> items = list(router.call(CellCommand.HOLDERS, args));
+    List<?> items = list(router.call(CellCommand.HOLDERS, args(CellCommand.HOLDERS, options, key)));
     List<Holder> holders = new ArrayList<>(items.size() / 2);
     for (int at = 0; at + 1 < items.size(); at += 2) {
       holders.add(new Holder(text(items.get(at)), integer(items.get(at + 1))));
@@ -89,12 +86,17 @@ public final class Cell {
 
   /** {@code CL.ALL}: every limiter admits the call, or none takes anything. */
   public Outcome all(List<Limiter> limiters, Options options) {
+    // Refused before it is sent: its reply would be each limiter's, after units were taken.
+    if (options.words().contains("DETAIL")) {
+      throw new IllegalArgumentException("CL.ALL with DETAIL answers each limiter: allDetail");
+    }
     return Outcome.of(call(CellCommand.ALL, allArgs(limiters, options), options));
   }
 
   /** {@code CL.ALL … DETAIL}: each limiter's answer, in the order given. */
   public List<Outcome> allDetail(List<Limiter> limiters, Options options) {
-    List<?> replies = list(call(CellCommand.ALL, allArgs(limiters, options.detail()), options));
+    Options detailed = options.words().contains("DETAIL") ? options : options.detail();
+    List<?> replies = list(call(CellCommand.ALL, allArgs(limiters, detailed), options));
     List<Outcome> outcomes = new ArrayList<>(replies.size());
     for (Object reply : replies) {
       outcomes.add(Outcome.of(reply));
@@ -104,7 +106,7 @@ public final class Cell {
 
   /** {@code CL.TOP}: the keys this node denied most; the module's alone. */
   public List<Denied> top(Options options) {
-    List<?> items = list(router.call(CellCommand.TOP, options.words()));
+    List<?> items = list(router.call(CellCommand.TOP, args(CellCommand.TOP, options)));
     List<Denied> denied = new ArrayList<>(items.size() / 3);
     for (int at = 0; at + 2 < items.size(); at += 3) {
       denied.add(new Denied(text(items.get(at)), integer(items.get(at + 1)), integer(items.get(at + 2))));
@@ -114,54 +116,55 @@ public final class Cell {
 
   /** {@code CL.BAN key span}: locks the key out from now; the ban's end. The module's alone. */
   public long ban(String key, long span, Options options) {
-    List<String> args = words(key, Long.toString(span));
-    args.addAll(options.words());
-    return integer(router.call(CellCommand.BAN, args));
+    return integer(router.call(CellCommand.BAN, args(CellCommand.BAN, options, key, span)));
   }
 
   /** {@code CL.UNBAN key}: whether the key was banned. The module's alone. */
   public boolean unban(String key) {
-    return integer(router.call(CellCommand.UNBAN, words(key))) == 1;
+    return integer(router.call(CellCommand.UNBAN, args(CellCommand.UNBAN, Options.none(), key))) == 1;
   }
 
-  private Outcome decide(CellCommand command, Options options, String key, Object... params) {
-    List<String> args = words(key);
+  private Outcome decide(CellCommand command, Options options, Object... params) {
+    return Outcome.of(call(command, args(command, options, params), options));
+  }
+
+  /**
+   * A call's arguments after its name: its parameters, its quantity where the command takes
+   * one (one unit is what a call that gives none takes, so it is left out), then its options.
+   */
+  private static List<String> args(CellCommand command, Options options, Object... params) {
+    List<String> args = new ArrayList<>(params.length + options.words().size() + 2);
     for (Object param : params) {
-      args.add(String.valueOf(param));
+      args.add(String.valueOf(java.util.Objects.requireNonNull(param, "a call's parameter")));
     }
-    // The quantity is positional for these; one unit is what a call that gives none takes.
     if (options.quantity() != 1) {
-      args.add(Long.toString(options.quantity()));
+      switch (command.quantity()) {
+        case POSITIONAL -> args.add(Long.toString(options.quantity()));
+        case KEYWORD -> args.addAll(List.of("QUANTITY", Long.toString(options.quantity())));
+        case NONE -> throw new IllegalArgumentException(command.command() + " takes no quantity");
+      }
     }
     args.addAll(options.words());
-    return Outcome.of(call(command, args, options));
+    return args;
   }
 
   private static List<String> allArgs(List<Limiter> limiters, Options options) {
     if (limiters.isEmpty()) {
       throw new IllegalArgumentException("CL.ALL takes at least one limiter");
     }
-    List<String> args = words(Integer.toString(limiters.size()));
+    List<Object> params = new ArrayList<>();
+    params.add(limiters.size());
     for (Limiter limiter : limiters) {
-      args.add(limiter.key());
+      params.add(limiter.key());
     }
     for (Limiter limiter : limiters) {
-      args.addAll(limiter.words());
+      params.addAll(limiter.words());
     }
-    if (options.quantity() != 1) {
-      args.add("QUANTITY");
-      args.add(Long.toString(options.quantity()));
-    }
-    args.addAll(options.words());
-    return args;
+    return args(CellCommand.ALL, options, params.toArray());
   }
 
   private Object call(CellCommand command, List<String> args, Options options) {
     return options.blocks() ? router.callHeld(command, args) : router.call(command, args);
-  }
-
-  private static List<String> words(String... first) {
-    return new ArrayList<>(List.of(first));
   }
 
   private static List<?> list(Object reply) {

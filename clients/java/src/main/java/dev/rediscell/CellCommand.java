@@ -7,17 +7,17 @@ import java.util.Locale;
  * how the Functions library is called for it, and where its keys are.
  */
 public enum CellCommand {
-  THROTTLE(Call.FCALL, Keys.FIRST),
-  FIXED(Call.FCALL, Keys.FIRST),
-  WINDOW(Call.FCALL, Keys.FIRST),
-  ALL(Call.FCALL, Keys.NUMKEYS),
-  LEASE(Call.FCALL, Keys.FIRST),
-  RELEASE(Call.FCALL, Keys.FIRST),
-  HOLDERS(Call.FCALL_RO, Keys.FIRST),
-  SMOOTH(Call.FCALL, Keys.FIRST),
-  TOP(Call.NONE, Keys.NONE),
-  BAN(Call.NONE, Keys.FIRST),
-  UNBAN(Call.NONE, Keys.FIRST);
+  THROTTLE(Call.FCALL, Keys.FIRST, Quantity.POSITIONAL),
+  FIXED(Call.FCALL, Keys.FIRST, Quantity.POSITIONAL),
+  WINDOW(Call.FCALL, Keys.FIRST, Quantity.POSITIONAL),
+  ALL(Call.FCALL, Keys.NUMKEYS, Quantity.KEYWORD),
+  LEASE(Call.FCALL, Keys.FIRST, Quantity.NONE),
+  RELEASE(Call.FCALL, Keys.FIRST, Quantity.NONE),
+  HOLDERS(Call.FCALL_RO, Keys.FIRST, Quantity.NONE),
+  SMOOTH(Call.FCALL, Keys.FIRST, Quantity.POSITIONAL),
+  TOP(Call.NONE, Keys.NONE, Quantity.NONE),
+  BAN(Call.NONE, Keys.FIRST, Quantity.NONE),
+  UNBAN(Call.NONE, Keys.FIRST, Quantity.NONE);
 
   /** How the library is called: {@code NONE} for the module's own commands. */
   public enum Call {
@@ -33,12 +33,24 @@ public enum CellCommand {
     NONE
   }
 
+  /**
+   * Where a call's quantity goes: after the parameters, as {@code QUANTITY n}, or nowhere (the
+   * command takes none). The grammar's (clients/grammar.json), which a test holds this to.
+   */
+  public enum Quantity {
+    POSITIONAL,
+    KEYWORD,
+    NONE
+  }
+
   private final Call call;
   private final Keys keys;
+  private final Quantity quantity;
 
-  CellCommand(Call call, Keys keys) {
+  CellCommand(Call call, Keys keys, Quantity quantity) {
     this.call = call;
     this.keys = keys;
+    this.quantity = quantity;
   }
 
   /** The module's command, {@code CL.THROTTLE}. */
@@ -57,5 +69,9 @@ public enum CellCommand {
 
   public Keys keys() {
     return keys;
+  }
+
+  public Quantity quantity() {
+    return quantity;
   }
 }

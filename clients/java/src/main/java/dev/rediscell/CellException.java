@@ -7,4 +7,9 @@ public class CellException extends RuntimeException {
   public CellException(String message) {
     super(message);
   }
+
+  /** The server's error reply, as the client raised it. */
+  public CellException(String message, Throwable cause) {
+    super(message, cause);
+  }
 }

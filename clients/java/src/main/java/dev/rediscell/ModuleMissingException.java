@@ -11,8 +11,8 @@ public final class ModuleMissingException extends CellException {
       "the server has no redis-cell module loaded, so its CL.* commands are unknown there, and"
           + " no redis-cell Functions library either: load the module with MODULE LOAD"
           + " /path/to/libredis_cell.so (or a loadmodule line in the server's configuration), or,"
-          + " where no module can be loaded, the library with FUNCTION LOAD and the release's"
-          + " redis_cell.lua";
+          + " where no module can be loaded, the library with FUNCTION LOAD and redis_cell.lua"
+          + " (lua/dist in a checkout, or the release bundle)";
 
   ModuleMissingException(String reply) {
     super(reply.isEmpty() ? HOW_TO_LOAD : HOW_TO_LOAD + " (the server said: " + reply + ")");

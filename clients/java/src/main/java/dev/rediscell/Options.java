@@ -2,13 +2,13 @@ package dev.rediscell;
 
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Locale;
 
 /**
  * What a call asks beyond its parameters, one method for each option of the module's grammar
  * (clients/grammar.json, which a test holds this to), named as the grammar names it in camel
  * case: {@code dryRun()} for {@code DRYRUN}. One set serves every command; a command answers an
- * option it does not take with the limiter's own error, as the module and the library do.
+ * option it does not take with the limiter's own error, as the module and the library do. The
+ * quantity goes only to the calls that take one (a rate limiter's, and CL.ALL's).
  * Immutable: each method returns a new set.
  */
 public final class Options {
@@ -92,7 +92,7 @@ public final class Options {
     return with("COLD", factor);
   }
 
-  /** CL.ALL's answer for each limiter ({@code DETAIL}). */
+  /** CL.ALL's answer for each limiter ({@code DETAIL}): {@link Cell#allDetail} gives it. */
   public Options detail() {
     return with("DETAIL");
   }
@@ -131,7 +131,7 @@ public final class Options {
 
   private Options with(String keyword, Object... value) {
     List<String> more = new ArrayList<>(words);
-    more.add(keyword.toUpperCase(Locale.ROOT));
+    more.add(keyword);
     for (Object part : value) {
       more.add(String.valueOf(part));
     }

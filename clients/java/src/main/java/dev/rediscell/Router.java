@@ -9,11 +9,14 @@ import java.util.Locale;
  * the server has loaded the module, else the Functions library's functions where it has
  * loaded the library. A server with neither is asked again on the next call, so that loading
  * either later is seen without a restart; a call that misses its route (the module gone after
- * a failover, the library flushed) has the route found again and is sent once more.
+ * a failover, the library flushed) has the route found again and is sent once more. A miss
+ * means the server ran nothing, so the second send takes no units twice.
  */
 final class Router {
   private final Transport transport;
   private volatile Route route;
+  /** The module was taken on trust: the user may not ask COMMAND INFO. */
+  private volatile boolean assumed;
 
   Router(Transport transport) {
     this.transport = transport;
@@ -44,7 +47,16 @@ final class Router {
         throw error;
       }
       route = null;
-      return send(find(error.getMessage()), command, args, held);
+      // A module taken on trust and missing: only the library is left to ask about, and
+      // asking COMMAND again would only be refused again.
+      Route again = taken == Route.MODULE && assumed
+          ? settle(library(), error.getMessage())
+          : find(error.getMessage());
+      try {
+        return send(again, command, args, held);
+      } catch (CellException second) {
+        throw missed(again, second) ? new ModuleMissingException(second.getMessage()) : second;
+      }
     }
   }
 
@@ -58,21 +70,18 @@ final class Router {
     List<String> words = new ArrayList<>(args.size() + 3);
     if (taken == Route.MODULE) {
       words.add(command.command());
-      words.addAll(args);
-      return words;
-    }
-    if (command.call() == CellCommand.Call.NONE) {
-      throw new NeedsModuleException(command);
-    }
-    words.add(command.call().name());
-    words.add(command.function());
-    if (command.keys() == CellCommand.Keys.NUMKEYS) {
-      // CL.ALL numkeys key... args: FCALL's numkeys is the call's own.
-      words.addAll(args);
     } else {
-      words.add("1");
-      words.addAll(args);
+      if (command.call() == CellCommand.Call.NONE) {
+        throw new NeedsModuleException(command);
+      }
+      words.add(command.call().name());
+      words.add(command.function());
+      // CL.ALL's own numkeys leads its arguments; every other command has one key.
+      if (command.keys() != CellCommand.Keys.NUMKEYS) {
+        words.add("1");
+      }
     }
+    words.addAll(args);
     return words;
   }
 
@@ -86,7 +95,10 @@ final class Router {
 
   /** Asks the server what it has; {@code reply} is the error that sent it asking, if any. */
   private Route find(String reply) {
-    Route found = detect();
+    return settle(detect(), reply);
+  }
+
+  private Route settle(Route found, String reply) {
     if (found == null) {
       throw new ModuleMissingException(reply);
     }
@@ -95,6 +107,7 @@ final class Router {
   }
 
   private Route detect() {
+    assumed = false;
     try {
       if (namesACommand(transport.send(List.of("COMMAND", "INFO", "CL.THROTTLE")))) {
         return Route.MODULE;
@@ -103,10 +116,16 @@ final class Router {
       // COMMAND refused to this user: the module is taken on trust, and a call that misses
       // it says so.
       if (String.valueOf(refused.getMessage()).startsWith("NOPERM")) {
+        assumed = true;
         return Route.MODULE;
       }
       throw refused;
     }
+    return library();
+  }
+
+  /** The library, if the server has it loaded; null if not. */
+  private Route library() {
     try {
       transport.send(List.of("FCALL_RO", "cl_version", "0"));
       return Route.LIBRARY;

@@ -13,7 +13,7 @@ import io.lettuce.core.api.StatefulRedisConnection;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.Function;
-import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
@@ -39,10 +39,15 @@ class CellTest {
     return LettuceCell.over(connection);
   }
 
-  @AfterAll
-  static void closeClients() throws Exception {
+  /** Each test's Lettuce clients, closed before its servers stop reaching them. */
+  @AfterEach
+  void closeClients() {
     for (AutoCloseable opened : OPENED) {
-      opened.close();
+      try {
+        opened.close();
+      } catch (Exception ignored) {
+        // Closing the rest matters more than why one would not close.
+      }
     }
     OPENED.clear();
   }
@@ -66,8 +71,8 @@ class CellTest {
         c -> c.window("b", 3, 3600, Options.none().buckets(60)),
         c -> c.fixed("m", 1, Calendar.MONTH, Options.none()),
         c -> c.fixed("m", 1, Calendar.MONTH, Options.none().countDenied()),
-        c -> c.smooth("s", 2, 1, Options.none()),
-        c -> c.smooth("s", 2, 1, Options.none().quantity(5)),
+        c -> c.smooth("s", 2, 60, Options.none()),
+        c -> c.smooth("s", 2, 60, Options.none().quantity(5)),
         c -> c.lease("l", 1, 60, "alice", Options.none()),
         c -> c.lease("l", 1, 60, "bob", Options.none()),
         c -> c.all(List.of(new Limiter.Throttle("a1", 1, 1, 60), new Limiter.Fixed("a2", 1, 60)), Options.none()),
@@ -127,11 +132,69 @@ class CellTest {
 
   @Test
   void aFlushedLibraryIsFoundAgainOnTheCallThatMissesIt() throws Exception {
-    try (Servers library = Servers.start(Servers.With.LIBRARY)) {
+    try (Servers library =
+        Servers.start(Servers.With.LIBRARY, "--enable-module-command", "yes")) {
       Cell cell = JedisCell.over(library.client);
       assertEquals(Route.LIBRARY, cell.route());
+      // The module loaded meanwhile, and the library flushed: the call that misses the
+      // library finds the module and is answered there, taking its unit once.
+      library.command("MODULE", "LOAD", System.getenv("REDIS_CELL_MODULE"));
       library.client.functionFlush();
-      assertThrows(ModuleMissingException.class, () -> cell.fixed("k", 1, 60));
+      Outcome first = cell.fixed("k", 2, 60);
+      assertEquals(Route.MODULE, cell.route());
+      assertEquals(1, first.remaining());
+      // With neither, the same miss says what to load.
+      library.command("MODULE", "UNLOAD", "redis-cell");
+      assertThrows(ModuleMissingException.class, () -> cell.fixed("k", 2, 60));
+    }
+  }
+
+  @Test
+  void aUserWhoMayNotAskCommandStillReachesTheLibrary() throws Exception {
+    for (Servers.With with : List.of(Servers.With.LIBRARY, Servers.With.NEITHER)) {
+      try (Servers server = Servers.start(with)) {
+        server.command("ACL", "SETUSER", "alice", "on", ">secret", "~*", "+@all", "-command");
+        var config = redis.clients.jedis.DefaultJedisClientConfig.builder()
+            .user("alice").password("secret").build();
+        try (var alice = redis.clients.jedis.RedisClient.builder()
+            .hostAndPort(new redis.clients.jedis.HostAndPort("127.0.0.1", server.port))
+            .clientConfig(config)
+            .build()) {
+          Cell cell = JedisCell.over(alice);
+          if (with == Servers.With.LIBRARY) {
+            assertEquals(0, cell.fixed("k", 1, 60).remaining());
+            assertEquals(Route.LIBRARY, cell.route());
+          } else {
+            assertThrows(ModuleMissingException.class, () -> cell.fixed("k", 1, 60));
+          }
+        }
+      }
+    }
+  }
+
+  @Test
+  void eachCallSendsItsOwnWords() throws Exception {
+    try (Servers module = Servers.start(Servers.With.MODULE)) {
+      Cell cell = JedisCell.over(module.client);
+      assertEquals(new Outcome(false, 3, 2, -1, 60, java.util.OptionalLong.empty()),
+          cell.throttle("t", 2, 1, 60));
+      assertEquals(0, cell.throttle("t", 2, 1, 60, Options.none().quantity(2)).remaining());
+      assertTrue(cell.throttle("t", 2, 1, 60).limited());
+      assertEquals(1, cell.fixed("f", 3, 60, Options.none().quantity(2).dryRun()).remaining());
+      assertEquals(2, cell.fixed("f", 3, 60).remaining());
+      Outcome ms = cell.window("w", 2, 60_000, Options.none().ms());
+      assertTrue(ms.resetAfter() > 59_000 && ms.resetAfter() <= 60_000, ms.toString());
+      assertEquals(3, cell.window("w3", 5, 60, Options.none().quantity(2)).remaining());
+      Outcome granted = cell.throttle("g", 4, 1, 60, Options.none().quantity(9).atMost());
+      assertEquals(java.util.OptionalLong.of(5), granted.granted());
+      assertEquals(4, cell.all(List.of(new Limiter.Fixed("a", 5, 60)),
+          Options.none()).remaining());
+      assertEquals(2, cell.all(List.of(new Limiter.Fixed("a", 5, 60)),
+          Options.none().quantity(2)).remaining());
+      assertThrows(IllegalArgumentException.class,
+          () -> cell.all(List.of(new Limiter.Fixed("a", 5, 60)), Options.none().detail()));
+      // Three of five taken by CL.ALL: a look at one more leaves one.
+      assertEquals(1, cell.fixed("a", 5, 60, Options.none().dryRun()).remaining());
     }
   }
 
@@ -177,6 +240,12 @@ class CellTest {
       assertTrue(cell.throttle("y", 5, 1, 60).limited());
       assertTrue(cell.unban("y"));
       assertFalse(cell.unban("y"));
+      if (client == Client.LETTUCE) {
+        // Not sent at all: Lettuce could send it twice, or cut the hold.
+        assertThrows(UnsupportedOperationException.class,
+            () -> cell.throttle("z", 0, 1, 60, Options.none().block(100)));
+        assertFalse(module.client.exists("z"));
+      }
     }
   }
 

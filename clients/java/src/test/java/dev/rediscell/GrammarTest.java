@@ -1,13 +1,17 @@
 package dev.rediscell;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.lang.reflect.Method;
+import java.lang.reflect.Modifier;
 import java.util.Arrays;
 import java.util.Locale;
+import java.util.Set;
+import java.util.TreeSet;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -26,8 +30,35 @@ class GrammarTest {
     for (JsonNode command : grammar().get("commands")) {
       String name = command.asText().substring("CL.".length()).toLowerCase(Locale.ROOT);
       assertTrue(
-          Arrays.stream(Cell.class.getMethods()).anyMatch(m -> m.getName().equals(name)),
+          Arrays.stream(Cell.class.getDeclaredMethods())
+              .anyMatch(m -> m.getName().equals(name) && Modifier.isPublic(m.getModifiers())),
           "Cell has no method for " + command.asText());
+    }
+  }
+
+  @Test
+  void theQuantityGoesWhereTheGrammarPutsIt() throws Exception {
+    JsonNode quantity = null;
+    for (JsonNode option : grammar().get("options")) {
+      if (option.get("keyword").asText().equals("QUANTITY")) {
+        quantity = option;
+      }
+    }
+    if (quantity == null) {
+      fail("the grammar has no QUANTITY");
+      return;
+    }
+    Set<String> positional = new TreeSet<>();
+    quantity.get("positional").forEach(command -> positional.add(command.asText()));
+    Set<String> keyword = new TreeSet<>();
+    quantity.get("takers").forEach(command -> keyword.add(command.asText()));
+    for (CellCommand command : CellCommand.values()) {
+      CellCommand.Quantity expected = positional.contains(command.command())
+          ? CellCommand.Quantity.POSITIONAL
+          : keyword.contains(command.command())
+              ? CellCommand.Quantity.KEYWORD
+              : CellCommand.Quantity.NONE;
+      assertEquals(expected, command.quantity(), command.command());
     }
   }
 

@@ -1,6 +1,7 @@
 package dev.rediscell;
 
 import java.io.IOException;
+import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -35,46 +36,80 @@ final class Servers implements AutoCloseable {
     this.client = client;
   }
 
-  static Servers start(With with) throws IOException, InterruptedException {
+  static Servers start(With with, String... config) throws IOException, InterruptedException {
     int port;
-    try (ServerSocket probe = new ServerSocket(0)) {
+    try (ServerSocket probe = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
       port = probe.getLocalPort();
     }
-    Path dir = Files.createTempDirectory("redis-cell-java");
     List<String> command = new ArrayList<>(List.of(
         env("REDIS_SERVER", "/usr/bin/redis-server"),
         "--port", Integer.toString(port), "--bind", "127.0.0.1", "--save", "",
-        "--appendonly", "no", "--dir", dir.toString()));
+        "--appendonly", "no"));
+    command.addAll(List.of(config));
     if (with == With.MODULE) {
       command.add("--loadmodule");
       command.add(module());
     }
-    Process process = new ProcessBuilder(command)
-        .redirectErrorStream(true)
-        .redirectOutput(dir.resolve("server.log").toFile())
-        .start();
+    Path dir = Files.createTempDirectory("redis-cell-java");
+    command.add("--dir");
+    command.add(dir.toString());
+    Process process;
+    try {
+      process = new ProcessBuilder(command)
+          .redirectErrorStream(true)
+          .redirectOutput(dir.resolve("server.log").toFile())
+          .start();
+    } catch (IOException notStarted) {
+      delete(dir);
+      throw notStarted;
+    }
     UnifiedJedis client = null;
-    for (int tries = 0; tries < 100 && client == null; tries++) {
-      try {
+    try {
+      for (int tries = 0; tries < 100 && client == null; tries++) {
         UnifiedJedis attempt = RedisClient.create(new HostAndPort("127.0.0.1", port));
-        attempt.ping();
-        client = attempt;
-      } catch (RuntimeException notYet) {
-        if (!process.isAlive()) {
-          throw new IllegalStateException("the server did not start: "
-              + Files.readString(dir.resolve("server.log")));
+        try {
+          attempt.ping();
+          client = attempt;
+        } catch (RuntimeException notYet) {
+          attempt.close();
+          if (!process.isAlive()) {
+            throw new IllegalStateException("the server did not start: "
+                + Files.readString(dir.resolve("server.log")));
+          }
+          Thread.sleep(50);
         }
-        Thread.sleep(50);
       }
-    }
-    if (client == null) {
+      if (client == null) {
+        throw new IllegalStateException("the server did not answer on port " + port);
+      }
+      if (with == With.LIBRARY) {
+        client.functionLoadReplace(library());
+      }
+      return new Servers(process, dir, port, client);
+    } catch (RuntimeException | IOException failed) {
+      if (client != null) {
+        client.close();
+      }
       process.destroyForcibly();
-      throw new IllegalStateException("the server did not answer on port " + port);
+      process.waitFor();
+      delete(dir);
+      throw failed;
     }
-    if (with == With.LIBRARY) {
-      client.functionLoadReplace(Files.readString(root().resolve("lua/dist/redis_cell.lua")));
+  }
+
+  /** Sends a command of the server's own to it, as an operator would. */
+  Object command(String... words) {
+    byte[] name = words[0].getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    var args = new redis.clients.jedis.CommandArguments(() -> name);
+    for (int at = 1; at < words.length; at++) {
+      args.add(words[at]);
     }
-    return new Servers(process, dir, port, client);
+    return client.executeCommand(args);
+  }
+
+  /** The Functions library, as FUNCTION LOAD takes it. */
+  static String library() throws IOException {
+    return Files.readString(root().resolve("lua/dist/redis_cell.lua"));
   }
 
   @Override
@@ -89,6 +124,10 @@ final class Servers implements AutoCloseable {
       process.destroyForcibly();
       Thread.currentThread().interrupt();
     }
+    delete(dir);
+  }
+
+  private static void delete(Path dir) throws IOException {
     try (var files = Files.walk(dir)) {
       files.sorted((a, b) -> b.compareTo(a)).forEach(path -> path.toFile().delete());
     }

@@ -10,7 +10,12 @@ import redis.clients.jedis.UnifiedJedis;
 import redis.clients.jedis.commands.ProtocolCommand;
 import redis.clients.jedis.exceptions.JedisDataException;
 
-/** The limiters over Jedis: any {@link UnifiedJedis} (a {@code RedisClient}, a pool). */
+/**
+ * The limiters over Jedis: a {@code RedisClient} or {@code JedisPooled}, which send each command
+ * once. A {@link UnifiedJedis} built with retries ({@code maxAttempts}) sends a command again
+ * after a connection error, so a call in flight then may take its units twice; a cluster's
+ * client is not offered yet (#49).
+ */
 public final class JedisCell {
   private JedisCell() {}
 
@@ -21,7 +26,8 @@ public final class JedisCell {
   /**
    * Each call as one command on the client's connections, its error reply a CellException. A
    * held call goes as Jedis sends its own blocking commands: the connection's read timeout is
-   * lifted for it, so that the client does not cut the hold, and Jedis never sends it again.
+   * lifted for it (to {@code blockingSocketTimeoutMillis}, if the client sets one shorter than
+   * the hold, which then cuts it), so that the client does not cut the hold.
    */
   public static Transport transport(UnifiedJedis jedis) {
     return new Transport() {
@@ -51,7 +57,7 @@ public final class JedisCell {
     try {
       return jedis.executeCommand(args);
     } catch (JedisDataException error) {
-      throw new CellException(error.getMessage());
+      throw new CellException(error.getMessage(), error);
     }
   }
 }

@@ -15,9 +15,11 @@ import java.util.List;
 /**
  * The limiters over Lettuce: a {@link StatefulRedisConnection} of strings. Replies come back as
  * Lettuce's generic output gives them: an array as a list, and a lone integer or string as a
- * list of one. A held call ({@code BLOCK}) is refused here for now:
- * Lettuce sends a command again after a reconnect, which would reserve twice, and cuts a hold
- * at its command timeout; held calls need a connection of their own (#49).
+ * list of one. Lettuce sends a command again after it reconnects (its default, {@code
+ * autoReconnect(true)}), so a call in flight when the connection drops may take its units
+ * twice: where that matters, give it a connection whose client does not reconnect by itself. A
+ * held call ({@code BLOCK}) is refused here for now: it would also be cut at the command
+ * timeout, and needs a connection of its own (#49).
  */
 public final class LettuceCell {
   private LettuceCell() {}
@@ -61,7 +63,7 @@ public final class LettuceCell {
     try {
       return connection.sync().dispatch(command, new NestedMultiOutput<>(StringCodec.UTF8), args);
     } catch (RedisCommandExecutionException error) {
-      throw new CellException(error.getMessage());
+      throw new CellException(error.getMessage(), error);
     }
   }
 }
