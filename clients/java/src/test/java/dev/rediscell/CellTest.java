@@ -123,8 +123,7 @@ class CellTest {
       assertTrue(missing.getMessage().contains("MODULE LOAD"), missing.getMessage());
       assertTrue(missing.getMessage().contains("FUNCTION LOAD"), missing.getMessage());
       // Loaded later, the library is found on the next call, without a new client.
-      bare.client.functionLoadReplace(
-          java.nio.file.Files.readString(Servers.root().resolve("lua/dist/redis_cell.lua")));
+      bare.client.functionLoadReplace(Servers.library());
       assertFalse(cell.throttle("k", 1, 1, 60).limited());
       assertEquals(Route.LIBRARY, cell.route());
     }
