@@ -30,9 +30,9 @@ pub fn parse_i64(text: &[u8]) -> Option<i64> {
 }
 
 /// `value` in decimal, written at the right end of `buf` (20 bytes hold any i64). Every
-/// write formats two or three 13- to 19-digit numbers, so the digits are made in blocks of
-/// eight with 32-bit arithmetic, pairs from a table, at places known when compiled, and the
-/// length is counted apart: about half the instructions of a loop over pairs.
+/// THROTTLE write formats a 19-digit TAT and a 13-digit expiry, so the digits are made in
+/// blocks of eight with 32-bit arithmetic, pairs from a table, at places known when compiled,
+/// and the length is counted apart: about half the instructions of a loop over pairs.
 pub fn decimal(value: i64, buf: &mut [u8; 20]) -> &[u8] {
     let magnitude = value.unsigned_abs();
     // A magnitude is at most 2^63: the highest block holds at most three digits.
