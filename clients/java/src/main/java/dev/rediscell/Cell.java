@@ -71,12 +71,12 @@ public final class Cell {
 
   /** {@code CL.RELEASE key holder}: whether the holder had a lease to give back. */
   public boolean release(String key, String holder) {
-    return integer(router.call(CellCommand.RELEASE, args(CellCommand.RELEASE, Options.none(), key, holder))) == 1;
+    return integer(send(CellCommand.RELEASE, Options.none(), key, holder)) == 1;
   }
 
   /** {@code CL.HOLDERS key}: the leases held, each with the time it has left. */
   public List<Holder> holders(String key, Options options) {
-    List<?> items = list(router.call(CellCommand.HOLDERS, args(CellCommand.HOLDERS, options, key)));
+    List<?> items = list(send(CellCommand.HOLDERS, options, key));
     List<Holder> holders = new ArrayList<>(items.size() / 2);
     for (int at = 0; at + 1 < items.size(); at += 2) {
       holders.add(new Holder(text(items.get(at)), integer(items.get(at + 1))));
@@ -87,7 +87,7 @@ public final class Cell {
   /** {@code CL.ALL}: every limiter admits the call, or none takes anything. */
   public Outcome all(List<Limiter> limiters, Options options) {
     // Refused before it is sent: its reply would be each limiter's, after units were taken.
-    if (options.words().contains("DETAIL")) {
+    if (options.names("DETAIL")) {
       throw new IllegalArgumentException("CL.ALL with DETAIL answers each limiter: allDetail");
     }
     return Outcome.of(call(CellCommand.ALL, allArgs(limiters, options), options));
@@ -95,7 +95,7 @@ public final class Cell {
 
   /** {@code CL.ALL … DETAIL}: each limiter's answer, in the order given. */
   public List<Outcome> allDetail(List<Limiter> limiters, Options options) {
-    Options detailed = options.words().contains("DETAIL") ? options : options.detail();
+    Options detailed = options.names("DETAIL") ? options : options.detail();
     List<?> replies = list(call(CellCommand.ALL, allArgs(limiters, detailed), options));
     List<Outcome> outcomes = new ArrayList<>(replies.size());
     for (Object reply : replies) {
@@ -106,7 +106,7 @@ public final class Cell {
 
   /** {@code CL.TOP}: the keys this node denied most; the module's alone. */
   public List<Denied> top(Options options) {
-    List<?> items = list(router.call(CellCommand.TOP, args(CellCommand.TOP, options)));
+    List<?> items = list(send(CellCommand.TOP, options));
     List<Denied> denied = new ArrayList<>(items.size() / 3);
     for (int at = 0; at + 2 < items.size(); at += 3) {
       denied.add(new Denied(text(items.get(at)), integer(items.get(at + 1)), integer(items.get(at + 2))));
@@ -116,16 +116,21 @@ public final class Cell {
 
   /** {@code CL.BAN key span}: locks the key out from now; the ban's end. The module's alone. */
   public long ban(String key, long span, Options options) {
-    return integer(router.call(CellCommand.BAN, args(CellCommand.BAN, options, key, span)));
+    return integer(send(CellCommand.BAN, options, key, span));
   }
 
   /** {@code CL.UNBAN key}: whether the key was banned. The module's alone. */
   public boolean unban(String key) {
-    return integer(router.call(CellCommand.UNBAN, args(CellCommand.UNBAN, Options.none(), key))) == 1;
+    return integer(send(CellCommand.UNBAN, Options.none(), key)) == 1;
   }
 
   private Outcome decide(CellCommand command, Options options, Object... params) {
-    return Outcome.of(call(command, args(command, options, params), options));
+    return Outcome.of(send(command, options, params));
+  }
+
+  /** Sends a command with its parameters and options; a call that may wait, as held. */
+  private Object send(CellCommand command, Options options, Object... params) {
+    return call(command, args(command, options, params), options);
   }
 
   /**

@@ -1,7 +1,9 @@
 package dev.rediscell;
 
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 
 /**
  * What a call asks beyond its parameters, one method for each option of the module's grammar
@@ -13,23 +15,24 @@ import java.util.List;
  */
 public final class Options {
   private final List<String> words;
+  /** The keywords among the words: a value (a holder's name) may spell one too. */
+  private final Set<String> named;
   private final long quantity;
-  private final boolean blocks;
 
-  private Options(long quantity, List<String> words, boolean blocks) {
+  private Options(long quantity, List<String> words, Set<String> named) {
     this.quantity = quantity;
     this.words = List.copyOf(words);
-    this.blocks = blocks;
+    this.named = Set.copyOf(named);
   }
 
   /** One unit, periods in seconds, and nothing else. */
   public static Options none() {
-    return new Options(1, List.of(), false);
+    return new Options(1, List.of(), Set.of());
   }
 
   /** How many units the call takes (0 looks and takes none). */
   public Options quantity(long units) {
-    return new Options(units, words, blocks);
+    return new Options(units, words, named);
   }
 
   /** The periods, spans and waits in milliseconds ({@code MS}). */
@@ -112,12 +115,17 @@ public final class Options {
    * timeout}), on a connection held for it. Only the module waits.
    */
   public Options block(long timeout) {
-    return new Options(quantity, append(words, "BLOCK", Long.toString(timeout)), true);
+    return with("BLOCK", timeout);
+  }
+
+  /** Whether the set names the option (its keyword). */
+  boolean names(String keyword) {
+    return named.contains(keyword);
   }
 
   /** Whether the call may be held by the server. */
   boolean blocks() {
-    return blocks;
+    return names("BLOCK");
   }
 
   long quantity() {
@@ -135,12 +143,8 @@ public final class Options {
     for (Object part : value) {
       more.add(String.valueOf(part));
     }
-    return new Options(quantity, more, blocks);
-  }
-
-  private static List<String> append(List<String> words, String... more) {
-    List<String> all = new ArrayList<>(words);
-    all.addAll(List.of(more));
-    return all;
+    Set<String> keywords = new HashSet<>(named);
+    keywords.add(keyword);
+    return new Options(quantity, more, keywords);
   }
 }

@@ -192,6 +192,11 @@ class CellTest {
           Options.none().quantity(2)).remaining());
       assertThrows(IllegalArgumentException.class,
           () -> cell.all(List.of(new Limiter.Fixed("a", 5, 60)), Options.none().detail()));
+      // A holder may be called what a keyword is: it is a value, not DETAIL or BLOCK.
+      for (String holder : List.of("DETAIL", "BLOCK")) {
+        assertFalse(cell.all(List.of(new Limiter.Lease("lease:" + holder, 1, 60)),
+            Options.none().holder(holder)).limited());
+      }
       // Three of five taken by CL.ALL: a look at one more leaves one.
       assertEquals(1, cell.fixed("a", 5, 60, Options.none().dryRun()).remaining());
     }
