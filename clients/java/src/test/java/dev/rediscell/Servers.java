@@ -26,17 +26,30 @@ final class Servers implements AutoCloseable {
 
   private final Process process;
   private final Path dir;
+  /** Under a clock that stands still, a server's shutdown waits on timers that never fire. */
+  private final boolean frozen;
   final int port;
   final UnifiedJedis client;
 
-  private Servers(Process process, Path dir, int port, UnifiedJedis client) {
+  private Servers(Process process, Path dir, int port, UnifiedJedis client, boolean frozen) {
     this.process = process;
+    this.frozen = frozen;
     this.dir = dir;
     this.port = port;
     this.client = client;
   }
 
   static Servers start(With with, String... config) throws IOException, InterruptedException {
+    return start(with, null, config);
+  }
+
+  /**
+   * As {@link #start(With, String...)}, under libfaketime when {@code clock} is given: the
+   * server's clock, wall and monotonic, stands at the clock's instant until the test moves it
+   * (its timers stand still too, so a held reply is never released).
+   */
+  static Servers start(With with, FakeClock clock, String... config)
+      throws IOException, InterruptedException {
     int port;
     try (ServerSocket probe = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
       port = probe.getLocalPort();
@@ -55,7 +68,11 @@ final class Servers implements AutoCloseable {
     command.add(dir.toString());
     Process process;
     try {
-      process = new ProcessBuilder(command)
+      ProcessBuilder builder = new ProcessBuilder(command);
+      if (clock != null) {
+        clock.steer(builder.environment());
+      }
+      process = builder
           .redirectErrorStream(true)
           .redirectOutput(dir.resolve("server.log").toFile())
           .start();
@@ -85,7 +102,7 @@ final class Servers implements AutoCloseable {
       if (with == With.LIBRARY) {
         client.functionLoadReplace(library());
       }
-      return new Servers(process, dir, port, client);
+      return new Servers(process, dir, port, client, clock != null);
     } catch (RuntimeException | IOException failed) {
       if (client != null) {
         client.close();
@@ -107,6 +124,11 @@ final class Servers implements AutoCloseable {
     return client.executeCommand(args);
   }
 
+  /** A command whose reply is text (a bulk string), as text. */
+  String text(String... words) {
+    return new String((byte[]) command(words), java.nio.charset.StandardCharsets.UTF_8);
+  }
+
   /** The Functions library, as FUNCTION LOAD takes it. */
   static String library() throws IOException {
     return Files.readString(root().resolve("lua/dist/redis_cell.lua"));
@@ -115,7 +137,11 @@ final class Servers implements AutoCloseable {
   @Override
   public void close() throws IOException {
     client.close();
-    process.destroy();
+    if (frozen) {
+      process.destroyForcibly();
+    } else {
+      process.destroy();
+    }
     try {
       if (!process.waitFor(10, java.util.concurrent.TimeUnit.SECONDS)) {
         process.destroyForcibly();
