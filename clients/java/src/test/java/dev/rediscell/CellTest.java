@@ -9,7 +9,6 @@ import dev.rediscell.jedis.JedisCell;
 import dev.rediscell.lettuce.LettuceCell;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisURI;
-import io.lettuce.core.api.StatefulRedisConnection;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.Function;
@@ -19,37 +18,9 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 class CellTest {
-  /** The clients a Cell runs over. */
-  enum Client {
-    JEDIS,
-    LETTUCE
-  }
-
-  private static final List<AutoCloseable> OPENED = new ArrayList<>();
-
-  /** A Cell over the server's port, by the given client. */
-  static Cell cell(Client client, Servers server) {
-    if (client == Client.JEDIS) {
-      return JedisCell.over(server.client);
-    }
-    RedisClient lettuce = RedisClient.create(RedisURI.create("127.0.0.1", server.port));
-    StatefulRedisConnection<String, String> connection = lettuce.connect();
-    OPENED.add(connection);
-    OPENED.add(lettuce::shutdown);
-    return LettuceCell.over(connection);
-  }
-
-  /** Each test's Lettuce clients, closed before its servers stop reaching them. */
   @AfterEach
   void closeClients() {
-    for (AutoCloseable opened : OPENED) {
-      try {
-        opened.close();
-      } catch (Exception ignored) {
-        // Closing the rest matters more than why one would not close.
-      }
-    }
-    OPENED.clear();
+    Clients.closeAll();
   }
 
   /** A run of calls, each as [limited, limit, remaining]: what two routes must agree on. */
@@ -96,12 +67,12 @@ class CellTest {
   }
 
   @ParameterizedTest
-  @EnumSource(Client.class)
-  void theModuleAndTheLibraryDecideAlike(Client client) throws Exception {
+  @EnumSource(Clients.class)
+  void theModuleAndTheLibraryDecideAlike(Clients client) throws Exception {
     try (Servers module = Servers.start(Servers.With.MODULE);
         Servers library = Servers.start(Servers.With.LIBRARY)) {
-      Cell viaModule = cell(client, module);
-      Cell viaLibrary = cell(client, library);
+      Cell viaModule = client.cell(module);
+      Cell viaLibrary = client.cell(library);
       assertEquals(Route.MODULE, viaModule.route());
       assertEquals(Route.LIBRARY, viaLibrary.route());
       List<List<Long>> expected = run(viaModule);
@@ -114,10 +85,10 @@ class CellTest {
   }
 
   @ParameterizedTest
-  @EnumSource(Client.class)
-  void aServerWithNeitherSaysWhatToLoad(Client client) throws Exception {
+  @EnumSource(Clients.class)
+  void aServerWithNeitherSaysWhatToLoad(Clients client) throws Exception {
     try (Servers bare = Servers.start(Servers.With.NEITHER)) {
-      Cell cell = cell(client, bare);
+      Cell cell = client.cell(bare);
       ModuleMissingException missing =
           assertThrows(ModuleMissingException.class, () -> cell.throttle("k", 1, 1, 60));
       assertTrue(missing.getMessage().contains("MODULE LOAD"), missing.getMessage());
@@ -203,11 +174,11 @@ class CellTest {
   }
 
   @ParameterizedTest
-  @EnumSource(Client.class)
-  void badInputIsTheLimitersErrorAndWritesNothing(Client client) throws Exception {
+  @EnumSource(Clients.class)
+  void badInputIsTheLimitersErrorAndWritesNothing(Clients client) throws Exception {
     for (Servers.With with : List.of(Servers.With.MODULE, Servers.With.LIBRARY)) {
       try (Servers server = Servers.start(with)) {
-        Cell cell = cell(client, server);
+        Cell cell = client.cell(server);
         CellException bad =
             assertThrows(CellException.class, () -> cell.throttle("k", -1, 1, 60));
         assertEquals("ERR max_burst must be >= 0", bad.getMessage(), with.name());
@@ -217,10 +188,10 @@ class CellTest {
   }
 
   @ParameterizedTest
-  @EnumSource(Client.class)
-  void theModulesOwnCommandsAreRefusedOnTheLibrary(Client client) throws Exception {
+  @EnumSource(Clients.class)
+  void theModulesOwnCommandsAreRefusedOnTheLibrary(Clients client) throws Exception {
     try (Servers library = Servers.start(Servers.With.LIBRARY)) {
-      Cell cell = cell(client, library);
+      Cell cell = client.cell(library);
       NeedsModuleException needs =
           assertThrows(NeedsModuleException.class, () -> cell.top(Options.none()));
       assertTrue(needs.getMessage().startsWith("CL.TOP needs the redis-cell module"));
@@ -230,10 +201,10 @@ class CellTest {
   }
 
   @ParameterizedTest
-  @EnumSource(Client.class)
-  void theModulesOwnCommandsAnswerOnTheModule(Client client) throws Exception {
+  @EnumSource(Clients.class)
+  void theModulesOwnCommandsAnswerOnTheModule(Clients client) throws Exception {
     try (Servers module = Servers.start(Servers.With.MODULE)) {
-      Cell cell = cell(client, module);
+      Cell cell = client.cell(module);
       assertFalse(cell.throttle("x", 0, 1, 60).limited());
       assertTrue(cell.throttle("x", 0, 1, 60).limited());
       List<Denied> top = cell.top(Options.none().count(5));
@@ -244,24 +215,48 @@ class CellTest {
       assertTrue(cell.throttle("y", 5, 1, 60).limited());
       assertTrue(cell.unban("y"));
       assertFalse(cell.unban("y"));
-      if (client == Client.LETTUCE) {
-        // Not sent at all: Lettuce could send it twice, or cut the hold.
-        assertThrows(UnsupportedOperationException.class,
-            () -> cell.throttle("z", 0, 1, 60, Options.none().block(100)));
-        assertFalse(module.client.exists("z"));
-      }
     }
   }
 
   @Test
-  void aHeldCallOutlastsJedissReadTimeout() throws Exception {
-    try (Servers module = Servers.start(Servers.With.MODULE);
-        var jedis = redis.clients.jedis.RedisClient.builder()
-            .hostAndPort(new redis.clients.jedis.HostAndPort("127.0.0.1", module.port))
-            .clientConfig(redis.clients.jedis.DefaultJedisClientConfig.builder()
-                .socketTimeoutMillis(300).build())
-            .build()) {
-      Cell cell = JedisCell.over(jedis);
+  void aLettuceCellWithoutAUriForHoldsRefusesThemUnsent() throws Exception {
+    try (Servers module = Servers.start(Servers.With.MODULE)) {
+      RedisClient lettuce = RedisClient.create(RedisURI.create("127.0.0.1", module.port));
+      Clients.closeLater(lettuce::shutdown);
+      var connection = lettuce.connect();
+      Clients.closeLater(connection);
+      Cell cell = LettuceCell.over(connection);
+      assertThrows(UnsupportedOperationException.class,
+          () -> cell.throttle("z", 0, 1, 60, Options.none().block(100)));
+      assertFalse(module.client.exists("z"));
+    }
+  }
+
+  /** A Cell whose client gives up on a reply after 300 ms, as its read or command timeout. */
+  private static Cell impatient(Clients client, Servers server) {
+    if (client == Clients.JEDIS) {
+      var jedis = redis.clients.jedis.RedisClient.builder()
+          .hostAndPort(new redis.clients.jedis.HostAndPort("127.0.0.1", server.port))
+          .clientConfig(redis.clients.jedis.DefaultJedisClientConfig.builder()
+              .socketTimeoutMillis(300).build())
+          .build();
+      Clients.closeLater(jedis);
+      return JedisCell.over(jedis);
+    }
+    RedisURI uri = RedisURI.builder().withHost("127.0.0.1").withPort(server.port)
+        .withTimeout(java.time.Duration.ofMillis(300)).build();
+    RedisClient lettuce = RedisClient.create(uri);
+    Clients.closeLater(lettuce::shutdown);
+    var connection = lettuce.connect();
+    Clients.closeLater(connection);
+    return LettuceCell.over(connection, uri);
+  }
+
+  @ParameterizedTest
+  @EnumSource(Clients.class)
+  void aHeldCallOutlastsTheClientsTimeout(Clients client) throws Exception {
+    try (Servers module = Servers.start(Servers.With.MODULE)) {
+      Cell cell = impatient(client, module);
       Options oneASecond = Options.none().ms();
       assertFalse(cell.throttle("h", 0, 1, 1000, oneASecond).limited());
       long start = System.nanoTime();
@@ -269,6 +264,39 @@ class CellTest {
       long waitedMs = (System.nanoTime() - start) / 1_000_000;
       assertFalse(held.limited());
       assertTrue(waitedMs >= 500, "waited " + waitedMs + " ms");
+      // The connection a hold went on serves the next.
+      assertFalse(cell.throttle("h", 0, 1, 1000, oneASecond.block(5000)).limited());
+    }
+  }
+
+  /**
+   * A held call whose connection is cut fails, and is not sent again: a client that re-sent it
+   * on a new connection would take the unit it waited for once that unit came.
+   */
+  @ParameterizedTest
+  @EnumSource(Clients.class)
+  void aCutHoldIsNotSentAgain(Clients client) throws Exception {
+    try (Servers module = Servers.start(Servers.With.MODULE)) {
+      Cell cell = client.cell(module);
+      Options oneASecond = Options.none().ms();
+      assertFalse(cell.throttle("c", 0, 1, 1000, oneASecond).limited());
+      var failed = new java.util.concurrent.atomic.AtomicReference<Throwable>();
+      Thread waiter = new Thread(() -> {
+        try {
+          cell.throttle("c", 0, 1, 1000, oneASecond.block(5000));
+        } catch (Throwable cut) {
+          failed.set(cut);
+        }
+      });
+      waiter.start();
+      String blocked = module.heldClient();
+      assertTrue(blocked != null, "the call was not held");
+      module.command("CLIENT", "KILL", "ID", blocked);
+      waiter.join(5_000);
+      assertTrue(failed.get() != null, "a cut hold fails its call");
+      Thread.sleep(1_500);
+      Outcome look = cell.throttle("c", 0, 1, 1000, oneASecond.dryRun());
+      assertFalse(look.limited(), "the cut call was sent again and took the unit");
     }
   }
 }

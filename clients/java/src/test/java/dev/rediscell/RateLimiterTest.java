@@ -20,13 +20,21 @@ import java.util.Random;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Supplier;
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.RedisClient;
 
 /** The fleet-wide RateLimiter: Guava's decisions, its refusals, and what it adds. */
 class RateLimiterTest {
   private static final long BASE_US = 1_900_000_000_000_000L;
+
+  @AfterEach
+  void closeClients() {
+    Clients.closeAll();
+  }
 
   /** [nextFreeMicros, storedPermits bits, maxPermits bits] of a CL.SMOOTH key, or null. */
   private static long[] state(Servers server, String key) {
@@ -192,15 +200,7 @@ class RateLimiterTest {
         }
       });
       caller.start();
-      String blocked = null;
-      for (int tries = 0; tries < 500 && blocked == null; tries++) {
-        for (String client : server.text("CLIENT", "LIST").split("\n")) {
-          if (client.matches(".* flags=b .*")) {
-            blocked = client.replaceAll("^id=(\\d+) .*$", "$1").trim();
-          }
-        }
-        Thread.sleep(10);
-      }
+      String blocked = server.heldClient();
       assertNotNull(blocked, "the call was not held");
       assertFalse(java.util.Arrays.equals(before, state(server, key.name)), "no reservation");
       server.command("CLIENT", "KILL", "ID", blocked);
@@ -278,17 +278,18 @@ class RateLimiterTest {
    * acquire answers the seconds it was held; a timeout of zero or less sends no BLOCK, which
    * the library would refuse, where acquire's is refused with the library's error.
    */
-  @Test
-  void acquireIsHeldAndMeasuredAndZeroTimeoutsNeverWait() throws Exception {
+  @ParameterizedTest
+  @EnumSource(Clients.class)
+  void acquireIsHeldAndMeasuredAndZeroTimeoutsNeverWait(Clients client) throws Exception {
     try (Servers module = Servers.start(Servers.With.MODULE);
         Servers library = Servers.start(Servers.With.LIBRARY)) {
-      RateLimiter held = RateLimiter.create(JedisCell.over(module.client), "a", 2);
+      RateLimiter held = RateLimiter.create(client.cell(module), "a", 2);
       assertTrue(held.acquire() < 0.4);
       held.acquire(2);
       double waited = held.acquire();
       assertTrue(waited > 0.4 && waited < 5, Double.toString(waited));
       assertFalse(held.tryAcquire(-5, TimeUnit.SECONDS));
-      RateLimiter viaLibrary = RateLimiter.create(JedisCell.over(library.client), "a", 2);
+      RateLimiter viaLibrary = RateLimiter.create(client.cell(library), "a", 2);
       assertTrue(viaLibrary.tryAcquire(Duration.ZERO));
       assertTrue(viaLibrary.tryAcquire(-1, TimeUnit.MILLISECONDS));
       CellException refused = assertThrows(CellException.class, () -> viaLibrary.acquire());

@@ -129,6 +129,19 @@ final class Servers implements AutoCloseable {
     return new String((byte[]) command(words), java.nio.charset.StandardCharsets.UTF_8);
   }
 
+  /** The id of a client the server holds (a blocked one), once there is one; null after 5 s. */
+  String heldClient() throws InterruptedException {
+    for (int tries = 0; tries < 500; tries++) {
+      for (String client : text("CLIENT", "LIST").split("\n")) {
+        if (client.matches(".* flags=b .*")) {
+          return client.replaceAll("^id=(\\d+) .*$", "$1").trim();
+        }
+      }
+      Thread.sleep(10);
+    }
+    return null;
+  }
+
   /** The Functions library, as FUNCTION LOAD takes it. */
   static String library() throws IOException {
     return Files.readString(root().resolve("lua/dist/redis_cell.lua"));
