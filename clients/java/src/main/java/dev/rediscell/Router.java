@@ -61,12 +61,15 @@ final class Router {
   }
 
   private Object send(Route taken, CellCommand command, List<String> args, boolean held) {
-    List<String> words = words(taken, command, args);
-    return held ? transport.sendHeld(words) : transport.send(words);
+    Request request = request(taken, command, args);
+    return held ? transport.sendHeld(request) : transport.send(request);
   }
 
-  /** The call's words on a route: the module's command, or the library's FCALL. */
-  private static List<String> words(Route taken, CellCommand command, List<String> args) {
+  /**
+   * The call on a route: the module's command, or the library's FCALL; its keys are the first
+   * argument, or the {@code numkeys} that follow a count (CL.ALL's, or FCALL's).
+   */
+  private static Request request(Route taken, CellCommand command, List<String> args) {
     List<String> words = new ArrayList<>(args.size() + 3);
     if (taken == Route.MODULE) {
       words.add(command.command());
@@ -78,11 +81,24 @@ final class Router {
       words.add(command.function());
       // CL.ALL's own numkeys leads its arguments; every other command has one key.
       if (command.keys() != CellCommand.Keys.NUMKEYS) {
-        words.add("1");
+        words.add(command.keys() == CellCommand.Keys.NONE ? "0" : "1");
       }
     }
+    int count = words.size();
     words.addAll(args);
-    return words;
+    return switch (command.keys()) {
+      case NONE -> new Request(words, 0, 0);
+      case FIRST -> new Request(words, count, 1);
+      case NUMKEYS -> new Request(words, count + 1, numkeys(words.get(count)));
+    };
+  }
+
+  private static int numkeys(String count) {
+    try {
+      return Integer.parseInt(count);
+    } catch (NumberFormatException notACount) {
+      throw new IllegalArgumentException("not a count of keys: " + count);
+    }
   }
 
   /** Whether an error says the route taken is gone, rather than answering the call. */
@@ -109,7 +125,7 @@ final class Router {
   private Route detect() {
     assumed = false;
     try {
-      if (namesACommand(transport.send(List.of("COMMAND", "INFO", "CL.THROTTLE")))) {
+      if (namesACommand(transport.send(Request.keyless("COMMAND", "INFO", "CL.THROTTLE")))) {
         return Route.MODULE;
       }
     } catch (CellException refused) {
@@ -127,7 +143,7 @@ final class Router {
   /** The library, if the server has it loaded; null if not. */
   private Route library() {
     try {
-      transport.send(List.of("FCALL_RO", "cl_version", "0"));
+      transport.send(Request.keyless("FCALL_RO", "cl_version", "0"));
       return Route.LIBRARY;
     } catch (CellException missing) {
       String text = String.valueOf(missing.getMessage()).toLowerCase(Locale.ROOT);

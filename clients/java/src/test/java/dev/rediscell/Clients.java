@@ -27,6 +27,23 @@ enum Clients {
     return LettuceCell.over(connection, uri);
   }
 
+  /** A Cell over a cluster by this client's cluster client, seeded with its first node. */
+  Cell cell(Cluster cluster) {
+    int seed = cluster.nodes.get(0).port;
+    if (this == JEDIS) {
+      var jedis = redis.clients.jedis.RedisClusterClient.create(
+          new redis.clients.jedis.HostAndPort("127.0.0.1", seed));
+      OPENED.add(jedis);
+      return JedisCell.over(jedis);
+    }
+    RedisURI uri = RedisURI.create("127.0.0.1", seed);
+    var lettuce = io.lettuce.core.cluster.RedisClusterClient.create(uri);
+    var connection = lettuce.connect();
+    OPENED.add(connection);
+    OPENED.add(lettuce::shutdown);
+    return LettuceCell.over(connection, uri);
+  }
+
   /** Closes the Lettuce clients opened since the last close, before their servers stop. */
   static void closeAll() {
     for (AutoCloseable opened : OPENED) {

@@ -50,9 +50,11 @@ final class Servers implements AutoCloseable {
    */
   static Servers start(With with, FakeClock clock, String... config)
       throws IOException, InterruptedException {
-    int port;
-    try (ServerSocket probe = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-      port = probe.getLocalPort();
+    // A cluster's node also listens on its bus port, 10000 above its own.
+    boolean node = List.of(config).contains("--cluster-enabled");
+    int port = freePort();
+    for (int tries = 0; node && (port > 55535 || !free(port + 10000)) && tries < 100; tries++) {
+      port = freePort();
     }
     List<String> command = new ArrayList<>(List.of(
         env("REDIS_SERVER", "/usr/bin/redis-server"),
@@ -111,6 +113,20 @@ final class Servers implements AutoCloseable {
       process.waitFor();
       delete(dir);
       throw failed;
+    }
+  }
+
+  private static int freePort() throws IOException {
+    try (ServerSocket probe = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+      return probe.getLocalPort();
+    }
+  }
+
+  private static boolean free(int port) {
+    try (ServerSocket probe = new ServerSocket(port, 1, InetAddress.getLoopbackAddress())) {
+      return probe.getLocalPort() == port;
+    } catch (IOException taken) {
+      return false;
     }
   }
 

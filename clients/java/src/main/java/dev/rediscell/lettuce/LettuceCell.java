@@ -2,6 +2,7 @@ package dev.rediscell.lettuce;
 
 import dev.rediscell.Cell;
 import dev.rediscell.CellException;
+import dev.rediscell.Request;
 import dev.rediscell.Transport;
 import io.lettuce.core.ClientOptions;
 import io.lettuce.core.RedisClient;
@@ -9,32 +10,40 @@ import io.lettuce.core.RedisCommandExecutionException;
 import io.lettuce.core.RedisURI;
 import io.lettuce.core.TimeoutOptions;
 import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.cluster.SlotHash;
+import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
+import io.lettuce.core.cluster.models.partitions.RedisClusterNode;
 import io.lettuce.core.codec.StringCodec;
 import io.lettuce.core.output.NestedMultiOutput;
 import io.lettuce.core.protocol.CommandArgs;
 import io.lettuce.core.protocol.ProtocolKeyword;
 import java.nio.charset.StandardCharsets;
+import io.lettuce.core.resource.ClientResources;
 import java.util.Deque;
-import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedDeque;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
+import java.util.function.Function;
 
 /**
- * The limiters over Lettuce: a {@link StatefulRedisConnection} of strings. Replies come back as
- * Lettuce's generic output gives them: an array as a list, and a lone integer or string as a
- * list of one.
+ * The limiters over Lettuce: a server's {@link StatefulRedisConnection} of strings, or a
+ * cluster's {@link StatefulRedisClusterConnection}, each call sent to the node that serves its
+ * key. Replies come back as Lettuce's generic output gives them: an array as a list, and a lone
+ * integer or string as a list of one.
  *
  * <p>Lettuce sends a command again after it reconnects (its default, {@code
  * autoReconnect(true)}), so a call in flight when the connection drops may take its units
  * twice: where that matters, give the connection's client a {@code replayFilter} that drops
  * them, or one that does not reconnect by itself. A call the server holds ({@code BLOCK}) goes
- * on a connection of its own, opened from the {@link RedisURI} given for holds, one that never
- * reconnects and has no command timeout (the hold is the server's to end): sent once, and never
- * cut by the client. Without that URI, such a call is refused before it is sent.
+ * on a connection of its own (to its slot's primary, on a cluster), opened from the {@link
+ * RedisURI} given for holds (its host and port replaced by the node's, on a cluster), one that
+ * never reconnects and has no command timeout (the hold is the server's to end): sent once, and
+ * never cut by the client. Without that URI, such a call is refused before it is sent.
  */
 public final class LettuceCell {
-  /** The most connections kept open for holds between them. */
+  /** The most connections kept open for holds between them, per node. */
   private static final int IDLE_HOLDS = 4;
 
   private LettuceCell() {}
@@ -49,62 +58,94 @@ public final class LettuceCell {
     return new Cell(transport(connection, holds));
   }
 
+  /**
+   * Plain calls on the cluster's {@code connection}, and held calls on connections of their own
+   * to the primary that serves the key, as {@code holds} says to connect (its credentials,
+   * timeouts and TLS; its host and port are the node's).
+   */
+  public static Cell over(StatefulRedisClusterConnection<String, String> connection, RedisURI holds) {
+    Holds held = holds == null ? null : new Holds(connection.getResources(), connection.getOptions(),
+        request -> {
+          RedisClusterNode node = connection.getPartitions().getMasterBySlot(SlotHash.getSlot(request.key()));
+          if (node == null) {
+            throw new CellException("no primary serves the slot of " + request.key() + " yet");
+          }
+          return RedisURI.builder(holds).withHost(node.getUri().getHost())
+              .withPort(node.getUri().getPort()).build();
+        });
+    return new Cell(transport(request -> connection.sync().dispatch(keyword(request), output(), args(request)), held));
+  }
+
   public static Transport transport(StatefulRedisConnection<String, String> connection, RedisURI holds) {
-    Holds held = holds == null ? null : new Holds(connection, holds);
+    Holds held = holds == null ? null
+        : new Holds(connection.getResources(), connection.getOptions(), request -> holds);
+    return transport(request -> connection.sync().dispatch(keyword(request), output(), args(request)), held);
+  }
+
+  private static Transport transport(Function<Request, Object> dispatch, Holds held) {
     return new Transport() {
       @Override
-      public Object send(List<String> words) {
+      public Object send(Request request) {
         try {
-          return connection.sync().dispatch(keyword(words), output(), args(words));
+          return dispatch.apply(request);
         } catch (RedisCommandExecutionException error) {
           throw new CellException(error.getMessage(), error);
         }
       }
 
       @Override
-      public Object sendHeld(List<String> words) {
+      public Object sendHeld(Request request) {
         if (held == null) {
           throw new UnsupportedOperationException("a call that waits (BLOCK) needs a connection"
               + " of its own: make the Cell with LettuceCell.over(connection, uri)");
         }
-        return held.send(words);
+        return held.send(request);
       }
     };
   }
 
-  /** Connections for held calls: from a client of their own that shares the connection's resources. */
+  /**
+   * Connections for held calls, kept per node: from a client of their own that shares the
+   * connection's resources and options, but never reconnects and never times a command out.
+   */
   private static final class Holds {
     private final RedisClient client;
-    private final Deque<StatefulRedisConnection<String, String>> idle = new ConcurrentLinkedDeque<>();
+    private final Function<Request, RedisURI> node;
+    private final Map<RedisURI, Deque<StatefulRedisConnection<String, String>>> idle =
+        new ConcurrentHashMap<>();
 
-    Holds(StatefulRedisConnection<String, String> connection, RedisURI uri) {
-      client = RedisClient.create(connection.getResources(), uri);
-      client.setOptions(connection.getOptions().mutate()
+    Holds(ClientResources resources, ClientOptions options, Function<Request, RedisURI> node) {
+      this.node = node;
+      client = RedisClient.create(resources);
+      client.setOptions(ClientOptions.copyOf(options).mutate()
           .autoReconnect(false)
           .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
           .timeoutOptions(TimeoutOptions.builder().timeoutCommands(false).build())
           .build());
     }
 
-    Object send(List<String> words) {
-      StatefulRedisConnection<String, String> connection = idle.pollFirst();
+    Object send(Request request) {
+      RedisURI uri = node.apply(request);
+      Deque<StatefulRedisConnection<String, String>> open =
+          idle.computeIfAbsent(uri, ignored -> new ConcurrentLinkedDeque<>());
+      StatefulRedisConnection<String, String> connection = open.pollFirst();
       while (connection != null && !connection.isOpen()) {
-        connection = idle.pollFirst();
+        connection = open.pollFirst();
       }
       if (connection == null) {
-        connection = client.connect(StringCodec.UTF8);
+        connection = client.connect(StringCodec.UTF8, uri);
       }
       boolean reusable = false;
       try {
-        Object reply = await(connection.async().dispatch(keyword(words), output(), args(words)));
+        Object reply = await(connection.async().dispatch(keyword(request), output(), args(request)));
         reusable = true;
         return reply;
       } catch (RedisCommandExecutionException error) {
         reusable = true;
         throw new CellException(error.getMessage(), error);
       } finally {
-        if (reusable && idle.size() < IDLE_HOLDS) {
-          idle.offerFirst(connection);
+        if (reusable && open.size() < IDLE_HOLDS) {
+          open.offerFirst(connection);
         } else {
           connection.closeAsync();
         }
@@ -142,8 +183,9 @@ public final class LettuceCell {
     return new NestedMultiOutput<>(StringCodec.UTF8);
   }
 
-  private static ProtocolKeyword keyword(List<String> words) {
-    byte[] name = words.get(0).getBytes(StandardCharsets.UTF_8);
+  private static ProtocolKeyword keyword(Request request) {
+    String first = request.words().get(0);
+    byte[] name = first.getBytes(StandardCharsets.UTF_8);
     return new ProtocolKeyword() {
       @Override
       public byte[] getBytes() {
@@ -152,15 +194,20 @@ public final class LettuceCell {
 
       @Override
       public String toString() {
-        return words.get(0);
+        return first;
       }
     };
   }
 
-  private static CommandArgs<String, String> args(List<String> words) {
+  /** The words after the name, keys marked: a cluster's connection routes by the first. */
+  private static CommandArgs<String, String> args(Request request) {
     CommandArgs<String, String> args = new CommandArgs<>(StringCodec.UTF8);
-    for (String word : words.subList(1, words.size())) {
-      args.add(word);
+    for (int at = 1; at < request.words().size(); at++) {
+      if (request.isKey(at)) {
+        args.addKey(request.words().get(at));
+      } else {
+        args.add(request.words().get(at));
+      }
     }
     return args;
   }
