@@ -7,9 +7,11 @@ import dev.rediscell.Transport;
 import io.lettuce.core.ClientOptions;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisCommandExecutionException;
+import io.lettuce.core.RedisFuture;
 import io.lettuce.core.RedisURI;
 import io.lettuce.core.TimeoutOptions;
 import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.api.async.BaseRedisAsyncCommands;
 import io.lettuce.core.cluster.SlotHash;
 import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
 import io.lettuce.core.cluster.models.partitions.RedisClusterNode;
@@ -20,6 +22,7 @@ import io.lettuce.core.protocol.ProtocolKeyword;
 import java.nio.charset.StandardCharsets;
 import io.lettuce.core.resource.ClientResources;
 import java.util.Deque;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedDeque;
@@ -80,6 +83,26 @@ public final class LettuceCell {
     Holds held = holds == null ? null
         : new Holds(connection.getResources(), connection.getOptions(), request -> holds);
     return transport(request -> connection.sync().dispatch(keyword(request), output(), args(request)), held);
+  }
+
+  /**
+   * A transport that sends held calls on connections of its own to {@code uri}, made with the
+   * given resources and options (less their reconnect and command timeout), for a framework
+   * that owns the application's connections (SpringCell). Its plain calls go the same way.
+   */
+  public static Transport holds(ClientResources resources, ClientOptions options, RedisURI uri) {
+    Holds held = new Holds(resources, options, request -> uri);
+    return transport(held::send, held);
+  }
+
+  /**
+   * Sends a request on any Lettuce connection's async commands, whatever their codec: the
+   * request's words and its reply go through this client's own string codec.
+   */
+  @SuppressWarnings("unchecked")
+  public static RedisFuture<List<Object>> dispatch(BaseRedisAsyncCommands<?, ?> commands, Request request) {
+    return ((BaseRedisAsyncCommands<String, String>) commands)
+        .dispatch(keyword(request), output(), args(request));
   }
 
   private static Transport transport(Function<Request, Object> dispatch, Holds held) {

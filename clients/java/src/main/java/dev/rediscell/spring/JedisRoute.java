@@ -1,0 +1,52 @@
+package dev.rediscell.spring;
+
+import dev.rediscell.CellException;
+import dev.rediscell.Request;
+import dev.rediscell.Transport;
+import java.nio.charset.StandardCharsets;
+import org.springframework.data.redis.connection.RedisConnectionFactory;
+import org.springframework.data.redis.connection.jedis.JedisConnectionFactory;
+import org.springframework.data.redis.core.RedisCallback;
+import org.springframework.data.redis.core.RedisTemplate;
+import redis.clients.jedis.Jedis;
+import redis.clients.jedis.commands.ProtocolCommand;
+import redis.clients.jedis.exceptions.JedisDataException;
+
+/** SpringCell over a JedisConnectionFactory: each call on the pooled Jedis it takes. */
+final class JedisRoute implements Transport {
+  private final RedisTemplate<?, ?> template;
+
+  JedisRoute(RedisTemplate<?, ?> template) {
+    this.template = template;
+  }
+
+  static boolean takes(RedisConnectionFactory factory) {
+    return factory instanceof JedisConnectionFactory;
+  }
+
+  @Override
+  public Object send(Request request) {
+    return call(request, false);
+  }
+
+  @Override
+  public Object sendHeld(Request request) {
+    return call(request, true);
+  }
+
+  private Object call(Request request, boolean held) {
+    return template.execute((RedisCallback<Object>) connection -> {
+      if (!(connection.getNativeConnection() instanceof Jedis jedis)) {
+        throw new CellException("not a Jedis connection: " + connection.getNativeConnection());
+      }
+      byte[] name = request.words().get(0).getBytes(StandardCharsets.UTF_8);
+      ProtocolCommand command = () -> name;
+      String[] args = request.words().subList(1, request.words().size()).toArray(String[]::new);
+      try {
+        return held ? jedis.sendBlockingCommand(command, args) : jedis.sendCommand(command, args);
+      } catch (JedisDataException error) {
+        throw new CellException(error.getMessage(), error);
+      }
+    });
+  }
+}

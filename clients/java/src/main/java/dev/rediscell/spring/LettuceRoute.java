@@ -1,0 +1,82 @@
+package dev.rediscell.spring;
+
+import dev.rediscell.CellException;
+import dev.rediscell.Request;
+import dev.rediscell.Transport;
+import dev.rediscell.lettuce.LettuceCell;
+import io.lettuce.core.AbstractRedisClient;
+import io.lettuce.core.LettuceFutures;
+import io.lettuce.core.RedisCommandExecutionException;
+import io.lettuce.core.RedisURI;
+import io.lettuce.core.api.async.BaseRedisAsyncCommands;
+import java.util.concurrent.TimeUnit;
+import org.springframework.data.redis.connection.RedisConnectionFactory;
+import org.springframework.data.redis.connection.RedisStandaloneConfiguration;
+import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
+import org.springframework.data.redis.core.RedisCallback;
+import org.springframework.data.redis.core.RedisTemplate;
+
+/** SpringCell over a LettuceConnectionFactory: the template's connections, and holds of their own. */
+final class LettuceRoute implements Transport {
+  private final RedisTemplate<?, ?> template;
+  private final LettuceConnectionFactory factory;
+  /** Made on the first held call, when the factory has started its client. */
+  private volatile Transport holds;
+
+  LettuceRoute(RedisTemplate<?, ?> template) {
+    this.template = template;
+    this.factory = (LettuceConnectionFactory) template.getConnectionFactory();
+  }
+
+  static boolean takes(RedisConnectionFactory factory) {
+    return factory instanceof LettuceConnectionFactory;
+  }
+
+  @Override
+  public Object send(Request request) {
+    return template.execute((RedisCallback<Object>) connection -> {
+      if (!(connection.getNativeConnection() instanceof BaseRedisAsyncCommands<?, ?> commands)) {
+        throw new CellException("not a Lettuce connection: " + connection.getNativeConnection());
+      }
+      try {
+        return LettuceFutures.awaitOrCancel(
+            LettuceCell.dispatch(commands, request), factory.getTimeout(), TimeUnit.MILLISECONDS);
+      } catch (RedisCommandExecutionException error) {
+        throw new CellException(error.getMessage(), error);
+      }
+    });
+  }
+
+  @Override
+  public Object sendHeld(Request request) {
+    Transport made = holds;
+    if (made == null) {
+      synchronized (this) {
+        if (holds == null) {
+          holds = holdsTo(factory);
+        }
+        made = holds;
+      }
+    }
+    return made.sendHeld(request);
+  }
+
+  /** Held calls' connections, to the server the factory's standalone configuration names. */
+  private static Transport holdsTo(LettuceConnectionFactory factory) {
+    RedisStandaloneConfiguration server = factory.getStandaloneConfiguration();
+    RedisURI.Builder uri = RedisURI.builder()
+        .withHost(server.getHostName())
+        .withPort(server.getPort())
+        .withDatabase(server.getDatabase())
+        .withSsl(factory.isUseSsl());
+    server.getPassword().toOptional().ifPresent(password -> {
+      if (server.getUsername() != null) {
+        uri.withAuthentication(server.getUsername(), password);
+      } else {
+        uri.withPassword(password);
+      }
+    });
+    AbstractRedisClient client = factory.getNativeClient();
+    return LettuceCell.holds(client.getResources(), client.getOptions(), uri.build());
+  }
+}
