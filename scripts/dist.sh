@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The release bundle, in dist/: the module for x86_64 and aarch64 Linux, each linked against
 # glibc 2.17 and checked to ask for nothing newer; the Functions library's two forms; the
-# client packages (Python wheel and sdist, npm tarball), each carrying the library; and
+# client packages (Python wheel and sdist, npm tarball, each carrying the library, and the
+# Java jar); and
 # SHA256SUMS and a MANIFEST over all of it, with the one version Cargo.toml gives.
 #
 # The cross builds use cargo-zigbuild, with Zig from PyPI's ziglang (a virtualenv of their
@@ -105,6 +106,12 @@ rm -rf clients/python/build clients/python/*.egg-info
 built=$("$tools/bin/python3" -m build --no-isolation --outdir dist.new clients/python 2>&1) || { echo "$built" >&2; exit 1; }
 rm -rf clients/python/build clients/python/*.egg-info
 (cd clients/node && npm pack --silent --pack-destination ../../dist.new >/dev/null)
+# The Java client's jar, by Maven from clients/java (its tests run in scripts/test.sh), its
+# version the pom's, which must be Cargo.toml's.
+jar_version=$(sed -n '0,/<version>/s/.*<version>\(.*\)<\/version>.*/\1/p' clients/java/pom.xml | tail -1)
+[ "$jar_version" = "$version" ] || { echo "dist: clients/java/pom.xml says $jar_version, Cargo.toml $version" >&2; exit 1; }
+(cd clients/java && mvn -q -B package -DskipTests)
+cp "clients/java/target/redis-cell-$version.jar" dist.new/
 wheel="redis_cell-$version-py3-none-any.whl"
 sdist="redis_cell-$version.tar.gz"
 tarball="redis-cell-$version.tgz"
@@ -136,6 +143,7 @@ PY
 manifest+=("$wheel	python	py3, CPython 3.10 or later	$version")
 manifest+=("$sdist	python	source	$version")
 manifest+=("$tarball	node	Node 20 or later	$version")
+manifest+=("redis-cell-$version.jar	java	Java 17 or later, with Jedis or Lettuce	$version")
 {
   echo "# file	what	target	version (tab-separated; built with zig $ZIG, cargo-zigbuild $ZIGBUILD)"
   printf '%s\n' "${manifest[@]}"

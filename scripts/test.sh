@@ -45,13 +45,18 @@ for server in "$REDIS_SERVER" "$VALKEY_SERVER"; do
     timeout -k 30 900 node --test test/*.test.js)
 done
 # The Java client (clients/java) with Maven, against the module just built and against the
-# Functions library: on Redis, fetching what it needs, then on Valkey offline, as a build that
-# has everything already must pass without the network.
+# Functions library, installed into the local repository, then docs/clients.md's Java examples
+# (clients/java/examples, a Spring Boot app and the recipes) built on that jar: on Redis,
+# fetching what they need, then on Valkey offline, as a build that has everything already
+# must pass without the network.
 module_debug="$PWD/target/debug/libredis_cell.so"
-(cd clients/java && REDIS_SERVER="$REDIS_SERVER" REDIS_CELL_MODULE="$module_debug" \
-  timeout -k 30 900 mvn -q -B verify)
-(cd clients/java && REDIS_SERVER="$VALKEY_SERVER" REDIS_CELL_MODULE="$module_debug" \
-  timeout -k 30 900 mvn -o -q -B verify)
+for run in "$REDIS_SERVER:" "$VALKEY_SERVER:-o"; do
+  server="${run%:*}" offline="${run##*:}"
+  (cd clients/java && REDIS_SERVER="$server" REDIS_CELL_MODULE="$module_debug" \
+    timeout -k 30 900 mvn $offline -q -B install)
+  (cd clients/java/examples && REDIS_SERVER="$server" REDIS_CELL_MODULE="$module_debug" \
+    timeout -k 30 600 mvn $offline -q -B verify)
+done
 # The packages as a user installs them (docs/clients.md, "Installing"): into a fresh
 # virtualenv and a fresh npm project, each serving an app against the module.
 bash scripts/install_check.sh

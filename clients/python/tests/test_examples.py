@@ -1,6 +1,7 @@
 """docs/clients.md's code: every block in it but the install commands is a file of
-clients/examples as it stands, and every such file runs against a server with the module, here
-or in scripts/install_check.sh (which runs the install commands too)."""
+clients/examples (or, for Java, of clients/java/examples, a Maven project) as it stands, and
+every such file runs against a server with the module, here, in scripts/install_check.sh
+(which runs the install commands too), or in the Java examples' own test."""
 
 import os
 import re
@@ -19,6 +20,9 @@ RUN_BY_THE_INSTALL_CHECK = {"flask_app.py", "express_app.ts"}
 RUN_HERE = {"fastapi_app.py", "fastapi_metrics.py", "slowapi_app.py", "typed_client.py"}
 # Served by clients/node/test/examples.test.js.
 RUN_BY_THE_NODE_TESTS = {"express_limits.js", "express_metrics.js"}
+# Served and run by clients/java/examples' test (ExamplesTest, in scripts/test.sh).
+JAVA_EXAMPLES = ROOT / "clients" / "java" / "examples" / "src" / "main" / "java" / "example"
+RUN_BY_THE_JAVA_TESTS = {"LimitedApp.java", "Recipes.java"}
 
 
 def test_every_block_of_the_page_is_an_example_that_runs():
@@ -28,6 +32,9 @@ def test_every_block_of_the_page_is_an_example_that_runs():
     assert len(re.findall(r"^[ \t>]*(?:```|~~~)", page, re.M)) == 2 * len(blocks)
     shown = {path.name: path.read_text() for path in EXAMPLES.iterdir()}
     assert set(shown) == RUN_BY_THE_INSTALL_CHECK | RUN_HERE | RUN_BY_THE_NODE_TESTS
+    java = {path.name: path.read_text() for path in JAVA_EXAMPLES.iterdir()}
+    assert set(java) == RUN_BY_THE_JAVA_TESTS
+    shown.update(java)
     # The one sh block: the install commands, which scripts/install_check.sh reads from the
     # page's "Installing" and runs.
     installing = page.split("## Installing", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
