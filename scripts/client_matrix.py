@@ -2,8 +2,9 @@
 """The client packages' version matrix, clients/matrix.json: its lanes for
 scripts/client_lanes.sh, its table in docs/clients.md, and the packages' metadata held to it.
 
-    client_matrix.py pins SIDE LANE          what a lane installs: name==version (python) or
-                                             name@version (node), one a line
+    client_matrix.py pins SIDE LANE          what a lane installs: name==version (python),
+                                             name@version (node) or -Dproperty=version (java,
+                                             Maven's), one a line
     client_matrix.py version SIDE LANE NAME  one version of a lane (the interpreter's, say)
     client_matrix.py servers SIDE LANE       the servers a lane runs on (redis, valkey)
     client_matrix.py --check DOC             DOC shows the table as the file has it, and each
@@ -19,7 +20,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 MATRIX = json.loads((ROOT / "clients" / "matrix.json").read_text())
-INTERPRETERS = {"python", "node"}
+INTERPRETERS = {"python", "node", "java"}
 BEGIN = "<!-- matrix: generated from clients/matrix.json by scripts/client_matrix.py -->\n"
 END = "<!-- /matrix -->\n"
 SERVERS = {"redis": "Redis", "valkey": "Valkey"}
@@ -31,9 +32,11 @@ def version(text: str) -> tuple:
 
 
 def pins(side: str, lane: str) -> list[str]:
+    packages = [p for p in MATRIX[side]["packages"] if p["name"] not in INTERPRETERS]
+    if side == "java":
+        return [f"-D{p['property']}={p[lane]}" for p in packages]
     joint = "==" if side == "python" else "@"
-    return [f"{p['name']}{joint}{p[lane]}" for p in MATRIX[side]["packages"]
-            if p["name"] not in INTERPRETERS]
+    return [f"{p['name']}{joint}{p[lane]}" for p in packages]
 
 
 def table() -> str:
@@ -42,7 +45,10 @@ def table() -> str:
             ("python", "Python", "builds the wheel, installs it into a fresh virtualenv with these "
              "versions, and runs clients/python/tests against it"),
             ("node", "Node", "packs the tarball, installs it into a fresh npm project with these "
-             "versions, and runs clients/node/test against it")):
+             "versions, and runs clients/node/test against it"),
+            ("java", "Java", "runs clients/java's tests with Maven, the client built and run "
+             "against these versions (the newest are the pom's own, which scripts/test.sh "
+             "runs)")):
         lanes = MATRIX[side]["lanes"]
         where = "; ".join(f"the {lane} lane on {' and '.join(SERVERS[s] for s in servers)}"
                           for lane, servers in lanes.items())
@@ -106,6 +112,18 @@ def metadata_faults() -> list[str]:
             faults.append(f"package.json: {p['name']} {ranges[p['name']]!r} does not start at the floor lane's {p['floor']}")
         if not any(low <= version(p["newest"]) < high for low, high in intervals):
             faults.append(f"package.json: {p['name']} {ranges[p['name']]!r} leaves out the newest lane's {p['newest']}")
+
+    # Maven takes no ranges: the pom builds on the newest lane's versions, and a build may set
+    # each property to another (the floor lane does).
+    pom = (ROOT / "clients" / "java" / "pom.xml").read_text()
+    for p in MATRIX["java"]["packages"]:
+        if "property" not in p:
+            continue
+        given = re.search(rf"<{re.escape(p['property'])}>([^<]*)</", pom)
+        if given is None:
+            faults.append(f"clients/java/pom.xml has no <{p['property']}>")
+        elif given.group(1) != p["newest"]:
+            faults.append(f"clients/java/pom.xml: {p['property']} is {given.group(1)}, where the newest lane runs {p['newest']}")
     return faults
 
 

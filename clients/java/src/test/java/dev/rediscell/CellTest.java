@@ -126,10 +126,7 @@ class CellTest {
         server.command("ACL", "SETUSER", "alice", "on", ">secret", "~*", "+@all", "-command");
         var config = redis.clients.jedis.DefaultJedisClientConfig.builder()
             .user("alice").password("secret").build();
-        try (var alice = redis.clients.jedis.RedisClient.builder()
-            .hostAndPort(new redis.clients.jedis.HostAndPort("127.0.0.1", server.port))
-            .clientConfig(config)
-            .build()) {
+        try (var alice = Jedises.standalone(server.port, config)) {
           Cell cell = JedisCell.over(alice);
           if (with == Servers.With.LIBRARY) {
             assertEquals(0, cell.fixed("k", 1, 60).remaining());
@@ -235,11 +232,8 @@ class CellTest {
   /** A Cell whose client gives up on a reply after 300 ms, as its read or command timeout. */
   private static Cell impatient(Clients client, Servers server) {
     if (client == Clients.JEDIS) {
-      var jedis = redis.clients.jedis.RedisClient.builder()
-          .hostAndPort(new redis.clients.jedis.HostAndPort("127.0.0.1", server.port))
-          .clientConfig(redis.clients.jedis.DefaultJedisClientConfig.builder()
-              .socketTimeoutMillis(300).build())
-          .build();
+      var jedis = Jedises.standalone(server.port,
+          redis.clients.jedis.DefaultJedisClientConfig.builder().socketTimeoutMillis(300).build());
       Clients.closeLater(jedis);
       return JedisCell.over(jedis);
     }

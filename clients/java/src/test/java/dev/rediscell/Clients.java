@@ -27,11 +27,16 @@ enum Clients {
     return LettuceCell.over(connection, uri);
   }
 
-  /** A Cell over a cluster by this client's cluster client, seeded with its first node. */
+  /**
+   * A Cell over a cluster by this client's cluster client, seeded with its first node: Jedis's
+   * JedisCluster, which every Jedis the lanes run has (8 deprecates it for RedisClusterClient,
+   * which JedisCell takes alike).
+   */
+  @SuppressWarnings("deprecation")
   Cell cell(Cluster cluster) {
     int seed = cluster.nodes.get(0).port;
     if (this == JEDIS) {
-      var jedis = redis.clients.jedis.RedisClusterClient.create(
+      var jedis = new redis.clients.jedis.JedisCluster(
           new redis.clients.jedis.HostAndPort("127.0.0.1", seed));
       OPENED.add(jedis);
       return JedisCell.over(jedis);

@@ -25,7 +25,6 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 import redis.clients.jedis.HostAndPort;
-import redis.clients.jedis.RedisClient;
 
 /** The fleet-wide RateLimiter: Guava's decisions, its refusals, and what it adds. */
 class RateLimiterTest {
@@ -188,7 +187,7 @@ class RateLimiterTest {
   private static void heldAndCut(Servers server, Key key, int form, int permits, long timeoutMs)
       throws Exception {
     long[] before = state(server, key.name);
-    try (RedisClient own = RedisClient.create(new HostAndPort("127.0.0.1", server.port))) {
+    try (var own = Jedises.standalone(server.port)) {
       RateLimiter other = key.limiter(JedisCell.over(own));
       other.setRate(key.rate);
       AtomicReference<Throwable> failed = new AtomicReference<>();

@@ -8,7 +8,6 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import redis.clients.jedis.HostAndPort;
-import redis.clients.jedis.RedisClient;
 import redis.clients.jedis.UnifiedJedis;
 
 /**
@@ -85,7 +84,7 @@ final class Servers implements AutoCloseable {
     UnifiedJedis client = null;
     try {
       for (int tries = 0; tries < 100 && client == null; tries++) {
-        UnifiedJedis attempt = RedisClient.create(new HostAndPort("127.0.0.1", port));
+        UnifiedJedis attempt = Jedises.standalone(port);
         try {
           attempt.ping();
           client = attempt;

@@ -4,13 +4,14 @@ import dev.rediscell.Cell;
 import dev.rediscell.CellException;
 import dev.rediscell.Request;
 import dev.rediscell.Transport;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
 import java.nio.charset.StandardCharsets;
+import java.util.function.Function;
 import redis.clients.jedis.BuilderFactory;
 import redis.clients.jedis.CommandArguments;
 import redis.clients.jedis.CommandObject;
 import redis.clients.jedis.Connection;
-import redis.clients.jedis.JedisCluster;
-import redis.clients.jedis.RedisClusterClient;
 import redis.clients.jedis.UnifiedJedis;
 import redis.clients.jedis.commands.ProtocolCommand;
 import redis.clients.jedis.exceptions.JedisDataException;
@@ -37,35 +38,81 @@ public final class JedisCell {
   }
 
   public static Transport transport(UnifiedJedis jedis) {
+    Method slots = slotConnections(jedis);
+    Function<ProtocolCommand, CommandArguments> start = slots == null ? CommandArguments::new : clusterArguments();
     return new Transport() {
       @Override
       public Object send(Request request) {
-        return execute(() -> jedis.executeCommand(arguments(request)));
+        return execute(() -> jedis.executeCommand(arguments(start, request)));
       }
 
       @Override
-      @SuppressWarnings("deprecation") // JedisCluster, deprecated in Jedis 8, is 7's cluster client
       public Object sendHeld(Request request) {
         CommandObject<Object> held =
-            new CommandObject<>(arguments(request).blocking(), BuilderFactory.RAW_OBJECT);
+            new CommandObject<>(arguments(start, request).blocking(), BuilderFactory.RAW_OBJECT);
         String key = request.key();
-        if (key == null || !(jedis instanceof RedisClusterClient || jedis instanceof JedisCluster)) {
+        if (slots == null || key == null) {
           return execute(() -> jedis.executeCommand(held));
         }
-        int slot = JedisClusterCRC16.getSlot(key);
-        try (Connection node = jedis instanceof RedisClusterClient cluster
-            ? cluster.getConnectionFromSlot(slot)
-            : ((JedisCluster) jedis).getConnectionFromSlot(slot)) {
+        try (Connection node = slotConnection(slots, jedis, JedisClusterCRC16.getSlot(key))) {
           return execute(() -> node.executeCommand(held));
         }
       }
     };
   }
 
-  private static CommandArguments arguments(Request request) {
+  /**
+   * A cluster's client's {@code getConnectionFromSlot(int)}: JedisCluster's, or Jedis 7's
+   * RedisClusterClient's, which share no type that has it; null for a server's client.
+   */
+  private static Method slotConnections(UnifiedJedis jedis) {
+    try {
+      Method method = jedis.getClass().getMethod("getConnectionFromSlot", int.class);
+      return Connection.class.isAssignableFrom(method.getReturnType()) ? method : null;
+    } catch (NoSuchMethodException notACluster) {
+      return null;
+    }
+  }
+
+  private static Connection slotConnection(Method slots, UnifiedJedis jedis, int slot) {
+    try {
+      return (Connection) slots.invoke(jedis, slot);
+    } catch (InvocationTargetException failed) {
+      if (failed.getCause() instanceof RuntimeException cause) {
+        throw cause;
+      }
+      throw new CellException("no connection to slot " + slot, failed.getCause());
+    } catch (IllegalAccessException refused) {
+      throw new CellException("no connection to slot " + slot, refused);
+    }
+  }
+
+  /**
+   * A cluster's command arguments: before Jedis 7 the cluster client takes only its own
+   * subclass, ClusterCommandArguments, which reads the slot from the keys; since, every
+   * CommandArguments does.
+   */
+  private static Function<ProtocolCommand, CommandArguments> clusterArguments() {
+    try {
+      var made = Class.forName("redis.clients.jedis.ClusterCommandArguments")
+          .asSubclass(CommandArguments.class)
+          .getConstructor(ProtocolCommand.class);
+      return command -> {
+        try {
+          return made.newInstance(command);
+        } catch (ReflectiveOperationException unexpected) {
+          throw new CellException("cannot make a cluster's command: " + unexpected, unexpected);
+        }
+      };
+    } catch (ClassNotFoundException | NoSuchMethodException sinceSeven) {
+      return CommandArguments::new;
+    }
+  }
+
+  private static CommandArguments arguments(Function<ProtocolCommand, CommandArguments> start, Request request) {
     byte[] name = request.words().get(0).getBytes(StandardCharsets.UTF_8);
     ProtocolCommand command = () -> name;
-    CommandArguments args = new CommandArguments(command);
+    CommandArguments args = start.apply(command);
     for (int at = 1; at < request.words().size(); at++) {
       String word = request.words().get(at);
       if (request.isKey(at)) {

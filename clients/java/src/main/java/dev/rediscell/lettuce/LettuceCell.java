@@ -215,6 +215,12 @@ public final class LettuceCell {
         return name;
       }
 
+      // Lettuce 6 asks a keyword for its name(); 7 deprecates it and no longer asks.
+      @SuppressWarnings("deprecation")
+      public String name() {
+        return first;
+      }
+
       @Override
       public String toString() {
         return first;

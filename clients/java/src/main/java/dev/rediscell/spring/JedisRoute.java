@@ -8,11 +8,13 @@ import org.springframework.data.redis.connection.RedisConnectionFactory;
 import org.springframework.data.redis.connection.jedis.JedisConnectionFactory;
 import org.springframework.data.redis.core.RedisCallback;
 import org.springframework.data.redis.core.RedisTemplate;
+import dev.rediscell.jedis.JedisCell;
 import redis.clients.jedis.Jedis;
+import redis.clients.jedis.UnifiedJedis;
 import redis.clients.jedis.commands.ProtocolCommand;
 import redis.clients.jedis.exceptions.JedisDataException;
 
-/** SpringCell over a JedisConnectionFactory: each call on the pooled Jedis it takes. */
+/** SpringCell over a JedisConnectionFactory: each call on the Jedis connection it takes. */
 final class JedisRoute implements Transport {
   private final RedisTemplate<?, ?> template;
 
@@ -36,8 +38,14 @@ final class JedisRoute implements Transport {
 
   private Object call(Request request, boolean held) {
     return template.execute((RedisCallback<Object>) connection -> {
-      if (!(connection.getNativeConnection() instanceof Jedis jedis)) {
-        throw new CellException("not a Jedis connection: " + connection.getNativeConnection());
+      Object client = connection.getNativeConnection();
+      // Spring Data Redis 4.1 hands out Jedis 7's client (a UnifiedJedis); before, a Jedis.
+      if (client instanceof UnifiedJedis unified) {
+        Transport over = JedisCell.transport(unified);
+        return held ? over.sendHeld(request) : over.send(request);
+      }
+      if (!(client instanceof Jedis jedis)) {
+        throw new CellException("not a Jedis connection: " + client);
       }
       byte[] name = request.words().get(0).getBytes(StandardCharsets.UTF_8);
       ProtocolCommand command = () -> name;
