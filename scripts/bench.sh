@@ -45,9 +45,14 @@
 #      as full as it stays), against the floor given the same arguments. Run it with
 #      REDIS_CELL_MODULE set to a build from before CL.TOP, and again without, for the cost of
 #      counting denials (docs/benchmark.md, "CL.TOP").
+#  16. the Java client (clients/java/bench, a Maven project of its own, so that Redisson never
+#      reaches the client's dependencies): RateLimiter.tryAcquire calls a second from one JVM
+#      (8 threads, 8 connections, 10,000 keys) through the module and through the library,
+#      beside Redisson's RRateLimiter.tryAcquire; and server instructions per tryAcquire
+#      against Redisson's on the same server (PARTS=java).
 # Knobs: REQUESTS, CLIENTS, PIPELINE, ROUNDS, CALLS; PARTS (default "throughput memory
 # waiting self instructions aof replicated long-log lease refund adapters buckets smooth functions
-# fleet top") to run only some;
+# fleet top java") to run only some;
 # REDIS_CELL_MODULE to measure a module built elsewhere instead of building this one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -63,7 +68,7 @@ cargo build --release --quiet --example floor
 floor="${CARGO_TARGET_DIR:-$PWD/target}/release/examples/libfloor.so"
 REQUESTS=${REQUESTS:-400000} CLIENTS=${CLIENTS:-50} PIPELINE=${PIPELINE:-16}
 ROUNDS=${ROUNDS:-5} CALLS=${CALLS:-20000}
-PARTS=${PARTS:-throughput memory waiting self instructions aof replicated long-log lease refund adapters buckets smooth functions fleet top}
+PARTS=${PARTS:-throughput memory waiting self instructions aof replicated long-log lease refund adapters buckets smooth functions fleet top java}
 part() { [[ " $PARTS " == *" $1 "* ]]; }
 
 . scripts/scratch.sh
@@ -381,6 +386,25 @@ if part fleet; then
   echo
   node bench/fleet.js "$fport"
 fi
+# The Java client: its jar installed and the benchmark's project built on it, then calls a
+# second from one JVM on servers of their own, one with the module and one with the library.
+if part java; then
+  (cd clients/java && mvn -q -B install -DskipTests) >/dev/null
+  (cd clients/java/bench && mvn -q -B package) >/dev/null
+  java_bench() { java -cp "clients/java/bench/target/classes:clients/java/bench/target/lib/*" bench.JavaBench "$@" 2>/dev/null; }
+  jport=$(free_port) lport=$(free_port)
+  /usr/bin/redis-server --bind 127.0.0.1 --port "$jport" --save "" \
+    --loadmodule "$module" --logfile "$work/java.log" >/dev/null 2>&1 &
+  pids+=($!)
+  /usr/bin/redis-server --bind 127.0.0.1 --port "$lport" --save "" --logfile "$work/java-library.log" >/dev/null 2>&1 &
+  pids+=($!)
+  wait_ready "$jport"
+  wait_ready "$lport"
+  redis-cli -p "$lport" -x FUNCTION LOAD <lua/dist/redis_cell.lua >/dev/null
+  echo
+  echo "The Java client, calls a second from one JVM (redis-server $server_version; each limiter 1,000 a second, so nearly every call admitted; best of one run of 5 s after 5 s unmeasured)"
+  java_bench throughput "$jport" "$lport" 8 5
+fi
 # Leases: throughput on random keys and holders against the sorted-set scripts, MEMORY USAGE
 # per lease, and release-to-reply latency, on the throughput server (its own keys).
 if part lease; then
@@ -415,7 +439,7 @@ if part lease; then
   python3 bench/lease.py memory "$port"
   python3 bench/lease.py latency "$port"
 fi
-part self || part instructions || part aof || part replicated || part long-log || part lease || part refund || part adapters || part buckets || part smooth || part functions || part top || exit 0
+part self || part instructions || part aof || part replicated || part long-log || part lease || part refund || part adapters || part buckets || part smooth || part functions || part top || part java || exit 0
 
 # Instructions: the same server under callgrind, counting only while each workload runs.
 cport=$(free_port)
@@ -829,4 +853,12 @@ if part top; then
     floor_value=$(per_call "FLOOR.WRITE ${call#CL.THROTTLE }")
     printf '| %-12s | %12.0f | %12s | %12s | %12.0f |\n' "$name" "$total" "$dispatched" "$own" "$floor_value"
   done
+fi
+
+# The Java client against Redisson on the callgrind server: the benchmark counts only while its
+# measured calls run (it drives callgrind_control itself), after its limiters are set up.
+if part java; then
+  echo
+  echo "The Java client, server instructions per tryAcquire (callgrind, 2,000 calls, one connection, round the keys in turn, each called once first; Redisson 4.1.0's RRateLimiter, RateType.OVERALL)"
+  java_bench instructions "$cport" "$cgpid" "$work/callgrind" 2000
 fi
