@@ -391,7 +391,10 @@ fi
 if part java; then
   (cd clients/java && mvn -q -B install -DskipTests) >/dev/null
   (cd clients/java/bench && mvn -q -B package) >/dev/null
-  java_bench() { java -cp "clients/java/bench/target/classes:clients/java/bench/target/lib/*" bench.JavaBench "$@" 2>/dev/null; }
+  java_bench() { # the benchmark's JVM; its log (Redisson's, and any failure) in $work/java-bench.err
+    java -cp "clients/java/bench/target/classes:clients/java/bench/target/lib/*" bench.JavaBench "$@" \
+      2>>"$work/java-bench.err" || { cat "$work/java-bench.err" >&2; return 1; }
+  }
   jport=$(free_port) lport=$(free_port)
   /usr/bin/redis-server --bind 127.0.0.1 --port "$jport" --save "" \
     --loadmodule "$module" --logfile "$work/java.log" >/dev/null 2>&1 &

@@ -102,15 +102,21 @@ if [ "$lane" = newest ]; then
   echo "client lanes: java newest: the pom's own versions, run by scripts/test.sh"
   exit 0
 fi
+want=$(matrix_says version java "$lane" java)
+have=$(java -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p')
+if [ "$have" != "$want" ]; then
+  echo "client lanes: the $lane lane is Java $want, and this machine's java is $have" >&2
+  exit 1
+fi
 pinned=$(matrix_says pins java "$lane")
 mapfile -t pins <<<"$pinned"
-echo "client lanes: java $lane: ${pins[*]}"
+echo "client lanes: java $lane: Java $have, ${pins[*]}"
 servers=$(matrix_says servers java "$lane")
 for name in $servers; do
   server=$(server_of "$name")
   # Built in a copy of the project, so that the source tree's target/ never holds classes
   # built against the floor's versions (the bundle's jar is built from it).
-  rm -rf "$work/java" && cp -r clients/java "$work/java" && rm -rf "$work/java/target" "$work/java/examples"
+  rm -rf "$work/java" && cp -r clients/java "$work/java" && rm -rf "$work/java/target" "$work/java/examples" "$work/java/bench"
   (cd "$work/java" && REDIS_SERVER="$server" REDIS_CELL_MODULE="$module" \
     timeout -k 30 900 mvn -q -B -Dcell.root="$root" "${pins[@]}" verify)
 done

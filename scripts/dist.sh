@@ -110,7 +110,10 @@ rm -rf clients/python/build clients/python/*.egg-info
 # version the pom's, which must be Cargo.toml's.
 jar_version=$(sed -n '0,/<version>/s/.*<version>\(.*\)<\/version>.*/\1/p' clients/java/pom.xml | tail -1)
 [ "$jar_version" = "$version" ] || { echo "dist: clients/java/pom.xml says $jar_version, Cargo.toml $version" >&2; exit 1; }
-(cd clients/java && mvn -q -B package -DskipTests)
+# Built afresh, the tests neither compiled nor run, so that no class a lane or an edit left
+# in target/ reaches the jar.
+rm -rf clients/java/target
+(cd clients/java && mvn -q -B package -Dmaven.test.skip=true)
 cp "clients/java/target/redis-cell-$version.jar" dist.new/
 wheel="redis_cell-$version-py3-none-any.whl"
 sdist="redis_cell-$version.tar.gz"
@@ -143,7 +146,7 @@ PY
 manifest+=("$wheel	python	py3, CPython 3.10 or later	$version")
 manifest+=("$sdist	python	source	$version")
 manifest+=("$tarball	node	Node 20 or later	$version")
-manifest+=("redis-cell-$version.jar	java	Java 17 or later, with Jedis or Lettuce	$version")
+manifest+=("redis-cell-$version.jar	java	Java 17 or later, with Jedis, Lettuce or Spring Data Redis	$version")
 {
   echo "# file	what	target	version (tab-separated; built with zig $ZIG, cargo-zigbuild $ZIGBUILD)"
   printf '%s\n' "${manifest[@]}"

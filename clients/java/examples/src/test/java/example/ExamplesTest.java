@@ -49,7 +49,10 @@ class ExamplesTest {
         .redirectErrorStream(true)
         .redirectOutput(dir.resolve("server.log").toFile())
         .start();
-    for (int tries = 0; tries < 100 && !answers(); tries++) {
+    for (int tries = 0; !answers(); tries++) {
+      if (tries == 100) {
+        throw new IllegalStateException("the server did not start: " + Files.readString(dir.resolve("server.log")));
+      }
       Thread.sleep(50);
     }
     registry.add("spring.data.redis.host", () -> "127.0.0.1");
@@ -88,8 +91,9 @@ class ExamplesTest {
     HttpResponse<String> denied = http.send(get, HttpResponse.BodyHandlers.ofString());
     assertEquals(429, denied.statusCode());
     long retry = Long.parseLong(denied.headers().firstValue("Retry-After").orElseThrow());
-    assertEquals(20, retry, "one unit of 3 a minute comes back in 20 s");
-    assertEquals("\"per-address\";r=0;t=20", denied.headers().firstValue("RateLimit").orElseThrow());
+    // One unit of 3 a minute comes back 20 s after the first was taken, rounded up.
+    assertTrue(retry == 20 || retry == 19, Long.toString(retry));
+    assertEquals("\"per-address\";r=0;t=" + retry, denied.headers().firstValue("RateLimit").orElseThrow());
   }
 
   @Test

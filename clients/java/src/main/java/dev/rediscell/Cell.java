@@ -10,12 +10,23 @@ import java.util.List;
  * that has no module; a server with neither answers {@link ModuleMissingException}. Periods,
  * spans and waits are seconds, or milliseconds with {@link Options#ms()}.
  */
-public final class Cell {
+public final class Cell implements AutoCloseable {
+  private final Transport transport;
   private final Router router;
 
   /** The limiters over a {@link Transport}: {@code JedisCell} and {@code LettuceCell} make one. */
   public Cell(Transport transport) {
+    this.transport = transport;
     this.router = new Router(transport);
+  }
+
+  /**
+   * Closes what the Cell opened itself (Lettuce's connections for held calls); the client it
+   * was made over stays open, the application's.
+   */
+  @Override
+  public void close() {
+    transport.close();
   }
 
   /** Where the calls go, asked of the server on first use. */
@@ -169,7 +180,7 @@ public final class Cell {
   }
 
   private Object call(CellCommand command, List<String> args, Options options) {
-    return options.blocks() ? router.callHeld(command, args) : router.call(command, args);
+    return options.blocks() ? router.callHeld(command, args, options.block()) : router.call(command, args);
   }
 
   private static List<?> list(Object reply) {

@@ -18,21 +18,24 @@ public final class Options {
   /** The keywords among the words: a value (a holder's name) may spell one too. */
   private final Set<String> named;
   private final long quantity;
+  /** BLOCK's timeout, -1 without BLOCK. */
+  private final long block;
 
-  private Options(long quantity, List<String> words, Set<String> named) {
+  private Options(long quantity, List<String> words, Set<String> named, long block) {
     this.quantity = quantity;
     this.words = List.copyOf(words);
     this.named = Set.copyOf(named);
+    this.block = block;
   }
 
   /** One unit, periods in seconds, and nothing else. */
   public static Options none() {
-    return new Options(1, List.of(), Set.of());
+    return new Options(1, List.of(), Set.of(), -1);
   }
 
   /** How many units the call takes (0 looks and takes none). */
   public Options quantity(long units) {
-    return new Options(units, words, named);
+    return new Options(units, words, named, block);
   }
 
   /** The periods, spans and waits in milliseconds ({@code MS}). */
@@ -115,7 +118,8 @@ public final class Options {
    * timeout}), on a connection held for it. Only the module waits.
    */
   public Options block(long timeout) {
-    return with("BLOCK", timeout);
+    Options with = with("BLOCK", timeout);
+    return new Options(with.quantity, with.words, with.named, timeout);
   }
 
   /** Whether the set names the option (its keyword). */
@@ -126,6 +130,11 @@ public final class Options {
   /** Whether the call may be held by the server. */
   boolean blocks() {
     return names("BLOCK");
+  }
+
+  /** BLOCK's timeout in milliseconds (0: as long as it takes), -1 without BLOCK. */
+  long block() {
+    return block;
   }
 
   long quantity() {
@@ -145,6 +154,6 @@ public final class Options {
     }
     Set<String> keywords = new HashSet<>(named);
     keywords.add(keyword);
-    return new Options(quantity, more, keywords);
+    return new Options(quantity, more, keywords, block);
   }
 }

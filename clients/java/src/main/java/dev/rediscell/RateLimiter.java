@@ -10,7 +10,7 @@ import java.util.concurrent.TimeUnit;
  * limiter. Code written against Guava's class compiles against this one once its import
  * changes and {@code create} is given a {@link Cell} and a key.
  *
- * <p>What differs from Guava (docs/clients.md, "Guava's calls" has the table):
+ * <p>What differs from Guava (docs/clients.md, "Guava's RateLimiter, for a fleet" has the table):
  *
  * <ul>
  *   <li>A new key is an idle limiter, full (bursty) or cold (warm-up); Guava's {@code create}
@@ -21,8 +21,9 @@ import java.util.concurrent.TimeUnit;
  *       #getRate} answers this instance's rate; another instance may call the key at its own.
  *   <li>What {@code CL.SMOOTH} cannot carry is refused with {@link IllegalArgumentException}:
  *       a rate that is no ratio of integers the server reads back as the same {@code double},
- *       a warm-up or a timeout with a part under a millisecond (the commands carry
- *       milliseconds; the server decides in microseconds), and a warm-up of zero.
+ *       a warm-up or a timeout whose microseconds (Guava's reading; it drops what is under
+ *       one) are no whole milliseconds (the commands carry milliseconds; the server decides
+ *       in microseconds), a warm-up of zero or of more than 2^62 ns.
  *   <li>A timeout beyond the longest the server holds (2^62 ns, 146 years) waits as {@code
  *       acquire} does.
  * </ul>
@@ -31,10 +32,10 @@ import java.util.concurrent.TimeUnit;
  * Functions library cannot hold one and answers its error, a {@link CellException}.
  */
 public final class RateLimiter {
-  /** The longest period, in seconds, and the longest hold, in ms, the server takes. */
+  /** The longest period, in seconds, and the longest span or hold, in µs, the server takes. */
   private static final long MAX_PERIOD_SECONDS = (1L << 62) / 1_000_000_000L;
 
-  private static final long MAX_BLOCK_MS = (1L << 62) / 1_000_000L;
+  private static final long MAX_SPAN_MICROS = (1L << 62) / 1_000L;
 
   private final Cell cell;
   private final String key;
@@ -67,7 +68,12 @@ public final class RateLimiter {
     if (warmupPeriod < 0) {
       throw new IllegalArgumentException("the warm-up period is negative: " + warmupPeriod);
     }
+    // Read in microseconds, as Guava reads it.
     long micros = unit.toMicros(warmupPeriod);
+    if (micros > MAX_SPAN_MICROS) {
+      throw new IllegalArgumentException("CL.SMOOTH takes a warm-up of at most 2^62 ns; "
+          + warmupPeriod + " " + unit + " is longer");
+    }
     if (micros == 0 || micros % 1000 != 0) {
       throw new IllegalArgumentException("CL.SMOOTH takes a warm-up of whole milliseconds, at"
           + " least one; " + warmupPeriod + " " + unit + " is not");
@@ -80,9 +86,12 @@ public final class RateLimiter {
     rate = Rate.of(permitsPerSecond);
   }
 
-  /** This instance's rate, in permits a second. */
+  /**
+   * This instance's rate, in permits a second, as Guava answers it: through its stable
+   * interval, {@code 1e6 / (1e6 / rate)}, which may differ from the rate given in its last bit.
+   */
   public double getRate() {
-    return rate.perSecond;
+    return 1e6 / (1e6 / rate.perSecond);
   }
 
   /** Waits for one permit; the seconds the call took. */
@@ -134,16 +143,18 @@ public final class RateLimiter {
    * would wait as long as it takes).
    */
   public boolean tryAcquire(int permits, long timeout, TimeUnit unit) {
+    // Read in microseconds, as Guava reads it: what is under a microsecond Guava drops too.
     long timeoutMicros = Math.max(unit.toMicros(timeout), 0);
     checkPermits(permits);
-    if (timeoutMicros % 1000 != 0) {
-      throw new IllegalArgumentException("CL.SMOOTH takes a timeout of whole milliseconds; "
-          + timeout + " " + unit + " is not");
-    }
-    long ms = timeoutMicros / 1000;
     Options options = Options.none();
-    if (ms > 0) {
-      options = options.block(ms > MAX_BLOCK_MS ? 0 : ms);
+    if (timeoutMicros > MAX_SPAN_MICROS) {
+      options = options.block(0);
+    } else if (timeoutMicros > 0) {
+      if (timeoutMicros % 1000 != 0) {
+        throw new IllegalArgumentException("CL.SMOOTH takes a timeout of whole milliseconds; "
+            + timeout + " " + unit + " is not");
+      }
+      options = options.block(timeoutMicros / 1000);
     }
     return decide(permits, options).allowed();
   }
@@ -194,8 +205,8 @@ public final class RateLimiter {
         throw new IllegalArgumentException("the rate must be positive and finite: " + perSecond);
       }
       // The continued fraction of the double, exact: each convergent p/q is the closest
-      // fraction with a denominator up to q, so the first that reads back as the double is the
-      // one with the smallest period.
+      // fraction with a denominator up to q, so the first that reads back as the double has
+      // the smallest period among the convergents.
       BigInteger[] fraction = exact(perSecond);
       BigInteger num = fraction[0];
       BigInteger den = fraction[1];
@@ -210,7 +221,30 @@ public final class RateLimiter {
         BigInteger p = step[0].multiply(p1).add(p0);
         BigInteger q = step[0].multiply(q1).add(q0);
         if (q.compareTo(maxPeriod) > 0 || p.compareTo(maxPermits) > 0) {
-          break;
+          // Out of bounds: the fractions between this convergent and the last,
+          // (p0 + j·p1) / (q0 + j·q1), come nearer the double as j grows; the largest in
+          // bounds reads back if any does, and the first that does is found by halving.
+          if (q1.signum() == 0) {
+            break;
+          }
+          BigInteger most = step[0].subtract(BigInteger.ONE).min(maxPeriod.subtract(q0).divide(q1));
+          if (p1.signum() > 0) {
+            most = most.min(maxPermits.subtract(p0).divide(p1));
+          }
+          if (most.signum() <= 0 || !reads(p0, q0, p1, q1, most, perSecond)) {
+            break;
+          }
+          BigInteger low = BigInteger.ONE;
+          while (low.compareTo(most) < 0) {
+            BigInteger middle = low.add(most).shiftRight(1);
+            if (reads(p0, q0, p1, q1, middle, perSecond)) {
+              most = middle;
+            } else {
+              low = middle.add(BigInteger.ONE);
+            }
+          }
+          BigInteger j = most;
+          return new Rate(perSecond, p0.add(j.multiply(p1)).longValue(), q0.add(j.multiply(q1)).longValue());
         }
         if (p.signum() > 0 && (double) p.longValue() / (double) q.longValue() == perSecond) {
           return new Rate(perSecond, p.longValue(), q.longValue());
@@ -225,6 +259,14 @@ public final class RateLimiter {
       throw new IllegalArgumentException("CL.SMOOTH carries a rate as permits per period, two"
           + " integers (a period of at most " + MAX_PERIOD_SECONDS + " s), and no such pair"
           + " gives " + perSecond + " exactly");
+    }
+
+    /** Whether the fraction (p0 + j·p1) / (q0 + j·q1) reads back, as the server divides, as the rate. */
+    private static boolean reads(BigInteger p0, BigInteger q0, BigInteger p1, BigInteger q1,
+        BigInteger j, double rate) {
+      long p = p0.add(j.multiply(p1)).longValue();
+      long q = q0.add(j.multiply(q1)).longValue();
+      return p > 0 && (double) p / (double) q == rate;
     }
 
     /** The double as a fraction of two integers, exactly (a double is m × 2^e). */

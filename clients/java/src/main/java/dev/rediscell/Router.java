@@ -30,15 +30,15 @@ final class Router {
 
   /** Sends {@code args} (what follows the command's name) and returns the server's reply. */
   Object call(CellCommand command, List<String> args) {
-    return call(command, args, false);
+    return call(command, args, -1);
   }
 
-  /** The same, for a call the server may hold ({@code BLOCK}). */
-  Object callHeld(CellCommand command, List<String> args) {
-    return call(command, args, true);
+  /** The same, for a call the server may hold ({@code BLOCK}) up to {@code hold} ms (0: ever). */
+  Object callHeld(CellCommand command, List<String> args, long hold) {
+    return call(command, args, hold);
   }
 
-  private Object call(CellCommand command, List<String> args, boolean held) {
+  private Object call(CellCommand command, List<String> args, long held) {
     Route taken = route();
     try {
       return send(taken, command, args, held);
@@ -60,9 +60,9 @@ final class Router {
     }
   }
 
-  private Object send(Route taken, CellCommand command, List<String> args, boolean held) {
+  private Object send(Route taken, CellCommand command, List<String> args, long hold) {
     Request request = request(taken, command, args);
-    return held ? transport.sendHeld(request) : transport.send(request);
+    return hold >= 0 ? transport.sendHeld(request.held(hold)) : transport.send(request);
   }
 
   /**
@@ -81,7 +81,7 @@ final class Router {
       words.add(command.function());
       // CL.ALL's own numkeys leads its arguments; every other command has one key.
       if (command.keys() != CellCommand.Keys.NUMKEYS) {
-        words.add(command.keys() == CellCommand.Keys.NONE ? "0" : "1");
+        words.add("1");
       }
     }
     int count = words.size();

@@ -7,7 +7,7 @@ package dev.rediscell;
  * arrays as {@link java.util.List}, nil as null). An error reply is thrown as a {@link
  * CellException} carrying the server's text.
  */
-public interface Transport {
+public interface Transport extends AutoCloseable {
   Object send(Request request);
 
   /**
@@ -15,4 +15,8 @@ public interface Transport {
    * cuts the hold, and never sent twice.
    */
   Object sendHeld(Request request);
+
+  /** Closes what the transport opened itself; the application's client stays open. */
+  @Override
+  default void close() {}
 }

@@ -258,8 +258,18 @@ class CellTest {
       long waitedMs = (System.nanoTime() - start) / 1_000_000;
       assertFalse(held.limited());
       assertTrue(waitedMs >= 500, "waited " + waitedMs + " ms");
-      // The connection a hold went on serves the next.
+      // The connection a hold went on serves the next; closing the Cell closes it.
       assertFalse(cell.throttle("h", 0, 1, 1000, oneASecond.block(5000)).limited());
+      int before = module.text("CLIENT", "LIST").split("\n").length;
+      cell.close();
+      int after = module.text("CLIENT", "LIST").split("\n").length;
+      for (int tries = 0; tries < 100 && client == Clients.LETTUCE && after >= before; tries++) {
+        Thread.sleep(10);
+        after = module.text("CLIENT", "LIST").split("\n").length;
+      }
+      if (client == Clients.LETTUCE) {
+        assertTrue(after < before, "the hold's connection is still open: " + before + " " + after);
+      }
     }
   }
 

@@ -56,4 +56,36 @@ class ClusterTest {
       }
     }
   }
+
+  /**
+   * A held call whose slot has moved since the client last looked is answered MOVED, having
+   * run nothing, and goes once more to the node the reply names.
+   */
+  @ParameterizedTest
+  @EnumSource(Clients.class)
+  void aHeldCallFollowsItsSlotToANewNode(Clients client) throws Exception {
+    try (Cluster cluster = Cluster.start(Servers.With.MODULE)) {
+      Cell cell = client.cell(cluster);
+      // The client learns the slots, with a call on each node.
+      for (String key : List.of("h0", "h1", "h2")) {
+        assertFalse(cell.throttle(key, 0, 1, 60).limited());
+      }
+      String key = "moved";
+      Servers from = cluster.nodeOf(key);
+      Servers to = cluster.nodes.get((cluster.nodes.indexOf(from) + 1) % 3);
+      String slot = Long.toString((Long) from.command("CLUSTER", "KEYSLOT", key));
+      String owner = to.text("CLUSTER", "MYID");
+      to.command("CLUSTER", "SETSLOT", slot, "NODE", owner);
+      for (Servers node : cluster.nodes) {
+        node.command("CLUSTER", "SETSLOT", slot, "NODE", owner);
+      }
+      Options perSecond = Options.none().ms();
+      assertFalse(cell.throttle(key, 0, 1, 1000, perSecond.block(5000)).limited());
+      assertTrue(to.client.exists(key), "the call was decided on the slot's new node");
+      // Taken once: the next waits for the unit.
+      long start = System.nanoTime();
+      assertFalse(cell.throttle(key, 0, 1, 1000, perSecond.block(5000)).limited());
+      assertTrue(System.nanoTime() - start > 300_000_000L, "not held");
+    }
+  }
 }

@@ -40,6 +40,22 @@ final class FakeClock implements AutoCloseable {
     return controls;
   }
 
+  /**
+   * Skips the test where the server under test does not run under libfaketime, saying so; or,
+   * where REDIS_CELL_REQUIRE_CLOCK is set and not empty (scripts/test.sh's Valkey run), fails
+   * it.
+   */
+  static void assumeControls() throws IOException, InterruptedException {
+    boolean controls = controls();
+    String required = System.getenv("REDIS_CELL_REQUIRE_CLOCK");
+    if (!controls && required != null && !required.isEmpty()) {
+      throw new AssertionError("REDIS_CELL_REQUIRE_CLOCK is set, and the server under test does"
+          + " not run under libfaketime (" + LIBFAKETIME + ")");
+    }
+    org.junit.jupiter.api.Assumptions.assumeTrue(controls,
+        "skipped: the server under test does not run under libfaketime");
+  }
+
   private static boolean probe() throws IOException, InterruptedException {
     long at = 1_900_000_000_000_000L;
     try (FakeClock clock = new FakeClock(at);

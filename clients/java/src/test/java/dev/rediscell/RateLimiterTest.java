@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.google.common.util.concurrent.GuavaTwin;
 import dev.rediscell.jedis.JedisCell;
@@ -83,7 +82,7 @@ class RateLimiterTest {
    */
   @Test
   void decisionsAreGuavasUnderAControlledClock() throws Exception {
-    assumeTrue(FakeClock.controls(), "skipped: the server under test does not run under libfaketime");
+    FakeClock.assumeControls();
     double[] rates = {0.5, 1, 2, 2.5, 10, 1 / 3.0, 0.1, 7.25, 100};
     long[] warmups = {0, 0, 0, 1_000_000, 2_500_000, 300_000};
     long now = BASE_US;
@@ -153,11 +152,14 @@ class RateLimiterTest {
    * never released, and would hang the test.
    */
   private static boolean answered(Supplier<Boolean> call, String where) throws Exception {
-    var answer = java.util.concurrent.CompletableFuture.supplyAsync(call);
+    var caller = java.util.concurrent.Executors.newSingleThreadExecutor();
     try {
-      return answer.get(5, TimeUnit.SECONDS);
+      return caller.submit(call::get).get(5, TimeUnit.SECONDS);
     } catch (java.util.concurrent.TimeoutException held) {
       throw new AssertionError(where + ": held, where Guava's would not wait");
+    } finally {
+      // A call left held ends with its server, which the test stops on its way out.
+      caller.shutdownNow();
     }
   }
 
@@ -189,7 +191,6 @@ class RateLimiterTest {
     long[] before = state(server, key.name);
     try (var own = Jedises.standalone(server.port)) {
       RateLimiter other = key.limiter(JedisCell.over(own));
-      other.setRate(key.rate);
       AtomicReference<Throwable> failed = new AtomicReference<>();
       Thread caller = new Thread(() -> {
         try {
@@ -204,6 +205,7 @@ class RateLimiterTest {
       assertFalse(java.util.Arrays.equals(before, state(server, key.name)), "no reservation");
       server.command("CLIENT", "KILL", "ID", blocked);
       caller.join(10_000);
+      assertFalse(caller.isAlive(), "a cut hold still waits");
       assertNotNull(failed.get(), "a cut hold fails its call");
     }
   }
@@ -211,7 +213,7 @@ class RateLimiterTest {
   /** Two instances at two rates on one key: each call decides at its caller's rate. */
   @Test
   void instancesAtTwoRatesShareOneKey() throws Exception {
-    assumeTrue(FakeClock.controls(), "skipped: the server under test does not run under libfaketime");
+    FakeClock.assumeControls();
     try (FakeClock clock = new FakeClock(BASE_US);
         Servers server = Servers.start(Servers.With.MODULE, clock)) {
       Cell cell = JedisCell.over(server.client);
@@ -263,10 +265,16 @@ class RateLimiterTest {
       assertThrows(IllegalArgumentException.class, () -> limiter.tryAcquire(-1, Duration.ZERO));
       assertThrows(IllegalArgumentException.class,
           () -> limiter.tryAcquire(Duration.ofMillis(1).plusNanos(500_000)));
+      assertThrows(IllegalArgumentException.class,
+          () -> RateLimiter.create(cell, "k", 2, Duration.ofDays(365 * 200)));
       assertFalse(server.client.exists("k"));
+      // A timeout past the longest hold waits as acquire does: free now, admitted at once.
+      assertTrue(limiter.tryAcquire(Long.MAX_VALUE, TimeUnit.NANOSECONDS));
+      assertTrue(limiter.tryAcquire(Duration.ofSeconds(Long.MAX_VALUE)));
       // A rate of integers, or of a decimal's, is the server's to the bit: 1/3 a second is
-      // one permit per 3 seconds, and 0.1 one per 10.
-      for (double rate : new double[] {1 / 3.0, 0.1, 123.456, 1e9}) {
+      // one permit per 3 seconds, and 0.1 one per 10; the last is 3196663 per 4276301466 s, a
+      // fraction between two convergents of its continued fraction.
+      for (double rate : new double[] {1 / 3.0, 0.1, 123.456, 1e9, 0.000747529851535495}) {
         assertTrue(RateLimiter.create(cell, "r" + rate, rate).tryAcquire(), Double.toString(rate));
         assertEquals(Double.doubleToRawLongBits(rate), state(server, "r" + rate)[2]);
       }
@@ -284,10 +292,16 @@ class RateLimiterTest {
         Servers library = Servers.start(Servers.With.LIBRARY)) {
       RateLimiter held = RateLimiter.create(client.cell(module), "a", 2);
       assertTrue(held.acquire() < 0.4);
+      // Two permits, one stored and one paid for: the next is free 500 ms after this call.
+      long paid = System.nanoTime();
       held.acquire(2);
       double waited = held.acquire();
-      assertTrue(waited > 0.4 && waited < 5, Double.toString(waited));
-      assertFalse(held.tryAcquire(-5, TimeUnit.SECONDS));
+      double sincePaid = (System.nanoTime() - paid) / 1e9;
+      assertTrue(sincePaid > 0.49 && waited <= sincePaid && waited > 0, waited + " " + sincePaid);
+      // One permit in 10 s: the first goes and pays, so the next is refused for seconds.
+      RateLimiter slow = RateLimiter.create(client.cell(module), "slow", 0.1);
+      assertTrue(slow.tryAcquire());
+      assertFalse(slow.tryAcquire(-5, TimeUnit.SECONDS));
       RateLimiter viaLibrary = RateLimiter.create(client.cell(library), "a", 2);
       assertTrue(viaLibrary.tryAcquire(Duration.ZERO));
       assertTrue(viaLibrary.tryAcquire(-1, TimeUnit.MILLISECONDS));

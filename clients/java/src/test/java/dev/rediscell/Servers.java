@@ -52,7 +52,10 @@ final class Servers implements AutoCloseable {
     // A cluster's node also listens on its bus port, 10000 above its own.
     boolean node = List.of(config).contains("--cluster-enabled");
     int port = freePort();
-    for (int tries = 0; node && (port > 55535 || !free(port + 10000)) && tries < 100; tries++) {
+    for (int tries = 0; node && (port > 55535 || !free(port + 10000)); tries++) {
+      if (tries == 100) {
+        throw new IllegalStateException("no free port whose cluster bus port is free too");
+      }
       port = freePort();
     }
     List<String> command = new ArrayList<>(List.of(
@@ -162,8 +165,10 @@ final class Servers implements AutoCloseable {
     return Files.readString(root().resolve("lua/dist/redis_cell.lua"));
   }
 
+  /** Stops the server, after the clients the test opened (which would try to reconnect). */
   @Override
   public void close() throws IOException {
+    Clients.closeAll();
     client.close();
     if (frozen) {
       process.destroyForcibly();

@@ -67,10 +67,16 @@ class SpringCellTest {
           Options perSecond = Options.none().ms();
           assertFalse(cell.throttle("h", 0, 1, 1000, perSecond).limited());
           long start = System.nanoTime();
-          assertFalse(cell.throttle("h", 0, 1, 1000, perSecond.block(5000)).limited());
-          assertTrue(System.nanoTime() - start > 500_000_000L, "not held");
-          // The template's own connection still serves.
+          var held = java.util.concurrent.CompletableFuture.supplyAsync(
+              () -> cell.throttle("h", 0, 1, 1000, perSecond.block(5000)));
+          assertTrue(server.heldClient() != null, "the call was not held");
+          // Meanwhile the template's own connection serves at once: the hold is not on it.
+          long asked = System.nanoTime();
           assertEquals(1L, template.opsForValue().increment("n"));
+          assertTrue(System.nanoTime() - asked < 200_000_000L, "the template waited on the hold");
+          assertFalse(held.get(10, java.util.concurrent.TimeUnit.SECONDS).limited());
+          assertTrue(System.nanoTime() - start > 500_000_000L, "not held");
+          cell.close();
         }
       }
     }

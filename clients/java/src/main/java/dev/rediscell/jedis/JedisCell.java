@@ -54,7 +54,19 @@ public final class JedisCell {
         if (slots == null || key == null) {
           return execute(() -> jedis.executeCommand(held));
         }
-        try (Connection node = slotConnection(slots, jedis, JedisClusterCRC16.getSlot(key))) {
+        int slot = JedisClusterCRC16.getSlot(key);
+        try (Connection node = slotConnection(slots, jedis, slot)) {
+          return execute(() -> node.executeCommand(held));
+        } catch (CellException error) {
+          if (!String.valueOf(error.getMessage()).startsWith("MOVED ")) {
+            throw error;
+          }
+        }
+        // The slot has moved, and the node ran nothing: a look at the key through the
+        // client's own routing follows MOVED and renews its slot map, then the call goes once
+        // more. (An ASK, a slot being migrated, is the caller's to retry.)
+        jedis.executeCommand(arguments(start, new Request(java.util.List.of("EXISTS", key), 1, 1)));
+        try (Connection node = slotConnection(slots, jedis, slot)) {
           return execute(() -> node.executeCommand(held));
         }
       }

@@ -28,6 +28,8 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedDeque;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.function.Function;
 
 /**
@@ -38,12 +40,13 @@ import java.util.function.Function;
  *
  * <p>Lettuce sends a command again after it reconnects (its default, {@code
  * autoReconnect(true)}), so a call in flight when the connection drops may take its units
- * twice: where that matters, give the connection's client a {@code replayFilter} that drops
- * them, or one that does not reconnect by itself. A call the server holds ({@code BLOCK}) goes
- * on a connection of its own (to its slot's primary, on a cluster), opened from the {@link
- * RedisURI} given for holds (its host and port replaced by the node's, on a cluster), one that
- * never reconnects and has no command timeout (the hold is the server's to end): sent once, and
- * never cut by the client. Without that URI, such a call is refused before it is sent.
+ * twice: where that matters, give the connection's client {@code autoReconnect(false)}, or
+ * (Lettuce 6.8 and later) a {@code replayFilter} that drops them. A call the server holds
+ * ({@code BLOCK}) goes on a connection of its own (to its slot's primary, on a cluster), opened
+ * from the {@link RedisURI} given for holds (its host and port replaced by the node's, on a
+ * cluster), one that never reconnects and has no command timeout (the hold is the server's to
+ * end): sent once, and never cut by the client. Without that URI, such a call is refused
+ * before it is sent. Closing the Cell closes those connections.
  */
 public final class LettuceCell {
   /** The most connections kept open for holds between them, per node. */
@@ -67,7 +70,7 @@ public final class LettuceCell {
    * timeouts and TLS; its host and port are the node's).
    */
   public static Cell over(StatefulRedisClusterConnection<String, String> connection, RedisURI holds) {
-    Holds held = holds == null ? null : new Holds(connection.getResources(), connection.getOptions(),
+    Holds held = holds == null ? null : new Holds(connection.getResources(), connection.getOptions(), holds,
         request -> {
           RedisClusterNode node = connection.getPartitions().getMasterBySlot(SlotHash.getSlot(request.key()));
           if (node == null) {
@@ -81,7 +84,7 @@ public final class LettuceCell {
 
   public static Transport transport(StatefulRedisConnection<String, String> connection, RedisURI holds) {
     Holds held = holds == null ? null
-        : new Holds(connection.getResources(), connection.getOptions(), request -> holds);
+        : new Holds(connection.getResources(), connection.getOptions(), holds, request -> holds);
     return transport(request -> connection.sync().dispatch(keyword(request), output(), args(request)), held);
   }
 
@@ -91,7 +94,7 @@ public final class LettuceCell {
    * that owns the application's connections (SpringCell). Its plain calls go the same way.
    */
   public static Transport holds(ClientResources resources, ClientOptions options, RedisURI uri) {
-    Holds held = new Holds(resources, options, request -> uri);
+    Holds held = new Holds(resources, options, uri, request -> uri);
     return transport(held::send, held);
   }
 
@@ -124,20 +127,33 @@ public final class LettuceCell {
         }
         return held.send(request);
       }
+
+      @Override
+      public void close() {
+        if (held != null) {
+          held.close();
+        }
+      }
     };
   }
 
   /**
    * Connections for held calls, kept per node: from a client of their own that shares the
    * connection's resources and options, but never reconnects and never times a command out.
+   * A call with a timeout is given up (and its connection closed, never reused) once the
+   * timeout and the URI's own command timeout have passed with no reply: the server would have
+   * answered by then, so the connection is gone.
    */
   private static final class Holds {
     private final RedisClient client;
+    private final RedisURI template;
     private final Function<Request, RedisURI> node;
     private final Map<RedisURI, Deque<StatefulRedisConnection<String, String>>> idle =
         new ConcurrentHashMap<>();
 
-    Holds(ClientResources resources, ClientOptions options, Function<Request, RedisURI> node) {
+    Holds(ClientResources resources, ClientOptions options, RedisURI template,
+        Function<Request, RedisURI> node) {
+      this.template = template;
       this.node = node;
       client = RedisClient.create(resources);
       client.setOptions(ClientOptions.copyOf(options).mutate()
@@ -147,8 +163,29 @@ public final class LettuceCell {
           .build());
     }
 
+    /**
+     * Sends the call to its node; a MOVED or ASK reply (the node ran nothing) sends it once
+     * more, to the node the reply names, ASKING first for an ASK.
+     */
     Object send(Request request) {
-      RedisURI uri = node.apply(request);
+      try {
+        return send(request, node.apply(request), false);
+      } catch (CellException error) {
+        String[] redirect = String.valueOf(error.getMessage()).split(" ");
+        boolean ask = redirect[0].equals("ASK");
+        if (redirect.length != 3 || !(ask || redirect[0].equals("MOVED"))) {
+          throw error;
+        }
+        int colon = redirect[2].lastIndexOf(':');
+        RedisURI to = RedisURI.builder(template)
+            .withHost(redirect[2].substring(0, colon))
+            .withPort(Integer.parseInt(redirect[2].substring(colon + 1)))
+            .build();
+        return send(request, to, ask);
+      }
+    }
+
+    private Object send(Request request, RedisURI uri, boolean asking) {
       Deque<StatefulRedisConnection<String, String>> open =
           idle.computeIfAbsent(uri, ignored -> new ConcurrentLinkedDeque<>());
       StatefulRedisConnection<String, String> connection = open.pollFirst();
@@ -160,7 +197,11 @@ public final class LettuceCell {
       }
       boolean reusable = false;
       try {
-        Object reply = await(connection.async().dispatch(keyword(request), output(), args(request)));
+        if (asking) {
+          connection.async().dispatch(keyword(Request.keyless("ASKING")), output(), args(Request.keyless("ASKING")));
+        }
+        Object reply = await(connection.async().dispatch(keyword(request), output(), args(request)),
+            request.hold() > 0 ? request.hold() + uri.getTimeout().toMillis() : 0);
         reusable = true;
         return reply;
       } catch (RedisCommandExecutionException error) {
@@ -175,18 +216,35 @@ public final class LettuceCell {
       }
     }
 
+    void close() {
+      for (Deque<StatefulRedisConnection<String, String>> open : idle.values()) {
+        for (StatefulRedisConnection<String, String> connection; (connection = open.pollFirst()) != null; ) {
+          connection.close();
+        }
+      }
+      client.shutdown();
+    }
+
     /**
-     * The reply, however long the server holds it: as Guava's acquire, an interrupt does not
-     * end the wait (the reservation is made either way), and is kept for the caller.
+     * The reply, waited for up to {@code millis} (0: however long the server holds it). As
+     * Guava's acquire, an interrupt does not end the wait (the reservation is made either
+     * way), and is kept for the caller.
      */
-    private static <T> T await(Future<T> reply) {
+    private static <T> T await(Future<T> reply, long millis) {
       boolean interrupted = false;
+      long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(millis);
       try {
         while (true) {
           try {
-            return reply.get();
+            if (millis == 0) {
+              return reply.get();
+            }
+            return reply.get(Math.max(deadline - System.nanoTime(), 0), TimeUnit.NANOSECONDS);
           } catch (InterruptedException interrupt) {
             interrupted = true;
+          } catch (TimeoutException silent) {
+            throw new CellException("no reply " + millis + " ms after a held call was sent: its"
+                + " connection is taken for lost (the call may have been decided)");
           } catch (ExecutionException failed) {
             if (failed.getCause() instanceof RuntimeException cause) {
               throw cause;

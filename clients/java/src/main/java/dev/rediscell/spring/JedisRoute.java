@@ -4,6 +4,7 @@ import dev.rediscell.CellException;
 import dev.rediscell.Request;
 import dev.rediscell.Transport;
 import java.nio.charset.StandardCharsets;
+import java.util.Map;
 import org.springframework.data.redis.connection.RedisConnectionFactory;
 import org.springframework.data.redis.connection.jedis.JedisConnectionFactory;
 import org.springframework.data.redis.core.RedisCallback;
@@ -36,12 +37,24 @@ final class JedisRoute implements Transport {
     return call(request, true);
   }
 
+  /** The factory's one client, and the transport over it, kept: making one looks it over. */
+  private volatile Map.Entry<UnifiedJedis, Transport> last;
+
+  private Transport transportOf(UnifiedJedis client) {
+    Map.Entry<UnifiedJedis, Transport> known = last;
+    if (known == null || known.getKey() != client) {
+      known = Map.entry(client, JedisCell.transport(client));
+      last = known;
+    }
+    return known.getValue();
+  }
+
   private Object call(Request request, boolean held) {
     return template.execute((RedisCallback<Object>) connection -> {
       Object client = connection.getNativeConnection();
       // Spring Data Redis 4.1 hands out Jedis 7's client (a UnifiedJedis); before, a Jedis.
       if (client instanceof UnifiedJedis unified) {
-        Transport over = JedisCell.transport(unified);
+        Transport over = transportOf(unified);
         return held ? over.sendHeld(request) : over.send(request);
       }
       if (!(client instanceof Jedis jedis)) {

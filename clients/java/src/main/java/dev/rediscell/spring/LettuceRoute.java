@@ -10,6 +10,7 @@ import io.lettuce.core.RedisCommandExecutionException;
 import io.lettuce.core.RedisURI;
 import io.lettuce.core.api.async.BaseRedisAsyncCommands;
 import java.util.concurrent.TimeUnit;
+import org.springframework.dao.InvalidDataAccessApiUsageException;
 import org.springframework.data.redis.connection.RedisConnectionFactory;
 import org.springframework.data.redis.connection.RedisStandaloneConfiguration;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
@@ -61,14 +62,37 @@ final class LettuceRoute implements Transport {
     return made.sendHeld(request);
   }
 
-  /** Held calls' connections, to the server the factory's standalone configuration names. */
+  @Override
+  public void close() {
+    Transport made = holds;
+    if (made != null) {
+      made.close();
+    }
+  }
+
+  /**
+   * Held calls' connections, to the server the factory's standalone configuration names. A
+   * factory of Sentinel, a cluster or a socket has one too, a default that names another
+   * server: it is refused.
+   */
+  @SuppressWarnings("deprecation") // isVerifyPeer: 4.1 deprecates it; 3.2 has nothing else
   private static Transport holdsTo(LettuceConnectionFactory factory) {
+    if (factory.isRedisSentinelAware() || factory.isClusterAware() || factory.getSocketConfiguration() != null) {
+      throw new InvalidDataAccessApiUsageException("SpringCell holds calls on one server's"
+          + " connections, and this factory is not of one server (Sentinel, a cluster or a"
+          + " socket): make the Cell with LettuceCell over the native client for calls that wait");
+    }
     RedisStandaloneConfiguration server = factory.getStandaloneConfiguration();
     RedisURI.Builder uri = RedisURI.builder()
         .withHost(server.getHostName())
         .withPort(server.getPort())
         .withDatabase(server.getDatabase())
-        .withSsl(factory.isUseSsl());
+        .withSsl(factory.isUseSsl())
+        .withVerifyPeer(factory.isVerifyPeer())
+        .withStartTls(factory.isStartTls());
+    if (factory.getClientName() != null) {
+      uri.withClientName(factory.getClientName());
+    }
     server.getPassword().toOptional().ifPresent(password -> {
       if (server.getUsername() != null) {
         uri.withAuthentication(server.getUsername(), password);
