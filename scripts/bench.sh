@@ -405,7 +405,7 @@ if part java; then
   wait_ready "$lport"
   redis-cli -p "$lport" -x FUNCTION LOAD <lua/dist/redis_cell.lua >/dev/null
   echo
-  echo "The Java client, calls a second from one JVM (redis-server $server_version; each limiter 1,000 a second, so nearly every call admitted; best of one run of 5 s after 5 s unmeasured)"
+  echo "The Java client, calls a second from one JVM (redis-server $server_version; each limiter 1,000 a second, so nearly every call admitted; one run of 5 s after 5 s unmeasured)"
   java_bench throughput "$jport" "$lport" 8 5
 fi
 # Leases: throughput on random keys and holders against the sorted-set scripts, MEMORY USAGE
