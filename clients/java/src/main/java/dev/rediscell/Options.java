@@ -18,6 +18,9 @@ public final class Options {
   /** The keywords among the words: a value (a holder's name) may spell one too. */
   private final Set<String> named;
   private final long quantity;
+  /** The longest hold the server takes, in ms: 2^62 ns. */
+  private static final long MAX_BLOCK_MS = (1L << 62) / 1_000_000L;
+
   /** BLOCK's timeout, -1 without BLOCK. */
   private final long block;
 
@@ -118,6 +121,9 @@ public final class Options {
    * timeout}), on a connection held for it. Only the module waits.
    */
   public Options block(long timeout) {
+    if (timeout < 0 || timeout > MAX_BLOCK_MS) {
+      throw new IllegalArgumentException("BLOCK takes 0 to " + MAX_BLOCK_MS + " ms, not " + timeout);
+    }
     Options with = with("BLOCK", timeout);
     return new Options(with.quantity, with.words, with.named, timeout);
   }

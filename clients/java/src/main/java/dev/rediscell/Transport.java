@@ -12,7 +12,7 @@ public interface Transport extends AutoCloseable {
 
   /**
    * A call the server may hold ({@code BLOCK}): sent where no read timeout of the client's
-   * cuts the hold, and never sent twice.
+   * cuts the hold, and, where the client allows it, never sent twice.
    */
   Object sendHeld(Request request);
 

@@ -269,6 +269,9 @@ class CellTest {
       }
       if (client == Clients.LETTUCE) {
         assertTrue(after < before, "the hold's connection is still open: " + before + " " + after);
+        // Closed, it opens nothing more.
+        assertThrows(IllegalStateException.class,
+            () -> cell.throttle("h", 0, 1, 1000, oneASecond.block(5000)));
       }
     }
   }

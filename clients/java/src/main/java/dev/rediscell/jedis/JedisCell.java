@@ -7,14 +7,18 @@ import dev.rediscell.Transport;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.nio.charset.StandardCharsets;
+import java.util.Map;
 import java.util.function.Function;
 import redis.clients.jedis.BuilderFactory;
 import redis.clients.jedis.CommandArguments;
 import redis.clients.jedis.CommandObject;
 import redis.clients.jedis.Connection;
+import redis.clients.jedis.ConnectionPool;
+import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.UnifiedJedis;
 import redis.clients.jedis.commands.ProtocolCommand;
 import redis.clients.jedis.exceptions.JedisDataException;
+import redis.clients.jedis.exceptions.JedisMovedDataException;
 import redis.clients.jedis.util.JedisClusterCRC16;
 
 /**
@@ -58,19 +62,48 @@ public final class JedisCell {
         try (Connection node = slotConnection(slots, jedis, slot)) {
           return execute(() -> node.executeCommand(held));
         } catch (CellException error) {
-          if (!String.valueOf(error.getMessage()).startsWith("MOVED ")) {
+          if (!(error.getCause() instanceof JedisMovedDataException moved)) {
             throw error;
           }
-        }
-        // The slot has moved, and the node ran nothing: a look at the key through the
-        // client's own routing follows MOVED and renews its slot map, then the call goes once
-        // more. (An ASK, a slot being migrated, is the caller's to retry.)
-        jedis.executeCommand(arguments(start, new Request(java.util.List.of("EXISTS", key), 1, 1)));
-        try (Connection node = slotConnection(slots, jedis, slot)) {
-          return execute(() -> node.executeCommand(held));
+          // The slot has moved, and the node ran nothing: the call goes once more, to the
+          // node the reply names. (An ASK, a slot being migrated, fails as the server said.)
+          try (Connection node = nodeConnection(jedis, moved.getTargetNode(), slots, slot)) {
+            return execute(() -> node.executeCommand(held));
+          } finally {
+            renewSlots(jedis, start, key);
+          }
         }
       }
     };
+  }
+
+  /**
+   * A connection to {@code target} from the cluster client's pools; for a node it does not
+   * know yet, the slot's as its map has it (which answers MOVED again: the call fails, and
+   * the map is renewed for the next).
+   */
+  private static Connection nodeConnection(UnifiedJedis jedis, HostAndPort target, Method slots, int slot) {
+    try {
+      Object nodes = jedis.getClass().getMethod("getClusterNodes").invoke(jedis);
+      if (nodes instanceof Map<?, ?> pools && pools.get(target.toString()) instanceof ConnectionPool pool) {
+        return pool.getResource();
+      }
+    } catch (ReflectiveOperationException noPools) {
+      // Then as for a node it does not know.
+    }
+    return slotConnection(slots, jedis, slot);
+  }
+
+  /**
+   * Has the client renew its slot map, through a plain look at the key (which follows MOVED
+   * and renews it); what that look answers does not matter.
+   */
+  private static void renewSlots(UnifiedJedis jedis, Function<ProtocolCommand, CommandArguments> start, String key) {
+    try {
+      jedis.executeCommand(arguments(start, new Request(java.util.List.of("EXISTS", key), 1, 1)));
+    } catch (RuntimeException notNow) {
+      // The next call that meets the old map renews it.
+    }
   }
 
   /**

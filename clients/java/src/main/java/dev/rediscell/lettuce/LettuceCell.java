@@ -141,8 +141,8 @@ public final class LettuceCell {
    * Connections for held calls, kept per node: from a client of their own that shares the
    * connection's resources and options, but never reconnects and never times a command out.
    * A call with a timeout is given up (and its connection closed, never reused) once the
-   * timeout and the URI's own command timeout have passed with no reply: the server would have
-   * answered by then, so the connection is gone.
+   * timeout and a margin (see deadline) have passed with no reply: the server would have
+   * answered by then, so the connection is taken for gone.
    */
   private static final class Holds {
     private final RedisClient client;
@@ -150,6 +150,9 @@ public final class LettuceCell {
     private final Function<Request, RedisURI> node;
     private final Map<RedisURI, Deque<StatefulRedisConnection<String, String>>> idle =
         new ConcurrentHashMap<>();
+    /** Where a MOVED reply sent each slot's calls. */
+    private final Map<Integer, RedisURI> moved = new ConcurrentHashMap<>();
+    private volatile boolean closed;
 
     Holds(ClientResources resources, ClientOptions options, RedisURI template,
         Function<Request, RedisURI> node) {
@@ -164,24 +167,50 @@ public final class LettuceCell {
     }
 
     /**
-     * Sends the call to its node; a MOVED or ASK reply (the node ran nothing) sends it once
-     * more, to the node the reply names, ASKING first for an ASK.
+     * Sends the call to its node, or to where a MOVED reply last sent a call of its slot; a
+     * MOVED or ASK reply (the node ran nothing) sends it once more, to the node the reply
+     * names, ASKING first for an ASK. A MOVED is remembered for the slot, as the cluster's
+     * own connection may not learn of it.
      */
     Object send(Request request) {
+      if (closed) {
+        throw new IllegalStateException("the Cell is closed");
+      }
+      Integer slot = request.key() == null ? null : SlotHash.getSlot(request.key());
+      RedisURI first = slot == null ? null : moved.get(slot);
+      if (first == null) {
+        first = node.apply(request);
+      }
       try {
-        return send(request, node.apply(request), false);
+        return send(request, first, false);
       } catch (CellException error) {
         String[] redirect = String.valueOf(error.getMessage()).split(" ");
         boolean ask = redirect[0].equals("ASK");
         if (redirect.length != 3 || !(ask || redirect[0].equals("MOVED"))) {
           throw error;
         }
-        int colon = redirect[2].lastIndexOf(':');
-        RedisURI to = RedisURI.builder(template)
-            .withHost(redirect[2].substring(0, colon))
-            .withPort(Integer.parseInt(redirect[2].substring(colon + 1)))
-            .build();
+        RedisURI to = endpoint(redirect[2], first);
+        if (!ask && slot != null) {
+          moved.put(slot, to);
+        }
         return send(request, to, ask);
+      }
+    }
+
+    /**
+     * A redirect's {@code host:port} as a URI with the template's credentials; an unknown
+     * host ({@code ?}, or none) is the host the call went to.
+     */
+    private RedisURI endpoint(String hostPort, RedisURI asked) {
+      int colon = hostPort.lastIndexOf(':');
+      String host = colon <= 0 ? "?" : hostPort.substring(0, colon);
+      try {
+        return RedisURI.builder(template)
+            .withHost(host.equals("?") ? asked.getHost() : host)
+            .withPort(Integer.parseInt(hostPort.substring(colon + 1)))
+            .build();
+      } catch (RuntimeException unreadable) {
+        throw new CellException("a redirect to an endpoint that cannot be read: " + hostPort, unreadable);
       }
     }
 
@@ -201,14 +230,14 @@ public final class LettuceCell {
           connection.async().dispatch(keyword(Request.keyless("ASKING")), output(), args(Request.keyless("ASKING")));
         }
         Object reply = await(connection.async().dispatch(keyword(request), output(), args(request)),
-            request.hold() > 0 ? request.hold() + uri.getTimeout().toMillis() : 0);
+            deadline(request.hold(), uri));
         reusable = true;
         return reply;
       } catch (RedisCommandExecutionException error) {
         reusable = true;
         throw new CellException(error.getMessage(), error);
       } finally {
-        if (reusable && open.size() < IDLE_HOLDS) {
+        if (reusable && !closed && open.size() < IDLE_HOLDS) {
           open.offerFirst(connection);
         } else {
           connection.closeAsync();
@@ -216,7 +245,21 @@ public final class LettuceCell {
       }
     }
 
+    /**
+     * How long a call is waited for, in ms (0: as long as it takes): a hold's timeout, then a
+     * margin for a server that stalls (a fork, a failover's pause) of at least 30 s or the
+     * URI's timeout, whichever is longer.
+     */
+    private static long deadline(long hold, RedisURI uri) {
+      if (hold <= 0) {
+        return 0;
+      }
+      long margin = Math.max(uri.getTimeout().toMillis(), 30_000);
+      return hold > Long.MAX_VALUE - margin ? 0 : hold + margin;
+    }
+
     void close() {
+      closed = true;
       for (Deque<StatefulRedisConnection<String, String>> open : idle.values()) {
         for (StatefulRedisConnection<String, String> connection; (connection = open.pollFirst()) != null; ) {
           connection.close();

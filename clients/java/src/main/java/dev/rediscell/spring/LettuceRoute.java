@@ -9,6 +9,8 @@ import io.lettuce.core.LettuceFutures;
 import io.lettuce.core.RedisCommandExecutionException;
 import io.lettuce.core.RedisURI;
 import io.lettuce.core.api.async.BaseRedisAsyncCommands;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.springframework.dao.InvalidDataAccessApiUsageException;
 import org.springframework.data.redis.connection.RedisConnectionFactory;
@@ -23,6 +25,8 @@ final class LettuceRoute implements Transport {
   private final LettuceConnectionFactory factory;
   /** Made on the first held call, when the factory has started its client. */
   private volatile Transport holds;
+  /** Guarded by this: set once the Cell is closed, after which nothing is opened. */
+  private boolean closed;
 
   LettuceRoute(RedisTemplate<?, ?> template) {
     this.template = template;
@@ -53,8 +57,11 @@ final class LettuceRoute implements Transport {
     Transport made = holds;
     if (made == null) {
       synchronized (this) {
+        if (closed) {
+          throw new IllegalStateException("the Cell is closed");
+        }
         if (holds == null) {
-          holds = holdsTo(factory);
+          holds = sameServer(holdsTo(factory));
         }
         made = holds;
       }
@@ -63,11 +70,37 @@ final class LettuceRoute implements Transport {
   }
 
   @Override
-  public void close() {
-    Transport made = holds;
-    if (made != null) {
-      made.close();
+  public synchronized void close() {
+    closed = true;
+    if (holds != null) {
+      holds.close();
     }
+  }
+
+  /**
+   * The holds' transport, once the server it reaches is the template's (the same run_id): a
+   * factory of a static primary and replicas has a one-server configuration too, a default
+   * that names another server.
+   */
+  private Transport sameServer(Transport made) {
+    Request info = Request.keyless("INFO", "server");
+    if (!runId(send(info)).equals(runId(made.send(info)))) {
+      made.close();
+      throw new InvalidDataAccessApiUsageException("SpringCell's held calls would reach another"
+          + " server than the template's: the factory is not of one server");
+    }
+    return made;
+  }
+
+  private static String runId(Object reply) {
+    Object text = reply instanceof List<?> one && !one.isEmpty() ? one.get(0) : reply;
+    String info = text instanceof byte[] bytes ? new String(bytes, StandardCharsets.UTF_8) : String.valueOf(text);
+    for (String line : info.split("\r?\n")) {
+      if (line.startsWith("run_id:")) {
+        return line.substring("run_id:".length()).trim();
+      }
+    }
+    throw new CellException("INFO server names no run_id");
   }
 
   /**
