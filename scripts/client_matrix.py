@@ -126,11 +126,14 @@ def metadata_faults() -> list[str]:
             faults.append(f"clients/java/pom.xml: {p['property']} is {given.group(1)}, where the newest lane runs {p['newest']}")
     # The examples and the benchmark build on the jar `mvn install` put in the local
     # repository: its version, or an older jar left there.
-    own = re.search(r"<artifactId>redis-cell</artifactId>\s*<version>([^<]*)</version>", pom)
+    def cell_version(text: str) -> str | None:
+        found = re.search(r"<artifactId>redis-cell</artifactId>\s*<version>([^<]*)</version>", text)
+        return found and found.group(1)
+
+    own = cell_version(pom)
     for other in ("examples", "bench"):
-        text = (ROOT / "clients" / "java" / other / "pom.xml").read_text()
-        uses = re.search(r"<artifactId>redis-cell</artifactId>\s*<version>([^<]*)</version>", text)
-        if own is None or uses is None or uses.group(1) != own.group(1):
+        uses = cell_version((ROOT / "clients" / "java" / other / "pom.xml").read_text())
+        if own is None or uses != own:
             faults.append(f"clients/java/{other}/pom.xml does not build on clients/java's redis-cell version")
     return faults
 

@@ -3,7 +3,6 @@ package dev.rediscell;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -17,7 +16,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Supplier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -191,22 +189,8 @@ class RateLimiterTest {
     long[] before = state(server, key.name);
     try (var own = Jedises.standalone(server.port)) {
       RateLimiter other = key.limiter(JedisCell.over(own));
-      AtomicReference<Throwable> failed = new AtomicReference<>();
-      Thread caller = new Thread(() -> {
-        try {
-          facadeCall(other, form, permits, timeoutMs).get();
-        } catch (Throwable cut) {
-          failed.set(cut);
-        }
-      });
-      caller.start();
-      String blocked = server.heldClient();
-      assertNotNull(blocked, "the call was not held");
-      assertFalse(java.util.Arrays.equals(before, state(server, key.name)), "no reservation");
-      server.command("CLIENT", "KILL", "ID", blocked);
-      caller.join(10_000);
-      assertFalse(caller.isAlive(), "a cut hold still waits");
-      assertNotNull(failed.get(), "a cut hold fails its call");
+      server.cutWhileHeld(() -> facadeCall(other, form, permits, timeoutMs).get(),
+          () -> assertFalse(java.util.Arrays.equals(before, state(server, key.name)), "no reservation"));
     }
   }
 

@@ -147,6 +147,36 @@ final class Servers implements AutoCloseable {
     return new String((byte[]) command(words), java.nio.charset.StandardCharsets.UTF_8);
   }
 
+  /**
+   * Makes {@code call} on a thread of its own, waits until the server holds it, runs {@code
+   * whileHeld}, then cuts the held client's connection (CLIENT KILL): the call must end, and
+   * fail, within 10 s.
+   */
+  void cutWhileHeld(Runnable call, Runnable whileHeld) throws InterruptedException {
+    var failed = new java.util.concurrent.atomic.AtomicReference<Throwable>();
+    Thread caller = new Thread(() -> {
+      try {
+        call.run();
+      } catch (Throwable cut) {
+        failed.set(cut);
+      }
+    });
+    caller.start();
+    String blocked = heldClient();
+    if (blocked == null) {
+      throw new AssertionError("the call was not held");
+    }
+    whileHeld.run();
+    command("CLIENT", "KILL", "ID", blocked);
+    caller.join(10_000);
+    if (caller.isAlive()) {
+      throw new AssertionError("a cut hold still waits");
+    }
+    if (failed.get() == null) {
+      throw new AssertionError("a cut hold fails its call");
+    }
+  }
+
   /** The id of a client the server holds (a blocked one), once there is one; null after 5 s. */
   String heldClient() throws InterruptedException {
     for (int tries = 0; tries < 500; tries++) {

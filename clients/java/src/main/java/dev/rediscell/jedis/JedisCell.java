@@ -7,14 +7,17 @@ import dev.rediscell.Transport;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.nio.charset.StandardCharsets;
+import java.util.List;
 import java.util.Map;
 import java.util.function.Function;
+import java.util.function.Supplier;
 import redis.clients.jedis.BuilderFactory;
 import redis.clients.jedis.CommandArguments;
 import redis.clients.jedis.CommandObject;
 import redis.clients.jedis.Connection;
 import redis.clients.jedis.ConnectionPool;
 import redis.clients.jedis.HostAndPort;
+import redis.clients.jedis.Jedis;
 import redis.clients.jedis.UnifiedJedis;
 import redis.clients.jedis.commands.ProtocolCommand;
 import redis.clients.jedis.exceptions.JedisDataException;
@@ -100,7 +103,7 @@ public final class JedisCell {
    */
   private static void renewSlots(UnifiedJedis jedis, Function<ProtocolCommand, CommandArguments> start, String key) {
     try {
-      jedis.executeCommand(arguments(start, new Request(java.util.List.of("EXISTS", key), 1, 1)));
+      jedis.executeCommand(arguments(start, new Request(List.of("EXISTS", key), 1, 1)));
     } catch (RuntimeException notNow) {
       // The next call that meets the old map renews it.
     }
@@ -154,10 +157,25 @@ public final class JedisCell {
     }
   }
 
-  private static CommandArguments arguments(Function<ProtocolCommand, CommandArguments> start, Request request) {
+  /**
+   * Sends a request on one {@link Jedis} connection (what Spring Data Redis hands out before
+   * 4.1), held as Jedis sends its own blocking commands when {@code held}; its error reply a
+   * CellException.
+   */
+  public static Object send(Jedis jedis, Request request, boolean held) {
+    ProtocolCommand command = command(request);
+    String[] args = request.words().subList(1, request.words().size()).toArray(String[]::new);
+    return execute(() -> held ? jedis.sendBlockingCommand(command, args) : jedis.sendCommand(command, args));
+  }
+
+  /** The request's command name, as Jedis sends a command it does not know. */
+  private static ProtocolCommand command(Request request) {
     byte[] name = request.words().get(0).getBytes(StandardCharsets.UTF_8);
-    ProtocolCommand command = () -> name;
-    CommandArguments args = start.apply(command);
+    return () -> name;
+  }
+
+  private static CommandArguments arguments(Function<ProtocolCommand, CommandArguments> start, Request request) {
+    CommandArguments args = start.apply(command(request));
     for (int at = 1; at < request.words().size(); at++) {
       String word = request.words().get(at);
       if (request.isKey(at)) {
@@ -169,7 +187,7 @@ public final class JedisCell {
     return args;
   }
 
-  private static Object execute(java.util.function.Supplier<Object> call) {
+  private static Object execute(Supplier<Object> call) {
     try {
       return call.get();
     } catch (JedisDataException error) {

@@ -12,6 +12,7 @@ import io.lettuce.core.RedisURI;
 import io.lettuce.core.TimeoutOptions;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.async.BaseRedisAsyncCommands;
+import io.lettuce.core.api.sync.BaseRedisCommands;
 import io.lettuce.core.cluster.SlotHash;
 import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
 import io.lettuce.core.cluster.models.partitions.RedisClusterNode;
@@ -79,13 +80,13 @@ public final class LettuceCell {
           return RedisURI.builder(holds).withHost(node.getUri().getHost())
               .withPort(node.getUri().getPort()).build();
         });
-    return new Cell(transport(request -> connection.sync().dispatch(keyword(request), output(), args(request)), held));
+    return new Cell(transport(request -> dispatch(connection.sync(), request), held));
   }
 
   public static Transport transport(StatefulRedisConnection<String, String> connection, RedisURI holds) {
     Holds held = holds == null ? null
         : new Holds(connection.getResources(), connection.getOptions(), holds, request -> holds);
-    return transport(request -> connection.sync().dispatch(keyword(request), output(), args(request)), held);
+    return transport(request -> dispatch(connection.sync(), request), held);
   }
 
   /**
@@ -106,6 +107,11 @@ public final class LettuceCell {
   public static RedisFuture<List<Object>> dispatch(BaseRedisAsyncCommands<?, ?> commands, Request request) {
     return ((BaseRedisAsyncCommands<String, String>) commands)
         .dispatch(keyword(request), output(), args(request));
+  }
+
+  /** Sends a request and waits for its reply as the connection's own commands wait. */
+  private static Object dispatch(BaseRedisCommands<String, String> commands, Request request) {
+    return commands.dispatch(keyword(request), output(), args(request));
   }
 
   private static Transport transport(Function<Request, Object> dispatch, Holds held) {
@@ -227,10 +233,9 @@ public final class LettuceCell {
       boolean reusable = false;
       try {
         if (asking) {
-          connection.async().dispatch(keyword(Request.keyless("ASKING")), output(), args(Request.keyless("ASKING")));
+          dispatch(connection.async(), Request.keyless("ASKING"));
         }
-        Object reply = await(connection.async().dispatch(keyword(request), output(), args(request)),
-            deadline(request.hold(), uri));
+        Object reply = await(dispatch(connection.async(), request), deadline(request.hold(), uri));
         reusable = true;
         return reply;
       } catch (RedisCommandExecutionException error) {

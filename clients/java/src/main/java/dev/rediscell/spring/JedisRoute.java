@@ -3,17 +3,14 @@ package dev.rediscell.spring;
 import dev.rediscell.CellException;
 import dev.rediscell.Request;
 import dev.rediscell.Transport;
-import java.nio.charset.StandardCharsets;
+import dev.rediscell.jedis.JedisCell;
 import java.util.Map;
 import org.springframework.data.redis.connection.RedisConnectionFactory;
 import org.springframework.data.redis.connection.jedis.JedisConnectionFactory;
 import org.springframework.data.redis.core.RedisCallback;
 import org.springframework.data.redis.core.RedisTemplate;
-import dev.rediscell.jedis.JedisCell;
 import redis.clients.jedis.Jedis;
 import redis.clients.jedis.UnifiedJedis;
-import redis.clients.jedis.commands.ProtocolCommand;
-import redis.clients.jedis.exceptions.JedisDataException;
 
 /** SpringCell over a JedisConnectionFactory: each call on the Jedis connection it takes. */
 final class JedisRoute implements Transport {
@@ -60,14 +57,7 @@ final class JedisRoute implements Transport {
       if (!(client instanceof Jedis jedis)) {
         throw new CellException("not a Jedis connection: " + client);
       }
-      byte[] name = request.words().get(0).getBytes(StandardCharsets.UTF_8);
-      ProtocolCommand command = () -> name;
-      String[] args = request.words().subList(1, request.words().size()).toArray(String[]::new);
-      try {
-        return held ? jedis.sendBlockingCommand(command, args) : jedis.sendCommand(command, args);
-      } catch (JedisDataException error) {
-        throw new CellException(error.getMessage(), error);
-      }
+      return JedisCell.send(jedis, request, held);
     });
   }
 }
