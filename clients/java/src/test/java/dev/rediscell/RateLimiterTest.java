@@ -259,7 +259,10 @@ class RateLimiterTest {
       // one permit per 3 seconds, and 0.1 one per 10; the last is 3196663 per 4276301466 s, a
       // fraction between two convergents of its continued fraction.
       for (double rate : new double[] {1 / 3.0, 0.1, 123.456, 1e9, 0.000747529851535495}) {
-        assertTrue(RateLimiter.create(cell, "r" + rate, rate).tryAcquire(), Double.toString(rate));
+        // Two seconds' worth (at least 2), so that the key outlives the look that follows: a
+        // full key expires, and at 1e9 a second one permit refills within the millisecond.
+        int permits = (int) Math.max(2, 2 * rate);
+        assertTrue(RateLimiter.create(cell, "r" + rate, rate).tryAcquire(permits), Double.toString(rate));
         assertEquals(Double.doubleToRawLongBits(rate), state(server, "r" + rate)[2]);
       }
     }
