@@ -1,0 +1,47 @@
+// Package hold is what the transports share about held calls (BLOCK): the context one is sent
+// under.
+package hold
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Context is the context a held call is sent under. The call's hold was shortened to the
+// caller's deadline, so the server answers by then: the context outlives that deadline by
+// grace, so that the answer is read rather than cut (a cut answer may have taken units). It
+// ends at once when the caller's context is cancelled, and a finite hold with no deadline is
+// given up grace after its timeout. stop releases it.
+func Context(ctx context.Context, hold, grace time.Duration) (held context.Context, stop func()) {
+	base := context.WithoutCancel(ctx)
+	var until time.Time
+	if deadline, ok := ctx.Deadline(); ok {
+		until = deadline.Add(grace)
+	} else if hold > 0 {
+		until = time.Now().Add(hold + grace)
+	}
+	var cancel context.CancelFunc
+	if until.IsZero() {
+		held, cancel = context.WithCancel(base)
+	} else {
+		held, cancel = context.WithDeadline(base, until)
+	}
+	unwatch := context.AfterFunc(ctx, func() {
+		if errors.Is(ctx.Err(), context.Canceled) {
+			cancel()
+		}
+	})
+	return held, func() {
+		unwatch()
+		cancel()
+	}
+}
+
+// Err is the error of a held call that failed: the caller's, where its context was cancelled.
+func Err(ctx context.Context, err error) error {
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return ctx.Err()
+	}
+	return err
+}

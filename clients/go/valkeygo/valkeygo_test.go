@@ -1,0 +1,30 @@
+package valkeygo_test
+
+import (
+	"testing"
+
+	"github.com/valkey-io/valkey-go"
+
+	"rediscell.dev/cell"
+	"rediscell.dev/cell/internal/celltest"
+	"rediscell.dev/cell/valkeygo"
+)
+
+func TestCell(t *testing.T) {
+	celltest.Run(t, func(t *testing.T, target celltest.Target) *cell.Cell {
+		client, err := valkey.NewClient(valkey.ClientOption{
+			InitAddress:       target.Addrs,
+			ForceSingleClient: !target.Cluster,
+			ConnWriteTimeout:  target.ReadTimeout,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := valkeygo.New(client)
+		t.Cleanup(func() {
+			_ = c.Close()
+			client.Close()
+		})
+		return c
+	})
+}
