@@ -21,13 +21,20 @@ func New(rdb redis.UniversalClient) *cell.Cell {
 	return cell.New(NewTransport(rdb))
 }
 
+// Client is what the Transport sends through: a *redis.Client, *redis.ClusterClient or
+// *redis.Ring (any redis.UniversalClient), or a *redis.Conn. Held calls need one of the first
+// three, whose nodes the Transport can reach.
+type Client interface {
+	Process(ctx context.Context, cmd redis.Cmder) error
+}
+
 // Transport sends calls over a go-redis client. Calls the server answers at once go through
 // the client as any command does. A held call (BLOCK) goes on a connection of its own, from a
 // client made for the node that holds its key with the node's options but none of its
 // retries (go-redis would send a call again after a read timeout), no read timeout of its own
 // and the context's deadline honoured.
 type Transport struct {
-	rdb redis.UniversalClient
+	rdb Client
 
 	mu     sync.Mutex
 	holds  map[string]*redis.Client
@@ -35,7 +42,7 @@ type Transport struct {
 }
 
 // NewTransport is the Transport over a go-redis client.
-func NewTransport(rdb redis.UniversalClient) *Transport {
+func NewTransport(rdb Client) *Transport {
 	return &Transport{rdb: rdb, holds: map[string]*redis.Client{}}
 }
 
