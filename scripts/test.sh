@@ -59,6 +59,20 @@ for run in "$REDIS_SERVER::" "$VALKEY_SERVER:-o:1"; do
   (cd clients/java/examples && REDIS_SERVER="$server" REDIS_CELL_MODULE="$module_debug" \
     timeout -k 30 600 mvn $offline -q -B verify)
 done
+# The Go client (clients/go, and clients/go/ratetest: redis_rate itself beside the drop-in,
+# and apidiff): vet, then the tests under the race detector against the module just built and
+# the library, over go-redis and valkey-go, on one server and a cluster: on Redis, fetching
+# the modules, then on Valkey with GOPROXY=off, as a build that has everything already must
+# pass offline. On Valkey, under libfaketime, the redis_rate differential must run.
+for run in "$REDIS_SERVER::" "$VALKEY_SERVER:off:1"; do
+  IFS=: read -r server proxy require_clock <<<"$run"
+  for dir in clients/go clients/go/ratetest; do
+    (cd "$dir" && export GOPROXY="${proxy:-$(go env GOPROXY)}" && go vet ./... &&
+      REDIS_SERVER="$server" REDIS_CELL_MODULE="$module_debug" REDIS_CELL_REQUIRE_CLOCK="$require_clock" \
+        timeout -k 30 900 go test -race -count=1 ./...)
+  done
+done
+
 # The packages as a user installs them (docs/clients.md, "Installing"): into a fresh
 # virtualenv and a fresh npm project, each serving an app against the module.
 bash scripts/install_check.sh
