@@ -50,9 +50,14 @@
 #      (8 threads, 8 connections, 10,000 keys) through the module and through the library,
 #      beside Redisson's RRateLimiter.tryAcquire; and server instructions per tryAcquire
 #      against Redisson's on the same server (PARTS=java).
+#  17. the Go client's drop-in for go-redis/redis_rate (clients/go/bench, a module of its own,
+#      so that redis_rate never reaches the client's go.mod): Allow calls a second from one
+#      process (8 goroutines, 8 connections, 10,000 keys) through the module and through the
+#      library, beside redis_rate's; and server instructions per Allow against redis_rate's
+#      on the same server (PARTS=go).
 # Knobs: REQUESTS, CLIENTS, PIPELINE, ROUNDS, CALLS; PARTS (default "throughput memory
 # waiting self instructions aof replicated long-log lease refund adapters buckets smooth functions
-# fleet top java") to run only some;
+# fleet top java go") to run only some;
 # REDIS_CELL_MODULE to measure a module built elsewhere instead of building this one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -68,7 +73,7 @@ cargo build --release --quiet --example floor
 floor="${CARGO_TARGET_DIR:-$PWD/target}/release/examples/libfloor.so"
 REQUESTS=${REQUESTS:-400000} CLIENTS=${CLIENTS:-50} PIPELINE=${PIPELINE:-16}
 ROUNDS=${ROUNDS:-5} CALLS=${CALLS:-20000}
-PARTS=${PARTS:-throughput memory waiting self instructions aof replicated long-log lease refund adapters buckets smooth functions fleet top java}
+PARTS=${PARTS:-throughput memory waiting self instructions aof replicated long-log lease refund adapters buckets smooth functions fleet top java go}
 part() { [[ " $PARTS " == *" $1 "* ]]; }
 
 . scripts/scratch.sh
@@ -408,6 +413,23 @@ if part java; then
   echo "The Java client, calls a second from one JVM (redis-server $server_version; each limiter 1,000 a second, so nearly every call admitted; one run of 5 s after 5 s unmeasured)"
   java_bench throughput "$jport" "$lport" 8 5
 fi
+# The Go client's drop-in for redis_rate: Allow calls a second from one process on servers of
+# their own, one with the module and one with the library; redis_rate's on the first.
+if part go; then
+  gport=$(free_port) glport=$(free_port)
+  /usr/bin/redis-server --bind 127.0.0.1 --port "$gport" --save "" \
+    --loadmodule "$module" --logfile "$work/go.log" >/dev/null 2>&1 &
+  pids+=($!)
+  /usr/bin/redis-server --bind 127.0.0.1 --port "$glport" --save "" --logfile "$work/go-library.log" >/dev/null 2>&1 &
+  pids+=($!)
+  wait_ready "$gport"
+  wait_ready "$glport"
+  redis-cli -p "$glport" -x FUNCTION LOAD <lua/dist/redis_cell.lua >/dev/null
+  echo
+  echo "The Go client's drop-in for go-redis/redis_rate, Allow calls a second from one process (redis-server $server_version; GOMAXPROCS 2, 8 goroutines, 8 connections, 10,000 keys at 1,000 a second each; go test -bench, 5 s each)"
+  (cd clients/go/bench && GOMAXPROCS=2 BENCH_MODULE_ADDR="127.0.0.1:$gport" BENCH_LIBRARY_ADDR="127.0.0.1:$glport" \
+    go test -run '^$' -bench Decisions -benchtime 5s -cpu 2 .) | grep -E '^Benchmark'
+fi
 # Leases: throughput on random keys and holders against the sorted-set scripts, MEMORY USAGE
 # per lease, and release-to-reply latency, on the throughput server (its own keys).
 if part lease; then
@@ -442,7 +464,7 @@ if part lease; then
   python3 bench/lease.py memory "$port"
   python3 bench/lease.py latency "$port"
 fi
-part self || part instructions || part aof || part replicated || part long-log || part lease || part refund || part adapters || part buckets || part smooth || part functions || part top || part java || exit 0
+part self || part instructions || part aof || part replicated || part long-log || part lease || part refund || part adapters || part buckets || part smooth || part functions || part top || part java || part go || exit 0
 
 # Instructions: the same server under callgrind, counting only while each workload runs.
 cport=$(free_port)
@@ -864,4 +886,13 @@ if part java; then
   echo
   echo "The Java client, server instructions per tryAcquire (callgrind, 2,000 calls, one connection, round the keys in turn, each called once first; Redisson 4.1.0's RRateLimiter, RateType.OVERALL)"
   java_bench instructions "$cport" "$cgpid" "$work/callgrind" 2000
+fi
+
+# The Go drop-in against redis_rate on the callgrind server: the benchmark counts only while
+# its measured calls run (it drives callgrind_control itself).
+if part go; then
+  echo
+  echo "The Go client's drop-in for go-redis/redis_rate, server instructions per Allow (callgrind, 2,000 calls, one connection, round 1,000 keys, each called once first)"
+  (cd clients/go/bench && BENCH_CALLGRIND_ADDR="127.0.0.1:$cport" BENCH_CALLGRIND_PID="$cgpid" \
+    BENCH_CALLGRIND_DIR="$work/callgrind" go test -run '^$' -bench Instructions -benchtime 1x .) | grep -E '^Benchmark'
 fi

@@ -1,7 +1,8 @@
 """docs/clients.md's code: every block in it but the install commands is a file of
-clients/examples (or, for Java, of clients/java/examples, a Maven project) as it stands, and
-every such file runs against a server with the module, here, in scripts/install_check.sh
-(which runs the install commands too), or in the Java examples' own test."""
+clients/examples (or, for Java, of clients/java/examples, a Maven project; for Go, of
+clients/go/examples) as it stands, and every such file runs against a server with the module,
+here, in scripts/install_check.sh (which runs the install commands too), or in the Java
+examples' or the Go module's own tests."""
 
 import os
 import re
@@ -23,6 +24,9 @@ RUN_BY_THE_NODE_TESTS = {"express_limits.js", "express_metrics.js"}
 # Served and run by clients/java/examples' test (ExamplesTest, in scripts/test.sh).
 JAVA_EXAMPLES = ROOT / "clients" / "java" / "examples" / "src" / "main" / "java" / "example"
 RUN_BY_THE_JAVA_TESTS = {"LimitedApp.java", "Recipes.java"}
+# Run and served by clients/go/examples_test.go, each a program of its own.
+GO_EXAMPLES = ROOT / "clients" / "go" / "examples"
+RUN_BY_THE_GO_TESTS = {"limited/main.go", "ratelimit/main.go", "typed/main.go"}
 
 
 def test_every_block_of_the_page_is_an_example_that_runs():
@@ -35,6 +39,9 @@ def test_every_block_of_the_page_is_an_example_that_runs():
     java = {path.name: path.read_text() for path in JAVA_EXAMPLES.iterdir()}
     assert set(java) == RUN_BY_THE_JAVA_TESTS
     shown.update(java)
+    go = {str(path.relative_to(GO_EXAMPLES)): path.read_text() for path in GO_EXAMPLES.rglob("*") if path.is_file()}
+    assert set(go) == RUN_BY_THE_GO_TESTS
+    shown.update(go)
     # The one sh block: the install commands, which scripts/install_check.sh reads from the
     # page's "Installing" and runs.
     installing = page.split("## Installing", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
