@@ -1,13 +1,16 @@
 package goredis_test
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"rediscell.dev/cell"
 	"rediscell.dev/cell/goredis"
 	"rediscell.dev/cell/internal/celltest"
+	"rediscell.dev/cell/internal/servertest"
 )
 
 func TestCell(t *testing.T) {
@@ -25,4 +28,57 @@ func TestCell(t *testing.T) {
 		})
 		return c
 	})
+}
+
+// A ring shards keys over servers of its own: calls, and held calls, go to the key's shard.
+func TestRing(t *testing.T) {
+	ctx := context.Background()
+	a := servertest.Start(t, servertest.Module, nil)
+	b := servertest.Start(t, servertest.Module, nil)
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": a.Addr, "b": b.Addr}, ReadTimeout: 500 * time.Millisecond})
+	c := goredis.New(ring)
+	t.Cleanup(func() { _ = c.Close(); _ = ring.Close() })
+	keys := []string{"k1", "k2", "k3", "k4", "k5", "k6", "k7", "k8"}
+	for _, key := range keys {
+		if _, err := c.Fixed(ctx, key, 1, time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a.Do(t, "DBSIZE").(int64) == 0 || b.Do(t, "DBSIZE").(int64) == 0 {
+		t.Fatal("a shard holds none of eight keys")
+	}
+	for _, key := range keys[:2] {
+		reply, err := c.Fixed(ctx, key, 1, time.Second, cell.Block(5*time.Second))
+		if err != nil || reply.Limited {
+			t.Fatalf("held on the ring: %+v %v", reply, err)
+		}
+		shard, err := ring.GetShardClientForKey(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, err := shard.Exists(ctx, key).Result(); err != nil || n != 1 {
+			t.Fatalf("%s is not on its shard: %d %v", key, n, err)
+		}
+	}
+}
+
+// A failover client finds its primary through a sentinel, and so do held calls.
+func TestFailoverClient(t *testing.T) {
+	ctx := context.Background()
+	primary := servertest.Start(t, servertest.Module, nil)
+	rdb := redis.NewFailoverClient(&redis.FailoverOptions{
+		MasterName: "primary", SentinelAddrs: []string{servertest.Sentinel(t, primary)}, ReadTimeout: 500 * time.Millisecond,
+	})
+	c := goredis.New(rdb)
+	t.Cleanup(func() { _ = c.Close(); _ = rdb.Close() })
+	if _, err := c.Fixed(ctx, "f", 1, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	reply, err := c.Fixed(ctx, "f", 1, time.Second, cell.Block(5*time.Second))
+	if err != nil || reply.Limited {
+		t.Fatalf("held through the sentinel: %+v %v", reply, err)
+	}
+	if primary.Do(t, "EXISTS", "f").(int64) != 1 {
+		t.Fatal("not on the primary")
+	}
 }

@@ -242,3 +242,42 @@ func (s *Server) Do(t testing.TB, args ...any) any {
 func (s *Server) String() string {
 	return fmt.Sprintf("server %s", s.Addr)
 }
+
+// Sentinel starts a sentinel watching primary as "primary", and answers its address.
+func Sentinel(t testing.TB, primary *Server) string {
+	t.Helper()
+	port := freePort(t, false)
+	dir := t.TempDir()
+	config := filepath.Join(dir, "sentinel.conf")
+	lines := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nsentinel monitor primary 127.0.0.1 %d 1\n", port, dir, primary.Port)
+	if err := os.WriteFile(config, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(binary(), config, "--sentinel")
+	log, err := os.Create(filepath.Join(dir, "sentinel.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		_ = log.Close()
+	})
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	sentinel := redis.NewSentinelClient(&redis.Options{Addr: addr})
+	defer sentinel.Close()
+	for tries := 0; ; tries++ {
+		if got, err := sentinel.GetMasterAddrByName(context.Background(), "primary").Result(); err == nil && len(got) == 2 {
+			return addr
+		}
+		if tries == 200 {
+			output, _ := os.ReadFile(filepath.Join(dir, "sentinel.log"))
+			t.Fatalf("the sentinel did not answer on %s: %s", addr, output)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
