@@ -5,8 +5,8 @@ package goredis
 import (
 	"context"
 	"errors"
+	"net"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -29,21 +29,23 @@ type Client interface {
 }
 
 // Transport sends calls over a go-redis client. Calls the server answers at once go through
-// the client as any command does. A held call (BLOCK) goes on a connection of its own, from a
-// client made for the node that holds its key with the node's options but none of its
-// retries (go-redis would send a call again after a read timeout), no read timeout of its own
-// and the context's deadline honoured.
+// the client as any command does. A held call (BLOCK) goes on a connection of its own to the
+// node that holds its key, made with the node's options but none of its retries (go-redis
+// sends a command again after a read timeout), no read timeout of its own and the context's
+// deadline honoured; a context cancelled first closes that connection here, so that the
+// server's waiter is disconnected (no command is sent to do it, so no ACL rule is needed).
 type Transport struct {
 	rdb Client
 
-	mu     sync.Mutex
-	holds  map[string]*redis.Client
+	mu sync.Mutex
+	// idle are connections for held calls, a few by address, kept for the next.
+	idle   map[string][]*line
 	closed bool
 }
 
 // NewTransport is the Transport over a go-redis client.
 func NewTransport(rdb Client) *Transport {
-	return &Transport{rdb: rdb, holds: map[string]*redis.Client{}}
+	return &Transport{rdb: rdb, idle: map[string][]*line{}}
 }
 
 // Do sends one call.
@@ -59,15 +61,17 @@ func (t *Transport) Do(ctx context.Context, req cell.Request) (any, error) {
 	return cmd.Result()
 }
 
-// Close closes the clients made for held calls.
+// Close closes the connections kept for held calls.
 func (t *Transport) Close() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.closed = true
 	var errs []error
-	for addr, client := range t.holds {
-		errs = append(errs, client.Close())
-		delete(t.holds, addr)
+	for addr, lines := range t.idle {
+		for _, l := range lines {
+			errs = append(errs, l.client.Close())
+		}
+		delete(t.idle, addr)
 	}
 	return errors.Join(errs...)
 }
@@ -90,12 +94,8 @@ func (t *Transport) held(ctx context.Context, req cell.Request) (any, error) {
 	}
 	template, addr, asking := node.Options(), node.Options().Addr, false
 	for range redirects {
-		client, err := t.hold(template, addr)
-		if err != nil {
-			return nil, err
-		}
-		reply, err := t.send(ctx, client, req, asking)
-		to, moved, redirected := redirect(err)
+		reply, err := t.send(ctx, template, addr, req, asking)
+		to, moved, redirected := hold.Redirect(err)
 		if !redirected {
 			return reply, err
 		}
@@ -128,72 +128,100 @@ func (t *Transport) node(ctx context.Context, req cell.Request) (*redis.Client, 
 	return nil, errors.New("cell: held calls (BLOCK) take a *redis.Client, *redis.ClusterClient or *redis.Ring")
 }
 
-// hold is the client for held calls to addr, made on first use from the node's options.
-func (t *Transport) hold(template *redis.Options, addr string) (*redis.Client, error) {
+// idlePerNode is how many connections for held calls are kept for the next, by node.
+const idlePerNode = 4
+
+// line is one connection for held calls, one at a time: a client of one connection, whose
+// socket is at hand to close.
+type line struct {
+	addr   string
+	client *redis.Client
+	mu     sync.Mutex
+	conn   net.Conn
+	// grace is how long past a held call's deadline its answer is waited for: the node's
+	// read timeout, at least 3 s.
+	grace time.Duration
+}
+
+// cut closes the line's socket: a read in progress on it fails at once.
+func (l *line) cut() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.conn != nil {
+		_ = l.conn.Close()
+	}
+}
+
+// take is a line to addr: a kept one, or a new one made from the node's options.
+func (t *Transport) take(template *redis.Options, addr string) (*line, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
 		return nil, errors.New("cell: the Cell is closed")
 	}
-	if client, ok := t.holds[addr]; ok {
-		return client, nil
+	if kept := t.idle[addr]; len(kept) > 0 {
+		l := kept[len(kept)-1]
+		t.idle[addr] = kept[:len(kept)-1]
+		return l, nil
 	}
+	l := &line{addr: addr, grace: max(template.ReadTimeout, 3*time.Second)}
 	options := *template
 	options.Addr = addr
 	options.MaxRetries = -1
 	options.ReadTimeout = -1
 	options.ContextTimeoutEnabled = true
-	options.MinIdleConns = 0
-	options.MaxIdleConns = 4
-	client := redis.NewClient(&options)
-	t.holds[addr] = client
-	return client, nil
+	options.PoolSize, options.MinIdleConns, options.MaxIdleConns = 1, 0, 1
+	dial := template.Dialer
+	options.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dial(ctx, network, addr)
+		if err == nil {
+			l.mu.Lock()
+			l.conn = conn
+			l.mu.Unlock()
+		}
+		return conn, err
+	}
+	l.client = redis.NewClient(&options)
+	return l, nil
 }
 
-// send sends a held call on a connection of its own. A caller's context cancelled while the
-// server holds it closes the connection by CLIENT KILL (go-redis reads on regardless), and a
-// disconnected waiter takes nothing.
-func (t *Transport) send(ctx context.Context, client *redis.Client, req cell.Request, asking bool) (any, error) {
-	grace := client.Options().ReadTimeout
-	if grace <= 0 {
-		grace = 3 * time.Second
+// keep puts a line back for the next held call, or closes it.
+func (t *Transport) keep(l *line) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed || len(t.idle[l.addr]) >= idlePerNode {
+		_ = l.client.Close()
+		return
 	}
-	grace = max(grace, 3*time.Second)
-	held, stop := hold.Context(ctx, req.Hold, grace)
+	t.idle[l.addr] = append(t.idle[l.addr], l)
+}
+
+// send sends a held call on a line of its own, closed when the caller's context is cancelled
+// first: a disconnected waiter takes nothing. The line is kept for the next call only when
+// the call was answered, and not cut.
+func (t *Transport) send(ctx context.Context, template *redis.Options, addr string, req cell.Request, asking bool) (any, error) {
+	l, err := t.take(template, addr)
+	if err != nil {
+		return nil, err
+	}
+	held, stop := hold.Context(ctx, req.Hold, l.grace)
 	defer stop()
-	conn := client.Conn()
-	defer conn.Close()
-	if ctx.Done() != nil {
-		id, err := conn.ClientID(held).Result()
-		if err != nil {
-			return nil, hold.Err(ctx, err)
-		}
-		unwatch := context.AfterFunc(held, func() {
-			kill := context.WithoutCancel(ctx)
-			client.ClientKillByFilter(kill, "ID", strconv.FormatInt(id, 10))
-		})
-		defer unwatch()
-	}
+	unwatch := context.AfterFunc(held, l.cut)
+	var reply any
 	if asking {
-		if err := conn.Do(held, "ASKING").Err(); err != nil {
-			return nil, hold.Err(ctx, err)
-		}
+		err = l.client.Do(held, "ASKING").Err()
 	}
-	reply, err := conn.Do(held, args(req)...).Result()
+	if err == nil {
+		reply, err = l.client.Do(held, args(req)...).Result()
+	}
+	var answered redis.Error
+	if unwatch() && (err == nil || errors.As(err, &answered)) {
+		t.keep(l)
+	} else {
+		_ = l.client.Close()
+	}
 	if err != nil {
 		return nil, hold.Err(ctx, err)
 	}
 	return reply, nil
-}
-
-// redirect reads a MOVED or ASK reply: the node it names.
-func redirect(err error) (addr string, moved, ok bool) {
-	if err == nil {
-		return "", false, false
-	}
-	fields := strings.Fields(err.Error())
-	if len(fields) != 3 || (fields[0] != "MOVED" && fields[0] != "ASK") {
-		return "", false, false
-	}
-	return fields[2], fields[0] == "MOVED", true
 }

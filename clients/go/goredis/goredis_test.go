@@ -17,9 +17,11 @@ func TestCell(t *testing.T) {
 	celltest.Run(t, func(t *testing.T, target celltest.Target) *cell.Cell {
 		var rdb redis.UniversalClient
 		if target.Cluster {
-			rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: target.Addrs, ReadTimeout: target.ReadTimeout})
+			rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: target.Addrs, ReadTimeout: target.ReadTimeout,
+				Username: target.User, Password: target.Password})
 		} else {
-			rdb = redis.NewClient(&redis.Options{Addr: target.Addrs[0], ReadTimeout: target.ReadTimeout})
+			rdb = redis.NewClient(&redis.Options{Addr: target.Addrs[0], ReadTimeout: target.ReadTimeout,
+				Username: target.User, Password: target.Password})
 		}
 		c := goredis.New(rdb)
 		t.Cleanup(func() {

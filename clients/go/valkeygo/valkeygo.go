@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/valkey-io/valkey-go"
@@ -46,37 +45,53 @@ func (t *Transport) Do(ctx context.Context, req cell.Request) (any, error) {
 	if !req.Held() {
 		return t.client.Do(ctx, cmd).ToAny()
 	}
+	// The first send goes where the client routes the key; a redirect names the node to try
+	// next. Neither MOVED nor ASK ran the call: sending it there is still once.
+	target, asking := t.client, false
 	for range redirects {
-		reply, err := t.held(ctx, cmd, req.Hold)
-		// MOVED did not run the call, and the client has the slots renewed: sending it again
-		// is still once.
-		if err == nil || !strings.HasPrefix(err.Error(), "MOVED ") {
+		reply, err := t.held(ctx, target, cmd, req.Hold, asking)
+		to, moved, redirected := hold.Redirect(err)
+		if !redirected {
 			return reply, err
 		}
+		node, ok := t.client.Nodes()[to]
+		if !ok {
+			return nil, fmt.Errorf("cell: a held call was redirected to %s, a node the client does not know: %w", to, err)
+		}
+		target, asking = node, !moved
+		// valkey-go takes a command back once it is answered: a new one for the next send.
 		if cmd, err = t.build(req); err != nil {
 			return nil, err
 		}
 	}
-	return nil, errors.New("cell: a held call was moved more than " + strconv.Itoa(redirects) + " times")
+	return nil, errors.New("cell: a held call was redirected more than " + strconv.Itoa(redirects) + " times")
 }
 
-// redirects is how many MOVED replies a held call follows.
+// redirects is how many MOVED or ASK replies a held call follows.
 const redirects = 3
 
-// held sends a held call on a connection of its own (valkey-go's blocking pool), closed when
-// the call's context ends first: valkey-go reads on past a cancelled context there.
-func (t *Transport) held(ctx context.Context, cmd valkey.Completed, wait time.Duration) (any, error) {
+// held sends a held call on a connection dedicated to it (from valkey-go's blocking pool),
+// closed when the call's context ends first: valkey-go reads on past a cancelled context
+// there, and a disconnected waiter takes nothing.
+func (t *Transport) held(ctx context.Context, target valkey.Client, cmd valkey.Completed, wait time.Duration, asking bool) (any, error) {
 	held, stop := hold.Context(ctx, wait, t.grace)
 	defer stop()
-	dedicated, release := t.client.Dedicate()
+	dedicated, release := target.Dedicate()
 	defer release()
 	unwatch := context.AfterFunc(held, dedicated.Close)
 	defer unwatch()
-	reply, err := dedicated.Do(held, cmd).ToAny()
+	var reply valkey.ValkeyResult
+	if asking {
+		replies := dedicated.DoMulti(held, target.B().Asking().Build(), cmd)
+		reply = replies[len(replies)-1]
+	} else {
+		reply = dedicated.Do(held, cmd)
+	}
+	answer, err := reply.ToAny()
 	if err != nil {
 		return nil, hold.Err(ctx, err)
 	}
-	return reply, nil
+	return answer, nil
 }
 
 // build is the call as valkey-go sends it, its keys marked so that a cluster client routes

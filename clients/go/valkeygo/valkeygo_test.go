@@ -16,6 +16,10 @@ func TestCell(t *testing.T) {
 			InitAddress:       target.Addrs,
 			ForceSingleClient: !target.Cluster,
 			ConnWriteTimeout:  target.ReadTimeout,
+			Username:          target.User,
+			Password:          target.Password,
+			// A user allowed the limiters alone may not turn client-side caching on.
+			DisableCache: target.User != "",
 		})
 		if err != nil {
 			t.Fatal(err)

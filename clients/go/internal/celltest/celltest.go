@@ -5,6 +5,8 @@ package celltest
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +21,8 @@ type Target struct {
 	Cluster bool
 	// ReadTimeout is the client's read timeout (0: its default).
 	ReadTimeout time.Duration
+	// User and Password, when not empty, are the ACL user the client logs in as.
+	User, Password string
 }
 
 // Connect makes a Cell over a client of the transport's own, closed when the test ends.
@@ -35,6 +39,7 @@ func Run(t *testing.T, connect Connect) {
 	t.Run("neither, then the library loaded", func(t *testing.T) { neither(t, connect) })
 	t.Run("bad input writes nothing", func(t *testing.T) { badInput(t, connect) })
 	t.Run("a hold longer than the read timeout is sent once", func(t *testing.T) { heldOnce(t, connect) })
+	t.Run("a user allowed the limiters alone holds calls", func(t *testing.T) { heldUnderAnACL(t, connect) })
 	t.Run("a hold ends at the context's deadline with the server's answer", func(t *testing.T) { heldToDeadline(t, connect) })
 	t.Run("a cancelled hold takes nothing", func(t *testing.T) { heldCancelled(t, connect) })
 	for _, with := range []servertest.With{servertest.Module, servertest.Library} {
@@ -215,19 +220,37 @@ func badInput(t *testing.T, connect Connect) {
 	}
 }
 
-// heldOnce: a call held past the client's read timeout is answered, and sent once. The
-// window opens again 1.5 s on; the held call then takes one unit of two, and a second send
-// would take the other.
+// heldOnce: a call held past the client's read timeout is answered, and sent once (a client
+// that sent it again would have cut the first send, whose waiter then takes nothing: only the
+// server's count of calls tells).
 func heldOnce(t *testing.T, connect Connect) {
 	ctx := context.Background()
 	server := servertest.Start(t, servertest.Module, nil)
 	c := connect(t, Target{Addrs: []string{server.Addr}, ReadTimeout: 500 * time.Millisecond})
 	must(c.Fixed(ctx, "h", 2, 1500*time.Millisecond, cell.Quantity(2))).get(t)
+	server.Do(t, "CONFIG", "RESETSTAT")
 	reply := must(c.Fixed(ctx, "h", 2, 1500*time.Millisecond, cell.Block(10*time.Second))).get(t)
 	same(t, "admitted after waiting", reply.Limited, false)
 	same(t, "its remaining", reply.Remaining, int64(1))
-	peek := must(c.Fixed(ctx, "h", 2, 1500*time.Millisecond, cell.Quantity(0))).get(t)
-	same(t, "taken once", peek.Remaining, int64(1))
+	same(t, "CL.FIXED calls", server.Calls(t, "cl.fixed"), int64(1))
+}
+
+// heldUnderAnACL: a user allowed the limiters and nothing else (no CLIENT, no COMMAND) holds
+// calls, has them answered at the deadline, and cancels them.
+func heldUnderAnACL(t *testing.T, connect Connect) {
+	server := servertest.Start(t, servertest.Module, nil)
+	server.Do(t, "ACL", "SETUSER", "default", "on", "nopass", "~*", "&*", "+@all")
+	server.Do(t, "ACL", "SETUSER", "app", "on", ">sesame", "~*", "resetchannels", "-@all", "+cl.fixed", "+hello", "+ping", "+auth")
+	c := connect(t, Target{Addrs: []string{server.Addr}, User: "app", Password: "sesame"})
+	must(c.Fixed(context.Background(), "acl", 1, time.Minute)).get(t)
+	deadline, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	same(t, "denied at the deadline", must(c.Fixed(deadline, "acl", 1, time.Minute, cell.Block(0))).get(t).Limited, true)
+	cancelled, stop := context.WithCancel(context.Background())
+	time.AfterFunc(200*time.Millisecond, stop)
+	if _, err := c.Fixed(cancelled, "acl", 1, time.Minute, cell.Block(0)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled: %v", err)
+	}
 }
 
 func heldToDeadline(t *testing.T, connect Connect) {
@@ -293,5 +316,71 @@ func cluster(t *testing.T, connect Connect, with servertest.With) {
 		must(c.Fixed(ctx, key, 1, time.Second)).get(t)
 		reply := must(c.Fixed(ctx, key, 1, time.Second, cell.Block(5*time.Second))).get(t)
 		same(t, "held on the cluster", reply.Limited, false)
+	}
+	redirected(t, c, nodes)
+}
+
+// redirected: a held call whose slot has moved since the client last looked follows MOVED to
+// its new node, and one whose slot is being migrated follows ASK to the importing node; each
+// waits there and is admitted, sent once.
+func redirected(t *testing.T, c *cell.Cell, nodes []*servertest.Server) {
+	ctx := context.Background()
+	for _, moved := range []bool{true, false} {
+		key := map[bool]string{true: "moved", false: "asked"}[moved]
+		slot := nodes[0].Do(t, "CLUSTER", "KEYSLOT", key).(int64)
+		var from, to *servertest.Server
+		for _, node := range nodes {
+			owner := false
+			for _, each := range node.Do(t, "CLUSTER", "SLOTS").([]any) {
+				if r := each.([]any); r[0].(int64) <= slot && slot <= r[1].(int64) {
+					owner = fmt.Sprint(r[2].([]any)[1]) == strconv.Itoa(node.Port)
+				}
+			}
+			if owner {
+				from = node
+			}
+		}
+		for _, node := range nodes {
+			if node != from {
+				to = node
+				break
+			}
+		}
+		toID, fromID := to.Do(t, "CLUSTER", "MYID"), from.Do(t, "CLUSTER", "MYID")
+		if moved {
+			for _, node := range nodes {
+				node.Do(t, "CLUSTER", "SETSLOT", slot, "NODE", toID)
+			}
+		} else {
+			to.Do(t, "CLUSTER", "SETSLOT", slot, "IMPORTING", fromID)
+			from.Do(t, "CLUSTER", "SETSLOT", slot, "MIGRATING", toID)
+		}
+		// The limit, full on the node the call is sent on to.
+		pipe := to.Client.Pipeline()
+		if !moved {
+			pipe.Do(ctx, "ASKING")
+		}
+		pipe.Do(ctx, "CL.FIXED", key, 1, 1000, "MS")
+		if _, err := pipe.Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		to.Do(t, "CONFIG", "RESETSTAT")
+		if !moved {
+			// The waiter's unit fits after a second; the import completes a little later, and
+			// only then is the waiter admitted on its new node.
+			done := make(chan struct{})
+			time.AfterFunc(1500*time.Millisecond, func() {
+				defer close(done)
+				for _, node := range nodes {
+					node.Client.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", toID)
+				}
+			})
+			defer func() { <-done }()
+		}
+		reply, err := c.Fixed(ctx, key, 1, time.Second, cell.Block(5*time.Second))
+		if err != nil || reply.Limited {
+			t.Fatalf("held, %s: %+v %v", key, reply, err)
+		}
+		same(t, key+": CL.FIXED calls on the node it went to", to.Calls(t, "cl.fixed"), int64(1))
 	}
 }

@@ -1,10 +1,11 @@
 // Package hold is what the transports share about held calls (BLOCK): the context one is sent
-// under.
+// under, and the redirects one follows.
 package hold
 
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 )
 
@@ -44,4 +45,17 @@ func Err(ctx context.Context, err error) error {
 		return ctx.Err()
 	}
 	return err
+}
+
+// Redirect reads a MOVED or ASK reply: the node it names. Neither ran the call, so sending it
+// there is still sending it once.
+func Redirect(err error) (addr string, moved, ok bool) {
+	if err == nil {
+		return "", false, false
+	}
+	fields := strings.Fields(err.Error())
+	if len(fields) != 3 || (fields[0] != "MOVED" && fields[0] != "ASK") {
+		return "", false, false
+	}
+	return fields[2], fields[0] == "MOVED", true
 }

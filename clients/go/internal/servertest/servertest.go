@@ -281,3 +281,23 @@ func Sentinel(t testing.TB, primary *Server) string {
 		time.Sleep(25 * time.Millisecond)
 	}
 }
+
+// Calls is how many times the server ran command (lower case) since its stats were reset,
+// as INFO commandstats counts them.
+func (s *Server) Calls(t testing.TB, command string) int64 {
+	t.Helper()
+	info := s.Do(t, "INFO", "commandstats").(string)
+	for _, line := range strings.Split(info, "\n") {
+		rest, found := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_"+command+":calls=")
+		if !found {
+			continue
+		}
+		count, _, _ := strings.Cut(rest, ",")
+		calls, err := strconv.ParseInt(count, 10, 64)
+		if err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+		return calls
+	}
+	return 0
+}
