@@ -71,6 +71,10 @@ for run in "$REDIS_SERVER::" "$VALKEY_SERVER:off:1"; do
       REDIS_SERVER="$server" REDIS_CELL_MODULE="$module_debug" REDIS_CELL_REQUIRE_CLOCK="$require_clock" \
         timeout -k 30 900 go test -race -count=1 ./...)
   done
+  # The benchmark's module (make bench runs it): vetted and built here, so that it cannot break
+  # first where it is measured.
+  (cd clients/go/bench && GOPROXY="${proxy:-$(go env GOPROXY)}" go vet ./... &&
+    GOPROXY="${proxy:-$(go env GOPROXY)}" go test -run '^$' -bench '^$' ./...)
 done
 
 # The packages as a user installs them (docs/clients.md, "Installing"): into a fresh

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -136,7 +137,7 @@ func (c *Cell) All(ctx context.Context, limiters []Limiter, options ...Option) (
 
 // AllDetail is CL.ALL … DETAIL: each limiter's answer, in the order given.
 func (c *Cell) AllDetail(ctx context.Context, limiters []Limiter, options ...Option) ([]Reply, error) {
-	reply, err := c.all(ctx, limiters, append(options, detail()))
+	reply, err := c.all(ctx, limiters, append(slices.Clip(options), detail()))
 	if err != nil {
 		return nil, err
 	}

@@ -118,8 +118,9 @@ func detail() Option { return flag("DETAIL") }
 const maxBlock = time.Duration(1<<62) / time.Millisecond * time.Millisecond
 
 // Block waits up to d (0: as long as it takes) for a denied call to fit (BLOCK timeout), on a
-// connection held for it. The context's deadline shortens it: the server answers by then. Only
-// the module waits.
+// connection held for it. The context's deadline shortens it: the server answers by then. A
+// call whose context is cancelled while it waits takes nothing, but for CL.SMOOTH's, which
+// keeps the reservation it made on starting to wait. Only the module waits.
 func Block(d time.Duration) Option {
 	return func(c *settings) error {
 		if d < 0 || d > maxBlock {

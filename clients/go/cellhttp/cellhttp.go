@@ -101,6 +101,12 @@ type policy struct {
 // mostLimits is CL.ALL's most keys.
 const mostLimits = 16
 
+// abandoned is decide's answer for a request whose client went away while it was decided.
+const abandoned = -1
+
+// standards are the forms of StandardHeaders.
+var standards = map[string]bool{"": true, "draft-11": true, "draft-7": true, "draft-6": true, "none": true}
+
 // name keeps a policy's name to what needs no escaping in keys or Structured Field Strings.
 var name = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
 
@@ -115,6 +121,9 @@ type limit struct {
 // here as the module bounds them: numbers the server refuses would refuse every request, or,
 // failing open, let every one through.
 func (l *Limiter) Limit(limits ...Limit) (func(http.Handler) http.Handler, error) {
+	if !standards[l.StandardHeaders] {
+		return nil, fmt.Errorf("cellhttp: StandardHeaders is draft-11, draft-7, draft-6 or none, not %q", l.StandardHeaders)
+	}
 	if len(limits) == 0 || len(limits) > mostLimits {
 		return nil, fmt.Errorf("cellhttp: a route takes 1 to %d limits, as CL.ALL does, not %d", mostLimits, len(limits))
 	}
@@ -141,6 +150,8 @@ func (l *Limiter) Limit(limits ...Limit) (func(http.Handler) http.Handler, error
 				w.Header().Set(field, value)
 			}
 			switch status {
+			case abandoned:
+				return
 			case http.StatusTooManyRequests:
 				if l.OnDenied != nil {
 					l.OnDenied.ServeHTTP(w, r)
@@ -247,6 +258,14 @@ func (l *Limiter) decide(ctx context.Context, r *http.Request, limits []limit) (
 			keyed = append(keyed, withKey(each.limiter, l.prefix()+each.name+":{"+tag(identity)+"}"))
 		}
 		replies, err := l.Cell.AllDetail(ctx, keyed)
+		if err == nil && len(replies) != len(keyed) {
+			err = fmt.Errorf("cellhttp: CL.ALL answered %d limiters of %d", len(replies), len(keyed))
+		}
+		if err != nil && ctx.Err() != nil {
+			// The client went away: no one to answer, and nothing failed on the server's side.
+			l.giveBack(ctx, charged)
+			return abandoned, nil, err
+		}
 		if err != nil {
 			if l.FailOpen {
 				// What was taken stays taken: the request goes on, as if every limit admitted.
@@ -259,10 +278,8 @@ func (l *Limiter) decide(ctx context.Context, r *http.Request, limits []limit) (
 		}
 		denied := false
 		for at, each := range groups[identity] {
-			if at < len(replies) {
-				all = append(all, decided{each, replies[at], identity})
-				denied = denied || replies[at].Limited
-			}
+			all = append(all, decided{each, replies[at], identity})
+			denied = denied || replies[at].Limited
 		}
 		if denied {
 			l.giveBack(ctx, charged)

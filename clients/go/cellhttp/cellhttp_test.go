@@ -230,4 +230,27 @@ func TestRoutesAreCheckedWhereDeclared(t *testing.T) {
 	if _, err := limiter.Limit(cellhttp.Limit{Limiter: cell.Window{Key: "h", Limit: 1, Period: time.Second}, By: cellhttp.Header("B")}); err == nil {
 		t.Error("a policy counted by another header: no error")
 	}
+	misspelt := &cellhttp.Limiter{StandardHeaders: "draft-8"}
+	if _, err := misspelt.Limit(cellhttp.Limit{Limiter: throttle}); err == nil {
+		t.Error("StandardHeaders draft-8: no error")
+	}
+}
+
+// A request whose client went away is neither served nor refused, and nothing is logged.
+func TestARequestWhoseClientLeftIsDropped(t *testing.T) {
+	server := servertest.Start(t, servertest.Module, nil)
+	var logged []string
+	limiter := &cellhttp.Limiter{
+		Cell: newCell(t, redis.NewClient(&redis.Options{Addr: server.Addr})),
+		Log:  func(message string, err error) { logged = append(logged, message) },
+	}
+	handler := limited(t, limiter, cellhttp.Limit{Limiter: cell.Window{Key: "w", Limit: 5, Period: time.Minute}})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	req := httptest.NewRequest(http.MethodGet, "/", nil).WithContext(ctx)
+	recorder := httptest.NewRecorder()
+	handler.ServeHTTP(recorder, req)
+	if recorder.Body.Len() != 0 || len(recorder.Header()) != 0 || len(logged) != 0 {
+		t.Fatalf("answered %d %q %v; logged %v", recorder.Code, recorder.Body, recorder.Header(), logged)
+	}
 }

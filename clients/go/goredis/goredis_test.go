@@ -2,6 +2,7 @@ package goredis_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -82,5 +83,38 @@ func TestFailoverClient(t *testing.T) {
 	}
 	if primary.Do(t, "EXISTS", "f").(int64) != 1 {
 		t.Fatal("not on the primary")
+	}
+}
+
+// More calls held at once than the client's pool has connections: each has its own, and each
+// is answered by the server at the context's deadline.
+func TestMoreHeldCallsThanThePoolSize(t *testing.T) {
+	server := servertest.Start(t, servertest.Module, nil)
+	rdb := redis.NewClient(&redis.Options{Addr: server.Addr, PoolSize: 2})
+	c := goredis.New(rdb)
+	t.Cleanup(func() { _ = c.Close(); _ = rdb.Close() })
+	if _, err := c.Fixed(context.Background(), "pool", 1, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	errs := make(chan error, 6)
+	for range 6 {
+		go func() {
+			reply, err := c.Fixed(ctx, "pool", 1, time.Minute, cell.Block(0))
+			if err == nil && !reply.Limited {
+				err = errors.New("admitted")
+			}
+			errs <- err
+		}()
+	}
+	for range 6 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if took := time.Since(began); took > 2500*time.Millisecond {
+		t.Fatalf("the six took %v", took)
 	}
 }

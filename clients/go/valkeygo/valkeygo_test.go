@@ -1,12 +1,15 @@
 package valkeygo_test
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/valkey-io/valkey-go"
 
 	"rediscell.dev/cell"
 	"rediscell.dev/cell/internal/celltest"
+	"rediscell.dev/cell/internal/servertest"
 	"rediscell.dev/cell/valkeygo"
 )
 
@@ -31,4 +34,29 @@ func TestCell(t *testing.T) {
 		})
 		return c
 	})
+}
+
+// A client that finds its primary through a sentinel, and so do held calls.
+func TestSentinel(t *testing.T) {
+	ctx := context.Background()
+	primary := servertest.Start(t, servertest.Module, nil)
+	client, err := valkey.NewClient(valkey.ClientOption{
+		InitAddress: []string{servertest.Sentinel(t, primary)},
+		Sentinel:    valkey.SentinelOption{MasterSet: "primary"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := valkeygo.New(client)
+	t.Cleanup(func() { _ = c.Close(); client.Close() })
+	if _, err := c.Fixed(ctx, "f", 1, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	reply, err := c.Fixed(ctx, "f", 1, time.Second, cell.Block(5*time.Second))
+	if err != nil || reply.Limited {
+		t.Fatalf("held through the sentinel: %+v %v", reply, err)
+	}
+	if primary.Do(t, "EXISTS", "f").(int64) != 1 {
+		t.Fatal("not on the primary")
+	}
 }
