@@ -110,6 +110,9 @@ func request(taken Route, cmd command, args []string) (Request, error) {
 	case firstKey:
 		return Request{Words: words, FirstKey: at, Keys: 1, Hold: -1}, nil
 	case numKeys:
+		if at >= len(words) {
+			return Request{}, errors.New("cell: " + cmd.name + " without a count of keys")
+		}
 		n, err := strconv.Atoi(words[at])
 		if err != nil || n < 1 || at+1+n > len(words) {
 			return Request{}, errors.New("cell: not a count of keys: " + words[at])

@@ -196,4 +196,7 @@ func TestRequestsOnEachRoute(t *testing.T) {
 	if _, err := request(Module, cmdAll, []string{"3", "a"}); err == nil {
 		t.Fatal("CL.ALL naming more keys than it has: no error")
 	}
+	if _, err := request(Module, cmdAll, nil); err == nil {
+		t.Fatal("CL.ALL with no count: no error")
+	}
 }
