@@ -65,9 +65,9 @@ local function all_plain(keys, args)
     if words == 4 then
       local max_burst, count, period = args_plain(args[at + 1]), args_plain(args[at + 2]), args_plain(args[at + 3])
       if not (max_burst and count and period) then return nil end
-      local interval, limit, tolerance, increment = throttle_plain_numbers(1, max_burst, count, period)
+      local interval, limit, tolerance, increment = throttle_plain_numbers(1, max_burst, count, period, 1000000000)
       if interval == nil then return nil end
-      reply, writes[i] = throttle_plain_decide(keys[i], interval, limit, tolerance, increment, now_us)
+      reply, writes[i] = throttle_plain_decide(keys[i], interval, limit, tolerance, increment, now_us, 1000000000)
       gcra[i] = true
     else
       local limit, period = args_plain(args[at + 1]), args_plain(args[at + 2])

@@ -2014,25 +2014,27 @@ local function throttle_write(key, p, tat, _, now_us)
   throttle_write_after(key, tat, now_us)
 end
 
--- A wait of ns > 0 in whole seconds, rounded up (throttle_units for a plain call).
-local function throttle_seconds(ns)
-  ns = ns + 999999999
-  return (ns - ns % 1000000000) / 1000000000
+-- A wait of ns > 0 in whole units of unit_ns (seconds or, with MS, milliseconds), rounded
+-- up (throttle_units for a plain call).
+local function throttle_rounded(ns, unit_ns)
+  ns = ns + unit_ns - 1
+  return (ns - ns % unit_ns) / unit_ns
 end
 
 -- A plain limiter's GCRA numbers (interval, limit, tolerance, increment) for
--- `max_burst count period` and quantity, each a canonical integer below 10^14, in seconds;
--- nil where a number is 0 or a constant leaves the numbers' reach.
-function throttle_plain_numbers(quantity, max_burst, count, period)
+-- `max_burst count period` and quantity, each a canonical integer below 10^14, the period in
+-- units of unit_ns; nil where a number is 0 or a constant leaves the numbers' reach.
+function throttle_plain_numbers(quantity, max_burst, count, period, unit_ns)
   if count == 0 or period == 0 then return nil end
-  return throttle_numbers(max_burst, count, period, quantity, 1000000000)
+  return throttle_numbers(max_burst, count, period, quantity, unit_ns)
 end
 
 -- A plain limiter (throttle_plain_numbers's) decided at now_us on a key absent or holding a
 -- canonical TAT, where every value stays in the numbers' reach: throttle_decide in numbers,
--- with no table but the reply. The reply and the TAT to write (nil: none); nil for any other
--- key, having written nothing. throttle_plain's, and CL.ALL's (all_plain).
-function throttle_plain_decide(key, interval, limit, tolerance, increment, now_us)
+-- with no table but the reply, its waits in units of unit_ns. The reply and the TAT to write
+-- (nil: none); nil for any other key, having written nothing. throttle_plain's, and CL.ALL's
+-- (all_plain).
+function throttle_plain_decide(key, interval, limit, tolerance, increment, now_us, unit_ns)
   local tat = 0
   local value = redis.pcall('GET', key)
   if value then
@@ -2055,24 +2057,29 @@ function throttle_plain_decide(key, interval, limit, tolerance, increment, now_u
   local retry = -1
   local write = nil
   if limited then
-    if increment <= tolerance then retry = throttle_seconds(allow_at) end
+    if increment <= tolerance then retry = throttle_rounded(allow_at, unit_ns) end
   elseif increment > 0 then
     write = new_tat
   end
-  return { limited and 1 or 0, limit, remaining, retry, ttl > 0 and throttle_seconds(ttl) or 0 }, write
+  return { limited and 1 or 0, limit, remaining, retry, ttl > 0 and throttle_rounded(ttl, unit_ns) or 0 }, write
 end
 
--- The plain call, `max_burst count period [quantity]`, decided by throttle_plain_decide
+-- The plain call, `max_burst count period [quantity] [MS]`, decided by throttle_plain_decide
 -- and written; nil for any other call, before anything is written: cl_throttle then reads and
 -- decides it in full, and answers its errors. As the module's plain bodies run first, a call
--- that names no option pays for none.
+-- that names no option but MS (which the Go client's redis_rate drop-in always sends) pays for
+-- none.
 function throttle_plain(key, args)
-  local quantity, max_burst, count, period = args_plain_call(args, #args, 3)
+  local n, unit_ns = #args, 1000000000
+  if n >= 4 and args[n] == 'MS' then
+    n, unit_ns = n - 1, 1000000
+  end
+  local quantity, max_burst, count, period = args_plain_call(args, n, 3)
   if not quantity then return nil end
-  local interval, limit, tolerance, increment = throttle_plain_numbers(quantity, max_burst, count, period)
+  local interval, limit, tolerance, increment = throttle_plain_numbers(quantity, max_burst, count, period, unit_ns)
   if interval == nil then return nil end
   local now_us = clock_now()
-  local reply, tat = throttle_plain_decide(key, interval, limit, tolerance, increment, now_us)
+  local reply, tat = throttle_plain_decide(key, interval, limit, tolerance, increment, now_us, unit_ns)
   if tat then throttle_write_after(key, tat, now_us) end
   return reply
 end
@@ -4104,9 +4111,9 @@ local function all_plain(keys, args)
     if words == 4 then
       local max_burst, count, period = args_plain(args[at + 1]), args_plain(args[at + 2]), args_plain(args[at + 3])
       if not (max_burst and count and period) then return nil end
-      local interval, limit, tolerance, increment = throttle_plain_numbers(1, max_burst, count, period)
+      local interval, limit, tolerance, increment = throttle_plain_numbers(1, max_burst, count, period, 1000000000)
       if interval == nil then return nil end
-      reply, writes[i] = throttle_plain_decide(keys[i], interval, limit, tolerance, increment, now_us)
+      reply, writes[i] = throttle_plain_decide(keys[i], interval, limit, tolerance, increment, now_us, 1000000000)
       gcra[i] = true
     else
       local limit, period = args_plain(args[at + 1]), args_plain(args[at + 2])
