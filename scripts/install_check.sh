@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# The client packages as a user installs them from a clean clone, by the two commands
+# The client packages as a user installs them from a clean clone, by the three commands
 # docs/clients.md gives ("Installing", read from there): a fresh virtualenv that ran its pip
-# command serves clients/examples/flask_app.py, and a fresh npm project that ran its npm
+# command serves clients/examples/flask_app.py, a fresh npm project that ran its npm
 # command (the tarball npm would publish) and installed express, ioredis and TypeScript
-# compiles clients/examples/express_app.ts with `tsc --strict` and serves it. Each app, against a
-# server with the module, answers 200 three times, then 429 with a Retry-After.
+# compiles clients/examples/express_app.ts with `tsc --strict` and serves it, and a fresh Go
+# module holding clients/go/examples/limited/main.go that ran its go command builds and serves
+# it. Each app, against a server with the module, answers 200 three times, then 429 with a
+# Retry-After.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -55,15 +57,15 @@ port=$(free_port)
 pids+=($!)
 wait_ready "$port"
 
-# The two commands docs/clients.md gives, with this clone for /path/to/redis-cell.
-documented() { # pip|npm
+# The three commands docs/clients.md gives, with this clone for /path/to/redis-cell.
+documented() { # pip|npm|go
   python3 - "$1" "$root" <<'PY'
 import sys
 doc = open(sys.argv[2] + "/docs/clients.md").read()
 block = doc.split("## Installing", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
-# The block is these two commands and nothing else, so that all it shows is run.
-assert [l.split()[:2] for l in block.splitlines()] == [["pip", "install"], ["npm", "install"]], block
-[line] = [l for l in block.splitlines() if l.startswith(sys.argv[1] + " install ")]
+# The block is these three commands and nothing else, so that all it shows is run.
+assert [l.split()[:2] for l in block.splitlines()] == [["pip", "install"], ["npm", "install"], ["go", "mod"]], block
+[line] = [l for l in block.splitlines() if l.split()[0] == sys.argv[1]]
 print(line.replace("/path/to/redis-cell", sys.argv[2]))
 PY
 }
@@ -103,3 +105,18 @@ PORT=$express_port REDIS_URL="redis://127.0.0.1:$port" node "$work/app/out/expre
 pids+=($!)
 expect "the Express app ($(documented npm), tsc --strict)" \
   "$(four_requests "$express_port")"
+
+# Go: a module of its own holding the net/http example, tidied by the documented line once the
+# app imports the packages (go mod tidy resolves what main.go imports).
+mkdir "$work/goapp"
+(
+  cd "$work/goapp"
+  go mod init example.com/limited >/dev/null 2>&1
+  cp "$root/clients/go/examples/limited/main.go" .
+  eval "$(documented go)" >/dev/null 2>&1
+  go build -buildvcs=false -o limited .
+)
+go_port=$(free_port)
+ADDR="127.0.0.1:$go_port" REDIS_ADDR="127.0.0.1:$port" "$work/goapp/limited" >"$work/go.log" 2>&1 &
+pids+=($!)
+expect "the net/http app ($(documented go))" "$(four_requests "$go_port")"
