@@ -261,8 +261,10 @@ func (l *Limiter) decide(ctx context.Context, r *http.Request, limits []limit) (
 		if err == nil && len(replies) != len(keyed) {
 			err = fmt.Errorf("cellhttp: CL.ALL answered %d limiters of %d", len(replies), len(keyed))
 		}
-		if err != nil && ctx.Err() != nil {
+		if err != nil && errors.Is(ctx.Err(), context.Canceled) {
 			// The client went away: no one to answer, and nothing failed on the server's side.
+			// What earlier identities took is given back; this identity's call may have been
+			// decided as the request ended, and stays so.
 			l.giveBack(ctx, charged)
 			return abandoned, nil, err
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"rediscell.dev/cell"
 	"rediscell.dev/cell/internal/hold"
@@ -39,13 +40,15 @@ type Transport struct {
 
 	mu sync.Mutex
 	// idle are connections for held calls, a few by address, kept for the next.
-	idle   map[string][]*line
+	idle map[string][]*line
+	// busy are the connections of held calls in flight, which Close cuts.
+	busy   map[*line]bool
 	closed bool
 }
 
 // NewTransport is the Transport over a go-redis client.
 func NewTransport(rdb Client) *Transport {
-	return &Transport{rdb: rdb, idle: map[string][]*line{}}
+	return &Transport{rdb: rdb, idle: map[string][]*line{}, busy: map[*line]bool{}}
 }
 
 // Do sends one call.
@@ -61,11 +64,15 @@ func (t *Transport) Do(ctx context.Context, req cell.Request) (any, error) {
 	return cmd.Result()
 }
 
-// Close closes the connections kept for held calls.
+// Close closes the connections kept for held calls, and cuts those of held calls in flight,
+// which then return an error (their waiters take nothing).
 func (t *Transport) Close() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.closed = true
+	for l := range t.busy {
+		l.cut()
+	}
 	var errs []error
 	for addr, lines := range t.idle {
 		for _, l := range lines {
@@ -138,15 +145,19 @@ type line struct {
 	client *redis.Client
 	mu     sync.Mutex
 	conn   net.Conn
+	// done: the line was cut, and no connection it dials after is used.
+	done bool
 	// grace is how long past a held call's deadline its answer is waited for: the node's
 	// read timeout, at least 3 s.
 	grace time.Duration
 }
 
-// cut closes the line's socket: a read in progress on it fails at once.
+// cut closes the line's socket: a read in progress on it fails at once, and so does a dial
+// still under way.
 func (l *line) cut() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.done = true
 	if l.conn != nil {
 		_ = l.conn.Close()
 	}
@@ -162,6 +173,7 @@ func (t *Transport) take(template *redis.Options, addr string) (*line, error) {
 	if kept := t.idle[addr]; len(kept) > 0 {
 		l := kept[len(kept)-1]
 		t.idle[addr] = kept[:len(kept)-1]
+		t.busy[l] = true
 		return l, nil
 	}
 	l := &line{addr: addr, grace: max(template.ReadTimeout, 3*time.Second)}
@@ -171,17 +183,30 @@ func (t *Transport) take(template *redis.Options, addr string) (*line, error) {
 	options.ReadTimeout = -1
 	options.ContextTimeoutEnabled = true
 	options.PoolSize, options.MinIdleConns, options.MaxIdleConns = 1, 0, 1
+	// What the node's client made for itself, or what one connection for one call at a time
+	// has no use for: its push handlers (a second client would register them again), its
+	// maintenance notifications, its client-side cache and its pipeline pool.
+	options.PushNotificationProcessor = nil
+	options.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	options.ClientSideCache, options.ClientSideCacheConfig = nil, nil
+	options.PipelinePoolSize = -1
 	dial := template.Dialer
 	options.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := dial(ctx, network, addr)
-		if err == nil {
-			l.mu.Lock()
-			l.conn = conn
-			l.mu.Unlock()
+		if err != nil {
+			return nil, err
 		}
-		return conn, err
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.done {
+			_ = conn.Close()
+			return nil, errors.New("cell: the held call was cut as it connected")
+		}
+		l.conn = conn
+		return conn, nil
 	}
 	l.client = redis.NewClient(&options)
+	t.busy[l] = true
 	return l, nil
 }
 
@@ -189,11 +214,20 @@ func (t *Transport) take(template *redis.Options, addr string) (*line, error) {
 func (t *Transport) keep(l *line) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	delete(t.busy, l)
 	if t.closed || len(t.idle[l.addr]) >= idlePerNode {
 		_ = l.client.Close()
 		return
 	}
 	t.idle[l.addr] = append(t.idle[l.addr], l)
+}
+
+// drop closes a line that was cut or failed.
+func (t *Transport) drop(l *line) {
+	t.mu.Lock()
+	delete(t.busy, l)
+	t.mu.Unlock()
+	_ = l.client.Close()
 }
 
 // send sends a held call on a line of its own, closed when the caller's context is cancelled
@@ -218,7 +252,7 @@ func (t *Transport) send(ctx context.Context, template *redis.Options, addr stri
 	if unwatch() && (err == nil || errors.As(err, &answered)) {
 		t.keep(l)
 	} else {
-		_ = l.client.Close()
+		t.drop(l)
 	}
 	if err != nil {
 		return nil, hold.Err(ctx, err)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/valkey-io/valkey-go"
@@ -29,11 +30,16 @@ type Transport struct {
 	client valkey.Client
 	// grace is how long past a held call's deadline its answer is waited for.
 	grace time.Duration
+
+	mu sync.Mutex
+	// busy are the connections of held calls in flight, which Close cuts.
+	busy   map[valkey.DedicatedClient]bool
+	closed bool
 }
 
 // NewTransport is the Transport over a valkey-go client.
 func NewTransport(client valkey.Client) *Transport {
-	return &Transport{client: client, grace: 3 * time.Second}
+	return &Transport{client: client, grace: 3 * time.Second, busy: map[valkey.DedicatedClient]bool{}}
 }
 
 // Do sends one call.
@@ -72,20 +78,44 @@ const redirects = 3
 
 // held sends a held call on a connection dedicated to it (from valkey-go's blocking pool),
 // closed when the call's context ends first: valkey-go reads on past a cancelled context
-// there, and a disconnected waiter takes nothing.
+// there, and a disconnected waiter takes nothing. The connection is waited for as long as the
+// context allows (valkey-go waits for one without it).
 func (t *Transport) held(ctx context.Context, target valkey.Client, cmd valkey.Completed, wait time.Duration, asking bool) (any, error) {
 	held, stop := hold.Context(ctx, wait, t.grace)
 	defer stop()
-	dedicated, release := target.Dedicate()
-	defer release()
-	unwatch := context.AfterFunc(held, dedicated.Close)
-	defer unwatch()
+	type dedicated struct {
+		client  valkey.DedicatedClient
+		release func()
+	}
+	acquired := make(chan dedicated, 1)
+	go func() {
+		client, release := target.Dedicate()
+		acquired <- dedicated{client, release}
+	}()
+	var d dedicated
+	select {
+	case d = <-acquired:
+	case <-held.Done():
+		go func() { (<-acquired).release() }()
+		return nil, hold.Err(ctx, held.Err())
+	}
+	defer d.release()
+	if !t.track(d.client) {
+		return nil, errors.New("cell: the Cell is closed")
+	}
+	defer t.untrack(d.client)
+	unwatch := context.AfterFunc(held, d.client.Close)
 	var reply valkey.ValkeyResult
 	if asking {
-		replies := dedicated.DoMulti(held, target.B().Asking().Build(), cmd)
+		replies := d.client.DoMulti(held, target.B().Asking().Build(), cmd)
 		reply = replies[len(replies)-1]
 	} else {
-		reply = dedicated.Do(held, cmd)
+		reply = d.client.Do(held, cmd)
+	}
+	// A close already under way must end before the connection goes back to the pool, or it
+	// would cut whichever call the pool gives the connection to next.
+	if !unwatch() {
+		d.client.Close()
 	}
 	answer, err := reply.ToAny()
 	if err != nil {
@@ -115,7 +145,31 @@ func (t *Transport) build(req cell.Request) (cmd valkey.Completed, err error) {
 	return built.Build(), nil
 }
 
-// Close closes nothing: valkey-go's blocking pool is the client's.
+// track marks a dedicated connection in flight, unless the Transport is closed.
+func (t *Transport) track(d valkey.DedicatedClient) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return false
+	}
+	t.busy[d] = true
+	return true
+}
+
+func (t *Transport) untrack(d valkey.DedicatedClient) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.busy, d)
+}
+
+// Close cuts the connections of held calls in flight, which then return an error (their
+// waiters take nothing); the client, and its blocking pool, stay the application's.
 func (t *Transport) Close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.closed = true
+	for d := range t.busy {
+		d.Close()
+	}
 	return nil
 }

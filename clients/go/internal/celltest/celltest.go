@@ -42,6 +42,7 @@ func Run(t *testing.T, connect Connect) {
 	t.Run("a user allowed the limiters alone holds calls", func(t *testing.T) { heldUnderAnACL(t, connect) })
 	t.Run("a hold ends at the context's deadline with the server's answer", func(t *testing.T) { heldToDeadline(t, connect) })
 	t.Run("a cancelled hold takes nothing", func(t *testing.T) { heldCancelled(t, connect) })
+	t.Run("closing the Cell ends its held calls", func(t *testing.T) { closedWhileHeld(t, connect) })
 	for _, with := range []servertest.With{servertest.Module, servertest.Library} {
 		t.Run("a cluster with the "+with.String(), func(t *testing.T) { cluster(t, connect, with) })
 	}
@@ -222,7 +223,7 @@ func badInput(t *testing.T, connect Connect) {
 
 // heldOnce: a call held past the client's read timeout is answered, and sent once (a client
 // that sent it again would have cut the first send, whose waiter then takes nothing: only the
-// server's count of calls tells).
+// module's count of waiters tells, as a server may not count a call whose client left).
 func heldOnce(t *testing.T, connect Connect) {
 	ctx := context.Background()
 	server := servertest.Start(t, servertest.Module, nil)
@@ -232,7 +233,45 @@ func heldOnce(t *testing.T, connect Connect) {
 	reply := must(c.Fixed(ctx, "h", 2, 1500*time.Millisecond, cell.Block(10*time.Second))).get(t)
 	same(t, "admitted after waiting", reply.Limited, false)
 	same(t, "its remaining", reply.Remaining, int64(1))
-	same(t, "CL.FIXED calls", server.Calls(t, "cl.fixed"), int64(1))
+	waiting := server.Waiting(t)
+	same(t, "calls that waited", waiting["waited"], int64(1))
+	same(t, "waiters that left", waiting["left"], int64(0))
+}
+
+// closedWhileHeld: closing the Cell cuts its held calls, which return an error, and their
+// waiters leave the server.
+func closedWhileHeld(t *testing.T, connect Connect) {
+	server := servertest.Start(t, servertest.Module, nil)
+	c := connect(t, Target{Addrs: []string{server.Addr}})
+	must(c.Fixed(context.Background(), "closed", 1, time.Minute)).get(t)
+	returned := make(chan error, 1)
+	go func() {
+		_, err := c.Fixed(context.Background(), "closed", 1, time.Minute, cell.Block(0))
+		returned <- err
+	}()
+	for tries := 0; server.Waiting(t)["now"] != 1; tries++ {
+		if tries == 200 {
+			t.Fatal("the call never began to wait")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-returned:
+		if err == nil {
+			t.Fatal("a cut call returned no error")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the held call outlived its Cell by 5 s")
+	}
+	for tries := 0; server.Waiting(t)["left"] != 1; tries++ {
+		if tries == 200 {
+			t.Fatalf("the waiter did not leave: %v", server.Waiting(t))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // heldUnderAnACL: a user allowed the limiters and nothing else (no CLIENT, no COMMAND) holds
@@ -365,6 +404,7 @@ func redirected(t *testing.T, c *cell.Cell, nodes []*servertest.Server) {
 			t.Fatal(err)
 		}
 		to.Do(t, "CONFIG", "RESETSTAT")
+		from.Do(t, "CONFIG", "RESETSTAT")
 		if !moved {
 			// The waiter's unit fits after a second; the import completes a little later, and
 			// only then is the waiter admitted on its new node.
@@ -381,6 +421,8 @@ func redirected(t *testing.T, c *cell.Cell, nodes []*servertest.Server) {
 		if err != nil || reply.Limited {
 			t.Fatalf("held, %s: %+v %v", key, reply, err)
 		}
-		same(t, key+": CL.FIXED calls on the node it went to", to.Calls(t, "cl.fixed"), int64(1))
+		same(t, key+": calls that waited on the node it went to", to.Waiting(t)["waited"], int64(1))
+		// The client's map still named the old node: the redirect was followed, not avoided.
+		same(t, key+": CL.FIXED calls the old node redirected", from.CommandStat(t, "cl.fixed", "rejected_calls"), int64(1))
 	}
 }

@@ -282,22 +282,50 @@ func Sentinel(t testing.TB, primary *Server) string {
 	}
 }
 
-// Calls is how many times the server ran command (lower case) since its stats were reset,
-// as INFO commandstats counts them.
-func (s *Server) Calls(t testing.TB, command string) int64 {
+// CommandStat is one count of INFO commandstats for command (lower case) since the server's
+// stats were reset: "calls", or "rejected_calls" (a redirect among them), 0 where absent.
+func (s *Server) CommandStat(t testing.TB, command, stat string) int64 {
 	t.Helper()
 	info := s.Do(t, "INFO", "commandstats").(string)
 	for _, line := range strings.Split(info, "\n") {
-		rest, found := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_"+command+":calls=")
+		rest, found := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_"+command+":")
 		if !found {
 			continue
 		}
-		count, _, _ := strings.Cut(rest, ",")
-		calls, err := strconv.ParseInt(count, 10, 64)
-		if err != nil {
-			t.Fatalf("%s: %v", line, err)
+		for _, pair := range strings.Split(rest, ",") {
+			if name, value, _ := strings.Cut(pair, "="); name == stat {
+				n, err := strconv.ParseInt(value, 10, 64)
+				if err != nil {
+					t.Fatalf("%s: %v", line, err)
+				}
+				return n
+			}
 		}
-		return calls
 	}
 	return 0
+}
+
+// Waiting is the module's count of BLOCK calls (INFO redis-cell, its cl_waiting line): now,
+// waited, admitted, timed_out and left, by name.
+func (s *Server) Waiting(t testing.TB) map[string]int64 {
+	t.Helper()
+	info := s.Do(t, "INFO", "redis-cell").(string)
+	for _, line := range strings.Split(info, "\n") {
+		rest, found := strings.CutPrefix(strings.TrimSpace(line), "redis-cell_cl_waiting:")
+		if !found {
+			continue
+		}
+		counts := map[string]int64{}
+		for _, pair := range strings.Split(rest, ",") {
+			name, value, _ := strings.Cut(pair, "=")
+			n, err := strconv.ParseInt(value, 10, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			counts[name] = n
+		}
+		return counts
+	}
+	t.Fatalf("no cl_waiting line in %s", info)
+	return nil
 }
