@@ -391,6 +391,19 @@ if part fleet; then
   echo
   node bench/fleet.js "$fport"
 fi
+# Two servers of a client's benchmark: one with the module ($mport) and one with the
+# Functions library ($fport), their logs NAME.log and NAME-library.log.
+module_and_library() { # NAME
+  mport=$(free_port) fport=$(free_port)
+  /usr/bin/redis-server --bind 127.0.0.1 --port "$mport" --save "" \
+    --loadmodule "$module" --logfile "$work/$1.log" >/dev/null 2>&1 &
+  pids+=($!)
+  /usr/bin/redis-server --bind 127.0.0.1 --port "$fport" --save "" --logfile "$work/$1-library.log" >/dev/null 2>&1 &
+  pids+=($!)
+  wait_ready "$mport"
+  wait_ready "$fport"
+  redis-cli -p "$fport" -x FUNCTION LOAD <lua/dist/redis_cell.lua >/dev/null
+}
 # The Java client: its jar installed and the benchmark's project built on it, then calls a
 # second from one JVM on servers of their own, one with the module and one with the library.
 if part java; then
@@ -400,15 +413,8 @@ if part java; then
     java -cp "clients/java/bench/target/classes:clients/java/bench/target/lib/*" bench.JavaBench "$@" \
       2>>"$work/java-bench.err" || { cat "$work/java-bench.err" >&2; return 1; }
   }
-  jport=$(free_port) lport=$(free_port)
-  /usr/bin/redis-server --bind 127.0.0.1 --port "$jport" --save "" \
-    --loadmodule "$module" --logfile "$work/java.log" >/dev/null 2>&1 &
-  pids+=($!)
-  /usr/bin/redis-server --bind 127.0.0.1 --port "$lport" --save "" --logfile "$work/java-library.log" >/dev/null 2>&1 &
-  pids+=($!)
-  wait_ready "$jport"
-  wait_ready "$lport"
-  redis-cli -p "$lport" -x FUNCTION LOAD <lua/dist/redis_cell.lua >/dev/null
+  module_and_library java
+  jport=$mport lport=$fport
   echo
   echo "The Java client, calls a second from one JVM (redis-server $server_version; each limiter 1,000 a second, so nearly every call admitted; one run of 5 s after 5 s unmeasured)"
   java_bench throughput "$jport" "$lport" 8 5
@@ -416,15 +422,8 @@ fi
 # The Go client's drop-in for redis_rate: Allow calls a second from one process on servers of
 # their own, one with the module and one with the library; redis_rate's on the first.
 if part go; then
-  gport=$(free_port) glport=$(free_port)
-  /usr/bin/redis-server --bind 127.0.0.1 --port "$gport" --save "" \
-    --loadmodule "$module" --logfile "$work/go.log" >/dev/null 2>&1 &
-  pids+=($!)
-  /usr/bin/redis-server --bind 127.0.0.1 --port "$glport" --save "" --logfile "$work/go-library.log" >/dev/null 2>&1 &
-  pids+=($!)
-  wait_ready "$gport"
-  wait_ready "$glport"
-  redis-cli -p "$glport" -x FUNCTION LOAD <lua/dist/redis_cell.lua >/dev/null
+  module_and_library go
+  gport=$mport glport=$fport
   echo
   echo "The Go client's drop-in for go-redis/redis_rate, Allow calls a second from one process (redis-server $server_version; GOMAXPROCS 2, 8 goroutines, 8 connections, 10,000 keys at 1,000 a second each; go test -bench, 5 s each)"
   (cd clients/go/bench && GOMAXPROCS=2 BENCH_MODULE_ADDR="127.0.0.1:$gport" BENCH_LIBRARY_ADDR="127.0.0.1:$glport" \

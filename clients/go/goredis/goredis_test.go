@@ -67,23 +67,13 @@ func TestRing(t *testing.T) {
 
 // A failover client finds its primary through a sentinel, and so do held calls.
 func TestFailoverClient(t *testing.T) {
-	ctx := context.Background()
 	primary := servertest.Start(t, servertest.Module, nil)
 	rdb := redis.NewFailoverClient(&redis.FailoverOptions{
 		MasterName: "primary", SentinelAddrs: []string{servertest.Sentinel(t, primary)}, ReadTimeout: 500 * time.Millisecond,
 	})
 	c := goredis.New(rdb)
 	t.Cleanup(func() { _ = c.Close(); _ = rdb.Close() })
-	if _, err := c.Fixed(ctx, "f", 1, time.Second); err != nil {
-		t.Fatal(err)
-	}
-	reply, err := c.Fixed(ctx, "f", 1, time.Second, cell.Block(5*time.Second))
-	if err != nil || reply.Limited {
-		t.Fatalf("held through the sentinel: %+v %v", reply, err)
-	}
-	if primary.Do(t, "EXISTS", "f").(int64) != 1 {
-		t.Fatal("not on the primary")
-	}
+	celltest.ThroughASentinel(t, c, primary)
 }
 
 // More calls held at once than the client's pool has connections: each has its own, and each

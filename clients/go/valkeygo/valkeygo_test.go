@@ -1,9 +1,7 @@
 package valkeygo_test
 
 import (
-	"context"
 	"testing"
-	"time"
 
 	"github.com/valkey-io/valkey-go"
 
@@ -38,7 +36,6 @@ func TestCell(t *testing.T) {
 
 // A client that finds its primary through a sentinel, and so do held calls.
 func TestSentinel(t *testing.T) {
-	ctx := context.Background()
 	primary := servertest.Start(t, servertest.Module, nil)
 	client, err := valkey.NewClient(valkey.ClientOption{
 		InitAddress: []string{servertest.Sentinel(t, primary)},
@@ -49,14 +46,5 @@ func TestSentinel(t *testing.T) {
 	}
 	c := valkeygo.New(client)
 	t.Cleanup(func() { _ = c.Close(); client.Close() })
-	if _, err := c.Fixed(ctx, "f", 1, time.Second); err != nil {
-		t.Fatal(err)
-	}
-	reply, err := c.Fixed(ctx, "f", 1, time.Second, cell.Block(5*time.Second))
-	if err != nil || reply.Limited {
-		t.Fatalf("held through the sentinel: %+v %v", reply, err)
-	}
-	if primary.Do(t, "EXISTS", "f").(int64) != 1 {
-		t.Fatal("not on the primary")
-	}
+	celltest.ThroughASentinel(t, c, primary)
 }

@@ -426,3 +426,13 @@ func redirected(t *testing.T, c *cell.Cell, nodes []*servertest.Server) {
 		same(t, key+": CL.FIXED calls the old node redirected", from.CommandStat(t, "cl.fixed", "rejected_calls"), int64(1))
 	}
 }
+
+// ThroughASentinel: a Cell over a client that finds primary through a sentinel sends its
+// calls, and its held calls, there.
+func ThroughASentinel(t *testing.T, c *cell.Cell, primary *servertest.Server) {
+	ctx := context.Background()
+	must(c.Fixed(ctx, "f", 1, time.Second)).get(t)
+	reply := must(c.Fixed(ctx, "f", 1, time.Second, cell.Block(5*time.Second))).get(t)
+	same(t, "held through the sentinel", reply.Limited, false)
+	same(t, "on the primary", primary.Do(t, "EXISTS", "f"), int64(1))
+}
