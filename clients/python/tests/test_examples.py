@@ -96,3 +96,19 @@ def test_the_typed_client_example_prints_its_reply_and_writes_its_keys(server, r
     # The calendar month ends at 00:00 of a 1st in UTC+01:00, 23:00 UTC the day before.
     end = time.gmtime((r.pexpiretime("plan:key42") + 3_600_000) / 1000)
     assert (end.tm_mday, end.tm_hour, end.tm_min) == (1, 0, 0)
+
+
+def test_the_speed_figures_are_the_benchmarks():
+    """docs/clients.md's speed paragraphs copy figures whose home is docs/benchmark.md: each
+    number in them (a count with a thousands comma, or a ratio) is in the benchmark's section
+    for that client."""
+    page = (ROOT / "docs" / "clients.md").read_text()
+    bench = (ROOT / "docs" / "benchmark.md").read_text()
+    for heading, home in [("### Speed\n", "## The Java client (#49)"),
+                          ("### Speed, against redis_rate\n", "## The Go client (#50)")]:
+        paragraph = page.split(heading, 1)[1].split("\n#", 1)[0]
+        section = bench.split(home, 1)[1].split("\n## ", 1)[0]
+        figures = re.findall(r"\d{1,3}(?:,\d{3})+|\d+\.\d+×", paragraph)
+        assert len(figures) >= 4, paragraph
+        for figure in figures:
+            assert figure in section, f"{figure} ({heading.strip()}) is not in benchmark.md's {home}"
