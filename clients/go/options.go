@@ -7,7 +7,7 @@ import (
 )
 
 // Option is one of a call's options beyond its parameters: one function for each option of
-// the module's grammar (clients/grammar.json, which options_test.go holds this to), named as
+// the module's grammar (clients/grammar.json, which table_test.go holds this to), named as
 // the grammar names it: DryRun for DRYRUN. One set serves every command, and a command answers
 // an option it does not take with the limiter's own error, as the module and the library do.
 //
@@ -19,7 +19,6 @@ type Option func(*settings) error
 type settings struct {
 	quantity int64
 	words    []string
-	named    map[string]bool
 	// block is BLOCK's timeout, negative without BLOCK.
 	block time.Duration
 }
@@ -27,10 +26,6 @@ type settings struct {
 func (c *settings) add(keyword string, value ...string) {
 	c.words = append(c.words, keyword)
 	c.words = append(c.words, value...)
-	if c.named == nil {
-		c.named = map[string]bool{}
-	}
-	c.named[keyword] = true
 }
 
 func flag(keyword string) Option {
@@ -130,7 +125,6 @@ func Block(d time.Duration) Option {
 			return err
 		}
 		c.block = d
-		c.named["BLOCK"] = true
 		return nil
 	}
 }
@@ -145,7 +139,7 @@ func millis(what string, d time.Duration) (string, error) {
 
 // settle adds up a call's options.
 func settle(options []Option) (*settings, error) {
-	c := &settings{quantity: 1, named: map[string]bool{}, block: -1}
+	c := &settings{quantity: 1, block: -1}
 	for _, option := range options {
 		if option == nil {
 			continue
