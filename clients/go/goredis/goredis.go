@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"strconv"
 	"sync"
 	"time"
 
@@ -91,28 +90,22 @@ func args(req cell.Request) []any {
 	return words
 }
 
-// redirects is how many MOVED or ASK replies a held call follows.
-const redirects = 3
-
+// held sends a held call to the node that holds its key, and on to any node a redirect names
+// (the node's options serve there too); a MOVED has a cluster client's slots renewed.
 func (t *Transport) held(ctx context.Context, req cell.Request) (any, error) {
 	node, err := t.node(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	template, addr, asking := node.Options(), node.Options().Addr, false
-	for range redirects {
-		reply, err := t.send(ctx, template, addr, req, asking)
-		to, moved, redirected := hold.Redirect(err)
-		if !redirected {
-			return reply, err
-		}
-		// Neither MOVED nor ASK ran the call: sending it to the node named is still once.
-		if cluster, ok := t.rdb.(*redis.ClusterClient); ok && moved {
-			cluster.ReloadState(ctx)
-		}
-		addr, asking = to, !moved
+	template := node.Options()
+	send := func(addr string, asking bool) (any, error) {
+		return t.send(ctx, template, addr, req, asking)
 	}
-	return nil, errors.New("cell: a held call was redirected more than " + strconv.Itoa(redirects) + " times")
+	var moved func()
+	if cluster, ok := t.rdb.(*redis.ClusterClient); ok {
+		moved = func() { cluster.ReloadState(ctx) }
+	}
+	return hold.Follow(template.Addr, send, moved)
 }
 
 // node is the client of the node that holds the call's key.
@@ -176,7 +169,7 @@ func (t *Transport) take(template *redis.Options, addr string) (*line, error) {
 		t.busy[l] = true
 		return l, nil
 	}
-	l := &line{addr: addr, grace: max(template.ReadTimeout, 3*time.Second)}
+	l := &line{addr: addr, grace: max(template.ReadTimeout, hold.MinGrace)}
 	options := *template
 	options.Addr = addr
 	options.MaxRetries = -1

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
@@ -28,8 +27,6 @@ func New(client valkey.Client) *cell.Cell {
 // nothing.
 type Transport struct {
 	client valkey.Client
-	// grace is how long past a held call's deadline its answer is waited for.
-	grace time.Duration
 
 	mu sync.Mutex
 	// busy are the connections of held calls in flight, which Close cuts.
@@ -39,49 +36,45 @@ type Transport struct {
 
 // NewTransport is the Transport over a valkey-go client.
 func NewTransport(client valkey.Client) *Transport {
-	return &Transport{client: client, grace: 3 * time.Second, busy: map[valkey.DedicatedClient]bool{}}
+	return &Transport{client: client, busy: map[valkey.DedicatedClient]bool{}}
 }
 
 // Do sends one call.
 func (t *Transport) Do(ctx context.Context, req cell.Request) (any, error) {
-	cmd, err := t.build(req)
-	if err != nil {
-		return nil, err
-	}
 	if !req.Held() {
-		return t.client.Do(ctx, cmd).ToAny()
-	}
-	// The first send goes where the client routes the key; a redirect names the node to try
-	// next. Neither MOVED nor ASK ran the call: sending it there is still once.
-	target, asking := t.client, false
-	for range redirects {
-		reply, err := t.held(ctx, target, cmd, req.Hold, asking)
-		to, moved, redirected := hold.Redirect(err)
-		if !redirected {
-			return reply, err
-		}
-		node, ok := t.client.Nodes()[to]
-		if !ok {
-			return nil, fmt.Errorf("cell: a held call was redirected to %s, a node the client does not know: %w", to, err)
-		}
-		target, asking = node, !moved
-		// valkey-go takes a command back once it is answered: a new one for the next send.
-		if cmd, err = t.build(req); err != nil {
+		cmd, err := t.build(req)
+		if err != nil {
 			return nil, err
 		}
+		return t.client.Do(ctx, cmd).ToAny()
 	}
-	return nil, errors.New("cell: a held call was redirected more than " + strconv.Itoa(redirects) + " times")
+	// The first send goes where the client routes the key (addr ""), the next to the node a
+	// redirect names. valkey-go takes a command back once it is answered: each send builds
+	// its own.
+	send := func(addr string, asking bool) (any, error) {
+		target := t.client
+		if addr != "" {
+			node, ok := t.client.Nodes()[addr]
+			if !ok {
+				return nil, fmt.Errorf("cell: a held call was redirected to %s, a node the client does not know", addr)
+			}
+			target = node
+		}
+		cmd, err := t.build(req)
+		if err != nil {
+			return nil, err
+		}
+		return t.held(ctx, target, cmd, req.Hold, asking)
+	}
+	return hold.Follow("", send, nil)
 }
-
-// redirects is how many MOVED or ASK replies a held call follows.
-const redirects = 3
 
 // held sends a held call on a connection dedicated to it (from valkey-go's blocking pool),
 // closed when the call's context ends first: valkey-go reads on past a cancelled context
 // there, and a disconnected waiter takes nothing. The connection is waited for as long as the
 // context allows (valkey-go waits for one without it).
 func (t *Transport) held(ctx context.Context, target valkey.Client, cmd valkey.Completed, wait time.Duration, asking bool) (any, error) {
-	held, stop := hold.Context(ctx, wait, t.grace)
+	held, stop := hold.Context(ctx, wait, hold.MinGrace)
 	defer stop()
 	type dedicated struct {
 		client  valkey.DedicatedClient

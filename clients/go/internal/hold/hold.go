@@ -5,6 +5,7 @@ package hold
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 )
@@ -47,9 +48,33 @@ func Err(ctx context.Context, err error) error {
 	return err
 }
 
-// Redirect reads a MOVED or ASK reply: the node it names. Neither ran the call, so sending it
+// redirects is how many MOVED or ASK replies a held call follows.
+const redirects = 3
+
+// MinGrace is the least time a held call's answer is waited for past its deadline.
+const MinGrace = 3 * time.Second
+
+// Follow sends a held call by send to addr, then to each node a MOVED or ASK reply names
+// (asking: after ASKING), calling moved on a MOVED. Neither reply ran the call, so sending it
 // there is still sending it once.
-func Redirect(err error) (addr string, moved, ok bool) {
+func Follow(addr string, send func(addr string, asking bool) (any, error), moved func()) (any, error) {
+	asking := false
+	for range redirects {
+		reply, err := send(addr, asking)
+		to, wasMoved, redirected := redirect(err)
+		if !redirected {
+			return reply, err
+		}
+		if wasMoved && moved != nil {
+			moved()
+		}
+		addr, asking = to, !wasMoved
+	}
+	return nil, fmt.Errorf("cell: a held call was redirected more than %d times", redirects)
+}
+
+// redirect reads a MOVED or ASK reply: the node it names.
+func redirect(err error) (addr string, moved, ok bool) {
 	if err == nil {
 		return "", false, false
 	}
