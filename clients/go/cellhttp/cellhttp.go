@@ -93,9 +93,11 @@ type Limiter struct {
 	policies map[string]policy
 }
 
+// policy is what a policy's name stands for: a limiter (the limiters are values, equal when
+// their numbers are) and the name of the identity it counts.
 type policy struct {
-	words string
-	by    string
+	limiter cell.Limiter
+	by      string
 }
 
 // mostLimits is CL.ALL's most keys.
@@ -172,7 +174,7 @@ func (l *Limiter) Limit(limits ...Limit) (func(http.Handler) http.Handler, error
 }
 
 func check(given Limit) (limit, error) {
-	key, _, err := describe(given.Limiter)
+	key, err := policyName(given.Limiter)
 	if err != nil {
 		return limit{}, err
 	}
@@ -189,17 +191,17 @@ func check(given Limit) (limit, error) {
 	return limit{name: key, limiter: given.Limiter, by: by}, nil
 }
 
-// describe is a limiter's policy name and its numbers, for telling limiters apart.
-func describe(l cell.Limiter) (string, string, error) {
+// policyName is a route's limiter's Key, the policy's name.
+func policyName(l cell.Limiter) (string, error) {
 	switch v := l.(type) {
 	case cell.Throttle:
-		return v.Key, fmt.Sprintf("%+v", v), nil
+		return v.Key, nil
 	case cell.Fixed:
-		return v.Key, fmt.Sprintf("%+v", v), nil
+		return v.Key, nil
 	case cell.Window:
-		return v.Key, fmt.Sprintf("%+v", v), nil
+		return v.Key, nil
 	}
-	return "", "", errors.New("cellhttp: a route's limiter is a cell.Throttle, cell.Fixed or cell.Window")
+	return "", errors.New("cellhttp: a route's limiter is a cell.Throttle, cell.Fixed or cell.Window")
 }
 
 func (l *Limiter) claim(limits []limit) error {
@@ -209,15 +211,13 @@ func (l *Limiter) claim(limits []limit) error {
 		l.policies = map[string]policy{}
 	}
 	for _, each := range limits {
-		_, words, _ := describe(each.limiter)
 		held, ok := l.policies[each.name]
-		if ok && (held.words != words || held.by != each.by.name) {
+		if ok && held != (policy{each.limiter, each.by.name}) {
 			return fmt.Errorf("cellhttp: the policy %s is declared already, with another limiter or identity", each.name)
 		}
 	}
 	for _, each := range limits {
-		_, words, _ := describe(each.limiter)
-		l.policies[each.name] = policy{words: words, by: each.by.name}
+		l.policies[each.name] = policy{each.limiter, each.by.name}
 	}
 	return nil
 }
