@@ -249,11 +249,8 @@ func closedWhileHeld(t *testing.T, connect Connect) {
 		_, err := c.Fixed(context.Background(), "closed", 1, time.Minute, cell.Block(0))
 		returned <- err
 	}()
-	for tries := 0; server.Waiting(t)["now"] != 1; tries++ {
-		if tries == 200 {
-			t.Fatal("the call never began to wait")
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !servertest.Poll(80, func() bool { return server.Waiting(t)["now"] == 1 }) {
+		t.Fatal("the call never began to wait")
 	}
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
@@ -266,11 +263,8 @@ func closedWhileHeld(t *testing.T, connect Connect) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the held call outlived its Cell by 5 s")
 	}
-	for tries := 0; server.Waiting(t)["left"] != 1; tries++ {
-		if tries == 200 {
-			t.Fatalf("the waiter did not leave: %v", server.Waiting(t))
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !servertest.Poll(80, func() bool { return server.Waiting(t)["left"] == 1 }) {
+		t.Fatalf("the waiter did not leave: %v", server.Waiting(t))
 	}
 }
 

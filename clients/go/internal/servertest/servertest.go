@@ -106,47 +106,37 @@ func start(t testing.TB, with With, clock *Clock, config ...string) (*Server, er
 	if with == Module {
 		args = append(args, "--loadmodule", ModulePath(t))
 	}
-	cmd := exec.Command(binary(), args...)
-	log, err := os.Create(filepath.Join(dir, "server.log"))
+	var env []string
+	if clock != nil {
+		env = clock.environment()
+	}
+	log := filepath.Join(dir, "server.log")
+	exited, err := launch(t, log, env, args...)
 	if err != nil {
 		return nil, err
 	}
-	cmd.Stdout, cmd.Stderr = log, log
-	if clock != nil {
-		cmd.Env = append(os.Environ(), clock.environment()...)
-	}
-	if err := cmd.Start(); err != nil {
-		_ = log.Close()
-		return nil, err
-	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-		_ = log.Close()
-	})
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	client := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
 	t.Cleanup(func() { _ = client.Close() })
 	ctx := context.Background()
-	for tries := 0; ; tries++ {
+	gone := false
+	up := Poll(200, func() bool {
 		if client.Ping(ctx).Err() == nil {
-			break
+			return true
 		}
 		select {
 		case <-exited:
-			output, _ := os.ReadFile(filepath.Join(dir, "server.log"))
-			return nil, fmt.Errorf("the server did not start: %s", output)
+			gone = true
 		default:
 		}
-		if tries == 200 {
-			return nil, fmt.Errorf("the server did not answer on %s", addr)
-		}
-		time.Sleep(25 * time.Millisecond)
+		return gone
+	})
+	if gone {
+		output, _ := os.ReadFile(log)
+		return nil, fmt.Errorf("the server did not start: %s", output)
+	}
+	if !up {
+		return nil, fmt.Errorf("the server did not answer on %s", addr)
 	}
 	if with == Library {
 		if err := client.FunctionLoadReplace(ctx, LibrarySource(t)).Err(); err != nil {
@@ -154,6 +144,46 @@ func start(t testing.TB, with With, clock *Clock, config ...string) (*Server, er
 		}
 	}
 	return &Server{Addr: addr, Port: port, Dir: dir, Client: client}, nil
+}
+
+// launch starts the server's binary with args and env added to the environment, its output
+// in the file log, killed when the test ends; exited is closed when it exits.
+func launch(t testing.TB, log string, env []string, args ...string) (exited <-chan struct{}, err error) {
+	cmd := exec.Command(binary(), args...)
+	output, err := os.Create(log)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = output, output
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
+	if err := cmd.Start(); err != nil {
+		_ = output.Close()
+		return nil, err
+	}
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-done
+		_ = output.Close()
+	})
+	return done, nil
+}
+
+// Poll asks ok every 25 ms, at most tries times, and answers whether it held.
+func Poll(tries int, ok func() bool) bool {
+	for try := 0; try < tries; try++ {
+		if ok() {
+			return true
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	return false
 }
 
 // freePort is a free loopback port; a cluster node's bus port, 10000 above it, is free too.
@@ -205,15 +235,12 @@ func Cluster(t testing.TB, with With) []*Server {
 		}
 	}
 	for _, node := range nodes {
-		for tries := 0; ; tries++ {
-			info, _ := node.Client.ClusterInfo(ctx).Result()
-			if strings.Contains(info, "cluster_state:ok") {
-				break
-			}
-			if tries == 400 {
-				t.Fatalf("the cluster did not form: %s", info)
-			}
-			time.Sleep(25 * time.Millisecond)
+		var info string
+		if !Poll(400, func() bool {
+			info, _ = node.Client.ClusterInfo(ctx).Result()
+			return strings.Contains(info, "cluster_state:ok")
+		}) {
+			t.Fatalf("the cluster did not form: %s", info)
 		}
 	}
 	return nodes
@@ -253,79 +280,74 @@ func Sentinel(t testing.TB, primary *Server) string {
 	if err := os.WriteFile(config, []byte(lines), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(binary(), config, "--sentinel")
-	log, err := os.Create(filepath.Join(dir, "sentinel.log"))
-	if err != nil {
+	log := filepath.Join(dir, "sentinel.log")
+	if _, err := launch(t, log, nil, config, "--sentinel"); err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		_ = log.Close()
-	})
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	sentinel := redis.NewSentinelClient(&redis.Options{Addr: addr})
 	defer sentinel.Close()
-	for tries := 0; ; tries++ {
-		if got, err := sentinel.GetMasterAddrByName(context.Background(), "primary").Result(); err == nil && len(got) == 2 {
-			return addr
-		}
-		if tries == 200 {
-			output, _ := os.ReadFile(filepath.Join(dir, "sentinel.log"))
-			t.Fatalf("the sentinel did not answer on %s: %s", addr, output)
-		}
-		time.Sleep(25 * time.Millisecond)
+	if !Poll(200, func() bool {
+		got, err := sentinel.GetMasterAddrByName(context.Background(), "primary").Result()
+		return err == nil && len(got) == 2
+	}) {
+		output, _ := os.ReadFile(log)
+		t.Fatalf("the sentinel did not answer on %s: %s", addr, output)
 	}
+	return addr
 }
 
 // CommandStat is one count of INFO commandstats for command (lower case) since the server's
 // stats were reset: "calls", or "rejected_calls" (a redirect among them), 0 where absent.
 func (s *Server) CommandStat(t testing.TB, command, stat string) int64 {
 	t.Helper()
-	info := s.Do(t, "INFO", "commandstats").(string)
-	for _, line := range strings.Split(info, "\n") {
-		rest, found := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_"+command+":")
-		if !found {
-			continue
-		}
-		for _, pair := range strings.Split(rest, ",") {
-			if name, value, _ := strings.Cut(pair, "="); name == stat {
-				n, err := strconv.ParseInt(value, 10, 64)
-				if err != nil {
-					t.Fatalf("%s: %v", line, err)
-				}
-				return n
-			}
-		}
+	value, ok := s.infoLine(t, "commandstats", "cmdstat_"+command)[stat]
+	if !ok {
+		return 0
 	}
-	return 0
+	return count(t, stat, value)
 }
 
 // Waiting is the module's count of BLOCK calls (INFO redis-cell, its cl_waiting line): now,
 // waited, admitted, timed_out and left, by name.
 func (s *Server) Waiting(t testing.TB) map[string]int64 {
 	t.Helper()
-	info := s.Do(t, "INFO", "redis-cell").(string)
+	pairs := s.infoLine(t, "redis-cell", "redis-cell_cl_waiting")
+	if pairs == nil {
+		t.Fatal("no cl_waiting line in INFO redis-cell")
+	}
+	counts := map[string]int64{}
+	for name, value := range pairs {
+		counts[name] = count(t, name, value)
+	}
+	return counts
+}
+
+// infoLine is the name=value pairs of the line of INFO section that begins with name and a
+// colon; nil where there is none.
+func (s *Server) infoLine(t testing.TB, section, name string) map[string]string {
+	t.Helper()
+	info := s.Do(t, "INFO", section).(string)
 	for _, line := range strings.Split(info, "\n") {
-		rest, found := strings.CutPrefix(strings.TrimSpace(line), "redis-cell_cl_waiting:")
+		rest, found := strings.CutPrefix(strings.TrimSpace(line), name+":")
 		if !found {
 			continue
 		}
-		counts := map[string]int64{}
+		pairs := map[string]string{}
 		for _, pair := range strings.Split(rest, ",") {
-			name, value, _ := strings.Cut(pair, "=")
-			n, err := strconv.ParseInt(value, 10, 64)
-			if err != nil {
-				t.Fatalf("%s: %v", line, err)
-			}
-			counts[name] = n
+			key, value, _ := strings.Cut(pair, "=")
+			pairs[key] = value
 		}
-		return counts
+		return pairs
 	}
-	t.Fatalf("no cl_waiting line in %s", info)
 	return nil
+}
+
+func count(t testing.TB, name, value string) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(value, 10, 64)
+	if err != nil {
+		t.Fatalf("%s=%s: %v", name, value, err)
+	}
+	return n
 }
