@@ -289,9 +289,7 @@ func (l *Limiter) decide(ctx context.Context, r *http.Request, limits []limit) (
 		}
 		charged = append(charged, keyed)
 	}
-	if len(all) == 0 {
-		return 0, nil, nil
-	}
+	// Every identity asked added its limits' replies, or returned: all holds one at least.
 	bound := binding(all)
 	headers := fields(applied, bound, l.standard(), l.LegacyHeaders, time.Now())
 	if bound.reply.Limited {
