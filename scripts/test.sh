@@ -66,15 +66,17 @@ done
 # pass offline. On Valkey, under libfaketime, the redis_rate differential must run.
 for run in "$REDIS_SERVER::" "$VALKEY_SERVER:off:1"; do
   IFS=: read -r server proxy require_clock <<<"$run"
-  for dir in clients/go clients/go/ratetest; do
-    (cd "$dir" && export GOPROXY="${proxy:-$(go env GOPROXY)}" && go vet ./... &&
-      REDIS_SERVER="$server" REDIS_CELL_MODULE="$module_debug" REDIS_CELL_REQUIRE_CLOCK="$require_clock" \
-        timeout -k 30 900 go test -race -count=1 ./...)
-  done
-  # The benchmark's module (make bench runs it): vetted and built here, so that it cannot break
-  # first where it is measured.
-  (cd clients/go/bench && GOPROXY="${proxy:-$(go env GOPROXY)}" go vet ./... &&
-    GOPROXY="${proxy:-$(go env GOPROXY)}" go test -run '^$' -bench '^$' ./...)
+  (
+    export GOPROXY="${proxy:-$(go env GOPROXY)}"
+    for dir in clients/go clients/go/ratetest; do
+      (cd "$dir" && go vet ./... &&
+        REDIS_SERVER="$server" REDIS_CELL_MODULE="$module_debug" REDIS_CELL_REQUIRE_CLOCK="$require_clock" \
+          timeout -k 30 900 go test -race -count=1 ./...)
+    done
+    # The benchmark's module (make bench runs it): vetted and built here, so that it cannot
+    # break first where it is measured.
+    cd clients/go/bench && go vet ./... && go test -run '^$' -bench '^$' ./...
+  )
 done
 
 # The packages as a user installs them (docs/clients.md, "Installing"): into a fresh
